@@ -1,0 +1,63 @@
+# croupier: the front door. Every target bootstraps what it needs (.venv, broker jars),
+# so on a fresh machine `make demo` or `make test` alone is enough.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+CROUPIER := $(VENV)/bin/croupier
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: help venv demo test test-unit test-integration lint bench kafka-up kafka-down kafka-status topics clean
+
+help:
+	@echo "make demo        start Kafka, apply topics, show what runs"
+	@echo "make test        the whole suite against a real Kafka broker"
+	@echo "make lint        ruff"
+	@echo "make bench       benchmarks (ratios against a baseline measured in the same run)"
+	@echo "make kafka-up | kafka-down | kafka-status | topics"
+	@echo "make clean       stop the broker and remove runtime state and the venv"
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "croupier needs Python 3.11+")'
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+venv: $(STAMP)
+
+kafka-up: venv
+	$(CROUPIER) kafka up
+
+kafka-down: venv
+	$(CROUPIER) kafka down
+
+kafka-status: venv
+	$(CROUPIER) kafka status
+
+topics: kafka-up
+	$(CROUPIER) topics apply
+
+demo: topics
+	$(CROUPIER) kafka status
+	$(CROUPIER) topics describe
+	$(CROUPIER) rtp --profile sbo-baccarat
+
+test: venv
+	$(PY) -m pytest
+
+test-unit: venv
+	$(PY) -m pytest tests/unit
+
+test-integration: venv
+	$(PY) -m pytest tests/integration
+
+lint: venv
+	$(VENV)/bin/ruff check shared services tests benchmarks
+
+bench: venv
+	$(PY) benchmarks/run.py
+
+clean:
+	-[ -x $(CROUPIER) ] && $(CROUPIER) kafka down
+	rm -rf var .pytest_cache .ruff_cache .hypothesis $(VENV)

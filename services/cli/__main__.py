@@ -1,0 +1,5 @@
+"""`python -m services.cli` runs the same command as the `croupier` script."""
+
+from services.cli.main import app
+
+app()

@@ -1,0 +1,15 @@
+"""The `croupier` command: one entry point, one module per group of subcommands."""
+
+import typer
+
+from services.cli import kafka_cmd, topics_cmd
+
+app = typer.Typer(
+    name="croupier",
+    help="Settlement platform for live-dealer baccarat and Triple Face tables.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+kafka_cmd.register(app)
+topics_cmd.register(app)

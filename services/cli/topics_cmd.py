@@ -1,0 +1,78 @@
+"""`croupier topics apply|describe`: the topic catalogue against the live cluster."""
+
+from __future__ import annotations
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from services.infra import topic_admin
+from services.infra.settings import get_settings
+from shared.topics import RetentionTooShortError, topic_catalogue
+
+console = Console()
+topics_app = typer.Typer(help="Create and inspect the platform's topics.", no_args_is_help=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(topics_app, name="topics")
+
+
+def _catalogue(retention_ms: int | None):
+    settings = get_settings()
+    try:
+        return topic_catalogue(retention_ms=retention_ms or settings.retention_ms,
+                               partitions=settings.topic_partitions)
+    except RetentionTooShortError as exc:
+        console.print(f"[red]refused:[/] {exc}")
+        raise typer.Exit(2) from exc
+
+
+@topics_app.command("apply")
+def apply(
+    retention_ms: int = typer.Option(None, help="Override CROUPIER_RETENTION_MS (min 24 h)."),
+) -> None:
+    """Create missing topics and align partitions and configs. Safe to run again."""
+    catalogue = _catalogue(retention_ms)
+    admin = topic_admin.admin_client(get_settings().bootstrap_servers)
+    try:
+        report = topic_admin.apply(admin, catalogue)
+    finally:
+        admin.close()
+    for name in report.created:
+        console.print(f"created {name}")
+    for name, (old, new) in report.partitions_added.items():
+        console.print(f"{name}: partitions {old} -> {new}")
+    for name, changes in report.configs_changed.items():
+        for key, (old, new) in changes.items():
+            console.print(f"{name}: {key} {old} -> {new}")
+    for line in report.drift:
+        console.print(f"[red]drift:[/] {line}")
+    if not report.changed and not report.drift:
+        console.print(f"all {len(catalogue)} topics already match the catalogue")
+    if report.drift:
+        raise typer.Exit(1)
+
+
+@topics_app.command("describe")
+def describe() -> None:
+    """Show every catalogue topic as it is live, flagging what differs from the catalogue."""
+    catalogue = _catalogue(None)
+    admin = topic_admin.admin_client(get_settings().bootstrap_servers)
+    try:
+        live = topic_admin.describe(admin, [t.name for t in catalogue])
+    finally:
+        admin.close()
+    table = Table("topic", "key", "partitions", "retention.ms", "segment.ms", "cleanup", "state")
+    for spec in catalogue:
+        state = live.get(spec.name)
+        if state is None:
+            table.add_row(spec.name, spec.key, "-", "-", "-", "-", "[red]missing[/]")
+            continue
+        differs = state.partitions != spec.partitions or any(
+            state.configs.get(k) != v for k, v in spec.configs.items())
+        table.add_row(spec.name, spec.key, str(state.partitions),
+                      state.configs.get("retention.ms", "?"), state.configs.get("segment.ms", "?"),
+                      state.configs.get("cleanup.policy", "?"),
+                      "[yellow]differs[/]" if differs else "[green]ok[/]")
+    console.print(table)

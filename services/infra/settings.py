@@ -1,0 +1,55 @@
+"""Process settings, read once from the environment (and an optional `.env`).
+
+Everything an operator may change lives here, so services, tools and tests
+agree on ports, paths and the Kafka cluster without passing flags around.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from shared.topics import DEFAULT_PARTITIONS, DEFAULT_RETENTION_MS
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="CROUPIER_", env_file=".env", extra="ignore", frozen=True
+    )
+
+    kafka_bootstrap_servers: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("KAFKA_BOOTSTRAP_SERVERS", "CROUPIER_KAFKA_BOOTSTRAP_SERVERS"),
+        description="An external cluster; when set, no local broker is ever started.",
+    )
+    home: Path = Field(default=Path("var"), description="Runtime state: broker data, logs, pids.")
+    cache_dir: Path = Field(
+        default=Path.home() / ".cache" / "croupier",
+        description="Per-machine cache for the broker's jars (downloaded once).",
+    )
+    kafka_port: int = 19092
+    kafka_controller_port: int = 19093
+    kafka_heap: str = "1g"
+    topic_partitions: int = DEFAULT_PARTITIONS
+    retention_ms: int = DEFAULT_RETENTION_MS
+
+    @property
+    def local_bootstrap(self) -> str:
+        return f"127.0.0.1:{self.kafka_port}"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """The cluster every client talks to: the external one if set, else the local broker."""
+        return self.kafka_bootstrap_servers or self.local_bootstrap
+
+    @property
+    def uses_external_kafka(self) -> bool:
+        return bool(self.kafka_bootstrap_servers)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    return Settings()

@@ -1,0 +1,86 @@
+"""The topic catalogue: every Kafka topic of the platform, its key and its configs.
+
+Pure data. `services.infra.topic_admin` applies it to a live cluster. Retention
+is a setting but never below 24 hours: complaints may be filed up to 24 hours
+after a round, and the replay needs the log to still hold that round.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+MIN_RETENTION_MS = DAY_MS
+DEFAULT_RETENTION_MS = 7 * DAY_MS
+DEFAULT_SEGMENT_MS = 6 * HOUR_MS
+DEFAULT_PARTITIONS = 4
+
+
+class RetentionTooShortError(ValueError):
+    """Raised when a retention below the 24-hour dispute window is asked for."""
+
+
+class TopicSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    key: str = Field(description="What the record key is; it decides ordering.")
+    writer: str = Field(description="The one service allowed to write the topic.")
+    carries: str
+    partitions: int = Field(gt=0)
+    configs: dict[str, str]
+
+
+# (name, key, writer, what it carries)
+_TOPICS: tuple[tuple[str, str, str, str], ...] = (
+    ("dealer.inputs", "table id", "table devices, supervisors",
+     "raw card scans and commands (untrusted)"),
+    ("table.events", "table id", "dealer-event",
+     "shoe, round, card, burn and void events; hash-chained per table"),
+    ("dealer.rejections", "table id", "dealer-event", "every refused input with its reason"),
+    ("round.results", "table id", "game-evaluation",
+     "hands, points, ranks, winner, every fact a bet needs"),
+    ("bets.placed", "table id", "wallet", "a funded bet (stake already debited)"),
+    ("bets.decisions", "table id", "bet-settlement",
+     "accepted or rejected (with reason); round manifests when betting closes"),
+    ("bets.settled", "table id", "bet-settlement",
+     "one settlement per accepted bet: win, lose, push or void refund"),
+    ("wallet.transactions", "player id", "wallet",
+     "every debit, credit and refund, with its idempotency key"),
+)
+
+TOPIC_NAMES: tuple[str, ...] = tuple(name for name, *_ in _TOPICS)
+
+
+def validate_retention(retention_ms: int) -> int:
+    if retention_ms < MIN_RETENTION_MS:
+        raise RetentionTooShortError(
+            f"retention.ms={retention_ms} is below 24 hours ({MIN_RETENTION_MS} ms): "
+            "complaints may be filed up to 24 hours after a round, so the log must keep "
+            "at least that long"
+        )
+    return retention_ms
+
+
+def topic_catalogue(
+    retention_ms: int = DEFAULT_RETENTION_MS,
+    partitions: int = DEFAULT_PARTITIONS,
+    segment_ms: int = DEFAULT_SEGMENT_MS,
+) -> tuple[TopicSpec, ...]:
+    """Every topic with its declared configs. Table-keyed topics share one partition
+    count so that a table's events, bets and results are co-partitioned."""
+    validate_retention(retention_ms)
+    if partitions < 1:
+        raise ValueError(f"partitions must be at least 1, got {partitions}")
+    configs = {
+        "retention.ms": str(retention_ms),
+        "cleanup.policy": "delete",
+        "segment.ms": str(min(segment_ms, retention_ms)),
+        "message.timestamp.type": "CreateTime",
+    }
+    return tuple(
+        TopicSpec(name=name, key=key, writer=writer, carries=carries,
+                  partitions=partitions, configs=dict(configs))
+        for name, key, writer, carries in _TOPICS
+    )

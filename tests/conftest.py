@@ -1,0 +1,44 @@
+"""Shared fixtures. Integration tests run against a real Kafka broker: the cluster
+named by KAFKA_BOOTSTRAP_SERVERS if set, otherwise one local broker per test run."""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from services.infra.local_broker import LocalBroker
+from services.infra.settings import Settings
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if external:
+        yield external
+        return
+    broker = LocalBroker(
+        data_dir=tmp_path_factory.mktemp("kafka"),
+        cache_dir=Settings().cache_dir,
+        port=free_port(),
+        controller_port=free_port(),
+    )
+    broker.start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
+@pytest.fixture
+def repo_root() -> Path:
+    return Path(__file__).resolve().parents[1]

@@ -1,0 +1,66 @@
+"""The topic catalogue applied to a real broker, read back with describe_configs (filter all)."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.admin import ConfigResource, ConfigResourceType
+
+from services.infra import topic_admin
+from shared.topics import DAY_MS, RetentionTooShortError, topic_catalogue
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture
+def admin(kafka_bootstrap):
+    client = topic_admin.admin_client(kafka_bootstrap)
+    yield client
+    client.close()
+
+
+def test_apply_creates_every_topic_with_declared_partitions_and_configs(admin):
+    catalogue = topic_catalogue()
+    topic_admin.apply(admin, catalogue)
+
+    described = {t["name"]: t for t in admin.describe_topics([t.name for t in catalogue])}
+    answer = admin.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, t.name) for t in catalogue], config_filter="all"
+    )["topic"]
+    for spec in catalogue:
+        assert len(described[spec.name]["partitions"]) == spec.partitions, spec.name
+        live = {key: entry["value"] for key, entry in answer[spec.name].items()}
+        for key, value in spec.configs.items():
+            assert live[key] == value, f"{spec.name} {key}: live {live[key]}, declared {value}"
+        assert int(live["retention.ms"]) >= DAY_MS
+
+
+def test_second_apply_changes_nothing(admin):
+    catalogue = topic_catalogue()
+    topic_admin.apply(admin, catalogue)
+    again = topic_admin.apply(admin, catalogue)
+    assert not again.changed
+    assert again.created == [] and again.configs_changed == {} and again.drift == []
+
+
+def test_apply_aligns_a_config_changed_behind_its_back(admin):
+    catalogue = topic_catalogue()
+    topic_admin.apply(admin, catalogue)
+    admin.alter_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, "bets.settled",
+                        configs={"retention.ms": ("SET", str(3 * DAY_MS))})],
+        incremental=True,
+    )
+    report = topic_admin.apply(admin, catalogue)
+    assert report.configs_changed == {
+        "bets.settled": {"retention.ms": (str(3 * DAY_MS), catalogue[0].configs["retention.ms"])}
+    }
+    assert not topic_admin.apply(admin, catalogue).changed
+
+
+def test_retention_below_a_day_is_refused_and_nothing_changes(admin):
+    topic_admin.apply(admin, topic_catalogue())
+    before = topic_admin.describe(admin, ["table.events"])["table.events"].configs["retention.ms"]
+    with pytest.raises(RetentionTooShortError, match="below 24 hours"):
+        topic_admin.apply(admin, topic_catalogue(retention_ms=DAY_MS - 1))
+    after = topic_admin.describe(admin, ["table.events"])["table.events"].configs["retention.ms"]
+    assert after == before

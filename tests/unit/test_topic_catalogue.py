@@ -1,0 +1,47 @@
+"""The topic catalogue as data: every architecture topic, sane configs, the 24 h floor."""
+
+import pytest
+
+from shared.topics import (
+    DAY_MS,
+    DEFAULT_RETENTION_MS,
+    TOPIC_NAMES,
+    RetentionTooShortError,
+    topic_catalogue,
+)
+
+ARCHITECTURE_TOPICS = {
+    "dealer.inputs", "table.events", "dealer.rejections", "round.results",
+    "bets.placed", "bets.decisions", "bets.settled", "wallet.transactions",
+}
+
+
+def test_catalogue_names_every_topic_of_the_architecture():
+    assert set(TOPIC_NAMES) == ARCHITECTURE_TOPICS
+    assert {t.name for t in topic_catalogue()} == ARCHITECTURE_TOPICS
+
+
+def test_defaults_keep_a_week_and_delete_old_segments():
+    for spec in topic_catalogue():
+        assert spec.configs["retention.ms"] == str(DEFAULT_RETENTION_MS) == str(7 * DAY_MS)
+        assert spec.configs["cleanup.policy"] == "delete"
+        assert int(spec.configs["segment.ms"]) <= DEFAULT_RETENTION_MS
+
+
+def test_table_keyed_topics_are_co_partitioned():
+    counts = {t.partitions for t in topic_catalogue(partitions=6) if t.key == "table id"}
+    assert counts == {6}
+    assert next(t for t in topic_catalogue() if t.name == "wallet.transactions").key == "player id"
+
+
+@pytest.mark.parametrize("retention", [0, 1, DAY_MS - 1])
+def test_retention_under_a_day_is_refused_with_the_reason(retention):
+    with pytest.raises(RetentionTooShortError, match="below 24 hours") as err:
+        topic_catalogue(retention_ms=retention)
+    assert str(retention) in str(err.value)
+
+
+def test_exactly_a_day_is_accepted_and_segments_never_outlive_retention():
+    (spec, *_) = topic_catalogue(retention_ms=DAY_MS)
+    assert spec.configs["retention.ms"] == str(DAY_MS)
+    assert int(spec.configs["segment.ms"]) <= DAY_MS
