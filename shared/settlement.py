@@ -1,0 +1,114 @@
+"""Settlement: (bet, round result, profile) -> outcome and the integer amount returned.
+
+`validate_bet` is what the bet-settlement service calls when a bet arrives: it
+rejects with a machine-readable `code`. `settle` is what it calls when the
+result arrives. Both are pure, so a replay settles the same bet identically.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from shared.baccarat import BaccaratResult
+from shared.bets import BetRule, Outcome, Position, resolve, rule_for
+from shared.money import returned_on_win
+from shared.profile import BaccaratProfile, TripleFaceProfile
+from shared.triple_face import TripleFaceResult
+
+AnyProfile = BaccaratProfile | TripleFaceProfile
+BetErrorCode = Literal[
+    "unknown_bet", "bet_not_offered", "bad_position", "below_minimum", "above_maximum",
+    "wrong_game", "bad_stake", "malformed_bet",
+]
+
+
+class BetError(ValueError):
+    """A bet the table cannot take; `code` is the reason a service reports."""
+
+    def __init__(self, code: BetErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Bet(BaseModel):
+    """A stake on one bet id; `position` is 1, 2, 3 or "banker" for Triple Face bets, else None."""
+
+    model_config = ConfigDict(frozen=True)
+
+    bet: str
+    position: Position | None = None
+    stake: int = Field(gt=0, strict=True)
+
+
+class Settlement(BaseModel):
+    """`returned` = stake + winnings on a win, the stake on a push, 0 on a loss."""
+
+    model_config = ConfigDict(frozen=True)
+
+    outcome: Outcome
+    returned: int
+    line: str  # the paytable line that applied ("win", "win_on_6", "margin_9", ...)
+
+
+def check_bet(bet: Bet, profile: AnyProfile) -> BetRule:
+    """The rule for `bet` on this table, or BetError (unknown id, not offered, bad position)."""
+    rule = rule_for(profile.game, bet.bet)
+    if rule is None:
+        raise BetError(
+            "unknown_bet",
+            f"unknown bet {bet.bet!r} for a {profile.game} table; "
+            f"offered by {profile.name!r}: {', '.join(profile.bets)}",
+        )
+    if bet.bet not in profile.bets:
+        raise BetError(
+            "bet_not_offered",
+            f"bet {bet.bet!r} is not offered by table profile {profile.name!r}; "
+            f"offered: {', '.join(profile.bets)}",
+        )
+    if rule.positions and bet.position not in rule.positions:
+        allowed = ", ".join(str(p) for p in rule.positions)
+        problem = "needs a position" if bet.position is None else (
+            f"cannot take position {bet.position!r}")
+        raise BetError(
+            "bad_position", f"bet {bet.bet!r} {problem}: expected one of {allowed}"
+        )
+    if not rule.positions and bet.position is not None:
+        raise BetError(
+            "bad_position", f"bet {bet.bet!r} takes no position, got {bet.position!r}"
+        )
+    return rule
+
+
+def validate_bet(bet: Bet, profile: AnyProfile) -> None:
+    """Acceptance check: offered, right position, stake within the table's limits."""
+    check_bet(bet, profile)
+    spec = profile.bets[bet.bet]
+    if bet.stake < spec.min_stake:
+        raise BetError(
+            "below_minimum",
+            f"stake {bet.stake} is below the {bet.bet!r} minimum of {spec.min_stake}",
+        )
+    if bet.stake > spec.max_stake:
+        raise BetError(
+            "above_maximum",
+            f"stake {bet.stake} is above the {bet.bet!r} maximum of {spec.max_stake}",
+        )
+
+
+def settle(
+    bet: Bet, result: BaccaratResult | TripleFaceResult, profile: AnyProfile
+) -> Settlement:
+    """Settle an accepted bet. Limits are not re-checked (they applied at acceptance)."""
+    if result.game != profile.game:
+        raise BetError(
+            "wrong_game", f"a {result.game} result cannot settle a bet on a {profile.game} table"
+        )
+    rule = check_bet(bet, profile)
+    outcome, line = resolve(rule, result, bet.position, profile)
+    if outcome == "win":
+        returned = returned_on_win(bet.stake, profile.bets[bet.bet].pays[line])
+    else:
+        returned = bet.stake if outcome == "push" else 0
+    return Settlement(outcome=outcome, returned=returned, line=line)

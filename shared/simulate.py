@@ -1,0 +1,97 @@
+"""A simulated table: deal rounds from a real shoe and settle every bet, to cross-check RTP.
+
+The dealer follows the profile exactly (shoe-start burn, per-round burns, the
+cut card ending the shoe, a fresh deck per Triple Face round) and hands each
+round to the same `evaluate_round` and `bets.resolve` the services use. The
+random source is passed in: a seeded `random.Random` makes a run repeatable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from fractions import Fraction
+
+from pydantic import BaseModel, ConfigDict
+
+from shared.bets import GAME_RULES, resolve
+from shared.cards import Card
+from shared.profile import BaccaratProfile, TripleFaceProfile
+from shared.rounds import cards_needed, evaluate_round
+from shared.rtp import RtpReport
+from shared.shoe import Shoe, Shuffler
+
+AnyProfile = BaccaratProfile | TripleFaceProfile
+
+
+def deal_rounds(profile: AnyProfile, rng: Shuffler) -> Iterator[list[Card]]:
+    """Endless rounds of cards in shoe order (burns excluded), new shoes as needed."""
+    while True:
+        shoe = _new_shoe(profile, rng)
+        while True:
+            shoe.burn(profile.burn_per_round)
+            if shoe.cut_card_out:  # came out while burning: the round is not started
+                break
+            cards: list[Card] = []
+            while needed := cards_needed(profile, cards):
+                cards.extend(shoe.draw() for _ in range(needed))
+            yield cards
+            if shoe.cut_card_out or isinstance(profile, TripleFaceProfile):
+                break  # last round of this shoe (Triple Face: a fresh deck every round)
+
+
+def _new_shoe(profile: AnyProfile, rng: Shuffler) -> Shoe:
+    cut = profile.cut_card_from_end if isinstance(profile, BaccaratProfile) else None
+    shoe = Shoe(profile.decks, cut_card_from_end=cut)
+    shoe.shuffle(rng)
+    if isinstance(profile, BaccaratProfile) and profile.shoe_start_burn:
+        shoe.start_burn()
+    return shoe
+
+
+class SimulatedBet(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    bet: str
+    rounds: int
+    returned: Fraction  # total returned per unit staked, exact
+    rtp: float
+    exact_rtp: float
+    std_error: float
+    z: float  # (realised - exact) in standard errors
+
+
+def simulate(
+    profile: AnyProfile, rounds: int, rng: Shuffler, exact: RtpReport
+) -> dict[str, SimulatedBet]:
+    """Deal `rounds` rounds, stake one unit on every offered bet (Triple Face: position 1)."""
+    if rounds < 1:
+        raise ValueError(f"rounds must be positive, got {rounds}")
+    rules = GAME_RULES[profile.game]
+    counts: dict[str, dict[str, int]] = {bet_id: {} for bet_id in profile.bets}
+    dealer = deal_rounds(profile, rng)
+    for _ in range(rounds):
+        result = evaluate_round(profile, next(dealer))
+        for bet_id, lines in counts.items():
+            rule = rules[bet_id]
+            position = rule.positions[0] if rule.positions else None
+            line = resolve(rule, result, position, profile).line
+            lines[line] = lines.get(line, 0) + 1
+    report = {}
+    for bet_id, lines in counts.items():
+        expected = exact.bets[bet_id]
+        returned = sum(
+            (n * expected.outcomes[line].returns for line, n in lines.items()), Fraction(0)
+        )
+        realised = returned / rounds
+        std_error = math.sqrt(expected.variance / rounds)
+        report[bet_id] = SimulatedBet(
+            bet=bet_id,
+            rounds=rounds,
+            returned=returned,
+            rtp=float(realised),
+            exact_rtp=float(expected.rtp),
+            std_error=std_error,
+            z=float(realised - expected.rtp) / std_error if std_error else 0.0,
+        )
+    return report
