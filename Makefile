@@ -7,13 +7,14 @@ PY := $(VENV)/bin/python
 CROUPIER := $(VENV)/bin/croupier
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv demo test test-unit test-integration lint bench kafka-up kafka-down kafka-status topics clean
+.PHONY: help venv demo test test-unit test-integration lint bench schemas kafka-up kafka-down kafka-status topics clean
 
 help:
 	@echo "make demo        start Kafka, apply topics, show what runs"
 	@echo "make test        the whole suite against a real Kafka broker"
 	@echo "make lint        ruff"
 	@echo "make bench       benchmarks (ratios against a baseline measured in the same run)"
+	@echo "make schemas     write the JSON Schema of every event to schemas/"
 	@echo "make kafka-up | kafka-down | kafka-status | topics"
 	@echo "make clean       stop the broker and remove runtime state and the venv"
 
@@ -54,6 +55,9 @@ test-integration: venv
 
 lint: venv
 	$(VENV)/bin/ruff check shared services tests benchmarks
+
+schemas: venv
+	$(CROUPIER) schemas
 
 bench: venv
 	$(PY) benchmarks/run.py

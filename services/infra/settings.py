@@ -34,6 +34,20 @@ class Settings(BaseSettings):
     kafka_controller_port: int = 19093
     kafka_heap: str = "1g"
     topic_partitions: int = DEFAULT_PARTITIONS
+    dealer_event_port: int = 8101
+    game_evaluation_port: int = 8102
+    bet_settlement_port: int = 8103
+    wallet_port: int = 8104
+    table_signing_secret: str = Field(
+        default="croupier-dev-table-secret",
+        description="Master secret; each table's device and supervisor keys derive from it.",
+    )
+    operator_token: str = Field(default="croupier-dev-operator-token",
+                                description="Operator credential for wallet admin routes.")
+    player_token_secret: str = Field(default="croupier-dev-player-secret",
+                                     description="Signs players' bearer tokens.")
+    betting_window_seconds: int | None = Field(
+        default=None, description="Override every profile's betting window (demo, tests).")
     retention_ms: int = DEFAULT_RETENTION_MS
 
     @property

@@ -1,0 +1,54 @@
+"""One way to build a service's Faust app, so every service agrees on the broker,
+the store, the web port and the delivery settings.
+
+Delivery is at least once (`processing_guarantee='at_least_once'`); correctness
+comes from idempotent consumers and deterministic ids, never from Kafka
+transactions. Payloads are raw bytes: each service parses them with the pydantic
+contracts in `shared.events`, so a malformed record is rejected with a reason
+instead of crashing the codec.
+"""
+
+from __future__ import annotations
+
+import faust
+
+from services.infra.settings import Settings, get_settings
+
+
+def service_port(settings: Settings, service: str) -> int:
+    return {
+        "dealer-event": settings.dealer_event_port,
+        "game-evaluation": settings.game_evaluation_port,
+        "bet-settlement": settings.bet_settlement_port,
+        "wallet": settings.wallet_port,
+    }[service]
+
+
+def make_app(service: str, settings: Settings | None = None, *, persistent: bool = True,
+             **overrides) -> faust.App:
+    settings = settings or get_settings()
+    data_dir = (settings.home / service).resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    config = dict(
+        broker=[f"kafka://{host}" for host in settings.bootstrap_servers.split(",")],
+        store="rocksdb://" if persistent else "memory://",
+        datadir=str(data_dir),
+        topic_partitions=settings.topic_partitions,
+        topic_replication_factor=1,
+        processing_guarantee="at_least_once",
+        producer_acks=-1,
+        consumer_auto_offset_reset="earliest",
+        web_bind="127.0.0.1",
+        web_host="127.0.0.1",
+        web_port=service_port(settings, service),
+        web_in_thread=False,
+        key_serializer="raw",
+        value_serializer="raw",
+    )
+    config.update(overrides)
+    return faust.App(f"croupier-{service}", **config)
+
+
+def topic(app: faust.App, name: str) -> faust.TopicT:
+    """A catalogue topic (created by `croupier topics apply`, never by the service)."""
+    return app.topic(name, key_type=bytes, value_type=bytes, internal=False)

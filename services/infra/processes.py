@@ -1,0 +1,85 @@
+"""Start, watch and stop the services as separate OS processes (demo, tests, operators).
+
+Each service runs as `python -m services.<package> worker`; readiness is its
+`GET /health` answering 200, not merely a live pid.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+SERVICES: dict[str, str] = {
+    "dealer-event": "services.dealer_event",
+    "game-evaluation": "services.game_evaluation",
+    "bet-settlement": "services.bet_settlement",
+    "wallet": "services.wallet",
+}
+
+
+@dataclass
+class ServiceProcess:
+    name: str
+    port: int
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> ServiceProcess:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", SERVICES[self.name], "worker", "-l", "info"],
+            env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, start_new_session=True,
+            cwd=Path(__file__).resolve().parents[2],
+        )
+        log.close()
+        return self
+
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc is not None and self.proc.poll() is not None:
+                raise RuntimeError(f"{self.name} exited with {self.proc.returncode}; "
+                                   f"log tail:\n{self.log_tail()}")
+            try:
+                if httpx.get(f"{self.base_url}/health", timeout=1.0).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.3)
+        raise TimeoutError(f"{self.name} not ready after {timeout_s}s; log tail:\n{self.log_tail()}")
+
+    def stop(self, timeout_s: float = 20.0) -> None:
+        """SIGTERM (Faust shuts down cleanly and commits), SIGKILL if it hangs."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def kill(self) -> None:
+        """SIGKILL: a crash, for restart tests."""
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def log_tail(self, lines: int = 40) -> str:
+        if not self.log_path.exists():
+            return "(no log)"
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])

@@ -1,0 +1,88 @@
+"""Bets: `bets.placed` (wallet), `bets.decisions` and `bets.settled` (bet-settlement).
+
+Ids are deterministic so every consumer can be idempotent: a bet's id is the
+client's, its settlement's id is derived from it, and a manifest's from the round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Annotated, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
+
+BetId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")]
+Position = Literal[1, 2, 3, "banker"]
+
+
+def settlement_id(bet_id: str) -> str:
+    return f"settle:{bet_id}"
+
+
+def manifest_digest(bet_ids: Iterable[str]) -> str:
+    """SHA-256 over the sorted accepted bet ids, one per line."""
+    return hashlib.sha256("\n".join(sorted(bet_ids)).encode()).hexdigest()
+
+
+class BetFacts(BaseModel):
+    """What every bet event repeats, so each record stands on its own in a replay."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    bet_id: BetId
+    player_id: str
+    table_id: str
+    round_id: str
+    bet: str
+    position: Position | None = None
+    stake: int = Field(gt=0, description="Minor units.")
+    currency: str
+
+
+class BetPlaced(BetFacts):
+    type: Literal["bet_placed"] = "bet_placed"
+    debit_tx_id: str
+    placed_at: AwareDatetime
+
+
+class BetAccepted(BetFacts):
+    type: Literal["bet_accepted"] = "bet_accepted"
+    decided_at: AwareDatetime
+
+
+class BetRejected(BetFacts):
+    type: Literal["bet_rejected"] = "bet_rejected"
+    reason_code: str
+    message: str
+    decided_at: AwareDatetime
+
+
+class RoundManifest(BaseModel):
+    """Written once when betting closes: the accepted bets the round will settle."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    type: Literal["round_manifest"] = "round_manifest"
+    table_id: str
+    round_id: str
+    bet_count: int = Field(ge=0)
+    total_stake: int = Field(ge=0)
+    digest: str
+    closed_at: AwareDatetime
+
+
+BetDecision = Annotated[BetAccepted | BetRejected | RoundManifest, Field(discriminator="type")]
+BET_DECISION: TypeAdapter[BetDecision] = TypeAdapter(BetDecision)
+
+
+class BetSettled(BetFacts):
+    type: Literal["bet_settled"] = "bet_settled"
+    settlement_id: str
+    outcome: Literal["win", "lose", "push", "void_refund"]
+    returned: int = Field(ge=0, description="Minor units credited back: stake + winnings, "
+                                            "the stake on a push or void, 0 on a loss.")
+    cause: str = Field(description="The round result id, or 'void:<table>:<round>'.")
+    settled_at: AwareDatetime

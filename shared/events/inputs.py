@@ -1,0 +1,112 @@
+"""`dealer.inputs`: what table devices and supervisors send, untrusted until checked.
+
+Every input names its table, carries a unique `input_id` (a resend with the same
+id is applied once) and is signed: HMAC-SHA256 with the table's key for its role
+over the canonical JSON of the input without `signature` (which includes
+`sent_at`, so a replayed old input is stale).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
+
+from shared.cards import Card
+from shared.events.canonical import canonical_bytes, hmac_hex, same_digest
+from shared.events.table import RoundId, ShoeId, TableId, VoidReason
+
+Role = Literal["device", "supervisor"]
+InputId = Annotated[str, Field(min_length=1, max_length=128)]
+
+
+class InputBase(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    input_id: InputId
+    table_id: TableId
+    sent_at: AwareDatetime
+    role: Role
+    signer: str = Field(min_length=1, max_length=64, description="Device or supervisor name.")
+    signature: str = ""
+
+    def signing_bytes(self) -> bytes:
+        return canonical_bytes(self, exclude={"signature"})
+
+    def signed(self, key: bytes) -> InputBase:
+        return self.model_copy(update={"signature": hmac_hex(key, self.signing_bytes())})
+
+    def signature_valid(self, key: bytes) -> bool:
+        return bool(self.signature) and same_digest(self.signature,
+                                                    hmac_hex(key, self.signing_bytes()))
+
+
+class NewShoe(InputBase):
+    command: Literal["new_shoe"] = "new_shoe"
+    shoe_id: ShoeId
+    profile: str
+
+
+class ShoeFirstCard(InputBase):
+    """The face-up first card of a new shoe (profiles with a shoe-start burn)."""
+
+    command: Literal["shoe_first_card"] = "shoe_first_card"
+    card: Card
+
+
+class Burn(InputBase):
+    command: Literal["burn"] = "burn"
+    card: Card | None = None
+
+
+class CutCard(InputBase):
+    command: Literal["cut_card"] = "cut_card"
+
+
+class EndShoe(InputBase):
+    command: Literal["end_shoe"] = "end_shoe"
+    reason: str = "shoe finished"
+
+
+class OpenRound(InputBase):
+    command: Literal["open_round"] = "open_round"
+    round_id: RoundId
+    dealer: str = Field(min_length=1, max_length=64)
+
+
+class CloseBetting(InputBase):
+    command: Literal["close_betting"] = "close_betting"
+    round_id: RoundId
+
+
+class ScanCard(InputBase):
+    command: Literal["scan_card"] = "scan_card"
+    round_id: RoundId
+    card: Card
+
+
+class VoidRound(InputBase):
+    command: Literal["void_round"] = "void_round"
+    round_id: RoundId
+    reason_code: VoidReason
+    reason_text: str = Field(min_length=1, max_length=500)
+
+
+DealerInput = Annotated[
+    NewShoe | ShoeFirstCard | Burn | CutCard | EndShoe | OpenRound | CloseBetting | ScanCard
+    | VoidRound,
+    Field(discriminator="command"),
+]
+DEALER_INPUT: TypeAdapter[DealerInput] = TypeAdapter(DealerInput)
+INPUT_TYPES: tuple[type[InputBase], ...] = (
+    NewShoe, ShoeFirstCard, Burn, CutCard, EndShoe, OpenRound, CloseBetting, ScanCard, VoidRound,
+)
+SUPERVISOR_ONLY = frozenset({"new_shoe", "end_shoe", "void_round"})
+
+
+def make_input(command_type: type[InputBase], *, key: bytes, sent_at: datetime,
+               **fields) -> InputBase:
+    """A signed input, as a table device or supervisor console would send it."""
+    return command_type(sent_at=sent_at, **fields).signed(key)

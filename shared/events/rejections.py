@@ -1,0 +1,23 @@
+"""`dealer.rejections`: every refused dealer input, with a code machines read and a
+sentence a supervisor understands. Nothing sent to the platform is dropped silently."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+
+class InputRefused(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    type: Literal["input_refused"] = "input_refused"
+    rejection_id: str
+    table_id: str = Field(description="The input's table, or 'unknown' when it had none.")
+    input_id: str | None = None
+    command: str | None = None
+    reason_code: str
+    message: str
+    received_at: AwareDatetime
+    raw: str = Field(default="", max_length=4096, description="The input as received (cut).")

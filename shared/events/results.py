@@ -1,0 +1,32 @@
+"""`round.results`: one result per completed round, with every fact settlement needs."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from shared.cards import Card
+from shared.rounds import RoundResult
+
+
+def result_id(table_id: str, round_id: str) -> str:
+    return f"result:{table_id}:{round_id}"
+
+
+class RoundResultPublished(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    type: Literal["round_result"] = "round_result"
+    result_id: str
+    table_id: str
+    round_id: str
+    shoe_id: str
+    profile: str
+    dealer: str
+    cards: tuple[Card, ...] = Field(description="The round's cards in shoe order, burns excluded.")
+    completed_seq: int = Field(description="seq of the table event that completed the round.")
+    completed_hash: str
+    occurred_at: AwareDatetime
+    result: RoundResult

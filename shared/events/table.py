@@ -1,0 +1,162 @@
+"""`table.events`: the facts dealer-event accepted, one hash chain per table.
+
+Each event carries the per-table `seq` and the hash of the previous event; its
+own `hash` is SHA-256 over its canonical JSON without the `hash` field. Any
+change, drop or swap of an event breaks the chain at a `seq` one can name.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
+
+from shared.cards import Card
+from shared.events.canonical import canonical_bytes, sha256_hex
+
+TableId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
+RoundId = Annotated[str, Field(min_length=1, max_length=96, pattern=r"^[A-Za-z0-9._:-]+$")]
+ShoeId = Annotated[str, Field(min_length=1, max_length=96, pattern=r"^[A-Za-z0-9._:-]+$")]
+
+
+class VoidReason(StrEnum):
+    """Why a supervisor voided a round (RULES §5)."""
+
+    CARD_DROPPED = "card_dropped"
+    CARD_EXPOSED = "card_exposed"
+    TWO_CARDS_DEALT = "two_cards_dealt"
+    MISDEAL = "misdeal"
+    SHUFFLER_STUCK = "shuffler_stuck"
+    SYSTEM_FAILURE = "system_failure"
+    OTHER = "other"
+
+
+class TableEventBase(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    event_id: str
+    table_id: TableId
+    seq: int = Field(ge=1)
+    occurred_at: AwareDatetime
+    input_id: str | None = Field(default=None, description="The dealer input that caused it.")
+    prev_hash: str = Field(min_length=64, max_length=64)
+    hash: str = Field(min_length=64, max_length=64)
+
+    def computed_hash(self) -> str:
+        return sha256_hex(canonical_bytes(self, exclude={"hash"}))
+
+
+class ShoeStarted(TableEventBase):
+    type: Literal["shoe_started"] = "shoe_started"
+    shoe_id: ShoeId
+    profile: str
+    decks: int = Field(ge=1)
+
+
+class ShoeStartBurned(TableEventBase):
+    """Seed 004: the first card is shown and burned with as many cards as its value."""
+
+    type: Literal["shoe_start_burned"] = "shoe_start_burned"
+    shoe_id: ShoeId
+    first_card: Card
+    burn_count: int = Field(ge=1, le=10, description="Further cards burned face down.")
+
+
+class CardBurned(TableEventBase):
+    type: Literal["card_burned"] = "card_burned"
+    shoe_id: ShoeId
+    round_id: RoundId | None = None
+    card: Card | None = Field(default=None, description="Known only when the burn was scanned.")
+    shoe_position: int = Field(ge=0)
+
+
+class CutCardReached(TableEventBase):
+    """The yellow card came out: the round under way is the last of the shoe."""
+
+    type: Literal["cut_card_reached"] = "cut_card_reached"
+    shoe_id: ShoeId
+    round_id: RoundId | None = None
+
+
+class ShoeEnded(TableEventBase):
+    type: Literal["shoe_ended"] = "shoe_ended"
+    shoe_id: ShoeId
+    reason: str
+
+
+class RoundOpened(TableEventBase):
+    type: Literal["round_opened"] = "round_opened"
+    shoe_id: ShoeId
+    round_id: RoundId
+    round_number: int = Field(ge=1, description="Position of the round in its shoe.")
+    dealer: str = Field(min_length=1, max_length=64)
+    profile: str
+    betting_closes_at: AwareDatetime
+
+
+class BettingClosed(TableEventBase):
+    type: Literal["betting_closed"] = "betting_closed"
+    round_id: RoundId
+    reason: Literal["timer", "dealer"]
+
+
+class CardDealt(TableEventBase):
+    type: Literal["card_dealt"] = "card_dealt"
+    round_id: RoundId
+    card: Card
+    shoe_position: int = Field(ge=0)
+    round_position: int = Field(ge=0, description="Index among this round's cards, from 0.")
+
+
+class SurplusCardRecorded(TableEventBase):
+    """A card dealt after the round was complete: recorded, never used (RULES §3.2)."""
+
+    type: Literal["surplus_card_recorded"] = "surplus_card_recorded"
+    round_id: RoundId
+    card: Card
+    shoe_position: int = Field(ge=0)
+
+
+class RoundCompleted(TableEventBase):
+    type: Literal["round_completed"] = "round_completed"
+    round_id: RoundId
+    cards: tuple[Card, ...]
+
+
+class RoundVoided(TableEventBase):
+    type: Literal["round_voided"] = "round_voided"
+    round_id: RoundId
+    reason_code: VoidReason
+    reason_text: str = Field(min_length=1, max_length=500)
+    supervisor: str
+
+
+TableEvent = Annotated[
+    ShoeStarted | ShoeStartBurned | CardBurned | CutCardReached | ShoeEnded | RoundOpened
+    | BettingClosed | CardDealt | SurplusCardRecorded | RoundCompleted | RoundVoided,
+    Field(discriminator="type"),
+]
+TABLE_EVENT: TypeAdapter[TableEvent] = TypeAdapter(TableEvent)
+TABLE_EVENT_TYPES: tuple[type[TableEventBase], ...] = (
+    ShoeStarted, ShoeStartBurned, CardBurned, CutCardReached, ShoeEnded, RoundOpened,
+    BettingClosed, CardDealt, SurplusCardRecorded, RoundCompleted, RoundVoided,
+)
+
+
+def seal(event_type: type[TableEventBase], *, table_id: str, seq: int, prev_hash: str,
+         occurred_at: datetime, **fields) -> TableEventBase:
+    """Build the next event of a table's chain, with its deterministic id and its hash."""
+    draft = event_type(
+        event_id=f"{table_id}:{seq}", table_id=table_id, seq=seq, prev_hash=prev_hash,
+        occurred_at=occurred_at, hash="0" * 64, **fields,
+    )
+    return draft.model_copy(update={"hash": draft.computed_hash()})
+
+
+def parse_table_event(raw: bytes | str | dict) -> TableEventBase:
+    if isinstance(raw, dict):
+        return TABLE_EVENT.validate_python(raw)
+    return TABLE_EVENT.validate_json(raw)

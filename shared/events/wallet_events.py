@@ -1,0 +1,35 @@
+"""`wallet.transactions`: every money movement, keyed by player, each with an id
+derived from its cause so that re-applying a cause never moves money twice."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+TxKind = Literal["deposit", "withdrawal", "stake_debit", "bet_refund", "payout"]
+
+
+def tx_id(kind: TxKind, cause_id: str) -> str:
+    return f"{kind}:{cause_id}"
+
+
+class WalletTransaction(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    type: Literal["wallet_transaction"] = "wallet_transaction"
+    tx_id: str
+    player_id: str
+    kind: TxKind
+    amount: int = Field(ge=0, description="Minor units; the direction is given by `kind`.")
+    balance_after: int = Field(ge=0)
+    currency: str
+    cause_id: str = Field(description="Bet id, settlement id or operator request id.")
+    table_id: str | None = None
+    round_id: str | None = None
+    occurred_at: AwareDatetime
+
+    @property
+    def signed_amount(self) -> int:
+        return self.amount if self.kind in ("deposit", "bet_refund", "payout") else -self.amount

@@ -1,0 +1,31 @@
+"""The committed JSON Schemas in schemas/ are exactly what the models generate."""
+
+from pathlib import Path
+
+from services.cli.schemas_cmd import drift
+from shared.events.registry import EVENTS_BY_TOPIC, schema_files
+from shared.topics import TOPIC_NAMES
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
+
+
+def test_committed_schemas_match_the_models():
+    assert drift(SCHEMAS) == [], "schemas/ drifted from the models: run `make schemas`"
+
+
+def test_every_topic_has_its_event_schemas():
+    assert set(EVENTS_BY_TOPIC) == set(TOPIC_NAMES)
+    topics_with_files = {name.split("/")[0] for name in schema_files()}
+    assert topics_with_files == set(TOPIC_NAMES)
+
+
+def test_drift_is_detected(tmp_path):
+    for name, text in schema_files().items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    assert drift(tmp_path) == []
+    victim = next(iter(tmp_path.rglob("*.json")))
+    victim.write_text("{}")
+    (tmp_path / "old.json").write_text("{}")
+    problems = drift(tmp_path)
+    assert any("stale" in p for p in problems) and any("no longer generated" in p for p in problems)
