@@ -1,0 +1,111 @@
+"""Read topics from the log into contract models: whole topics (audit, rebuild) in log order.
+
+A record that does not parse is kept as a `Unparsed` with its position and error,
+so a reader never silently skips what the log holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from kafka import KafkaConsumer, TopicPartition
+from pydantic import TypeAdapter, ValidationError
+
+from shared.audit import AuditRecord, Books
+from shared.events.bet_events import BET_DECISION, BetPlaced, BetSettled
+from shared.events.results import RoundResultPublished
+from shared.events.table import TABLE_EVENT
+from shared.events.wallet_events import WalletTransaction
+
+PARSERS: dict[str, Callable[[bytes], Any]] = {
+    "table.events": TABLE_EVENT.validate_json,
+    "round.results": TypeAdapter(RoundResultPublished).validate_json,
+    "bets.placed": TypeAdapter(BetPlaced).validate_json,
+    "bets.decisions": BET_DECISION.validate_json,
+    "bets.settled": TypeAdapter(BetSettled).validate_json,
+    "wallet.transactions": TypeAdapter(WalletTransaction).validate_json,
+}
+BOOK_TOPICS = ("round.results", "bets.placed", "bets.decisions", "bets.settled",
+               "wallet.transactions")
+
+
+@dataclass(frozen=True)
+class Unparsed:
+    topic: str
+    partition: int
+    offset: int
+    error: str
+
+
+@dataclass(frozen=True)
+class LogRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp_ms: int
+    value: Any
+
+
+def read_topic(bootstrap: str, topic: str,
+               progress: Callable[[int, int], None] | None = None) -> Iterator[LogRecord]:
+    """Every record of `topic` from the start of retention to the current end, partition by
+    partition (order within a partition is the log's order)."""
+    parse = PARSERS[topic]
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             group_id=None, consumer_timeout_ms=10_000)
+    try:
+        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic)
+                                                                 or ())]
+        if not partitions:
+            return
+        consumer.assign(partitions)
+        consumer.seek_to_beginning(*partitions)
+        begin = consumer.beginning_offsets(partitions)
+        end = consumer.end_offsets(partitions)
+        total = sum(end[tp] - begin[tp] for tp in partitions)
+        done = 0
+        for tp in partitions:
+            if end[tp] <= begin[tp]:
+                continue
+            consumer.assign([tp])
+            consumer.seek(tp, begin[tp])
+            position = begin[tp]
+            while position < end[tp]:
+                batch = consumer.poll(timeout_ms=5000, max_records=2000).get(tp, [])
+                if not batch:
+                    raise TimeoutError(f"{topic}[{tp.partition}] stalled at offset {position} "
+                                       f"of {end[tp]}")
+                for rec in batch:
+                    if rec.offset >= end[tp]:
+                        break
+                    try:
+                        value = parse(rec.value)
+                    except ValidationError as exc:
+                        value = Unparsed(topic, rec.partition, rec.offset, str(exc)[:500])
+                    yield LogRecord(topic, rec.partition, rec.offset, rec.timestamp, value)
+                    position = rec.offset + 1
+                    done += 1
+                if progress:
+                    progress(done, total)
+    finally:
+        consumer.close()
+
+
+def read_books(bootstrap: str, progress: Callable[[str, int, int], None] | None = None
+               ) -> tuple[Books, list[Unparsed]]:
+    """The platform's books from the log alone."""
+    books = Books()
+    unparsed: list[Unparsed] = []
+    for topic in BOOK_TOPICS:
+        step = (lambda d, t, name=topic: progress(name, d, t)) if progress else None
+        for rec in read_topic(bootstrap, topic, step):
+            if isinstance(rec.value, Unparsed):
+                unparsed.append(rec.value)
+            else:
+                books.add(rec.value)
+    return books, unparsed
+
+
+__all__ = ["AuditRecord", "LogRecord", "Unparsed", "read_books", "read_topic"]

@@ -1,0 +1,135 @@
+"""The books folded from the log, and each money invariant catching what it must."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from shared.audit import Books, audit
+from shared.cards import parse_cards
+from shared.events.bet_events import BetPlaced, BetRejected, BetSettled, settlement_id
+from shared.events.results import RoundResultPublished, result_id
+from shared.events.wallet_events import WalletTransaction, tx_id
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.settlement import Bet, settle
+
+NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+PROFILE = "sbo-baccarat"
+CARDS = parse_cards("AS,3H,2D,3C,9S")  # banker wins with 6 on two cards
+
+
+class Ledger:
+    """Writes the records a correct platform would write, so tests can then break one."""
+
+    def __init__(self) -> None:
+        self.books = Books()
+        self.balance: dict[str, int] = {}
+        self.result = evaluate_round(load_profile(PROFILE), CARDS)
+        self.books.add(RoundResultPublished(
+            result_id=result_id("T1", "R1"), table_id="T1", round_id="R1", shoe_id="S1",
+            profile=PROFILE, dealer="Ana", cards=CARDS, completed_seq=9, completed_hash="0" * 64,
+            occurred_at=NOW, result=self.result))
+
+    def move(self, player: str, kind: str, amount: int, cause: str) -> None:
+        sign = 1 if kind in ("deposit", "bet_refund", "payout") else -1
+        self.balance[player] = self.balance.get(player, 0) + sign * amount
+        self.books.add(WalletTransaction(
+            tx_id=tx_id(kind, cause), player_id=player, kind=kind, amount=amount,
+            balance_after=self.balance[player], currency="IDR", cause_id=cause, occurred_at=NOW))
+
+    def bet(self, player: str, bet_id: str, bet: str, stake: int) -> BetPlaced:
+        self.move(player, "stake_debit", stake, bet_id)
+        placed = BetPlaced(bet_id=bet_id, player_id=player, table_id="T1", round_id="R1",
+                           bet=bet, stake=stake, currency="IDR",
+                           debit_tx_id=tx_id("stake_debit", bet_id), placed_at=NOW)
+        self.books.add(placed)
+        return placed
+
+    def settle(self, placed: BetPlaced) -> BetSettled:
+        outcome = settle(Bet(bet=placed.bet, stake=placed.stake), self.result,
+                         load_profile(PROFILE))
+        record = BetSettled(**placed.model_dump(exclude={"type", "debit_tx_id", "placed_at"}),
+                            settlement_id=settlement_id(placed.bet_id), outcome=outcome.outcome,
+                            returned=outcome.returned, cause=result_id("T1", "R1"),
+                            settled_at=NOW)
+        self.books.add(record)
+        if record.returned:
+            self.move(placed.player_id, "payout", record.returned, record.settlement_id)
+        return record
+
+    def reject(self, placed: BetPlaced) -> None:
+        self.books.add(BetRejected(**placed.model_dump(exclude={"type", "debit_tx_id", "placed_at"}),
+                                   reason_code="round_closed", message="closed", decided_at=NOW))
+        self.move(placed.player_id, "bet_refund", placed.stake, placed.bet_id)
+
+
+@pytest.fixture
+def ledger() -> Ledger:
+    book = Ledger()
+    book.move("alice", "deposit", 100_000, "dep-1")
+    book.move("bob", "deposit", 50_000, "dep-2")
+    book.settle(book.bet("alice", "b1", "banker", 1_000))
+    book.settle(book.bet("alice", "b2", "fortune_six", 100))
+    book.settle(book.bet("bob", "b3", "player", 2_000))
+    book.reject(book.bet("bob", "b4", "tie", 1_000))
+    return book
+
+
+def test_a_correct_log_passes_every_invariant(ledger):
+    report = audit(ledger.books, allow_pending=False)
+    assert report.invariants_ok, [c for c in report.invariants if not c.ok]
+    assert (report.bets, report.settled, report.rejected, report.rounds) == (4, 3, 1, 1)
+    assert report.stake == 4_100 and report.refunds == 1_000
+    assert report.payout == 1_950 + 1_300
+    assert report.house_result == 4_100 - 3_250 - 1_000 == (3_100 - 3_250)
+    assert report.balances == {"alice": 100_000 - 1_100 + 3_250, "bob": 50_000 - 2_000}
+
+
+def test_redelivered_records_count_once(ledger):
+    for record in list(ledger.books.txs.values()) + list(ledger.books.settled.values()):
+        ledger.books.add(record)
+    assert audit(ledger.books).invariants_ok
+
+
+def test_a_wrong_settlement_amount_is_caught(ledger):
+    wrong = ledger.books.settled["b1"].model_copy(update={"returned": 2_000})
+    ledger.books.settled["b1"] = wrong
+    failed = {c.name for c in audit(ledger.books).invariants if not c.ok}
+    assert "every settlement equals the rule engine's" in failed
+
+
+def test_money_moved_twice_is_caught(ledger):
+    ledger.move("alice", "payout", 1_950, "settle:b1-again")
+    ledger.books.txs["payout:settle:b1-again"] = ledger.books.txs.pop("payout:settle:b1-again") \
+        .model_copy(update={"cause_id": "settle:b1"})
+    failed = {c.name for c in audit(ledger.books).invariants if not c.ok}
+    assert "the wallet moved each bet's money exactly once" in failed
+
+
+def test_a_balance_that_does_not_add_up_is_caught(ledger):
+    last = ledger.books.ledger["bob"][-1]
+    ledger.books.ledger["bob"][-1] = last.model_copy(update={"balance_after": last.balance_after + 1})
+    failed = {c.name for c in audit(ledger.books).invariants if not c.ok}
+    assert any(name.startswith("per player") for name in failed)
+
+
+def test_a_bet_without_an_end_is_pending_or_a_breach(ledger):
+    ledger.bet("bob", "b5", "player", 500)
+    assert audit(ledger.books, allow_pending=True).invariants_ok
+    assert audit(ledger.books, allow_pending=True).pending == 1
+    assert not audit(ledger.books, allow_pending=False).invariants_ok
+
+
+def test_a_conflicting_redelivery_is_reported(ledger):
+    ledger.books.add(ledger.books.settled["b3"].model_copy(update={"returned": 1}))
+    assert not audit(ledger.books).invariants_ok
+
+
+def test_realised_rtp_is_reported_per_profile_and_bet(ledger):
+    rows = {(r.profile, r.bet): r for r in audit(ledger.books).returns}
+    banker = rows[(PROFILE, "banker")]
+    assert banker.stake == 1_000 and banker.returned == 1_950
+    assert banker.realised_rtp == 1.95 and 0.98 < banker.exact_rtp < 0.99
+    assert banker.z_score is not None and banker.z_score > 0
