@@ -2,7 +2,7 @@
 
 import typer
 
-from services.cli import evaluate_cmd, kafka_cmd, rtp_cmd, schemas_cmd, topics_cmd
+from services.cli import evaluate_cmd, kafka_cmd, replay_cmd, rtp_cmd, schemas_cmd, topics_cmd
 
 app = typer.Typer(
     name="croupier",
@@ -16,3 +16,4 @@ topics_cmd.register(app)
 evaluate_cmd.register(app)
 rtp_cmd.register(app)
 schemas_cmd.register(app)
+replay_cmd.register(app)

@@ -33,9 +33,13 @@ def verify_chain(events: Iterable[TableEventBase], prev_hash: str | None = None,
             expected_seq = event.seq
             if prev_hash is None and event.seq == 1:
                 expected_prev = GENESIS_HASH
-        if event.seq != expected_seq:
-            kind = "missing" if event.seq > expected_seq else "out of order or repeated"
-            breaks.append(ChainBreak(event.seq, f"expected seq {expected_seq} ({kind} event)"))
+        if event.seq > expected_seq:
+            missing = (f"seq {expected_seq} missing" if event.seq == expected_seq + 1
+                       else f"seq {expected_seq}..{event.seq - 1} missing")
+            breaks.append(ChainBreak(event.seq, f"{missing} (dropped or out of order)"))
+        elif event.seq < expected_seq:
+            breaks.append(ChainBreak(event.seq, f"out of order or repeated: expected seq "
+                                                f"{expected_seq}"))
         if event.computed_hash() != event.hash:
             breaks.append(ChainBreak(event.seq, "content does not match its hash (altered)"))
         if expected_prev is not None and event.prev_hash != expected_prev:

@@ -1,0 +1,66 @@
+"""`croupier replay`: rebuild one round from the log and say whether it matches what was recorded."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+
+import typer
+
+from services.infra.settings import get_settings
+
+
+class Format(StrEnum):
+    text = "text"
+    json = "json"
+    html = "html"
+
+
+def register(app: typer.Typer) -> None:
+    app.command("replay")(replay)
+
+
+def replay(
+    table: str = typer.Option(..., help="Table id."),
+    round_id: str = typer.Option(..., "--round", help="Round id."),
+    at: str = typer.Option(None, help="Time of play (ISO 8601); where to seek in the log."),
+    player: str = typer.Option(None, help="Complaining player: show only their bets."),
+    dealer: str = typer.Option(None, help="Dealer named in the complaint."),
+    complaint_at: str = typer.Option(
+        None, help="When the complaint was filed (ISO 8601). Makes this a complaint: player, "
+                   "time of play, dealer, table and round are then required, and the 24 h "
+                   "window applies."),
+    override: str = typer.Option(None, help="Operator override of the 24 h window, with a reason."),
+    fmt: Format = typer.Option(Format.text, "--format", help="text, json or html."),
+    out: Path = typer.Option(None, help="Write the report to this file instead of stdout."),
+) -> None:
+    """Replay a round: verify the hash chain, recompute result and settlements, compare."""
+    from services.operator.replay_service import ReplayRequest, parse_time, run_replay
+    from services.operator.report_render import to_html, to_json, to_text
+    from services.operator.round_reader import RoundNotFoundError
+    from shared.complaints import ComplaintError
+
+    try:
+        if at is None and complaint_at is None:
+            raise ValueError("give --at (the time of play) so the replay can seek the log by time")
+        request = ReplayRequest(
+            table_id=table, round_id=round_id, played_at=parse_time(at) if at else None,
+            player_id=player, dealer=dealer, complaint=complaint_at is not None,
+            filed_at=parse_time(complaint_at) if complaint_at else None, override=override)
+        if request.played_at is None:
+            from shared.complaints import complaint_from
+            complaint_from({"player_id": player, "played_at": None, "dealer": dealer,
+                            "table_id": table, "round_id": round_id}, request.filed_at)
+        report, notes, _ = run_replay(get_settings().bootstrap_servers, request)
+    except (ComplaintError, RoundNotFoundError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    rendered = {Format.text: lambda: to_text(report, notes),
+                Format.json: lambda: to_json(report, {"notes_extra": notes}),
+                Format.html: lambda: to_html(report, notes)}[fmt]()
+    if out:
+        out.write_text(rendered)
+        typer.echo(f"{report.verdict}: report written to {out}")
+    else:
+        typer.echo(rendered, nl=False)
+    raise typer.Exit(0 if report.verdict == "MATCH" else 1)

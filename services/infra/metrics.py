@@ -1,0 +1,75 @@
+"""Every Prometheus metric the platform exports, defined once.
+
+Names follow Prometheus conventions: `croupier_` prefix, `_total` counters,
+`_seconds` histograms, money in minor units (named so), and labels with a
+bounded set of values only: table ids, games, bet ids, reason codes, routes.
+Never a player id, a bet id or a round id (unbounded cardinality).
+
+Realised RTP is exported as counters (stake, returned, stake squared) beside
+the exact RTP and per-unit variance as gauges, so an alert can compare them in
+standard errors for the bets actually settled, not by a fixed percentage.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+
+LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+# dealer-event
+INPUTS = Counter("croupier_dealer_inputs_total", "Dealer inputs by outcome and reason code.",
+                 ["table", "outcome", "reason"])
+ROUNDS = Counter("croupier_rounds_total", "Rounds ended, by table, game and outcome.",
+                 ["table", "game", "outcome"])
+VOIDS = Counter("croupier_round_voids_total", "Voided rounds by reason code.", ["reason"])
+
+# game-evaluation
+RESULTS = Counter("croupier_round_results_total", "Round results published.", ["table", "game"])
+
+# bet-settlement
+BETS = Counter("croupier_bets_total", "Bets by bet type and final state "
+               "(accepted, rejected, settled, voided).", ["bet", "state"])
+BET_REJECTIONS = Counter("croupier_bet_rejections_total", "Rejected bets by reason code.",
+                         ["reason"])
+SETTLED_STAKE = Counter("croupier_settled_stake_minor_units_total",
+                        "Stakes of settled (not voided) bets, for realised RTP.", ["profile", "bet"])
+SETTLED_RETURNED = Counter("croupier_settled_returned_minor_units_total",
+                           "Amounts returned on settled bets, for realised RTP.", ["profile", "bet"])
+SETTLED_STAKE_SQUARED = Counter(
+    "croupier_settled_stake_squared_minor_units_total",
+    "Sum of squared stakes of settled bets: the standard error of realised RTP needs it.",
+    ["profile", "bet"])
+EXACT_RTP = Gauge("croupier_rtp_exact_ratio", "Exact RTP of a bet from the rule engine.",
+                  ["profile", "bet"])
+EXACT_VARIANCE = Gauge("croupier_rtp_exact_variance_ratio",
+                       "Exact variance of the amount returned per unit staked.", ["profile", "bet"])
+
+# wallet
+MONEY = Counter("croupier_money_minor_units_total",
+                "Money moved by the wallet, by kind (deposit, withdrawal, stake_debit, "
+                "bet_refund, payout).", ["kind", "currency"])
+HOUSE_RESULT = Gauge("croupier_house_result_minor_units",
+                     "Stakes minus payouts minus refunds, as seen by this wallet process.",
+                     ["currency"])
+INVARIANT_BREACHES = Counter("croupier_invariant_breaches_total",
+                             "Money invariant violations detected at run time.", ["invariant"])
+SETTLEMENT_LATENCY = Histogram("croupier_settlement_latency_seconds",
+                               "Round result published to the round's last wallet credit.",
+                               buckets=LATENCY_BUCKETS)
+END_TO_END_LATENCY = Histogram("croupier_end_to_end_latency_seconds",
+                               "Last card scanned to the round's last wallet credit.",
+                               buckets=LATENCY_BUCKETS)
+
+# every service
+CONSUMER_LAG = Gauge("croupier_consumer_lag_records", "Records not yet consumed, per topic.",
+                     ["service", "topic"])
+HTTP_REQUESTS = Counter("croupier_http_requests_total", "HTTP requests by route and status.",
+                        ["service", "route", "method", "status"])
+HTTP_LATENCY = Histogram("croupier_http_request_duration_seconds", "HTTP request duration.",
+                         ["service", "route"], buckets=LATENCY_BUCKETS)
+UP = Gauge("croupier_service_up", "1 while the service runs.", ["service"])
+
+
+def exposition() -> tuple[bytes, str]:
+    """The text exposition format and its content type, for a `/metrics` view."""
+    return generate_latest(), CONTENT_TYPE_LATEST

@@ -1,0 +1,66 @@
+"""One replay, end to end: complaint checks, reading the round by time, rebuilding, verdict.
+
+Shared by `croupier replay` and the operator HTTP endpoint so both give the same report.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from services.operator.round_reader import RoundReader
+from shared.complaints import check_window, complaint_from
+from shared.replay import ReplayReport, replay_round
+
+
+@dataclass
+class ReplayRequest:
+    table_id: str
+    round_id: str
+    played_at: datetime
+    player_id: str | None = None
+    dealer: str | None = None
+    complaint: bool = False
+    filed_at: datetime | None = None
+    override: str | None = None
+
+
+def parse_time(text: str) -> datetime:
+    """ISO 8601; a time without a zone is taken as UTC."""
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
+    except ValueError as exc:
+        raise ValueError(f"bad time {text!r}: use ISO 8601, e.g. 2026-11-30T08:30:00Z") from exc
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def run_replay(bootstrap: str, request: ReplayRequest) -> tuple[ReplayReport, list[str], int]:
+    """The report, the notes to print with it, and how many records were read."""
+    notes: list[str] = []
+    complaint = None
+    if request.complaint:
+        complaint = complaint_from(
+            {"player_id": request.player_id, "played_at": request.played_at,
+             "dealer": request.dealer, "table_id": request.table_id, "round_id": request.round_id},
+            filed_at=request.filed_at or datetime.now(UTC), override=request.override)
+    reader = RoundReader(bootstrap)
+    try:
+        records = reader.read_round(request.table_id, request.round_id, request.played_at,
+                                    request.player_id)
+    finally:
+        reader.close()
+    report = replay_round(request.table_id, request.round_id, records.events, records.anchor,
+                          records.result, records.decisions, records.settlements, records.wallet,
+                          player_id=request.player_id)
+    if complaint is not None and report.opened_at is not None:
+        override_note = check_window(complaint, report.opened_at)
+        if override_note:
+            notes.append(override_note)
+        if complaint.dealer != report.dealer:
+            notes.append(f"the complaint names dealer {complaint.dealer!r}; the log records "
+                         f"{report.dealer!r}")
+        notes.append(f"complaint by player {complaint.player_id} filed "
+                     f"{complaint.filed_at:%Y-%m-%d %H:%M:%S %Z}")
+    notes += [f"unreadable record {u.topic}[{u.partition}]@{u.offset}: {u.error}"
+              for u in records.unparsed]
+    return report, notes, records.records_read

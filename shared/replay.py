@@ -1,0 +1,304 @@
+"""Replay one round from its recorded events: rebuild it with the rule engine and compare.
+
+Pure: the caller reads the round's records from the log (by time, never a full
+scan) and hands them in; this module verifies the hash chain, rebuilds the
+hands, the result and every settlement with the same code the services run,
+checks each wallet movement, and ends in a verdict: MATCH, or each difference
+spelled out (where, expected, recorded).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from pydantic import BaseModel
+
+from shared.cards import Card
+from shared.events.bet_events import (
+    BetAccepted,
+    BetRejected,
+    BetSettled,
+    RoundManifest,
+    manifest_digest,
+    settlement_id,
+)
+from shared.events.chain import verify_chain
+from shared.events.results import RoundResultPublished
+from shared.events.table import (
+    BettingClosed,
+    CardBurned,
+    CardDealt,
+    RoundCompleted,
+    RoundOpened,
+    RoundVoided,
+    SurplusCardRecorded,
+    TableEventBase,
+)
+from shared.events.wallet_events import WalletTransaction, tx_id
+from shared.profile import UnknownProfileError, load_profile
+from shared.rounds import RoundError, evaluate_round
+from shared.settlement import Bet, settle
+
+
+class Difference(BaseModel):
+    where: str
+    expected: str
+    recorded: str
+
+
+class TimelineEntry(BaseModel):
+    seq: int
+    at: datetime
+    what: str
+    detail: str
+
+
+class BetLine(BaseModel):
+    bet_id: str
+    player_id: str
+    bet: str
+    position: int | str | None
+    stake: int
+    decision: str
+    outcome: str | None
+    returned: int | None
+    expected_outcome: str | None
+    expected_returned: int | None
+    wallet: list[str]
+
+
+class ReplayReport(BaseModel):
+    table_id: str
+    round_id: str
+    player_id: str | None
+    profile: str | None
+    game: str | None
+    dealer: str | None
+    shoe_id: str | None
+    opened_at: datetime | None
+    status: str
+    chain_checked: int
+    chain_anchor_seq: int | None
+    chain_breaks: list[str]
+    cards: list[Card]
+    surplus: list[Card]
+    burns: list[Card | None]
+    hands: dict[str, list[Card]]
+    scores: dict[str, int | str]
+    winner: str | dict[str, str] | None
+    void_reason: str | None
+    timeline: list[TimelineEntry]
+    bets: list[BetLine]
+    differences: list[Difference]
+    notes: list[str]
+
+    @property
+    def verdict(self) -> str:
+        return "MATCH" if not self.differences and not self.chain_breaks else "DIFFERENCES"
+
+
+def _describe(event: TableEventBase) -> str:
+    match event:
+        case RoundOpened():
+            return (f"round opened by dealer {event.dealer} on shoe {event.shoe_id} "
+                    f"({event.profile}); betting closes {event.betting_closes_at:%H:%M:%S}")
+        case BettingClosed():
+            return f"betting closed ({event.reason})"
+        case CardDealt():
+            return f"card {event.card} (shoe position {event.shoe_position})"
+        case CardBurned():
+            return f"burn {event.card or 'face down'} (shoe position {event.shoe_position})"
+        case SurplusCardRecorded():
+            return f"surplus card {event.card}, recorded and not used"
+        case RoundCompleted():
+            return f"round complete with {len(event.cards)} cards"
+        case RoundVoided():
+            return f"VOIDED by {event.supervisor}: {event.reason_code} - {event.reason_text}"
+    return getattr(event, "type", "event").replace("_", " ")
+
+
+def replay_round(
+    table_id: str,
+    round_id: str,
+    events: Sequence[TableEventBase],
+    anchor: TableEventBase | None,
+    result: RoundResultPublished | None,
+    decisions: Sequence[BetAccepted | BetRejected | RoundManifest],
+    settlements: Sequence[BetSettled],
+    wallet: Sequence[WalletTransaction],
+    player_id: str | None = None,
+) -> ReplayReport:
+    """`events` are the table's events from the anchor's successor through the round's end;
+    `anchor` is the event just before them (None when the run starts at seq 1)."""
+    diffs: list[Difference] = []
+    notes: list[str] = []
+    breaks = verify_chain(events, prev_hash=anchor.hash if anchor else None,
+                          prev_seq=anchor.seq if anchor else None)
+    if anchor is None and events and events[0].seq != 1:
+        notes.append(f"no event before seq {events[0].seq} was read: the chain is checked "
+                     "from there on")
+    mine = [e for e in events if getattr(e, "round_id", None) == round_id]
+    opened = next((e for e in mine if isinstance(e, RoundOpened)), None)
+    voided = next((e for e in mine if isinstance(e, RoundVoided)), None)
+    completed = next((e for e in mine if isinstance(e, RoundCompleted)), None)
+    cards = [e.card for e in mine if isinstance(e, CardDealt)]
+    surplus = [e.card for e in mine if isinstance(e, SurplusCardRecorded)]
+    burns = [e.card for e in mine if isinstance(e, CardBurned)]
+    if opened is None:
+        diffs.append(Difference(where="table.events", expected=f"round {round_id} opened",
+                                recorded="no round_opened event in the log window"))
+    profile = None
+    if opened is not None:
+        try:
+            profile = load_profile(opened.profile)
+        except UnknownProfileError as exc:
+            diffs.append(Difference(where="round_opened.profile", expected="a known profile",
+                                    recorded=str(exc)))
+    status = "voided" if voided else "complete" if completed else "open" if opened else "unknown"
+
+    recomputed = None
+    if profile is not None and not voided:
+        try:
+            recomputed = evaluate_round(profile, cards)
+        except RoundError as exc:
+            diffs.append(Difference(where="cards", expected="a complete round",
+                                    recorded=str(exc)))
+    if completed is not None and list(completed.cards) != cards:
+        diffs.append(Difference(where=f"round_completed (seq {completed.seq})",
+                                expected=" ".join(map(str, cards)),
+                                recorded=" ".join(map(str, completed.cards))))
+    _compare_result(recomputed, result, voided, diffs)
+
+    bets = _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id, diffs)
+    _compare_manifest(decisions, diffs)
+    hands, scores, winner = _hands(recomputed)
+    return ReplayReport(
+        table_id=table_id, round_id=round_id, player_id=player_id,
+        profile=opened.profile if opened else None, game=profile.game if profile else None,
+        dealer=opened.dealer if opened else None, shoe_id=opened.shoe_id if opened else None,
+        opened_at=opened.occurred_at if opened else None, status=status,
+        chain_checked=len(events), chain_anchor_seq=anchor.seq if anchor else None,
+        chain_breaks=[str(b) for b in breaks], cards=cards, surplus=surplus, burns=burns,
+        hands=hands, scores=scores, winner=winner,
+        void_reason=f"{voided.reason_code}: {voided.reason_text}" if voided else None,
+        timeline=[TimelineEntry(seq=e.seq, at=e.occurred_at, what=e.type, detail=_describe(e))
+                  for e in mine],
+        bets=bets, differences=diffs, notes=notes,
+    )
+
+
+def _compare_result(recomputed, result: RoundResultPublished | None, voided,
+                    diffs: list[Difference]) -> None:
+    if voided:
+        if result is not None:
+            diffs.append(Difference(where="round.results", expected="no result for a voided round",
+                                    recorded=f"result {result.result_id}"))
+        return
+    if recomputed is None:
+        return
+    if result is None:
+        diffs.append(Difference(where="round.results", expected="one result",
+                                recorded="no result published"))
+        return
+    want, got = recomputed.model_dump(mode="json"), result.result.model_dump(mode="json")
+    for key in sorted(set(want) | set(got)):
+        if want.get(key) != got.get(key):
+            diffs.append(Difference(where=f"round.results {result.result_id}: {key}",
+                                    expected=str(want.get(key)), recorded=str(got.get(key))))
+
+
+def _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id,
+          diffs: list[Difference]) -> list[BetLine]:
+    by_bet = {s.bet_id: s for s in settlements}
+    txs = {tx.tx_id: tx for tx in wallet}
+    lines = []
+    for d in decisions:
+        if isinstance(d, RoundManifest) or (player_id and d.player_id != player_id):
+            continue
+        recorded = by_bet.get(d.bet_id)
+        expected_outcome = expected_returned = None
+        if isinstance(d, BetRejected):
+            decision = f"rejected ({d.reason_code})"
+            expected_outcome, expected_returned = None, None
+            if recorded is not None:
+                diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
+                                        expected="no settlement for a rejected bet",
+                                        recorded=f"{recorded.outcome} {recorded.returned}"))
+        else:
+            decision = "accepted"
+            if voided:
+                expected_outcome, expected_returned = "void_refund", d.stake
+            elif recomputed is not None and profile is not None:
+                want = settle(Bet(bet=d.bet, position=d.position, stake=d.stake), recomputed,
+                              profile)
+                expected_outcome, expected_returned = want.outcome, want.returned
+            if expected_outcome is not None:
+                if recorded is None:
+                    diffs.append(Difference(where=f"bets.settled {settlement_id(d.bet_id)}",
+                                            expected=f"{expected_outcome} {expected_returned}",
+                                            recorded="no settlement"))
+                elif (recorded.outcome, recorded.returned) != (expected_outcome, expected_returned):
+                    diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
+                                            expected=f"{expected_outcome} {expected_returned}",
+                                            recorded=f"{recorded.outcome} {recorded.returned}"))
+        moves = _check_wallet(d, recorded, expected_returned, txs, diffs)
+        lines.append(BetLine(
+            bet_id=d.bet_id, player_id=d.player_id, bet=d.bet, position=d.position,
+            stake=d.stake, decision=decision,
+            outcome=recorded.outcome if recorded else None,
+            returned=recorded.returned if recorded else None,
+            expected_outcome=expected_outcome, expected_returned=expected_returned,
+            wallet=moves))
+    return lines
+
+
+def _check_wallet(decision, recorded: BetSettled | None, expected_returned: int | None,
+                  txs: dict[str, WalletTransaction], diffs: list[Difference]) -> list[str]:
+    """The stake debit, and the refund or credit the decision calls for, each exactly once."""
+    moves = []
+    wanted = [(tx_id("stake_debit", decision.bet_id), decision.stake)]
+    if isinstance(decision, BetRejected):
+        wanted.append((tx_id("bet_refund", decision.bet_id), decision.stake))
+    elif expected_returned:
+        candidates = [tx_id("payout", settlement_id(decision.bet_id)),
+                      tx_id("bet_refund", decision.bet_id)]
+        found = next((c for c in candidates if c in txs), candidates[0])
+        wanted.append((found, expected_returned))
+    for wanted_id, amount in wanted:
+        tx = txs.get(wanted_id)
+        if tx is None:
+            diffs.append(Difference(where=f"wallet.transactions {wanted_id}",
+                                    expected=f"{amount} moved", recorded="no transaction"))
+            continue
+        moves.append(f"{tx.kind} {tx.amount} -> balance {tx.balance_after} ({tx.tx_id})")
+        if tx.amount != amount:
+            diffs.append(Difference(where=f"wallet.transactions {wanted_id}",
+                                    expected=str(amount), recorded=str(tx.amount)))
+    return moves
+
+
+def _compare_manifest(decisions, diffs: list[Difference]) -> None:
+    """The manifest lists exactly the bets accepted before it in the log."""
+    at = next((i for i, d in enumerate(decisions) if isinstance(d, RoundManifest)), None)
+    if at is None:
+        return
+    manifest = decisions[at]
+    accepted = [d for d in decisions[:at] if isinstance(d, BetAccepted)]
+    want = (len(accepted), sum(d.stake for d in accepted),
+            manifest_digest(d.bet_id for d in accepted))
+    got = (manifest.bet_count, manifest.total_stake, manifest.digest)
+    if want != got:
+        diffs.append(Difference(where="bets.decisions round_manifest",
+                                expected=f"{want[0]} bets, stake {want[1]}, digest {want[2][:12]}",
+                                recorded=f"{got[0]} bets, stake {got[1]}, digest {got[2][:12]}"))
+
+
+def _hands(result) -> tuple[dict[str, list[Card]], dict[str, int | str], str | dict | None]:
+    if result is None:
+        return {}, {}, None
+    if result.game == "baccarat":
+        return ({"player": list(result.player), "banker": list(result.banker)},
+                {"player": result.player_points, "banker": result.banker_points}, result.winner)
+    return ({name: list(hand.cards) for name, hand in result.hands.items()},
+            {name: hand.rank for name, hand in result.hands.items()}, dict(result.winners))

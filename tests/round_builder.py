@@ -1,0 +1,101 @@
+"""Builds one correctly recorded round (table events, result, decisions, settlements, wallet),
+as the services would write it, so tests can tamper with a copy."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+
+from shared.cards import parse_cards
+from shared.events.bet_events import (
+    BetAccepted,
+    BetSettled,
+    RoundManifest,
+    manifest_digest,
+    settlement_id,
+)
+from shared.events.canonical import GENESIS_HASH
+from shared.events.results import RoundResultPublished, result_id
+from shared.events.table import (
+    BettingClosed,
+    CardDealt,
+    RoundCompleted,
+    RoundOpened,
+    ShoeStarted,
+    TableEventBase,
+    seal,
+)
+from shared.events.wallet_events import WalletTransaction, tx_id
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.settlement import Bet, settle
+
+T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
+
+
+@dataclass
+class RecordedRound:
+    table_id: str = "T1"
+    round_id: str = "R1"
+    profile: str = "sbo-baccarat"
+    cards: str = "AS,3H,2D,3C,9S"
+    bets: tuple[tuple[str, str, str, int], ...] = (
+        ("b1", "alice", "banker", 1_000), ("b2", "alice", "player", 500),
+        ("b3", "bob", "fortune_six", 100))
+    events: list[TableEventBase] = field(default_factory=list)
+    result: RoundResultPublished | None = None
+    decisions: list = field(default_factory=list)
+    settlements: list[BetSettled] = field(default_factory=list)
+    wallet: list[WalletTransaction] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        profile = load_profile(self.profile)
+        cards = parse_cards(self.cards)
+        self._add(ShoeStarted, shoe_id="S1", profile=self.profile, decks=profile.decks)
+        self._add(RoundOpened, shoe_id="S1", round_id=self.round_id, round_number=1,
+                  dealer="Ana", profile=self.profile, betting_closes_at=T0 + timedelta(seconds=30))
+        balances = {"alice": 100_000, "bob": 100_000}
+        for bet_id, player, bet, stake in self.bets:
+            balances[player] -= stake
+            self.wallet.append(self._tx(player, "stake_debit", stake, bet_id, balances[player]))
+            self.decisions.append(BetAccepted(
+                bet_id=bet_id, player_id=player, table_id=self.table_id, round_id=self.round_id,
+                bet=bet, stake=stake, currency="IDR", decided_at=T0))
+        self._add(BettingClosed, round_id=self.round_id, reason="timer")
+        accepted = [d for d in self.decisions]
+        self.decisions.append(RoundManifest(
+            table_id=self.table_id, round_id=self.round_id, bet_count=len(accepted),
+            total_stake=sum(d.stake for d in accepted),
+            digest=manifest_digest(d.bet_id for d in accepted), closed_at=T0))
+        for i, card in enumerate(cards):
+            self._add(CardDealt, round_id=self.round_id, card=card, shoe_position=i,
+                      round_position=i)
+        completed = self._add(RoundCompleted, round_id=self.round_id, cards=tuple(cards))
+        outcome = evaluate_round(profile, cards)
+        self.result = RoundResultPublished(
+            result_id=result_id(self.table_id, self.round_id), table_id=self.table_id,
+            round_id=self.round_id, shoe_id="S1", profile=self.profile, dealer="Ana",
+            cards=tuple(cards), completed_seq=completed.seq, completed_hash=completed.hash,
+            occurred_at=T0, result=outcome)
+        for d in accepted:
+            s = settle(Bet(bet=d.bet, stake=d.stake), outcome, profile)
+            self.settlements.append(BetSettled(
+                **d.model_dump(exclude={"type", "decided_at"}), settlement_id=settlement_id(d.bet_id),
+                outcome=s.outcome, returned=s.returned, cause=self.result.result_id, settled_at=T0))
+            if s.returned:
+                balances[d.player_id] += s.returned
+                self.wallet.append(self._tx(d.player_id, "payout", s.returned,
+                                            settlement_id(d.bet_id), balances[d.player_id]))
+
+    def _add(self, kind, **fields) -> TableEventBase:
+        prev = self.events[-1].hash if self.events else GENESIS_HASH
+        event = seal(kind, table_id=self.table_id, seq=len(self.events) + 1, prev_hash=prev,
+                     occurred_at=T0 + timedelta(seconds=len(self.events)), **fields)
+        self.events.append(event)
+        return event
+
+    def _tx(self, player, kind, amount, cause, balance) -> WalletTransaction:
+        return WalletTransaction(tx_id=tx_id(kind, cause), player_id=player, kind=kind,
+                                 amount=amount, balance_after=balance, currency="IDR",
+                                 cause_id=cause, table_id=self.table_id, round_id=self.round_id,
+                                 occurred_at=T0)

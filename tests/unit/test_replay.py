@@ -1,0 +1,123 @@
+"""Replaying a round from its records: MATCH when all is well; each tampering is named."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from services.operator.report_render import to_html, to_json, to_text
+from shared.cards import parse_card
+from shared.complaints import ComplaintError, check_window, complaint_from
+from shared.replay import replay_round
+from tests.round_builder import T0, RecordedRound
+
+
+def _replay(rec: RecordedRound, events=None, player=None, **over):
+    return replay_round(rec.table_id, rec.round_id, events if events is not None else rec.events,
+                        None, over.get("result", rec.result), over.get("decisions", rec.decisions),
+                        over.get("settlements", rec.settlements), over.get("wallet", rec.wallet),
+                        player_id=player)
+
+
+def test_a_faithful_round_replays_to_match():
+    rec = RecordedRound()
+    report = _replay(rec)
+    assert report.verdict == "MATCH", report.differences
+    assert report.hands == {"player": parse_cards_list("AS,2D,9S"), "banker": parse_cards_list("3H,3C")}
+    assert report.scores == {"player": 2, "banker": 6} and report.winner == "banker"
+    assert [b.returned for b in report.bets] == [1_950, 0, 1_300]
+    assert report.dealer == "Ana" and report.status == "complete"
+
+
+def parse_cards_list(text):
+    return [parse_card(t) for t in text.split(",")]
+
+
+def test_a_triple_face_round_replays_to_match():
+    rec = RecordedRound(profile="triple-face-jp", cards="5H,JS,2C,3C,QS,3H,4C,5C,TH,6D,7C,8C,9D",
+                        bets=())
+    report = _replay(rec)
+    assert report.verdict == "MATCH" and report.scores["player3"] == "P9"
+
+
+def test_only_the_complaining_players_bets_are_listed():
+    report = _replay(RecordedRound(), player="bob")
+    assert [b.bet_id for b in report.bets] == ["b3"] and report.verdict == "MATCH"
+
+
+@pytest.mark.parametrize("tamper, seq, problem", [
+    ("change_card", 5, "altered"),        # the second card (seq 5) was changed
+    ("drop_event", 6, "seq 5 missing"),   # seq 5 dropped: the chain breaks where 6 follows 4
+    ("swap_events", 6, "out of order"),   # 5 and 6 swapped: 6 arrives where 5 belongs
+])
+def test_tampering_with_a_copy_of_the_events_is_named_at_its_seq(tamper, seq, problem):
+    rec = RecordedRound()
+    events = list(rec.events)
+    cards_at = [i for i, e in enumerate(events) if e.type == "card_dealt"]
+    if tamper == "change_card":
+        i = cards_at[1]
+        events[i] = events[i].model_copy(update={"card": parse_card("KS")})
+    elif tamper == "drop_event":
+        del events[cards_at[1]]
+    else:
+        i = cards_at[1]
+        events[i], events[i + 1] = events[i + 1], events[i]
+    report = _replay(rec, events=events)
+    assert report.verdict == "DIFFERENCES"
+    assert report.chain_breaks, "the chain must break"
+    assert report.chain_breaks[0].startswith(f"chain breaks at seq {seq}:"), report.chain_breaks
+    assert problem in report.chain_breaks[0]
+
+
+def test_a_wrong_payout_and_a_missing_credit_are_spelled_out():
+    rec = RecordedRound()
+    settlements = [s.model_copy(update={"returned": 2_000}) if s.bet_id == "b1" else s
+                   for s in rec.settlements]
+    wallet = [tx for tx in rec.wallet if tx.tx_id != "payout:settle:b3"]
+    report = _replay(rec, settlements=settlements, wallet=wallet)
+    where = {d.where: d for d in report.differences}
+    assert where["bets.settled settle:b1"].expected == "win 1950"
+    assert where["bets.settled settle:b1"].recorded == "win 2000"
+    assert "wallet.transactions payout:settle:b3" in where
+
+
+def test_a_result_that_differs_from_the_rule_engine_is_named():
+    rec = RecordedRound()
+    wrong = rec.result.model_copy(update={"result": rec.result.result.model_copy(
+        update={"winner": "player"})})
+    report = _replay(rec, result=wrong)
+    assert any(d.where.endswith(": winner") and d.expected == "banker" for d in report.differences)
+
+
+def test_a_manifest_that_lists_other_bets_is_caught():
+    rec = RecordedRound()
+    decisions = [d.model_copy(update={"bet_count": 2}) if d.type == "round_manifest" else d
+                 for d in rec.decisions]
+    assert any("manifest" in d.where for d in _replay(rec, decisions=decisions).differences)
+
+
+def test_reports_render_for_people_and_systems():
+    report = _replay(RecordedRound())
+    text = to_text(report)
+    assert "VERDICT: MATCH" in text and "A♠" in text and "Ana" in text
+    page = to_html(report)
+    assert page.startswith("<!doctype html>") and "<svg" in page and "http" not in page.lower()
+    assert '"verdict": "MATCH"' in to_json(report)
+
+
+def test_a_complaint_must_name_everything():
+    with pytest.raises(ComplaintError, match="played at, dealer") as err:
+        complaint_from({"player_id": "alice", "table_id": "T1", "round_id": "R1"}, T0)
+    assert err.value.code == "incomplete"
+
+
+def test_a_late_complaint_is_refused_unless_overridden():
+    fields = {"player_id": "alice", "played_at": T0, "dealer": "Ana", "table_id": "T1",
+              "round_id": "R1"}
+    assert check_window(complaint_from(fields, T0 + timedelta(hours=23)), T0) is None
+    with pytest.raises(ComplaintError, match="24-hour") as err:
+        check_window(complaint_from(fields, T0 + timedelta(hours=25)), T0)
+    assert err.value.code == "out_of_window"
+    note = check_window(complaint_from(fields, T0 + timedelta(hours=25), override="regulator"), T0)
+    assert "overridden" in note and "regulator" in note
