@@ -39,6 +39,7 @@ class RecordedRound:
     round_id: str = "R1"
     profile: str = "sbo-baccarat"
     cards: str = "AS,3H,2D,3C,9S"
+    t0: datetime = T0
     bets: tuple[tuple[str, str, str, int], ...] = (
         ("b1", "alice", "banker", 1_000), ("b2", "alice", "player", 500),
         ("b3", "bob", "fortune_six", 100))
@@ -53,20 +54,20 @@ class RecordedRound:
         cards = parse_cards(self.cards)
         self._add(ShoeStarted, shoe_id="S1", profile=self.profile, decks=profile.decks)
         self._add(RoundOpened, shoe_id="S1", round_id=self.round_id, round_number=1,
-                  dealer="Ana", profile=self.profile, betting_closes_at=T0 + timedelta(seconds=30))
-        balances = {"alice": 100_000, "bob": 100_000}
+                  dealer="Ana", profile=self.profile, betting_closes_at=self.t0 + timedelta(seconds=30))
+        balances = {p: 100_000 for p in self.players}
         for bet_id, player, bet, stake in self.bets:
             balances[player] -= stake
             self.wallet.append(self._tx(player, "stake_debit", stake, bet_id, balances[player]))
             self.decisions.append(BetAccepted(
                 bet_id=bet_id, player_id=player, table_id=self.table_id, round_id=self.round_id,
-                bet=bet, stake=stake, currency="IDR", decided_at=T0))
+                bet=bet, stake=stake, currency="IDR", decided_at=self.t0))
         self._add(BettingClosed, round_id=self.round_id, reason="timer")
         accepted = [d for d in self.decisions]
         self.decisions.append(RoundManifest(
             table_id=self.table_id, round_id=self.round_id, bet_count=len(accepted),
             total_stake=sum(d.stake for d in accepted),
-            digest=manifest_digest(d.bet_id for d in accepted), closed_at=T0))
+            digest=manifest_digest(d.bet_id for d in accepted), closed_at=self.t0))
         for i, card in enumerate(cards):
             self._add(CardDealt, round_id=self.round_id, card=card, shoe_position=i,
                       round_position=i)
@@ -76,21 +77,39 @@ class RecordedRound:
             result_id=result_id(self.table_id, self.round_id), table_id=self.table_id,
             round_id=self.round_id, shoe_id="S1", profile=self.profile, dealer="Ana",
             cards=tuple(cards), completed_seq=completed.seq, completed_hash=completed.hash,
-            occurred_at=T0, result=outcome)
+            occurred_at=self.t0, result=outcome)
         for d in accepted:
             s = settle(Bet(bet=d.bet, stake=d.stake), outcome, profile)
             self.settlements.append(BetSettled(
                 **d.model_dump(exclude={"type", "decided_at"}), settlement_id=settlement_id(d.bet_id),
-                outcome=s.outcome, returned=s.returned, cause=self.result.result_id, settled_at=T0))
+                outcome=s.outcome, returned=s.returned, cause=self.result.result_id, settled_at=self.t0))
             if s.returned:
                 balances[d.player_id] += s.returned
                 self.wallet.append(self._tx(d.player_id, "payout", s.returned,
                                             settlement_id(d.bet_id), balances[d.player_id]))
 
+    @property
+    def players(self) -> list[str]:
+        return sorted({player for _, player, _, _ in self.bets})
+
+    def records(self) -> list[tuple[str, str, bytes, datetime]]:
+        """(topic, key, value, timestamp) of every record, as the services would produce them."""
+        out = [("table.events", self.table_id, e.model_dump_json().encode(), e.occurred_at)
+               for e in self.events]
+        out.append(("round.results", self.table_id, self.result.model_dump_json().encode(),
+                    self.events[-1].occurred_at))
+        out += [("bets.decisions", self.table_id, d.model_dump_json().encode(), self.t0)
+                for d in self.decisions]
+        out += [("bets.settled", self.table_id, s.model_dump_json().encode(),
+                 self.events[-1].occurred_at) for s in self.settlements]
+        out += [("wallet.transactions", tx.player_id, tx.model_dump_json().encode(),
+                 tx.occurred_at) for tx in self.wallet]
+        return out
+
     def _add(self, kind, **fields) -> TableEventBase:
         prev = self.events[-1].hash if self.events else GENESIS_HASH
         event = seal(kind, table_id=self.table_id, seq=len(self.events) + 1, prev_hash=prev,
-                     occurred_at=T0 + timedelta(seconds=len(self.events)), **fields)
+                     occurred_at=self.t0 + timedelta(seconds=len(self.events)), **fields)
         self.events.append(event)
         return event
 
@@ -98,4 +117,4 @@ class RecordedRound:
         return WalletTransaction(tx_id=tx_id(kind, cause), player_id=player, kind=kind,
                                  amount=amount, balance_after=balance, currency="IDR",
                                  cause_id=cause, table_id=self.table_id, round_id=self.round_id,
-                                 occurred_at=T0)
+                                 occurred_at=self.t0)

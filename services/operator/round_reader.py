@@ -72,7 +72,8 @@ class RoundReader:
     def scan(self, topic: str, key: str, start: datetime,
              stop: Callable[[Any, int], bool]) -> tuple[list[Any], int]:
         """Parsed records of `key` in `topic` from `start` until `stop(value, timestamp_ms)`
-        or the end of the log. Returns (records, how many records were read)."""
+        or the end of the log; `stop` also sees other keys' records (value None), so a time
+        bound holds on a busy partition. Returns (records, how many records were read)."""
         tp = self._tp(topic, key)
         parse = PARSERS[topic]
         self.consumer.assign([tp])
@@ -90,6 +91,8 @@ class RoundReader:
                 read += 1
                 position = rec.offset + 1
                 if rec.key is None or rec.key.decode(errors="replace") != key:
+                    if stop(None, rec.timestamp):  # another key's record still tells the time
+                        return out, read
                     continue
                 try:
                     value = parse(rec.value)
@@ -154,13 +157,17 @@ class RoundReader:
     def _table_events(self, table_id: str, round_id: str, start: datetime
                       ) -> tuple[list[Any], int]:
         """From `start` until the next round opens after this one ended (surplus cards of this
-        round may follow its completion) or the log ends."""
-        ended = False
+        round may follow its completion), a little past its end, or the end of the log."""
+        ended_ms: int | None = None
+        slack_ms = int(SETTLE_SLACK.total_seconds() * 1000)
 
         def stop(value: Any, ts: int) -> bool:
-            nonlocal ended
+            nonlocal ended_ms
             if isinstance(value, RoundCompleted | RoundVoided) and value.round_id == round_id:
-                ended = True
-            return ended and isinstance(value, RoundOpened) and value.round_id != round_id
+                ended_ms = ts
+            if ended_ms is None:
+                return False
+            next_round = isinstance(value, RoundOpened) and value.round_id != round_id
+            return next_round or ts > ended_ms + slack_ms
 
         return self.scan("table.events", table_id, start, stop)
