@@ -2,7 +2,15 @@
 
 import typer
 
-from services.cli import evaluate_cmd, kafka_cmd, replay_cmd, rtp_cmd, schemas_cmd, topics_cmd
+from services.cli import (
+    evaluate_cmd,
+    kafka_cmd,
+    replay_cmd,
+    rtp_cmd,
+    schemas_cmd,
+    simulate_table_cmd,
+    topics_cmd,
+)
 
 app = typer.Typer(
     name="croupier",
@@ -17,3 +25,4 @@ evaluate_cmd.register(app)
 rtp_cmd.register(app)
 schemas_cmd.register(app)
 replay_cmd.register(app)
+simulate_table_cmd.register(app)

@@ -49,6 +49,15 @@ class Settings(BaseSettings):
     betting_window_seconds: int | None = Field(
         default=None, description="Override every profile's betting window (demo, tests).")
     retention_ms: int = DEFAULT_RETENTION_MS
+    # tables
+    input_max_age_seconds: float = Field(
+        default=30.0, description="Dealer inputs sent longer ago than this are refused as stale.")
+    input_max_ahead_seconds: float = Field(
+        default=5.0, description="Dealer inputs dated further ahead than this are refused.")
+    betting_timer_interval_seconds: float = Field(
+        default=0.5, description="How often dealer-event closes overdue betting windows.")
+    decision_wait_seconds: float = Field(
+        default=10.0, description="How long POST /inputs waits for the decision before 202.")
 
     @property
     def local_bootstrap(self) -> str:

@@ -1,0 +1,1 @@
+"""dealer-event: table devices and supervisors in; canonical, hash-chained table events out."""

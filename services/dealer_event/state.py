@@ -1,0 +1,252 @@
+"""A table's state as dealer-event knows it: a fold over that table's `table.events`.
+
+The log is the source of truth. The live worker and the start-up rebuild use the
+same `fold_into`, so the state after a restart is exactly the state before it:
+chain head, shoe composition, current round, round ids and input ids seen.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+
+from shared.cards import DECK
+from shared.events.canonical import GENESIS_HASH
+from shared.events.table import (
+    BettingClosed,
+    CardBurned,
+    CardDealt,
+    CutCardReached,
+    RoundCompleted,
+    RoundOpened,
+    RoundVoided,
+    ShoeEnded,
+    ShoeStartBurned,
+    ShoeStarted,
+    SurplusCardRecorded,
+    TableEventBase,
+)
+from shared.profile import BaccaratProfile, TripleFaceProfile, load_profile
+
+IN_PROGRESS = ("betting", "dealing")
+
+
+def full_composition(decks: int) -> dict[str, int]:
+    return {str(card): decks for card in DECK}
+
+
+@dataclass
+class ShoeState:
+    shoe_id: str
+    profile: str
+    decks: int
+    remaining: dict[str, int]
+    position: int = 0  # cards out of the shoe so far (burns, dealt, surplus)
+    start_burn_pending: bool = False
+    cut_card_out: bool = False
+    finished: bool = False  # no new round: the cut card ended the shoe
+    round_count: int = 0
+    pending_burns: int = 0  # burns since the last round ended
+    fresh_deck_due: bool = False  # Triple Face: the next round takes a new deck
+
+    @property
+    def rules(self) -> BaccaratProfile | TripleFaceProfile:
+        return load_profile(self.profile)
+
+    @property
+    def cards_left(self) -> int:
+        return sum(self.remaining.values())
+
+    def take(self, card: str) -> None:
+        self.remaining[card] = self.remaining.get(card, 0) - 1
+        if self.remaining[card] <= 0:
+            del self.remaining[card]
+        self.position += 1
+
+    def renew_deck(self) -> None:
+        self.remaining = full_composition(self.decks)
+        self.position = 0
+        self.fresh_deck_due = False
+
+
+@dataclass
+class RoundState:
+    round_id: str
+    round_number: int
+    dealer: str
+    profile: str
+    betting_closes_at: datetime
+    phase: str = "betting"  # betting -> dealing -> complete | voided
+    cards: list[str] = field(default_factory=list)
+    last_of_shoe: bool = False
+
+    @property
+    def in_progress(self) -> bool:
+        return self.phase in IN_PROGRESS
+
+
+@dataclass
+class TableState:
+    table_id: str
+    seq: int = 0
+    head_hash: str = GENESIS_HASH
+    shoe: ShoeState | None = None
+    round: RoundState | None = None
+    round_status: dict[str, str] = field(default_factory=dict)  # round id -> open|completed|voided
+    applied_inputs: set[str] = field(default_factory=set)
+    refused_inputs: dict[str, str] = field(default_factory=dict)  # input id -> reason code
+
+    def copy(self) -> TableState:
+        """A copy sharing nothing mutable (cheaper than deepcopy: keys are strings)."""
+        shoe = None if self.shoe is None else replace(self.shoe, remaining=dict(self.shoe.remaining))
+        rnd = None if self.round is None else replace(self.round, cards=list(self.round.cards))
+        return replace(self, shoe=shoe, round=rnd, round_status=dict(self.round_status),
+                       applied_inputs=set(self.applied_inputs),
+                       refused_inputs=dict(self.refused_inputs))
+
+    @property
+    def round_in_progress(self) -> bool:
+        return self.round is not None and self.round.in_progress
+
+    def summary(self) -> dict:
+        """What an operator asks first: shoe, current round, chain head, cards left."""
+        shoe, rnd = self.shoe, self.round
+        return {
+            "table_id": self.table_id,
+            "seq": self.seq,
+            "head_hash": self.head_hash,
+            "shoe": None if shoe is None else {
+                "shoe_id": shoe.shoe_id, "profile": shoe.profile, "decks": shoe.decks,
+                "cards_out": shoe.position, "cards_left": shoe.cards_left,
+                "start_burn_pending": shoe.start_burn_pending,
+                "cut_card_out": shoe.cut_card_out, "finished": shoe.finished,
+                "rounds": shoe.round_count, "pending_burns": shoe.pending_burns,
+            },
+            "round": None if rnd is None else {
+                "round_id": rnd.round_id, "number": rnd.round_number, "phase": rnd.phase,
+                "dealer": rnd.dealer, "betting_closes_at": rnd.betting_closes_at.isoformat(),
+                "cards": list(rnd.cards), "last_of_shoe": rnd.last_of_shoe,
+            },
+            "rounds_seen": len(self.round_status),
+            "inputs_applied": len(self.applied_inputs),
+        }
+
+
+def fold(state: TableState, event: TableEventBase) -> TableState:
+    """The state after `event`, leaving `state` untouched."""
+    new = state.copy()
+    fold_into(new, event)
+    return new
+
+
+def fold_into(state: TableState, event: TableEventBase) -> None:
+    """Apply one accepted event in place (the rebuild's fast path)."""
+    _APPLY[type(event)](state, event)
+    state.seq = event.seq
+    state.head_hash = event.hash
+    if event.input_id:
+        state.applied_inputs.add(event.input_id)
+
+
+def _shoe_started(state: TableState, e: ShoeStarted) -> None:
+    rules = load_profile(e.profile)
+    state.shoe = ShoeState(
+        shoe_id=e.shoe_id, profile=e.profile, decks=e.decks,
+        remaining=full_composition(e.decks),
+        start_burn_pending=isinstance(rules, BaccaratProfile) and rules.shoe_start_burn,
+    )
+    state.round = None
+
+
+def _shoe_start_burned(state: TableState, e: ShoeStartBurned) -> None:
+    shoe = _shoe(state)
+    shoe.take(str(e.first_card))
+    shoe.position += e.burn_count  # burned face down: position known, faces not
+    shoe.start_burn_pending = False
+
+
+def _card_burned(state: TableState, e: CardBurned) -> None:
+    shoe = _shoe(state)
+    if shoe.fresh_deck_due:
+        shoe.renew_deck()
+    if e.card is None:
+        shoe.position += 1
+    else:
+        shoe.take(str(e.card))
+    shoe.pending_burns += 1
+
+
+def _cut_card(state: TableState, e: CutCardReached) -> None:
+    shoe = _shoe(state)
+    shoe.cut_card_out = True
+    if e.round_id is not None and state.round is not None and state.round.in_progress:
+        state.round.last_of_shoe = True
+    else:
+        shoe.finished = True
+
+
+def _shoe_ended(state: TableState, e: ShoeEnded) -> None:
+    state.shoe = None
+    state.round = None
+
+
+def _round_opened(state: TableState, e: RoundOpened) -> None:
+    shoe = _shoe(state)
+    if shoe.fresh_deck_due:
+        shoe.renew_deck()
+    shoe.round_count += 1
+    state.round = RoundState(round_id=e.round_id, round_number=e.round_number, dealer=e.dealer,
+                             profile=e.profile, betting_closes_at=e.betting_closes_at)
+    state.round_status[e.round_id] = "open"
+
+
+def _betting_closed(state: TableState, e: BettingClosed) -> None:
+    _round(state).phase = "dealing"
+
+
+def _card_dealt(state: TableState, e: CardDealt) -> None:
+    _shoe(state).take(str(e.card))
+    _round(state).cards.append(str(e.card))
+
+
+def _surplus(state: TableState, e: SurplusCardRecorded) -> None:
+    _shoe(state).take(str(e.card))
+
+
+def _round_completed(state: TableState, e: RoundCompleted) -> None:
+    _end_round(state, "complete", "completed")
+
+
+def _round_voided(state: TableState, e: RoundVoided) -> None:
+    _end_round(state, "voided", "voided")
+
+
+def _end_round(state: TableState, phase: str, status: str) -> None:
+    rnd, shoe = _round(state), _shoe(state)
+    rnd.phase = phase
+    state.round_status[rnd.round_id] = status
+    shoe.pending_burns = 0
+    if isinstance(shoe.rules, TripleFaceProfile):
+        shoe.fresh_deck_due = True
+    if rnd.last_of_shoe or shoe.cut_card_out:
+        shoe.finished = True
+
+
+def _shoe(state: TableState) -> ShoeState:
+    if state.shoe is None:
+        raise ValueError(f"table {state.table_id}: event at seq {state.seq + 1} needs a shoe")
+    return state.shoe
+
+
+def _round(state: TableState) -> RoundState:
+    if state.round is None:
+        raise ValueError(f"table {state.table_id}: event at seq {state.seq + 1} needs a round")
+    return state.round
+
+
+_APPLY = {
+    ShoeStarted: _shoe_started, ShoeStartBurned: _shoe_start_burned, CardBurned: _card_burned,
+    CutCardReached: _cut_card, ShoeEnded: _shoe_ended, RoundOpened: _round_opened,
+    BettingClosed: _betting_closed, CardDealt: _card_dealt, SurplusCardRecorded: _surplus,
+    RoundCompleted: _round_completed, RoundVoided: _round_voided,
+}

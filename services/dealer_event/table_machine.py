@@ -1,0 +1,337 @@
+"""The per-table state machine: (state, input, now) -> new state and events, or a refusal.
+
+Pure: no Kafka, no clock, no I/O. The worker hands in the state (a fold over the
+table's log), one parsed input and the time; it gets back the events to publish,
+already sealed into the table's hash chain, or the reason the input is refused.
+The betting timer is the explicit `tick(state, now)`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from services.dealer_event.admission import AdmissionPolicy, authenticate, check_freshness
+from services.dealer_event.refusals import Refusal
+from services.dealer_event.state import TableState, fold_into
+from shared.cards import parse_card
+from shared.events.inputs import (
+    Burn,
+    CloseBetting,
+    CutCard,
+    EndShoe,
+    InputBase,
+    NewShoe,
+    OpenRound,
+    ScanCard,
+    ShoeFirstCard,
+    VoidRound,
+)
+from shared.events.table import (
+    BettingClosed,
+    CardBurned,
+    CardDealt,
+    CutCardReached,
+    RoundCompleted,
+    RoundOpened,
+    RoundVoided,
+    ShoeEnded,
+    ShoeStartBurned,
+    ShoeStarted,
+    SurplusCardRecorded,
+    TableEventBase,
+    seal,
+)
+from shared.profile import BaccaratProfile, TripleFaceProfile, UnknownProfileError, load_profile
+from shared.rounds import cards_needed
+from shared.shoe import start_burn_count
+
+
+@dataclass(frozen=True)
+class MachineConfig:
+    admission: AdmissionPolicy
+    betting_window_override: int | None = None  # seconds; None = the profile's window
+
+
+@dataclass(frozen=True)
+class Outcome:
+    state: TableState
+    events: tuple[TableEventBase, ...] = ()
+    refusal: Refusal | None = None
+
+
+@dataclass
+class _Emitter:
+    """Seals each new event onto the chain and folds it into the (copied) state."""
+
+    state: TableState
+    now: datetime
+    input_id: str | None
+    events: list[TableEventBase] = field(default_factory=list)
+
+    def emit(self, event_type: type[TableEventBase], **fields) -> None:
+        event = seal(event_type, table_id=self.state.table_id, seq=self.state.seq + 1,
+                     prev_hash=self.state.head_hash, occurred_at=self.now,
+                     input_id=self.input_id, **fields)
+        fold_into(self.state, event)
+        self.events.append(event)
+
+
+def tick(state: TableState, now: datetime) -> Outcome:
+    """Close the betting window of a round whose timer ran out."""
+    rnd = state.round
+    if rnd is None or rnd.phase != "betting" or now < rnd.betting_closes_at:
+        return Outcome(state)
+    em = _Emitter(state.copy(), now, None)
+    em.emit(BettingClosed, round_id=rnd.round_id, reason="timer")
+    return Outcome(em.state, tuple(em.events))
+
+
+def step(state: TableState, inp: InputBase, now: datetime, config: MachineConfig) -> Outcome:
+    """What the worker calls per input: the timer first (an input after the deadline
+    sees betting closed), then the input itself."""
+    timed = tick(state, now)
+    outcome = apply(timed.state, inp, now, config)
+    return Outcome(outcome.state, timed.events + outcome.events, outcome.refusal)
+
+
+def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfig) -> Outcome:
+    if inp.table_id != state.table_id:
+        raise ValueError(f"input for table {inp.table_id} handed to table {state.table_id}")
+    refusal = authenticate(inp, config.admission)
+    if refusal is None:
+        refusal = _already_decided(state, inp) or check_freshness(inp, now, config.admission)
+    if refusal is not None:
+        return Outcome(state, (), refusal)
+    em = _Emitter(state.copy(), now, inp.input_id)
+    refusal = _DECIDE[type(inp)](em, inp, config)
+    if refusal is None:
+        return Outcome(em.state, tuple(em.events))
+    refused = state.copy()
+    refused.refused_inputs[inp.input_id] = refusal.code
+    return Outcome(refused, (), refusal)
+
+
+def _already_decided(state: TableState, inp: InputBase) -> Refusal | None:
+    if inp.input_id in state.applied_inputs:
+        return Refusal("duplicate_input", f"input {inp.input_id} was already applied; "
+                                          "it is not applied twice")
+    earlier = state.refused_inputs.get(inp.input_id)
+    if earlier is not None:
+        return Refusal("duplicate_input", f"input {inp.input_id} was already refused "
+                                          f"({earlier}); send a new input id to try again")
+    return None
+
+
+# --- shoe commands ---------------------------------------------------------------------
+
+def _new_shoe(em: _Emitter, inp: NewShoe, config: MachineConfig) -> Refusal | None:
+    try:
+        profile = load_profile(inp.profile)
+    except UnknownProfileError as exc:
+        return Refusal("unknown_profile", str(exc))
+    state, shoe = em.state, em.state.shoe
+    if state.round_in_progress:
+        return _round_busy(state)
+    if shoe is not None and not shoe.finished:
+        return Refusal("shoe_already_open", f"shoe {shoe.shoe_id} is still in play; "
+                                            "end it (end_shoe) before starting a new one")
+    if shoe is not None:
+        em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason="cut card reached")
+    em.emit(ShoeStarted, shoe_id=inp.shoe_id, profile=profile.name, decks=profile.decks)
+    return None
+
+
+def _shoe_first_card(em: _Emitter, inp: ShoeFirstCard, config: MachineConfig) -> Refusal | None:
+    shoe = em.state.shoe
+    if shoe is None:
+        return _no_shoe(em.state)
+    rules = shoe.rules
+    if not (isinstance(rules, BaccaratProfile) and rules.shoe_start_burn):
+        return Refusal("start_burn_not_expected",
+                       f"profile {shoe.profile} has no shoe-start burn; scan the round's cards")
+    if not shoe.start_burn_pending:
+        return Refusal("start_burn_already_done",
+                       f"shoe {shoe.shoe_id} already had its first card burned")
+    if shoe.remaining.get(str(inp.card), 0) <= 0:
+        return _not_in_shoe(str(inp.card), shoe.shoe_id)
+    em.emit(ShoeStartBurned, shoe_id=shoe.shoe_id, first_card=inp.card,
+            burn_count=start_burn_count(inp.card))
+    return None
+
+
+def _burn(em: _Emitter, inp: Burn, config: MachineConfig) -> Refusal | None:
+    state, shoe = em.state, em.state.shoe
+    refusal = _shoe_playable(state)
+    if refusal is not None:
+        return refusal
+    rnd = state.round if state.round_in_progress else None
+    if rnd is not None and rnd.cards:
+        return Refusal("burn_during_deal", f"round {rnd.round_id} is being dealt; "
+                                           "burns come before its first card")
+    position = 0 if shoe.fresh_deck_due else shoe.position
+    if inp.card is not None and not shoe.fresh_deck_due \
+            and shoe.remaining.get(str(inp.card), 0) <= 0:
+        return _not_in_shoe(str(inp.card), shoe.shoe_id)
+    em.emit(CardBurned, shoe_id=shoe.shoe_id, round_id=rnd.round_id if rnd else None,
+            card=inp.card, shoe_position=position)
+    return None
+
+
+def _cut_card(em: _Emitter, inp: CutCard, config: MachineConfig) -> Refusal | None:
+    state, shoe = em.state, em.state.shoe
+    if shoe is None:
+        return _no_shoe(state)
+    if isinstance(shoe.rules, TripleFaceProfile):
+        return Refusal("no_cut_card_in_game", "Triple Face takes a fresh deck every round; "
+                                              "it has no cut card")
+    if shoe.cut_card_out:
+        return Refusal("cut_card_already_reached",
+                       f"the cut card of shoe {shoe.shoe_id} already came out")
+    rnd = state.round if state.round_in_progress else None
+    em.emit(CutCardReached, shoe_id=shoe.shoe_id, round_id=rnd.round_id if rnd else None)
+    return None
+
+
+def _end_shoe(em: _Emitter, inp: EndShoe, config: MachineConfig) -> Refusal | None:
+    state, shoe = em.state, em.state.shoe
+    if shoe is None:
+        return _no_shoe(state)
+    if state.round_in_progress:
+        return _round_busy(state)
+    em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason=inp.reason)
+    return None
+
+
+# --- round commands --------------------------------------------------------------------
+
+def _open_round(em: _Emitter, inp: OpenRound, config: MachineConfig) -> Refusal | None:
+    state, shoe = em.state, em.state.shoe
+    refusal = _shoe_playable(state)
+    if refusal is not None:
+        return refusal
+    if state.round_in_progress:
+        return _round_busy(state)
+    if inp.round_id in state.round_status:
+        return Refusal("round_id_reused", f"round id {inp.round_id} was already used on table "
+                                          f"{state.table_id}; every round needs a new id")
+    window = config.betting_window_override or shoe.rules.betting_window_seconds
+    em.emit(RoundOpened, shoe_id=shoe.shoe_id, round_id=inp.round_id,
+            round_number=shoe.round_count + 1, dealer=inp.dealer, profile=shoe.profile,
+            betting_closes_at=em.now + timedelta(seconds=window))
+    return None
+
+
+def _close_betting(em: _Emitter, inp: CloseBetting, config: MachineConfig) -> Refusal | None:
+    refusal = _current_round(em.state, inp.round_id)
+    if refusal is not None:
+        return refusal
+    if em.state.round.phase != "betting":
+        return Refusal("betting_already_closed",
+                       f"betting on round {inp.round_id} is already closed")
+    em.emit(BettingClosed, round_id=inp.round_id, reason="dealer")
+    return None
+
+
+def _scan_card(em: _Emitter, inp: ScanCard, config: MachineConfig) -> Refusal | None:
+    state, shoe, rnd = em.state, em.state.shoe, em.state.round
+    card = str(inp.card)
+    refusal = _current_round(state, inp.round_id, allow_complete=True)
+    if refusal is not None:
+        return refusal
+    if rnd.phase == "betting":
+        return Refusal("betting_still_open", f"betting on round {rnd.round_id} is still open; "
+                                             "no card is dealt before it closes")
+    burns_needed = shoe.rules.burn_per_round
+    if rnd.phase == "dealing" and not rnd.cards and shoe.pending_burns < burns_needed:
+        return Refusal("burns_required", f"{burns_needed} card(s) must be burned before the "
+                                         f"first card of a round; {shoe.pending_burns} burned")
+    if shoe.decks == 1 and card in rnd.cards:
+        return Refusal("duplicate_card_in_round", f"card {card} was already dealt in round "
+                                                  f"{rnd.round_id}; a one-deck game has one")
+    if shoe.remaining.get(card, 0) <= 0:
+        return _not_in_shoe(card, shoe.shoe_id)
+    if rnd.phase == "complete":
+        if shoe.pending_burns:
+            return Refusal("round_not_in_progress", f"round {rnd.round_id} is over and the "
+                                                    "next round's burns have begun")
+        em.emit(SurplusCardRecorded, round_id=rnd.round_id, card=inp.card,
+                shoe_position=shoe.position)
+        return None
+    em.emit(CardDealt, round_id=rnd.round_id, card=inp.card, shoe_position=shoe.position,
+            round_position=len(rnd.cards))
+    cards = [parse_card(c) for c in em.state.round.cards]
+    if cards_needed(shoe.rules, cards) == 0:
+        em.emit(RoundCompleted, round_id=rnd.round_id, cards=tuple(cards))
+    return None
+
+
+def _void_round(em: _Emitter, inp: VoidRound, config: MachineConfig) -> Refusal | None:
+    status = em.state.round_status.get(inp.round_id)
+    if status is None:
+        return _round_not_found(em.state, inp.round_id)
+    if status == "completed":
+        return Refusal("void_after_completion", f"round {inp.round_id} is complete and its "
+                                                "result is final; it can no longer be voided")
+    if status == "voided":
+        return Refusal("round_already_voided", f"round {inp.round_id} was already voided")
+    em.emit(RoundVoided, round_id=inp.round_id, reason_code=inp.reason_code,
+            reason_text=inp.reason_text, supervisor=inp.signer)
+    return None
+
+
+# --- shared checks ---------------------------------------------------------------------
+
+def _shoe_playable(state: TableState) -> Refusal | None:
+    shoe = state.shoe
+    if shoe is None:
+        return _no_shoe(state)
+    if shoe.start_burn_pending:
+        return Refusal("shoe_needs_first_card_burn", f"shoe {shoe.shoe_id} starts with its "
+                                                     "first card turned and burned "
+                                                     "(shoe_first_card)")
+    if shoe.finished:
+        return Refusal("shoe_finished", f"the cut card ended shoe {shoe.shoe_id}; "
+                                        "start a new shoe")
+    return None
+
+
+def _current_round(state: TableState, round_id: str, allow_complete: bool = False
+                   ) -> Refusal | None:
+    if round_id not in state.round_status:
+        return _round_not_found(state, round_id)
+    rnd = state.round
+    ok_phases = ("betting", "dealing", "complete") if allow_complete else ("betting", "dealing")
+    if rnd is None or rnd.round_id != round_id or rnd.phase not in ok_phases:
+        status = state.round_status[round_id]
+        return Refusal("round_not_in_progress", f"round {round_id} is not in progress "
+                                                f"(it is {status})")
+    return None
+
+
+def _round_not_found(state: TableState, round_id: str) -> Refusal:
+    return Refusal("round_not_found", f"table {state.table_id} has no round {round_id}")
+
+
+def _round_busy(state: TableState) -> Refusal:
+    return Refusal("round_in_progress", f"round {state.round.round_id} is in progress; "
+                                        "complete or void it first")
+
+
+def _no_shoe(state: TableState) -> Refusal:
+    return Refusal("no_shoe", f"table {state.table_id} has no shoe in play; "
+                              "a supervisor starts one with new_shoe")
+
+
+def _not_in_shoe(card: str, shoe_id: str) -> Refusal:
+    return Refusal("card_not_in_shoe", f"card {card} is not in shoe {shoe_id}: every copy "
+                                       "of it has already left the shoe (double scan or "
+                                       "foreign card)")
+
+
+_DECIDE: dict[type[InputBase], Callable[..., Refusal | None]] = {
+    NewShoe: _new_shoe, ShoeFirstCard: _shoe_first_card, Burn: _burn, CutCard: _cut_card,
+    EndShoe: _end_shoe, OpenRound: _open_round, CloseBetting: _close_betting,
+    ScanCard: _scan_card, VoidRound: _void_round,
+}

@@ -1,0 +1,1 @@
+"""game-evaluation: table events in; one result per completed round out."""

@@ -1,0 +1,117 @@
+"""Follow one table's events and say when a round is complete and what its result is.
+
+Pure. The evaluator decides completion itself from the rules (`cards_needed`), so
+it never trusts `RoundCompleted` blindly: that event is only cross-checked, and a
+disagreement is reported as a problem, never turned into a result. Surplus cards
+and anything after completion are ignored; a voided round gets no result.
+Events at or below the last seq seen are skipped (redelivery is harmless).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from shared.cards import parse_card
+from shared.events.canonical import GENESIS_HASH
+from shared.events.results import RoundResultPublished, result_id
+from shared.events.table import (
+    CardDealt,
+    RoundCompleted,
+    RoundOpened,
+    RoundVoided,
+    TableEventBase,
+)
+from shared.profile import load_profile
+from shared.rounds import cards_needed, evaluate_round
+
+
+class RoundView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    round_id: str
+    shoe_id: str
+    profile: str
+    dealer: str
+    cards: tuple[str, ...] = ()
+    status: Literal["open", "complete", "voided"] = "open"
+
+
+class TableView(BaseModel):
+    """What the evaluator keeps per table (stored as JSON in a Faust table)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    table_id: str
+    last_seq: int = 0
+    last_hash: str = GENESIS_HASH
+    round: RoundView | None = None
+
+
+class Observation(BaseModel):
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    view: TableView
+    result: RoundResultPublished | None = None
+    problems: tuple[str, ...] = ()
+
+
+def observe(view: TableView, event: TableEventBase) -> Observation:
+    if event.seq <= view.last_seq:
+        return Observation(view=view)
+    problems: list[str] = []
+    if event.seq != view.last_seq + 1 or event.prev_hash != view.last_hash:
+        problems.append(f"table {event.table_id}: seq {event.seq} does not continue the chain "
+                        f"at seq {view.last_seq}")
+    rnd, result = _follow(view.round, event, problems)
+    new = view.model_copy(update={"last_seq": event.seq, "last_hash": event.hash, "round": rnd})
+    return Observation(view=new, result=result, problems=tuple(problems))
+
+
+def _follow(rnd: RoundView | None, event: TableEventBase, problems: list[str]
+            ) -> tuple[RoundView | None, RoundResultPublished | None]:
+    if isinstance(event, RoundOpened):
+        return RoundView(round_id=event.round_id, shoe_id=event.shoe_id, profile=event.profile,
+                         dealer=event.dealer), None
+    if isinstance(event, (CardDealt, RoundCompleted, RoundVoided)) and (
+            rnd is None or rnd.round_id != event.round_id):
+        problems.append(f"table {event.table_id}: {event.type} at seq {event.seq} for round "
+                        f"{event.round_id}, which was never opened here")
+        return rnd, None
+    if isinstance(event, CardDealt):
+        return _card(rnd, event)
+    if isinstance(event, RoundCompleted):
+        _cross_check(rnd, event, problems)
+    elif isinstance(event, RoundVoided):
+        if rnd.status == "complete":
+            problems.append(f"table {event.table_id}: round {rnd.round_id} voided after its "
+                            "result was published")
+        return rnd.model_copy(update={"status": "voided"}), None
+    return rnd, None
+
+
+def _card(rnd: RoundView, event: CardDealt) -> tuple[RoundView, RoundResultPublished | None]:
+    if rnd.status != "open":
+        return rnd, None  # after completion (or a void) a card is never used
+    rnd = rnd.model_copy(update={"cards": (*rnd.cards, str(event.card))})
+    profile = load_profile(rnd.profile)
+    cards = [parse_card(c) for c in rnd.cards]
+    if cards_needed(profile, cards):
+        return rnd, None
+    rnd = rnd.model_copy(update={"status": "complete"})
+    return rnd, RoundResultPublished(
+        result_id=result_id(event.table_id, rnd.round_id), table_id=event.table_id,
+        round_id=rnd.round_id, shoe_id=rnd.shoe_id, profile=rnd.profile, dealer=rnd.dealer,
+        cards=tuple(cards), completed_seq=event.seq, completed_hash=event.hash,
+        occurred_at=event.occurred_at, result=evaluate_round(profile, cards),
+    )
+
+
+def _cross_check(rnd: RoundView, event: RoundCompleted, problems: list[str]) -> None:
+    theirs = tuple(str(c) for c in event.cards)
+    if rnd.status != "complete" or theirs != rnd.cards:
+        problems.append(
+            f"table {event.table_id}: dealer-event completed round {rnd.round_id} with "
+            f"{list(theirs)} but the rules say {rnd.status} with {list(rnd.cards)}; "
+            "no result is published from the dealer's claim")

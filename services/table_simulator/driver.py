@@ -1,0 +1,236 @@
+"""The simulated table: shuffles with the rule engine and sends what a live table sends.
+
+Shoe start (and the seed-004 first-card burn), per-round burns, open round, a
+betting pause (during which `on_betting_open` lets another component act, e.g. a
+player simulator placing bets), close betting, exactly the cards the rules need
+(`cards_needed`), the cut card and the shoe change. Faults are injected on
+request: a duplicate scan, a voided round, a surplus card, a card not in the shoe.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections import Counter
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from services.table_simulator.inputs import InputFactory
+from services.table_simulator.transport import Transport
+from shared.cards import Card
+from shared.events.inputs import (
+    Burn,
+    CloseBetting,
+    CutCard,
+    InputBase,
+    NewShoe,
+    OpenRound,
+    ScanCard,
+    ShoeFirstCard,
+    VoidRound,
+)
+from shared.profile import BaccaratProfile, load_profile
+from shared.rounds import cards_needed
+from shared.shoe import Shoe, start_burn_count
+
+FAULTS = frozenset({"duplicate_scan", "void", "surplus", "foreign_card"})
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    profile: str
+    table_id: str
+    rounds: int
+    seed: int | None = None
+    dealer: str = "Ayu"
+    faults: frozenset[str] = frozenset()
+    betting_pause: float = 0.0
+    cut_card_from_end: int | None = None  # override the profile's (shorter shoes in tests)
+
+    def __post_init__(self) -> None:
+        unknown = set(self.faults) - FAULTS
+        if unknown:
+            raise ValueError(f"unknown fault(s) {sorted(unknown)}; known: {sorted(FAULTS)}")
+        if self.rounds < 1:
+            raise ValueError(f"rounds must be positive, got {self.rounds}")
+
+
+@dataclass(frozen=True)
+class RoundInfo:
+    table_id: str
+    round_id: str
+    profile: str
+    betting_pause: float
+
+
+@dataclass
+class SimSummary:
+    table_id: str
+    profile: str
+    shoes: int = 0
+    rounds_completed: int = 0
+    rounds_voided: int = 0
+    inputs_sent: int = 0
+    accepted: int = 0
+    refused: Counter = field(default_factory=Counter)
+    unexpected: list[str] = field(default_factory=list)  # refusals nobody asked for
+    faults_injected: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    round_cards: dict[str, list[str]] = field(default_factory=dict)  # completed rounds
+
+
+BettingHook = Callable[[RoundInfo], Awaitable[None]]
+
+
+class TableSimulator:
+    def __init__(self, config: SimConfig, transport: Transport, factory: InputFactory,
+                 on_betting_open: BettingHook | None = None) -> None:
+        self.config = config
+        self.profile = load_profile(config.profile)
+        self.transport = transport
+        self.factory = factory
+        self.on_betting_open = on_betting_open
+        self.rng = random.Random(config.seed)
+        self.summary = SimSummary(config.table_id, config.profile)
+        self._pending_faults = set(config.faults)
+        self._shoe: Shoe | None = None
+        self._cut_sent = False
+        self._shoe_over = True
+        self._pending_cut = False
+
+    async def send(self, command_type: type[InputBase], expect: frozenset[str] = frozenset(),
+                   inp: InputBase | None = None, **fields) -> dict:
+        inp = inp or self.factory.make(command_type, **fields)
+        report = await self.transport.send(inp)
+        self.summary.inputs_sent += 1
+        if report.get("status") == "accepted":
+            self.summary.accepted += 1
+        elif report.get("status") == "refused":
+            code = report.get("reason_code", "?")
+            self.summary.refused[code] += 1
+            if code not in expect:
+                self.summary.unexpected.append(f"{inp.command} {inp.input_id}: {code}: "
+                                               f"{report.get('message')}")
+        return report
+
+    async def run(self) -> SimSummary:
+        baccarat = isinstance(self.profile, BaccaratProfile)
+        if not baccarat:
+            await self._new_shoe()  # Triple Face: one "shoe" (table session), a deck per round
+        number = 0
+        while self.summary.rounds_completed + self.summary.rounds_voided < self.config.rounds:
+            if baccarat and self._shoe_over:
+                await self._new_shoe()
+            if not baccarat:
+                self._shoe = self._fresh_shoe()
+            if not await self._burns():
+                continue
+            number += 1
+            await self._round(f"{self.config.table_id}-{self.factory.run_tag}-r{number}")
+            self._shoe_over = self._shoe_over or self._cut_sent
+        return self.summary
+
+    # --- shoe ---------------------------------------------------------------------------
+
+    def _fresh_shoe(self) -> Shoe:
+        cut = None
+        if isinstance(self.profile, BaccaratProfile):
+            cut = self.config.cut_card_from_end or self.profile.cut_card_from_end
+        shoe = Shoe(self.profile.decks, cut_card_from_end=cut)
+        shoe.shuffle(self.rng)
+        return shoe
+
+    async def _new_shoe(self) -> None:
+        self.summary.shoes += 1
+        shoe_id = f"{self.config.table_id}-{self.factory.run_tag}-s{self.summary.shoes}"
+        await self.send(NewShoe, shoe_id=shoe_id, profile=self.profile.name)
+        self._shoe, self._cut_sent, self._shoe_over = self._fresh_shoe(), False, False
+        if isinstance(self.profile, BaccaratProfile) and self.profile.shoe_start_burn:
+            first = self._shoe.draw()
+            await self.send(ShoeFirstCard, card=first)
+            self._shoe.burn(start_burn_count(first))  # face down: no input per card
+
+    async def _draw(self) -> Card:
+        card = self._shoe.draw()
+        if self._shoe.cut_card_out and not self._cut_sent:
+            self._cut_sent = True
+            self._pending_cut = True
+        return card
+
+    async def _announce_cut(self) -> None:
+        if self._pending_cut:
+            self._pending_cut = False
+            await self.send(CutCard)
+
+    async def _burns(self) -> bool:
+        """Burn before the round; False when the cut card came out while burning."""
+        for _ in range(self.profile.burn_per_round):
+            await self.send(Burn, card=await self._draw())
+            if self._cut_sent:
+                await self._announce_cut()
+                self._shoe_over = True
+                return False
+        return True
+
+    # --- round --------------------------------------------------------------------------
+
+    async def _round(self, round_id: str) -> None:
+        await self.send(OpenRound, round_id=round_id, dealer=self.config.dealer)
+        info = RoundInfo(self.config.table_id, round_id, self.profile.name,
+                         self.config.betting_pause)
+        pause = [asyncio.sleep(self.config.betting_pause)]
+        if self.on_betting_open is not None:
+            pause.append(self.on_betting_open(info))
+        await asyncio.gather(*pause)
+        await self.send(CloseBetting, expect=frozenset({"betting_already_closed"}),
+                        round_id=round_id)
+        cards: list[Card] = []
+        while needed := cards_needed(self.profile, cards):
+            for _ in range(needed):
+                card = await self._draw()
+                cards.append(card)
+                await self._scan(round_id, card)
+                await self._announce_cut()
+                if len(cards) == 2 and await self._maybe_void(round_id):
+                    return
+                if len(cards) == 2:
+                    await self._maybe_foreign(round_id, cards)
+        self.summary.rounds_completed += 1
+        self.summary.round_cards[round_id] = [str(c) for c in cards]
+        if self._take_fault("surplus"):
+            await self._scan(round_id, await self._draw())
+            await self._announce_cut()
+
+    async def _scan(self, round_id: str, card: Card) -> None:
+        inp = self.factory.make(ScanCard, round_id=round_id, card=card)
+        await self.send(ScanCard, inp=inp)
+        if self._take_fault("duplicate_scan"):
+            await self.send(ScanCard, inp=inp, expect=frozenset({"duplicate_input"}))
+
+    async def _maybe_void(self, round_id: str) -> bool:
+        if not self._take_fault("void"):
+            return False
+        await self.send(VoidRound, round_id=round_id, reason_code="card_exposed",
+                        reason_text="simulated fault: a card was exposed during the deal")
+        self.summary.rounds_voided += 1
+        return True
+
+    async def _maybe_foreign(self, round_id: str, cards: list[Card]) -> None:
+        """A card the shoe no longer holds: in a one-deck game, one already dealt."""
+        if "foreign_card" not in self._pending_faults:
+            return
+        if self.profile.decks != 1:
+            self._pending_faults.discard("foreign_card")
+            self.summary.notes.append("foreign_card skipped: an 8-deck shoe still holds "
+                                      "copies of every card this early")
+            return
+        self._take_fault("foreign_card")
+        await self.send(ScanCard, round_id=round_id, card=cards[0],
+                        expect=frozenset({"duplicate_card_in_round", "card_not_in_shoe"}))
+
+    def _take_fault(self, fault: str) -> bool:
+        if fault in self._pending_faults:
+            self._pending_faults.discard(fault)
+            self.summary.faults_injected.append(fault)
+            return True
+        return False

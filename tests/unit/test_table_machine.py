@@ -1,0 +1,298 @@
+"""The pure per-table state machine: every refusal code, the timer, duplicates, the chain."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from services.dealer_event.admission import AdmissionPolicy
+from services.dealer_event.state import TableState, fold_into
+from services.dealer_event.table_machine import MachineConfig, step, tick
+from services.infra.clock import ManualClock
+from services.infra.table_keys import table_key
+from services.table_simulator.inputs import InputFactory
+from shared.cards import parse_card, parse_cards
+from shared.events.chain import verify_chain
+from shared.events.inputs import (
+    Burn,
+    CloseBetting,
+    CutCard,
+    EndShoe,
+    NewShoe,
+    OpenRound,
+    ScanCard,
+    ShoeFirstCard,
+    VoidRound,
+)
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+
+SECRET = "unit-secret"
+
+
+def key_for(table_id: str, role: str) -> bytes:
+    return table_key(SECRET, table_id, role)
+
+
+class Table:
+    """A table driven through the machine, keeping every event it emitted."""
+
+    def __init__(self, table_id: str = "T1") -> None:
+        self.clock = ManualClock()
+        self.config = MachineConfig(AdmissionPolicy(key_for), betting_window_override=None)
+        self.state = TableState(table_id)
+        self.events = []
+        self.make = InputFactory(table_id, key_for, self.clock.now, run_tag="u")
+
+    def send(self, inp):
+        outcome = step(self.state, inp, self.clock.now(), self.config)
+        self.state = outcome.state
+        self.events.extend(outcome.events)
+        return outcome
+
+    def ok(self, command_type, **fields):
+        outcome = self.send(self.make.make(command_type, **fields))
+        assert outcome.refusal is None, outcome.refusal
+        return outcome.events
+
+    def refused(self, command_type, **fields) -> str:
+        outcome = self.send(self.make.make(command_type, **fields))
+        assert outcome.refusal is not None and not outcome.events
+        return outcome.refusal.code
+
+    def shoe(self, profile: str, shoe_id: str = "S1") -> None:
+        self.ok(NewShoe, shoe_id=shoe_id, profile=profile)
+
+    def round(self, round_id: str, cards: str, burns: int = 0, close: bool = True):
+        for _ in range(burns):
+            self.ok(Burn)
+        self.ok(OpenRound, round_id=round_id, dealer="Ayu")
+        if close:
+            self.ok(CloseBetting, round_id=round_id)
+        out = []
+        for card in parse_cards(cards):
+            out += self.ok(ScanCard, round_id=round_id, card=card)
+        return out
+
+
+def types(events) -> list[str]:
+    return [e.type for e in events]
+
+
+def test_a_baccarat_round_completes_by_the_tableau_and_chains():
+    t = Table()
+    t.shoe("sbo-baccarat")
+    events = t.round("R1", "9S,2H,KD,5C")  # player natural 9: four cards
+    assert types(events)[-2:] == ["card_dealt", "round_completed"]
+    done = events[-1]
+    assert [str(c) for c in done.cards] == ["9S", "2H", "KD", "5C"]
+    assert evaluate_round(load_profile("sbo-baccarat"), done.cards).winner == "player"
+    assert verify_chain(t.events) == []
+    assert [e.seq for e in t.events] == list(range(1, len(t.events) + 1))
+
+
+def test_surplus_card_after_completion_is_recorded_not_dealt():
+    t = Table()
+    t.shoe("sbo-baccarat")
+    t.round("R1", "9S,2H,KD,5C")
+    assert types(t.ok(ScanCard, round_id="R1", card=parse_card("3H"))) == [
+        "surplus_card_recorded"]
+
+
+def test_refusal_codes_of_the_round_lifecycle():
+    t = Table()
+    assert t.refused(OpenRound, round_id="R0", dealer="Ayu") == "no_shoe"
+    assert t.refused(NewShoe, shoe_id="S1", profile="no-such") == "unknown_profile"
+    t.shoe("sbo-baccarat")
+    assert t.refused(NewShoe, shoe_id="S2", profile="sbo-baccarat") == "shoe_already_open"
+    assert t.refused(ShoeFirstCard, card=parse_card("5H")) == "start_burn_not_expected"
+    assert t.refused(CloseBetting, round_id="nope") == "round_not_found"
+    t.ok(OpenRound, round_id="R1", dealer="Ayu")
+    assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "round_in_progress"
+    assert t.refused(EndShoe) == "round_in_progress"
+    assert t.refused(ScanCard, round_id="R1", card=parse_card("5H")) == "betting_still_open"
+    t.ok(CloseBetting, round_id="R1")
+    assert t.refused(CloseBetting, round_id="R1") == "betting_already_closed"
+    t.ok(ScanCard, round_id="R1", card=parse_card("5H"))
+    assert t.refused(Burn) == "burn_during_deal"
+    for card in parse_cards("2H,KD,5C"):  # 5+K=5 vs 2+5=7: player draws
+        t.ok(ScanCard, round_id="R1", card=card)
+    t.ok(ScanCard, round_id="R1", card=parse_card("KS"))
+    assert t.state.round.phase in ("dealing", "complete")
+    while t.state.round.phase != "complete":
+        t.ok(ScanCard, round_id="R1", card=parse_card("KC"))
+    assert t.refused(VoidRound, round_id="R1", reason_code="misdeal",
+                     reason_text="late") == "void_after_completion"
+    assert t.refused(OpenRound, round_id="R1", dealer="Ayu") == "round_id_reused"
+    t.ok(OpenRound, round_id="R2", dealer="Ayu")
+    t.ok(VoidRound, round_id="R2", reason_code="card_dropped", reason_text="card on floor")
+    assert t.refused(VoidRound, round_id="R2", reason_code="misdeal",
+                     reason_text="again") == "round_already_voided"
+    assert t.refused(ScanCard, round_id="R2", card=parse_card("4H")) == "round_not_in_progress"
+    assert verify_chain(t.events) == []
+
+
+def test_signatures_roles_and_time_windows():
+    t = Table()
+    assert t.send(t.make.make(NewShoe, shoe_id="S", profile="sbo-baccarat", sign=False)
+                  ).refusal.code == "unsigned"
+    forged = t.make.make(NewShoe, shoe_id="S", profile="sbo-baccarat").model_copy(
+        update={"shoe_id": "S-evil"})
+    assert t.send(forged).refusal.code == "bad_signature"
+    other_table = InputFactory("T2", key_for, t.clock.now).make(
+        NewShoe, shoe_id="S", profile="sbo-baccarat")
+    retargeted = other_table.model_copy(update={"table_id": "T1"})
+    assert t.send(retargeted).refusal.code == "bad_signature"
+    assert t.refused(NewShoe, role="device", shoe_id="S", profile="sbo-baccarat") \
+        == "role_not_allowed"
+    old = t.clock.now() - timedelta(seconds=31)
+    assert t.refused(NewShoe, shoe_id="S", profile="sbo-baccarat", sent_at=old) == "stale_input"
+    ahead = t.clock.now() + timedelta(seconds=10)
+    assert t.refused(NewShoe, shoe_id="S", profile="sbo-baccarat", sent_at=ahead) \
+        == "input_from_future"
+
+
+def test_the_same_input_twice_is_applied_once():
+    t = Table()
+    inp = t.make.make(NewShoe, shoe_id="S1", profile="sbo-baccarat")
+    assert t.send(inp).refusal is None
+    again = t.send(inp)
+    assert again.refusal.code == "duplicate_input" and again.events == ()
+    refused = t.make.make(NewShoe, shoe_id="S2", profile="sbo-baccarat")
+    assert t.send(refused).refusal.code == "shoe_already_open"
+    assert t.send(refused).refusal.code == "duplicate_input"
+    assert len(t.events) == 1
+
+
+def test_the_timer_closes_betting_with_an_injected_clock():
+    t = Table()
+    t.shoe("sbo-baccarat")
+    t.ok(OpenRound, round_id="R1", dealer="Ayu")
+    t.clock.advance(29)
+    assert tick(t.state, t.clock.now()).events == ()
+    t.clock.advance(1)
+    closed = tick(t.state, t.clock.now())
+    assert types(closed.events) == ["betting_closed"]
+    assert closed.events[0].reason == "timer" and closed.events[0].input_id is None
+    # an input after the deadline sees the automatic close first
+    events = t.ok(ScanCard, round_id="R1", card=parse_card("9S"))
+    assert types(events) == ["betting_closed", "card_dealt"]
+
+
+def test_settings_override_the_profile_betting_window():
+    t = Table()
+    t.config = MachineConfig(AdmissionPolicy(key_for), betting_window_override=3)
+    t.shoe("sbo-baccarat")
+    opened = t.ok(OpenRound, round_id="R1", dealer="Ayu")[0]
+    assert opened.betting_closes_at == t.clock.now() + timedelta(seconds=3)
+
+
+def test_cut_card_during_a_round_makes_it_the_last():
+    t = Table()
+    t.shoe("sbo-baccarat")
+    t.round("R1", "9S")
+    assert types(t.ok(CutCard)) == ["cut_card_reached"]
+    assert t.refused(CutCard) == "cut_card_already_reached"
+    for card in parse_cards("2H,KD,5C"):
+        t.ok(ScanCard, round_id="R1", card=card)
+    assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "shoe_finished"
+    assert t.refused(Burn) == "shoe_finished"
+    assert types(t.ok(NewShoe, shoe_id="S2", profile="sbo-baccarat")) == [
+        "shoe_ended", "shoe_started"]
+    t.round("R2", "9S,2H,KD,5C")
+
+
+def test_cut_card_between_rounds_needs_a_new_shoe():
+    t = Table()
+    t.shoe("sbo-baccarat")
+    t.round("R1", "9S,2H,KD,5C")
+    t.ok(CutCard)
+    assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "shoe_finished"
+
+
+def test_a_ninth_ace_of_spades_is_not_in_an_eight_deck_shoe():
+    t = Table()
+    t.shoe("sbo-baccarat")
+    n = 0
+    while t.state.shoe.remaining.get("AS"):
+        n += 1
+        t.ok(OpenRound, round_id=f"R{n}", dealer="Ayu")
+        t.ok(CloseBetting, round_id=f"R{n}")
+        t.ok(ScanCard, round_id=f"R{n}", card=parse_card("AS"))
+        t.ok(VoidRound, round_id=f"R{n}", reason_code="misdeal", reason_text="test")
+    assert n == 8
+    t.ok(OpenRound, round_id="R9", dealer="Ayu")
+    t.ok(CloseBetting, round_id="R9")
+    assert t.refused(ScanCard, round_id="R9", card=parse_card("AS")) == "card_not_in_shoe"
+    assert t.refused(ShoeFirstCard, card=parse_card("AS")) == "start_burn_not_expected"
+
+
+def test_seed_004_shoe_start_burn_and_round_burn():
+    t = Table()
+    t.shoe("baccarat-big-small")
+    assert t.refused(OpenRound, round_id="R1", dealer="Ayu") == "shoe_needs_first_card_burn"
+    assert t.refused(Burn) == "shoe_needs_first_card_burn"
+    burned = t.ok(ShoeFirstCard, card=parse_card("QH"))[0]
+    assert burned.burn_count == 10 and t.state.shoe.position == 11
+    assert t.refused(ShoeFirstCard, card=parse_card("AH")) == "start_burn_already_done"
+    t.ok(OpenRound, round_id="R1", dealer="Ayu")
+    t.ok(CloseBetting, round_id="R1")
+    assert t.refused(ScanCard, round_id="R1", card=parse_card("9S")) == "burns_required"
+    burn = t.ok(Burn, card=parse_card("4D"))[0]
+    assert burn.round_id == "R1" and burn.shoe_position == 11
+    t.ok(ScanCard, round_id="R1", card=parse_card("9S"))
+
+
+def test_an_ace_first_card_burns_one_more():
+    t = Table()
+    t.shoe("baccarat-big-small")
+    assert t.ok(ShoeFirstCard, card=parse_card("AC"))[0].burn_count == 1
+
+
+def test_triple_face_fixed_needs_four_burns_and_takes_a_fresh_deck_each_round():
+    t = Table()
+    t.shoe("triple-face-id")
+    t.ok(OpenRound, round_id="R1", dealer="Sari")
+    t.ok(CloseBetting, round_id="R1")
+    assert t.refused(ScanCard, round_id="R1", card=parse_card("JS")) == "burns_required"
+    for card in parse_cards("2C,3C,4C,5C"):
+        t.ok(Burn, card=card)
+    assert t.refused(ScanCard, round_id="R1", card=parse_card("2C")) == "card_not_in_shoe"
+    cards = parse_cards("JS,QS,KS,AH,2H,3H,4H,5H,6H,7H,8H,9H")
+    events = []
+    for card in cards[:5]:
+        events += t.ok(ScanCard, round_id="R1", card=card)
+    assert t.refused(ScanCard, round_id="R1", card=parse_card("JS")) == "duplicate_card_in_round"
+    for card in cards[5:]:
+        events += t.ok(ScanCard, round_id="R1", card=card)
+    assert events[-1].type == "round_completed"
+    assert t.refused(ScanCard, round_id="R1", card=parse_card("QS")) == "duplicate_card_in_round"
+    t.ok(ScanCard, round_id="R1", card=parse_card("TD"))  # surplus from the same deck
+    assert t.refused(CutCard) == "no_cut_card_in_game"
+    # next round: a fresh deck, so the same cards are in it again
+    t.round("R2", "JS,QS,KS,AH,2H,3H,4H,5H,6H,7H,8H,9H", burns=4)
+    assert t.state.round.phase == "complete"
+    assert t.refused(EndShoe, role="device") == "role_not_allowed"
+    t.ok(EndShoe)
+    assert t.state.shoe is None
+
+
+def test_triple_face_first_card_counts_the_revealed_card():
+    t = Table()
+    t.shoe("triple-face-jp")
+    events = t.round("R1", "AS,2S,3S,4S,5S,6S,7S,8S,9S,TS,JS,QS,KS")
+    assert types(events)[-1] == "round_completed"
+    assert len(events[-1].cards) == 13
+
+
+def test_rebuilding_from_the_log_gives_the_same_state():
+    t = Table()
+    t.shoe("baccarat-big-small")
+    t.ok(ShoeFirstCard, card=parse_card("5H"))
+    t.round("R1", "9S,2H,KD,5C", burns=1)
+    t.ok(OpenRound, round_id="R2", dealer="Ayu")
+    rebuilt = TableState("T1")
+    for event in t.events:
+        fold_into(rebuilt, event)
+    rebuilt.refused_inputs = dict(t.state.refused_inputs)
+    assert rebuilt == t.state
+    assert t.state.seq == len(t.events)
