@@ -65,3 +65,22 @@ bench: venv
 clean:
 	-[ -x $(CROUPIER) ] && $(CROUPIER) kafka down
 	rm -rf var .pytest_cache .ruff_cache .hypothesis $(VENV)
+
+# ---- operations: Prometheus / Grafana tooling (deploy/prometheus, deploy/grafana) ----
+# promtool + prometheus (rule checks, live Prometheus) and chromium (graph screenshot)
+# from Debian, installed only when missing; the test targets depend on it.
+.PHONY: prometheus-tools prometheus-check dashboards
+
+prometheus-tools:
+	deploy/prometheus/install-tools.sh prometheus chromium
+
+test test-unit test-integration: prometheus-tools
+
+prometheus-check: prometheus-tools
+	cd deploy/prometheus && promtool check config prometheus.yml && \
+	  promtool check config prometheus.compose.yml && \
+	  promtool check rules rules/recording.yml rules/alerts.yml && \
+	  promtool test rules tests/alerts_test.yml
+
+dashboards: venv
+	$(PY) -m services.infra.ops_dashboards

@@ -95,6 +95,7 @@ class LocalBroker:
     port: int = 19092
     controller_port: int = 19093
     heap: str = "1g"
+    metrics_port: int | None = None  # serve Prometheus metrics via the JMX exporter agent
 
     @property
     def bootstrap(self) -> str:
@@ -137,9 +138,10 @@ class LocalBroker:
         }
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
-    def _java(self, lib: Path, main: str, *args: str, heap: str = "256m") -> list[str]:
+    def _java(self, lib: Path, main: str, *args: str, heap: str = "256m",
+              agent: list[str] = ()) -> list[str]:
         return [
-            "java", f"-Xmx{heap}", "-XX:+UseG1GC",
+            "java", *agent, f"-Xmx{heap}", "-XX:+UseG1GC",
             f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
             f"-Dkafka.logs.dir={self.log_dir}",
             "-cp", f"{lib}/*", main, *args,
@@ -181,7 +183,8 @@ class LocalBroker:
         self._format_storage(lib)
         out = open(self.log_dir / "stdout.log", "ab")  # noqa: SIM115 - owned by the child
         proc = subprocess.Popen(
-            self._java(lib, "kafka.Kafka", str(self.config_file), heap=self.heap),
+            self._java(lib, "kafka.Kafka", str(self.config_file), heap=self.heap,
+                       agent=self._metrics_agent()),
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
@@ -189,6 +192,17 @@ class LocalBroker:
         self.pid_file.write_text(f"{proc.pid}\n")
         self.wait_ready(timeout_s, proc.pid)
         return proc.pid, downloaded
+
+    def _metrics_agent(self) -> list[str]:
+        """The JMX exporter flag, so Prometheus can scrape the broker; fetched once per machine."""
+        if self.metrics_port is None:
+            return []
+        from services.infra.ops_jmx_agent import JmxAgentError, ensure_agent, javaagent_flag
+        try:
+            return [javaagent_flag(ensure_agent(self.cache_dir), self.metrics_port)]
+        except JmxAgentError as exc:
+            print(f"warning: broker starts without its metrics endpoint: {exc}")
+            return []
 
     def wait_ready(self, timeout_s: float, pid: int) -> None:
         deadline = time.monotonic() + timeout_s
@@ -259,4 +273,5 @@ def broker_from_settings(settings) -> LocalBroker:
         port=settings.kafka_port,
         controller_port=settings.kafka_controller_port,
         heap=settings.kafka_heap,
+        metrics_port=settings.kafka_metrics_port,
     )

@@ -38,6 +38,10 @@ class Settings(BaseSettings):
     game_evaluation_port: int = 8102
     bet_settlement_port: int = 8103
     wallet_port: int = 8104
+    web_bind: str = Field(default="127.0.0.1", description="Address the services' HTTP servers "
+                          "bind; 0.0.0.0 in containers so Prometheus can scrape them.")
+    kafka_metrics_port: int = Field(default=19094, description="The local broker's Prometheus "
+                                    "endpoint (JMX exporter agent).")
     table_signing_secret: str = Field(
         default="croupier-dev-table-secret",
         description="Master secret; each table's device and supervisor keys derive from it.",

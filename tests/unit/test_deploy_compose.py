@@ -1,0 +1,257 @@
+"""docker-compose.yml and the Dockerfile, checked without a Docker engine: every
+service, port, environment variable, healthcheck, dependency, volume and mounted
+file agrees with the code (services/infra/settings.py) and the repo."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import tomllib
+from pathlib import Path
+
+import pytest
+
+yaml = pytest.importorskip("yaml", reason="pyyaml is needed to read docker-compose.yml")
+
+from services.infra.faust_app import service_port  # noqa: E402
+from services.infra.ops_jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
+from services.infra.settings import Settings  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+SERVICES = COMPOSE["services"]
+CROUPIER = ("dealer-event", "game-evaluation", "bet-settlement", "wallet")
+ONE_SHOT = ("kafka-jmx-agent", "topics")
+_INTERPOLATION = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}")
+
+
+def interpolate(value: object) -> str:
+    """Compose's `${VAR:-default}` with nothing set in the environment."""
+    return _INTERPOLATION.sub(lambda m: m.group(2) or "", str(value))
+
+
+def env(service: str) -> dict[str, str]:
+    return {k: interpolate(v) for k, v in (SERVICES[service].get("environment") or {}).items()}
+
+
+def settings_for(service: str, monkeypatch: pytest.MonkeyPatch) -> Settings:
+    for key in [k for k in __import__("os").environ if k.startswith("CROUPIER_")
+                or k == "KAFKA_BOOTSTRAP_SERVERS"]:
+        monkeypatch.delenv(key)
+    for key, value in env(service).items():
+        monkeypatch.setenv(key, value)
+    return Settings(_env_file=None)
+
+
+def published(service: str) -> dict[int, int]:
+    """{container port: host port}."""
+    ports = {}
+    for spec in SERVICES[service].get("ports", []):
+        *_, host, container = str(spec).split(":")
+        ports[int(container)] = int(host)
+    return ports
+
+
+def test_the_platform_is_all_there() -> None:
+    assert set(SERVICES) == {*ONE_SHOT, "kafka", *CROUPIER, "prometheus", "grafana"}
+
+
+@pytest.mark.parametrize("service", [*CROUPIER, "topics"])
+def test_environment_names_are_settings(service: str) -> None:
+    fields = Settings.model_fields
+    for key in env(service):
+        if key == "KAFKA_BOOTSTRAP_SERVERS":
+            continue
+        assert key.startswith("CROUPIER_"), key
+        field = key.removeprefix("CROUPIER_").lower()
+        assert field in fields, f"{service}: {key} is not a Settings field"
+
+
+@pytest.mark.parametrize("service", [*CROUPIER, "topics"])
+def test_environment_values_are_valid_settings_and_match_the_defaults(
+        service: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = settings_for(service, monkeypatch)
+    defaults = Settings(_env_file=None, KAFKA_BOOTSTRAP_SERVERS=None)
+    assert settings.bootstrap_servers == "kafka:9092" and settings.uses_external_kafka
+    for port in CROUPIER:
+        assert service_port(settings, port) == service_port(defaults, port)
+    assert settings.topic_partitions == defaults.topic_partitions
+    assert settings.retention_ms == defaults.retention_ms
+
+
+@pytest.mark.parametrize("service", CROUPIER)
+def test_service_ports_agree_everywhere(service: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    port = service_port(settings_for(service, monkeypatch), service)
+    assert published(service) == {port: port}
+    assert f"127.0.0.1:{port}/health" in " ".join(SERVICES[service]["healthcheck"]["test"])
+    prometheus = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.compose.yml").read_text())
+    scraped = {t for job in prometheus["scrape_configs"] for sc in job["static_configs"]
+               for t in sc["targets"]}
+    assert f"{service}:{port}" in scraped
+
+
+@pytest.mark.parametrize("service", CROUPIER)
+def test_service_command_runs_its_package(service: str) -> None:
+    command = SERVICES[service]["command"]
+    package = "services." + service.replace("-", "_")
+    assert command == ["python", "-m", package, "worker", "-l", "info"]
+    assert importlib.util.find_spec(package) is not None
+    assert (ROOT / package.replace(".", "/") / "__main__.py").exists()
+
+
+def test_one_image_for_every_croupier_process() -> None:
+    images = {SERVICES[s]["image"] for s in (*CROUPIER, "topics")}
+    assert len(images) == 1
+    for service in (*CROUPIER, "topics"):
+        assert SERVICES[service]["build"] == {"context": ".", "dockerfile": "Dockerfile"}
+    assert SERVICES["topics"]["command"] == ["croupier", "topics", "apply"]
+
+
+@pytest.mark.parametrize("service", ["kafka", *CROUPIER, "prometheus", "grafana"])
+def test_long_running_services_have_a_healthcheck(service: str) -> None:
+    check = SERVICES[service]["healthcheck"]
+    assert check["test"][0] in {"CMD", "CMD-SHELL"} and len(check["test"]) > 1
+    assert check.get("interval") and check.get("retries")
+
+
+def test_one_shot_jobs_do_not_restart() -> None:
+    for service in ONE_SHOT:
+        assert SERVICES[service]["restart"] == "no"
+        assert "healthcheck" not in SERVICES[service]
+
+
+def test_dependencies_exist_and_use_the_right_condition() -> None:
+    for name, service in SERVICES.items():
+        for dep, spec in (service.get("depends_on") or {}).items():
+            assert dep in SERVICES, f"{name} depends on unknown {dep}"
+            condition = spec["condition"]
+            if condition == "service_healthy":
+                assert "healthcheck" in SERVICES[dep], f"{name} waits for {dep}'s health, it has none"
+            elif condition == "service_completed_successfully":
+                assert dep in ONE_SHOT, f"{name} waits for {dep} to exit, it never does"
+            else:
+                pytest.fail(f"{name} -> {dep}: use service_healthy or service_completed_successfully")
+    assert SERVICES["topics"]["depends_on"] == {"kafka": {"condition": "service_healthy"}}
+    for service in CROUPIER:
+        assert SERVICES[service]["depends_on"] == {
+            "kafka": {"condition": "service_healthy"},
+            "topics": {"condition": "service_completed_successfully"}}
+    assert SERVICES["kafka"]["depends_on"] == {
+        "kafka-jmx-agent": {"condition": "service_completed_successfully"}}
+
+
+def test_no_dependency_cycle() -> None:
+    seen: dict[str, int] = {}
+
+    def visit(name: str) -> None:
+        assert seen.get(name) != 1, f"dependency cycle through {name}"
+        if seen.get(name) == 2:
+            return
+        seen[name] = 1
+        for dep in SERVICES[name].get("depends_on") or {}:
+            visit(dep)
+        seen[name] = 2
+
+    for name in SERVICES:
+        visit(name)
+
+
+def volume_specs():
+    for name, service in SERVICES.items():
+        for spec in service.get("volumes", []):
+            source, target, *mode = spec.split(":")
+            yield name, source, target, mode
+
+
+def test_named_volumes_are_declared_and_used() -> None:
+    declared = set(COMPOSE["volumes"])
+    used = {source for _, source, _, _ in volume_specs() if not source.startswith((".", "/"))}
+    assert used == declared
+
+
+def test_bind_mounts_point_at_files_in_the_repo_read_only() -> None:
+    binds = [(n, s, t, m) for n, s, t, m in volume_specs() if s.startswith(".")]
+    assert binds
+    for name, source, _, mode in binds:
+        assert (ROOT / source).exists(), f"{name} mounts missing {source}"
+        assert mode == ["ro"], f"{name} should mount {source} read-only"
+
+
+def test_each_croupier_service_keeps_its_state_on_its_own_volume() -> None:
+    homes = {}
+    for name, source, target, _ in volume_specs():
+        if name in CROUPIER:
+            assert target == env(name)["CROUPIER_HOME"]
+            homes[name] = source
+    assert len(set(homes.values())) == len(CROUPIER)
+
+
+def mount_of(service: str, target_path: str) -> Path:
+    """The repo file a container path of `service` resolves to through its bind mounts."""
+    for name, source, target, _ in volume_specs():
+        if name == service and source.startswith(".") and (
+                target_path == target or target_path.startswith(target.rstrip("/") + "/")):
+            return ROOT / source / target_path[len(target):].lstrip("/")
+    raise AssertionError(f"{service}: {target_path} is not mounted from the repo")
+
+
+def test_prometheus_runs_the_compose_config_and_its_rules() -> None:
+    flags = dict(f.removeprefix("--").partition("=")[::2] for f in SERVICES["prometheus"]["command"])
+    config = mount_of("prometheus", flags["config.file"])
+    assert config == ROOT / "deploy" / "prometheus" / "prometheus.compose.yml"
+    for rule_file in yaml.safe_load(config.read_text())["rule_files"]:
+        assert (config.parent / rule_file).exists()
+    assert published("prometheus") == {9090: 9090}
+
+
+def test_grafana_gets_its_provisioning_and_home_dashboard() -> None:
+    provisioning = mount_of("grafana", "/etc/grafana/provisioning")
+    assert (provisioning / "datasources").is_dir() and (provisioning / "dashboards").is_dir()
+    home = env("grafana")["GF_DASHBOARDS_DEFAULT_HOME_DASHBOARD_PATH"]
+    assert mount_of("grafana", home).exists()
+    assert published("grafana") == {3000: 3000}
+
+
+def test_kafka_is_a_single_kraft_node_with_the_jmx_agent() -> None:
+    kafka = env("kafka")
+    assert kafka["KAFKA_PROCESS_ROLES"] == "broker,controller"
+    assert kafka["KAFKA_CONTROLLER_QUORUM_VOTERS"] == f"{kafka['KAFKA_NODE_ID']}@kafka:9093"
+    assert kafka["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://kafka:9092"
+    assert kafka["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"  # `croupier topics apply` creates them
+    assert env("topics")["KAFKA_BOOTSTRAP_SERVERS"] == "kafka:9092"
+    agent = re.fullmatch(r"-javaagent:(\S+)=(\d+):(\S+)", kafka["KAFKA_OPTS"])
+    assert agent, kafka["KAFKA_OPTS"]
+    jar, port, config = agent.groups()
+    assert mount_of("kafka", config) == ROOT / "deploy" / "kafka" / "jmx-exporter.yml"
+    assert f"kafka:{port}" in (ROOT / "deploy" / "prometheus" / "prometheus.compose.yml").read_text()
+    fetch = " ".join(SERVICES["kafka-jmx-agent"]["command"])
+    assert f"-Dartifact={JMX_AGENT_ARTIFACT}" in fetch
+    agent_dir = [t for n, s, t, _ in volume_specs() if n == "kafka-jmx-agent" and s == "jmx-agent"][0]
+    kafka_dir = [t for n, s, t, _ in volume_specs() if n == "kafka" and s == "jmx-agent"][0]
+    assert "-Dmdep.stripVersion=true" in fetch and f"-DoutputDirectory={agent_dir}" in fetch
+    assert jar == f"{kafka_dir}/jmx_prometheus_javaagent.jar"
+    # the health probe is a JVM too: it must not load the agent (its port is taken)
+    assert "env -u KAFKA_OPTS" in SERVICES["kafka"]["healthcheck"]["test"][1]
+
+
+def test_dockerfile_builds_the_package_from_what_it_copies() -> None:
+    text = (ROOT / "Dockerfile").read_text()
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+    assert lines[0] == "FROM python:3.11-slim"
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert pyproject["project"]["requires-python"] == ">=3.11"
+    copied = set()
+    for line in lines:
+        if line.startswith("COPY "):
+            *sources, _ = line.split()[1:]
+            copied.update(sources)
+    for source in copied:
+        assert (ROOT / source).exists(), source
+    needed = {pyproject["project"]["readme"], "pyproject.toml"}
+    packages = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    needed |= {pattern.rstrip("*") for pattern in packages}
+    assert needed <= copied
+    assert "pip install ." in text
+    ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+               if line.strip() and not line.startswith("#")}
+    assert not copied & ignored, ".dockerignore hides a file the Dockerfile copies"
