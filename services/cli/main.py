@@ -8,6 +8,7 @@ from services.cli import (
     replay_cmd,
     rtp_cmd,
     schemas_cmd,
+    simulate_players_cmd,
     simulate_table_cmd,
     topics_cmd,
 )
@@ -26,3 +27,4 @@ rtp_cmd.register(app)
 schemas_cmd.register(app)
 replay_cmd.register(app)
 simulate_table_cmd.register(app)
+simulate_players_cmd.register(app)

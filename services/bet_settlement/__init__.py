@@ -1,0 +1,1 @@
+"""bet-settlement: bets and round results in; bet decisions and settlements out."""

@@ -1,0 +1,164 @@
+"""Simulated players betting through the wallet's HTTP API, as real clients would.
+
+The operator API opens and funds accounts and issues tokens; each player then
+watches the tables' open rounds and bets across every bet the table offers
+(with positions on Triple Face), with a share of bets the platform must refuse:
+below the minimum, not offered, bad position, more than the balance, or on a
+round already closed. Every answer is counted by status and error code.
+The demo calls `PlayerSimulator` directly while tables run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+from collections import Counter
+from dataclasses import dataclass, field
+
+import httpx
+
+OTHER_GAME_BET = {"baccarat": "three_knights", "triple_face": "dragon_bonus_player"}
+BAD_KINDS = ("below_minimum", "bet_not_offered", "bad_position", "insufficient_funds",
+             "round_closed")
+
+
+@dataclass
+class Player:
+    player_id: str
+    token: str
+    deposit: int
+
+
+@dataclass
+class PlayerSimulator:
+    wallet_url: str
+    operator_token: str
+    tables: list[str]
+    players: int = 5
+    deposit: int = 1_000_000
+    currency: str = "IDR"
+    seed: int = 1
+    bad_share: float = 0.15
+    run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
+    answers: Counter[str] = field(default_factory=Counter)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+        self.client = httpx.AsyncClient(base_url=self.wallet_url, timeout=30)
+        self.roster: list[Player] = []
+        self.seen_rounds: dict[str, str] = {}  # table -> last round bet on
+        self.closed_rounds: dict[str, str] = {}  # table -> a round that is over
+
+    @property
+    def _operator(self) -> dict:
+        return {"Authorization": f"Bearer {self.operator_token}"}
+
+    async def setup(self) -> list[Player]:
+        """Open and fund every account (idempotent: the same ids on a rerun) and get tokens.
+        The last player is funded with only a little, so some bets must bounce."""
+        for i in range(self.players):
+            player_id = f"sim-{self.run_id}-{i}"
+            deposit = self.deposit if i < self.players - 1 or self.players == 1 else 2_000
+            await self._ok(self.client.post("/accounts", headers=self._operator,
+                                             json={"player_id": player_id,
+                                                   "currency": self.currency}))
+            await self._ok(self.client.post(f"/accounts/{player_id}/deposits",
+                                             headers=self._operator,
+                                             json={"request_id": f"seed-{player_id}",
+                                                   "amount": deposit}))
+            token = (await self._ok(self.client.post(f"/players/{player_id}/token",
+                                                     headers=self._operator)))["token"]
+            self.roster.append(Player(player_id, token, deposit))
+        return self.roster
+
+    async def _ok(self, request) -> dict:
+        response = await request
+        if response.status_code >= 300:
+            raise RuntimeError(f"wallet refused setup: {response.status_code} {response.text}")
+        return response.json()
+
+    async def current_round(self, table_id: str) -> dict | None:
+        response = await self.client.get(f"/tables/{table_id}/current-round")
+        return response.json() if response.status_code == 200 else None
+
+    def _good_bet(self, info: dict) -> dict:
+        name = self.rng.choice(sorted(info["bets"]))
+        spec = info["bets"][name]
+        units = self.rng.choice([1, 1, 2, 3, 5, 10])
+        stake = min(spec["max_stake"], spec["min_stake"] * units)
+        position = self.rng.choice(spec["positions"]) if spec["positions"] else None
+        return {"bet": name, "stake": stake, "position": position}
+
+    def _bad_bet(self, info: dict, kind: str) -> dict:
+        bet = self._good_bet(info)
+        spec = info["bets"][bet["bet"]]
+        if kind == "below_minimum":
+            bet["stake"] = max(1, spec["min_stake"] - 1)
+        elif kind == "bet_not_offered":
+            bet.update(bet=OTHER_GAME_BET[info["game"]], position=None)
+        elif kind == "bad_position":
+            bet["position"] = None if spec["positions"] else 2
+        elif kind == "insufficient_funds":  # placed by the poorly funded last player
+            bet["stake"] = spec["max_stake"]
+        return bet
+
+    async def bet_on_round(self, info: dict, bets_per_player: int = 2) -> Counter[str]:
+        """Every player places a few bets on the open round `info` (a current-round body)."""
+        table_id, round_id = info["table_id"], info["round_id"]
+        jobs = []
+        for player in self.roster:
+            for _ in range(bets_per_player):
+                who, target = player, round_id
+                if self.rng.random() < self.bad_share:
+                    kind = self.rng.choice(BAD_KINDS)
+                    if kind == "round_closed" and table_id in self.closed_rounds:
+                        body, target = self._good_bet(info), self.closed_rounds[table_id]
+                    else:
+                        body = self._bad_bet(info, kind)
+                        who = self.roster[-1] if kind == "insufficient_funds" else player
+                else:
+                    body = self._good_bet(info)
+                jobs.append(self.place(who, table_id, target, body))
+        counted = Counter(await asyncio.gather(*jobs))
+        self.answers.update(counted)
+        return counted
+
+    async def place(self, player: Player, table_id: str, round_id: str, body: dict) -> str:
+        payload = {"bet_id": f"{player.player_id}-{uuid.uuid4().hex[:12]}", "table_id": table_id,
+                   "round_id": round_id, **body}
+        response = await self.client.post(f"/players/{player.player_id}/bets", json=payload,
+                                          headers={"Authorization": f"Bearer {player.token}"})
+        if response.status_code < 300:
+            return str(response.status_code)
+        return f"{response.status_code} {response.json()['error']['code']}"
+
+    async def watch(self, duration_s: float, poll_s: float = 0.5) -> Counter[str]:
+        """Bet once on every new open round of every table until `duration_s` passes."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + duration_s
+        while loop.time() < deadline:
+            for table_id in self.tables:
+                info = await self.current_round(table_id)
+                if info is None or info["status"] != "open":
+                    continue
+                last = self.seen_rounds.get(table_id)
+                if last == info["round_id"]:
+                    continue
+                if last is not None:
+                    self.closed_rounds[table_id] = last
+                self.seen_rounds[table_id] = info["round_id"]
+                await self.bet_on_round(info)
+            await asyncio.sleep(poll_s)
+        return self.answers
+
+    async def balances(self) -> dict[str, int]:
+        out = {}
+        for player in self.roster:
+            r = await self.client.get(f"/players/{player.player_id}/balance",
+                                      headers={"Authorization": f"Bearer {player.token}"})
+            out[player.player_id] = r.json()["balance"]
+        return out
+
+    async def close(self) -> None:
+        await self.client.aclose()

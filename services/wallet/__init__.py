@@ -1,0 +1,1 @@
+"""wallet: player and operator HTTP API; the ledger of every money movement."""

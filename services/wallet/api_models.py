@@ -1,0 +1,189 @@
+"""The wallet's HTTP contract: request and response bodies, and the OpenAPI document
+generated from them (pydantic's JSON Schema), so the document cannot drift from
+what the views validate."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from services.wallet.commands import Amount, RequestId
+from shared.events.bet_events import BetId, Position
+from shared.events.wallet_events import WalletTransaction
+
+PlayerId = str
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class CreateAccountRequest(_Body):
+    player_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")
+    currency: str = Field(min_length=3, max_length=3, pattern=r"^[A-Z]{3}$")
+
+
+class MovementRequest(_Body):
+    request_id: RequestId = Field(description="Idempotency key chosen by the operator.")
+    amount: Amount
+
+
+class PlaceBetRequest(_Body):
+    bet_id: BetId = Field(description="Client-chosen idempotency key (use a UUID).")
+    table_id: str = Field(min_length=1, max_length=64)
+    round_id: str = Field(min_length=1, max_length=96)
+    bet: str = Field(min_length=1, max_length=64)
+    position: Position | None = None
+    stake: Amount
+
+
+class AccountResponse(_Body):
+    player_id: str
+    currency: str
+    balance: int
+    tx_count: int
+
+
+class MovementResponse(_Body):
+    transaction: WalletTransaction
+    balance: int
+
+
+class PlacedBet(_Body):
+    bet_id: str
+    table_id: str
+    round_id: str
+    bet: str
+    position: Position | None = None
+    stake: int
+    placed_at: str
+
+
+class PlaceBetResponse(_Body):
+    bet: PlacedBet
+    debit_tx_id: str
+    balance_after: int
+    currency: str
+
+
+class TransactionsPage(_Body):
+    items: list[WalletTransaction]
+    next_after: int | None = Field(description="Pass as `after` for the next page; "
+                                                "null at the end.")
+
+
+class TokenResponse(_Body):
+    player_id: str
+    token: str
+
+
+class OfferedBet(_Body):
+    min_stake: int
+    max_stake: int
+    positions: list[Position]
+
+
+class CurrentRound(_Body):
+    table_id: str
+    round_id: str
+    status: str
+    profile: str
+    game: str
+    betting_closes_at: str
+    bets: dict[str, OfferedBet]
+
+
+class ErrorDetail(_Body):
+    code: str = Field(description="Machine-readable: unknown_round, round_closed, "
+                                  "bet_not_offered, bad_position, below_minimum, "
+                                  "above_maximum, insufficient_funds, malformed_body, ...")
+    message: str
+
+
+class ErrorResponse(_Body):
+    error: ErrorDetail
+
+
+class Health(_Body):
+    status: str
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str
+    summary: str
+    auth: str  # "none", "player", "operator", "player-or-operator"
+    ok: int
+    response: type[BaseModel]
+    request: type[BaseModel] | None = None
+    query: tuple[str, ...] = ()
+
+
+ROUTES: tuple[Route, ...] = (
+    Route("get", "/health", "Liveness", "none", 200, Health),
+    Route("post", "/accounts", "Create an account", "operator", 201, AccountResponse,
+          CreateAccountRequest),
+    Route("get", "/accounts/{player_id}", "Read an account", "operator", 200, AccountResponse),
+    Route("post", "/accounts/{player_id}/deposits", "Deposit", "operator", 201,
+          MovementResponse, MovementRequest),
+    Route("post", "/accounts/{player_id}/withdrawals", "Withdraw", "operator", 201,
+          MovementResponse, MovementRequest),
+    Route("post", "/players/{player_id}/token", "Issue a player's bearer token", "operator",
+          200, TokenResponse),
+    Route("get", "/players/{player_id}/balance", "Read the balance", "player-or-operator",
+          200, AccountResponse),
+    Route("get", "/players/{player_id}/transactions", "Transaction history, paged",
+          "player-or-operator", 200, TransactionsPage, query=("limit", "after")),
+    Route("post", "/players/{player_id}/bets", "Place a bet (debits the stake)", "player", 201,
+          PlaceBetResponse, PlaceBetRequest),
+    Route("get", "/tables/{table_id}/current-round", "The open round and what it offers",
+          "none", 200, CurrentRound),
+)
+
+_ERRORS = {"400": "malformed JSON", "401": "missing or invalid credentials",
+           "402": "insufficient funds", "403": "not allowed for this caller",
+           "404": "unknown account, table or round",
+           "409": "round closed or conflicting idempotency key",
+           "422": "invalid body or bet (not offered, bad position, limits)"}
+
+
+def _ref(model: type[BaseModel], schemas: dict) -> dict:
+    schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas.update(schema.pop("$defs", {}))
+    schemas[model.__name__] = schema
+    return {"$ref": f"#/components/schemas/{model.__name__}"}
+
+
+def _json(ref: dict, description: str) -> dict:
+    return {"description": description, "content": {"application/json": {"schema": ref}}}
+
+
+def openapi() -> dict:
+    schemas: dict = {}
+    paths: dict = {}
+    error = _ref(ErrorResponse, schemas)
+    for route in ROUTES:
+        op: dict = {"summary": route.summary,
+                    "responses": {str(route.ok): _json(_ref(route.response, schemas), "OK")}}
+        if route.auth != "none":
+            op["security"] = [{"bearer": []}]
+            op["description"] = f"Authorization: {route.auth} bearer token."
+            op["responses"].update({code: _json(error, text) for code, text in _ERRORS.items()})
+        params = [{"name": name.strip("{}"), "in": "path", "required": True,
+                   "schema": {"type": "string"}}
+                  for name in route.path.split("/") if name.startswith("{")]
+        params += [{"name": q, "in": "query", "required": False, "schema": {"type": "integer"}}
+                   for q in route.query]
+        if params:
+            op["parameters"] = params
+        if route.request is not None:
+            op["requestBody"] = {"required": True, "content": {
+                "application/json": {"schema": _ref(route.request, schemas)}}}
+        paths.setdefault(route.path, {})[route.method] = op
+    return {"openapi": "3.1.0",
+            "info": {"title": "croupier wallet", "version": "1"},
+            "paths": paths,
+            "components": {"schemas": schemas,
+                           "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}}}

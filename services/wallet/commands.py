@@ -1,0 +1,79 @@
+"""Commands the wallet's account agent applies, one at a time per player.
+
+Every change to an account goes through the private commands topic keyed by
+player id, so one agent owns each balance: HTTP requests (with a `reply_id` the
+web view waits on) and the bet endings forwarded from bet-settlement alike.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+from shared.events.bet_events import BetId, Position
+
+Amount = Annotated[int, Field(gt=0, strict=True, description="Minor units.")]
+RequestId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")]
+
+
+class _Command(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    player_id: str
+
+
+class CreateAccount(_Command):
+    type: Literal["create_account"] = "create_account"
+    currency: str
+
+
+class Deposit(_Command):
+    type: Literal["deposit"] = "deposit"
+    request_id: RequestId
+    amount: Amount
+
+
+class Withdraw(_Command):
+    type: Literal["withdrawal"] = "withdrawal"
+    request_id: RequestId
+    amount: Amount
+
+
+class PlaceBet(_Command):
+    type: Literal["place_bet"] = "place_bet"
+    bet_id: BetId
+    table_id: str
+    round_id: str
+    bet: str
+    position: Position | None = None
+    stake: Amount
+
+    def fingerprint(self) -> str:
+        return f"{self.table_id}|{self.round_id}|{self.bet}|{self.position}|{self.stake}"
+
+
+class EndBet(_Command):
+    """A bet's end as bet-settlement decided it: rejected, settled or voided."""
+
+    type: Literal["end_bet"] = "end_bet"
+    bet_id: str
+    ending: Literal["rejected", "settled", "voided"]
+    returned: int = Field(ge=0)
+    settlement_id: str | None = None
+    table_id: str
+    round_id: str
+
+
+Command = Annotated[CreateAccount | Deposit | Withdraw | PlaceBet | EndBet,
+                    Field(discriminator="type")]
+
+
+class Envelope(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    reply_id: str | None = None
+    command: Command
+
+
+ENVELOPE: TypeAdapter[Envelope] = TypeAdapter(Envelope)

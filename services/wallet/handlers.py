@@ -1,0 +1,158 @@
+"""What one command does to one account: new state, the answer, the records to publish.
+
+Pure apart from the `tx_at` lookup (a transaction by seq, for answering and
+re-publishing duplicates). A duplicate command re-publishes its original
+records: the first attempt may have crashed before they reached the broker,
+and every consumer is idempotent on their ids.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from pydantic import BaseModel
+
+from services.wallet.commands import CreateAccount, Deposit, EndBet, PlaceBet, Withdraw
+from shared.events.bet_events import BetPlaced
+from shared.events.wallet_events import WalletTransaction, tx_id
+from shared.ledger import Account, Applied, BetRecord, Movement, apply, with_bet
+
+log = logging.getLogger(__name__)
+TxAt = Callable[[str, int], WalletTransaction]  # (player_id, seq) -> tx
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    body: dict
+
+    @classmethod
+    def error(cls, status: int, code: str, message: str) -> Answer:
+        return cls(status, {"error": {"code": code, "message": message}})
+
+
+@dataclass
+class Outcome:
+    answer: Answer
+    account: Account | None = None  # set when the account changed
+    txs: list[WalletTransaction] = field(default_factory=list)  # new ones, stored by seq
+    publish: list[tuple[str, str, BaseModel]] = field(default_factory=list)  # topic, key, model
+
+
+def no_account(player_id: str) -> Answer:
+    return Answer.error(404, "unknown_account", f"no account for player {player_id!r}")
+
+
+def account_body(account: Account) -> dict:
+    return {"player_id": account.player_id, "currency": account.currency,
+            "balance": account.balance, "tx_count": account.tx_count}
+
+
+def create_account(account: Account | None, cmd: CreateAccount) -> Outcome:
+    if account is None:
+        new = Account(player_id=cmd.player_id, currency=cmd.currency)
+        return Outcome(Answer(201, account_body(new)), account=new)
+    if account.currency != cmd.currency:
+        return Outcome(Answer.error(409, "account_exists",
+                                    f"player {cmd.player_id!r} already has a "
+                                    f"{account.currency} account"))
+    return Outcome(Answer(200, account_body(account)))
+
+
+def operator_movement(account: Account | None, cmd: Deposit | Withdraw, now: datetime,
+                      tx_at: TxAt) -> Outcome:
+    if account is None:
+        return Outcome(no_account(cmd.player_id))
+    result = apply(account, Movement(cmd.type, cmd.request_id, cmd.amount), now)
+    if not isinstance(result, Applied):
+        return Outcome(Answer.error(402 if result.code == "insufficient_funds" else 422,
+                                    result.code, result.message))
+    tx = result.tx or tx_at(cmd.player_id, result.seq)
+    if result.duplicate and (tx.kind != cmd.type or tx.amount != cmd.amount):
+        return Outcome(Answer.error(409, "request_id_conflict",
+                                    f"request {cmd.request_id!r} was already used for a "
+                                    f"{tx.kind} of {tx.amount}"))
+    body = {"transaction": tx.model_dump(mode="json"), "balance": tx.balance_after}
+    return _moved(result, Answer(200 if result.duplicate else 201, body), tx)
+
+
+def _moved(result: Applied, answer: Answer, tx: WalletTransaction,
+           extra: list[tuple[str, str, BaseModel]] = ()) -> Outcome:
+    publish = [("wallet.transactions", tx.player_id, tx), *extra]
+    if result.duplicate:
+        return Outcome(answer, publish=publish)
+    return Outcome(answer, account=result.account, txs=[tx], publish=publish)
+
+
+def bet_body(bet_id: str, cmd: PlaceBet, record: BetRecord, debit: WalletTransaction) -> dict:
+    return {"bet": {"bet_id": bet_id, "table_id": cmd.table_id, "round_id": cmd.round_id,
+                    "bet": cmd.bet, "position": cmd.position, "stake": cmd.stake,
+                    "placed_at": record.placed_at.isoformat()},
+            "debit_tx_id": debit.tx_id, "balance_after": debit.balance_after,
+            "currency": debit.currency}
+
+
+def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, tx_at: TxAt) -> Outcome:
+    """Debit the stake once per bet id and publish the funded bet."""
+    if account is None:
+        return Outcome(no_account(cmd.player_id))
+    existing = account.bets.get(cmd.bet_id)
+    if existing is not None and existing.fingerprint != cmd.fingerprint():
+        return Outcome(Answer.error(409, "bet_id_conflict",
+                                    f"bet {cmd.bet_id!r} was already placed with different "
+                                    "table, round, bet, position or stake"))
+    result = apply(account, Movement("stake_debit", cmd.bet_id, cmd.stake, cmd.table_id,
+                                     cmd.round_id), now)
+    if not isinstance(result, Applied):
+        return Outcome(Answer.error(402 if result.code == "insufficient_funds" else 422,
+                                    result.code, result.message))
+    debit = result.tx or tx_at(cmd.player_id, result.seq)
+    record = existing or BetRecord(fingerprint=cmd.fingerprint(), table_id=cmd.table_id,
+                                   round_id=cmd.round_id, stake=cmd.stake,
+                                   debit_seq=result.seq, placed_at=now)
+    placed = BetPlaced(bet_id=cmd.bet_id, player_id=cmd.player_id, table_id=cmd.table_id,
+                       round_id=cmd.round_id, bet=cmd.bet, position=cmd.position,
+                       stake=cmd.stake, currency=account.currency, debit_tx_id=debit.tx_id,
+                       placed_at=record.placed_at)
+    answer = Answer(200 if existing else 201, bet_body(cmd.bet_id, cmd, record, debit))
+    outcome = _moved(result, answer, debit, [("bets.placed", cmd.table_id, placed)])
+    if existing is None:
+        outcome.account = with_bet(result.account, cmd.bet_id, record)
+    return outcome
+
+
+def end_bet(account: Account | None, cmd: EndBet, now: datetime, tx_at: TxAt) -> Outcome:
+    """Refund a rejected or voided bet, pay a settled one: once, whatever the redelivery."""
+    record = account.bets.get(cmd.bet_id) if account else None
+    if account is None or record is None:
+        log.error("MONEY: %s for bet %r of player %r, but the wallet never debited it",
+                  cmd.ending, cmd.bet_id, cmd.player_id)
+        return Outcome(Answer.error(409, "unknown_bet", "bet was never debited"))
+    if record.status not in ("placed", cmd.ending):
+        log.error("MONEY: bet %r already ended %s; refusing to also end it %s",
+                  cmd.bet_id, record.status, cmd.ending)
+        return Outcome(Answer.error(409, "bet_already_ended", record.status))
+    ended = account if record.status == cmd.ending else with_bet(
+        account, cmd.bet_id, record.model_copy(update={"status": cmd.ending}))
+    if cmd.returned == 0:
+        changed = ended if ended is not account else None
+        return Outcome(Answer(200, {"bet_id": cmd.bet_id, "status": cmd.ending}), account=changed)
+    if cmd.ending == "settled":
+        movement = Movement("payout", cmd.settlement_id or cmd.bet_id, cmd.returned,
+                            cmd.table_id, cmd.round_id)
+    else:
+        movement = Movement("bet_refund", cmd.bet_id, cmd.returned, cmd.table_id, cmd.round_id)
+    result = apply(ended, movement, now)
+    assert isinstance(result, Applied), "credits are never refused"
+    tx = result.tx or tx_at(cmd.player_id, result.seq)
+    outcome = _moved(result, Answer(200, {"bet_id": cmd.bet_id, "status": cmd.ending}), tx)
+    if result.duplicate and ended is not account:
+        outcome.account = ended
+    return outcome
+
+
+def refund_tx_id(bet_id: str) -> str:
+    return tx_id("bet_refund", bet_id)

@@ -1,0 +1,38 @@
+"""Create a Faust app's own topics (table changelogs, private command topics) before the
+worker starts.
+
+When Faust creates them itself on a first start against a fresh broker, the consumer's
+metadata can miss them: the agent then gets no partitions, or crashes with
+PartitionsMismatch ("changelog has 0 partitions") on its first table write.
+"""
+
+from __future__ import annotations
+
+import faust
+from kafka.errors import TopicAlreadyExistsError
+
+from services.infra import topic_admin
+from services.infra.settings import Settings
+from shared.topics import validate_retention
+
+
+def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, ...] = ()
+                          ) -> None:
+    retention = str(validate_retention(settings.retention_ms))
+    wanted = {name: {"cleanup.policy": "delete", "retention.ms": retention} for name in extra}
+    for table in app.tables.values():
+        wanted[table.changelog_topic_name] = {"cleanup.policy": "compact"}
+    admin = topic_admin.admin_client(settings.bootstrap_servers)
+    try:
+        missing = {n: c for n, c in wanted.items() if n not in set(admin.list_topics())}
+        if not missing:
+            return
+        try:
+            admin.create_topics({name: {"num_partitions": settings.topic_partitions,
+                                        "replication_factor": 1, "configs": configs}
+                                 for name, configs in missing.items()}, timeout_ms=15000)
+        except TopicAlreadyExistsError:
+            pass
+        admin.wait_for_topics(list(missing), timeout_ms=30000)
+    finally:
+        admin.close()

@@ -1,0 +1,121 @@
+"""The wallet's own view of each table's rounds, folded from `table.events`.
+
+It lets the wallet refuse a bet fast (unknown table or round, round closed,
+bet not offered, bad position, limits) before any money moves. It is advisory:
+bet-settlement makes the binding decision, and a bet that raced the close is
+rejected there and refunded.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from shared.bets import rule_for
+from shared.events.table import (
+    BettingClosed,
+    RoundCompleted,
+    RoundOpened,
+    RoundVoided,
+    TableEventBase,
+)
+from shared.profile import ProfileError, load_profile
+from shared.settlement import Bet, BetError, validate_bet
+
+KEEP_ROUNDS = 200
+RoundStatus = Literal["open", "closed", "completed", "voided"]
+
+
+class RoundInfo(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    round_id: str
+    status: RoundStatus
+    profile: str
+    betting_closes_at: datetime
+    seq: int
+
+
+class TableView(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    table_id: str
+    last_seq: int = 0
+    current_round: str | None = None
+    rounds: dict[str, RoundInfo] = {}
+
+
+_STATUS_AFTER = {BettingClosed: "closed", RoundCompleted: "completed", RoundVoided: "voided"}
+
+
+def fold(view: TableView | None, event: TableEventBase) -> TableView:
+    """The view after one table event; events already seen (seq) change nothing."""
+    view = view or TableView(table_id=event.table_id)
+    if event.seq <= view.last_seq:
+        return view
+    rounds = dict(view.rounds)
+    current = view.current_round
+    if isinstance(event, RoundOpened):
+        rounds[event.round_id] = RoundInfo(round_id=event.round_id, status="open",
+                                           profile=event.profile,
+                                           betting_closes_at=event.betting_closes_at,
+                                           seq=event.seq)
+        current = event.round_id
+        if len(rounds) > KEEP_ROUNDS:
+            for old in sorted(rounds, key=lambda r: rounds[r].seq)[:len(rounds) - KEEP_ROUNDS]:
+                del rounds[old]
+    elif type(event) in _STATUS_AFTER and event.round_id in rounds:
+        info = rounds[event.round_id]
+        if info.status != "voided":
+            rounds[event.round_id] = info.model_copy(update={"status": _STATUS_AFTER[type(event)]})
+    return view.model_copy(update={"last_seq": event.seq, "rounds": rounds,
+                                   "current_round": current})
+
+
+class BetRefused(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+def check_bet(view: TableView | None, *, table_id: str, round_id: str, bet: str,
+              position: int | str | None, stake: int, currency: str, now: datetime) -> None:
+    """Raise BetRefused naming the first problem; return when the bet may be funded."""
+    if view is None:
+        raise BetRefused(404, "unknown_table", f"unknown table {table_id!r}")
+    info = view.rounds.get(round_id)
+    if info is None:
+        raise BetRefused(404, "unknown_round", f"unknown round {round_id!r} on table {table_id!r}")
+    if info.status != "open" or now >= info.betting_closes_at:
+        raise BetRefused(409, "round_closed",
+                         f"betting on round {round_id!r} is closed ({info.status})")
+    try:
+        profile = load_profile(info.profile)
+    except ProfileError as exc:
+        raise BetRefused(503, "unknown_profile", str(exc)) from exc
+    if profile.currency and profile.currency != currency:
+        raise BetRefused(422, "currency_mismatch",
+                         f"table plays in {profile.currency}, the account is in {currency}")
+    try:
+        validate_bet(Bet(bet=bet, position=position, stake=stake), profile)
+    except BetError as exc:
+        code = "bet_not_offered" if exc.code == "unknown_bet" else exc.code
+        raise BetRefused(422, code, str(exc)) from exc
+
+
+def current_round_body(view: TableView) -> dict | None:
+    """What a player needs to bet on the open round: ids, deadline, bets and limits."""
+    info = view.rounds.get(view.current_round or "")
+    if info is None:
+        return None
+    profile = load_profile(info.profile)
+    bets = {
+        name: {"min_stake": spec.min_stake, "max_stake": spec.max_stake,
+               "positions": list(rule_for(profile.game, name).positions)}
+        for name, spec in profile.bets.items()
+    }
+    return {"table_id": view.table_id, "round_id": info.round_id, "status": info.status,
+            "profile": info.profile, "game": profile.game,
+            "betting_closes_at": info.betting_closes_at.isoformat(), "bets": bets}

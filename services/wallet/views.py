@@ -1,0 +1,221 @@
+"""The wallet's HTTP API (Faust web views). Views only read tables; every change
+is a command to the accounts agent, whose answer the view waits for."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+
+import faust
+from pydantic import BaseModel, ValidationError
+
+from services.wallet import app as w
+from services.wallet.api_models import (
+    CreateAccountRequest,
+    MovementRequest,
+    PlaceBetRequest,
+    openapi,
+)
+from services.wallet.auth import Authenticator, AuthError
+from services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
+from services.wallet.handlers import Answer, account_body, no_account
+from services.wallet.rounds_view import BetRefused, check_bet, current_round_body
+
+log = logging.getLogger("croupier.wallet.http")
+app = w.app
+auth = Authenticator(w.settings.player_token_secret, w.settings.operator_token)
+REPLY_TIMEOUT_S = 15.0
+MAX_PAGE = 500
+
+
+class Problem(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.answer = Answer.error(status, code, message)
+
+
+async def parse(request, model: type[BaseModel]) -> BaseModel:
+    raw = await request.read()
+    try:
+        json.loads(raw or b"null")
+    except ValueError as exc:
+        raise Problem(400, "malformed_body", f"body is not JSON: {exc}") from exc
+    try:
+        return model.model_validate_json(raw or b"null")
+    except ValidationError as exc:
+        fields = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
+                           for e in exc.errors())
+        raise Problem(422, "malformed_body", fields) from exc
+
+
+async def ask(env: Envelope) -> Answer:
+    reply_id = uuid.uuid4().hex
+    env = env.model_copy(update={"reply_id": reply_id})
+    future = w.replies.expect(reply_id)
+    try:
+        await w.send_command(env)
+        return await asyncio.wait_for(future, REPLY_TIMEOUT_S)
+    except TimeoutError:
+        raise Problem(504, "timeout", "the ledger did not answer in time; retrying with the "
+                                      "same id is safe") from None
+    finally:
+        w.replies.forget(reply_id)
+
+
+def route(path: str):
+    """A Faust page whose methods may raise Problem/AuthError and return an Answer."""
+
+    def register(cls):
+        class Page(faust.web.View):
+            pass
+
+        for method in ("get", "post"):
+            handler = getattr(cls, method, None)
+            if handler is None:
+                continue
+
+            async def wrapped(self, request, _handler=handler, **params):
+                try:
+                    answer = await _handler(request, **params)
+                except (Problem, AuthError) as exc:
+                    answer = exc.answer if isinstance(exc, Problem) else Answer.error(
+                        exc.status, exc.code, exc.message)
+                return self.json(answer.body, status=answer.status)
+
+            setattr(Page, method, wrapped)
+        Page.__name__ = cls.__name__
+        return app.page(path)(Page)
+
+    return register
+
+
+def authorization(request) -> str | None:
+    return request.headers.get("Authorization")
+
+
+def account_or_404(player_id: str):
+    account = w.load_account(player_id)
+    if account is None:
+        raise Problem(*_error_args(no_account(player_id)))
+    return account
+
+
+def _error_args(answer: Answer) -> tuple[int, str, str]:
+    return answer.status, answer.body["error"]["code"], answer.body["error"]["message"]
+
+
+@route("/health")
+class Health:
+    @staticmethod
+    async def get(request):
+        ready = app.tables.recovery.completed.is_set() and not app.rebalancing
+        return Answer(200 if ready else 503, {"status": "ok" if ready else "recovering"})
+
+
+@route("/openapi.json")
+class OpenApi:
+    @staticmethod
+    async def get(request):
+        return Answer(200, openapi())
+
+
+@route("/accounts")
+class Accounts:
+    @staticmethod
+    async def post(request):
+        auth.require_operator(authorization(request))
+        body = await parse(request, CreateAccountRequest)
+        return await ask(Envelope(command=CreateAccount(player_id=body.player_id,
+                                                        currency=body.currency)))
+
+
+@route("/accounts/{player_id}")
+class AccountView:
+    @staticmethod
+    async def get(request, player_id):
+        auth.require_operator(authorization(request))
+        return Answer(200, account_body(account_or_404(player_id)))
+
+
+def _movement_route(path: str, command: type[Deposit] | type[Withdraw]) -> None:
+    @route(path)
+    class Movement:
+        @staticmethod
+        async def post(request, player_id):
+            auth.require_operator(authorization(request))
+            body = await parse(request, MovementRequest)
+            return await ask(Envelope(command=command(player_id=player_id,
+                                                      **body.model_dump())))
+
+
+_movement_route("/accounts/{player_id}/deposits", Deposit)
+_movement_route("/accounts/{player_id}/withdrawals", Withdraw)
+
+
+@route("/players/{player_id}/token")
+class Token:
+    @staticmethod
+    async def post(request, player_id):
+        auth.require_operator(authorization(request))
+        account_or_404(player_id)
+        return Answer(200, {"player_id": player_id, "token": auth.player_token(player_id)})
+
+
+@route("/players/{player_id}/balance")
+class Balance:
+    @staticmethod
+    async def get(request, player_id):
+        auth.require_player(authorization(request), player_id, operator_may=True)
+        return Answer(200, account_body(account_or_404(player_id)))
+
+
+@route("/players/{player_id}/transactions")
+class Transactions:
+    @staticmethod
+    async def get(request, player_id):
+        auth.require_player(authorization(request), player_id, operator_may=True)
+        account = account_or_404(player_id)
+        try:
+            limit = int(request.query.get("limit", 100))
+            after = int(request.query.get("after", 0))
+        except ValueError:
+            raise Problem(422, "malformed_query", "limit and after must be integers") from None
+        if not 1 <= limit <= MAX_PAGE or after < 0:
+            raise Problem(422, "malformed_query", f"limit must be 1..{MAX_PAGE}, after >= 0")
+        last = min(account.tx_count, after + limit)
+        items = [w.transactions[w.tx_key(player_id, s)] for s in range(after + 1, last + 1)]
+        return Answer(200, {"items": items,
+                            "next_after": last if last < account.tx_count else None})
+
+
+@route("/players/{player_id}/bets")
+class Bets:
+    @staticmethod
+    async def post(request, player_id):
+        auth.require_player(authorization(request), player_id)
+        body = await parse(request, PlaceBetRequest)
+        account = account_or_404(player_id)
+        if body.bet_id not in account.bets:  # a retry gets its original answer, open or not
+            try:
+                check_bet(w.load_view(body.table_id), table_id=body.table_id,
+                          round_id=body.round_id, bet=body.bet, position=body.position,
+                          stake=body.stake, currency=account.currency, now=w.clock.now())
+            except BetRefused as exc:
+                w.counts[f"bets_refused_{exc.code}"] += 1
+                raise Problem(exc.status, exc.code, exc.message) from None
+        return await ask(Envelope(command=PlaceBet(player_id=player_id, **body.model_dump())))
+
+
+@route("/tables/{table_id}/current-round")
+class CurrentRound:
+    @staticmethod
+    async def get(request, table_id):
+        view = w.load_view(table_id)
+        if view is None:
+            raise Problem(404, "unknown_table", f"unknown table {table_id!r}")
+        body = current_round_body(view)
+        if body is None:
+            raise Problem(404, "unknown_round", f"no round opened yet on table {table_id!r}")
+        return Answer(200, body)

@@ -1,0 +1,124 @@
+"""bet-settlement's round logic: accept while open, manifest on close, settle or refund once."""
+
+import random
+from datetime import UTC, datetime, timedelta
+
+from services.bet_settlement import intake
+from shared.events.bet_events import BetPlaced, manifest_digest
+from shared.events.canonical import GENESIS_HASH
+from shared.events.results import RoundResultPublished
+from shared.events.table import BettingClosed, RoundOpened, RoundVoided, seal
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.settlement import Bet, settle
+from shared.simulate import deal_rounds
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+PROFILE = "sbo-baccarat"
+
+
+def placed(bet_id, bet="player", stake=2000, round_id="R1", player="p1", position=None):
+    return BetPlaced(bet_id=bet_id, player_id=player, table_id="T1", round_id=round_id, bet=bet,
+                     position=position, stake=stake, currency="IDR",
+                     debit_tx_id=f"stake_debit:{bet_id}", placed_at=NOW)
+
+
+def event(kind, seq, round_id="R1", **fields):
+    return seal(kind, table_id="T1", seq=seq, prev_hash=GENESIS_HASH, occurred_at=NOW,
+                round_id=round_id, **fields)
+
+
+def opened(round_id="R1", seq=1):
+    return event(RoundOpened, seq, round_id, shoe_id="s1", round_number=seq, dealer="D",
+                 profile=PROFILE, betting_closes_at=NOW + timedelta(seconds=30))
+
+
+def result(round_id="R1"):
+    profile = load_profile(PROFILE)
+    cards = next(deal_rounds(profile, random.Random(3)))
+    return RoundResultPublished(
+        result_id=f"result:T1:{round_id}", table_id="T1", round_id=round_id, shoe_id="s1",
+        profile=PROFILE, dealer="D", cards=tuple(cards), completed_seq=9,
+        completed_hash="0" * 64, occurred_at=NOW, result=evaluate_round(profile, cards))
+
+
+def kinds(outputs):
+    return [type(r).__name__ + (f":{r.reason_code}" if hasattr(r, "reason_code") else "")
+            for _, _, r in outputs]
+
+
+def open_round():
+    state, _ = intake.on_table_event(None, opened(), NOW)
+    return state
+
+
+def test_accepts_valid_bets_while_open_and_rejects_the_rest_by_name():
+    state = open_round()
+    out = []
+    for bet in [placed("a"), placed("b", bet="big"), placed("c", stake=1),
+                placed("d", position=1)]:
+        state, more = intake.on_bet(state, bet, NOW)
+        out += more
+    assert kinds(out) == ["BetAccepted", "BetRejected:bet_not_offered",
+                          "BetRejected:below_minimum", "BetRejected:bad_position"]
+    assert list(state.accepted) == ["a"]
+
+
+def test_redelivered_bet_gets_the_same_decision_and_a_clashing_id_is_rejected():
+    state, first = intake.on_bet(open_round(), placed("a"), NOW)
+    again_state, again = intake.on_bet(state, placed("a"), NOW + timedelta(seconds=5))
+    assert again == first and again_state == state
+    _, clash = intake.on_bet(state, placed("a", player="p2"), NOW)
+    assert kinds(clash) == ["BetRejected:duplicate_bet_id"]
+
+
+def test_close_writes_the_manifest_once_and_late_bets_are_rejected():
+    state, _ = intake.on_bet(open_round(), placed("a"), NOW)
+    state, _ = intake.on_bet(state, placed("b", stake=3000), NOW)
+    closed_state, out = intake.on_table_event(state, event(BettingClosed, 2, reason="timer"), NOW)
+    manifest = out[0][2]
+    assert (manifest.bet_count, manifest.total_stake) == (2, 5000)
+    assert manifest.digest == manifest_digest(["a", "b"])
+    _, again = intake.on_table_event(closed_state, event(BettingClosed, 2, reason="timer"), NOW)
+    assert again == out
+    _, late = intake.on_bet(closed_state, placed("late"), NOW)
+    assert kinds(late) == ["BetRejected:round_closed"]
+
+
+def test_result_settles_every_accepted_bet_by_the_rule_engine_once():
+    state = open_round()
+    for bet_id, bet in [("a", "player"), ("b", "banker"), ("c", "tie")]:
+        state, _ = intake.on_bet(state, placed(bet_id, bet=bet), NOW)
+    published = result()
+    settled_state, out = intake.on_result(state, published, NOW)
+    assert kinds(out) == ["RoundManifest"] + ["BetSettled"] * 3  # the result closed it
+    for _, _, s in out[1:]:
+        expected = settle(Bet(bet=s.bet, stake=s.stake), published.result,
+                          load_profile(PROFILE))
+        assert (s.outcome, s.returned, s.settlement_id) == (
+            expected.outcome, expected.returned, f"settle:{s.bet_id}")
+    _, again = intake.on_result(settled_state, published, NOW)
+    assert again == out[1:]
+    _, void_after = intake.on_table_event(
+        settled_state, event(RoundVoided, 5, reason_code="misdeal", reason_text="x",
+                             supervisor="S"), NOW)
+    assert void_after == out[1:]  # re-published, never refunded on top
+
+
+def test_void_refunds_every_accepted_bet_in_full():
+    state, _ = intake.on_bet(open_round(), placed("a", stake=4000), NOW)
+    voided, out = intake.on_table_event(
+        state, event(RoundVoided, 3, reason_code="misdeal", reason_text="x", supervisor="S"), NOW)
+    assert [(r.outcome, r.returned) for _, _, r in out] == [("void_refund", 4000)]
+    _, after = intake.on_result(voided, result(), NOW)
+    assert after == out
+
+
+def test_a_bet_before_its_round_opened_waits_then_is_decided_or_expires():
+    state, out = intake.on_bet(None, placed("early"), NOW)
+    assert out == [] and state.status == "pending"
+    opened_state, out = intake.on_table_event(state, opened(), NOW)
+    assert kinds(out) == ["BetAccepted"] and opened_state.pending == []
+    lost, _ = intake.on_bet(None, placed("lost", round_id="R0"), NOW)
+    expired, out = intake.expire_pending(lost, NOW)
+    assert kinds(out) == ["BetRejected:unknown_round"] and expired.status == "unknown"

@@ -1,0 +1,79 @@
+"""Tokens, the operator credential, the rounds view and the OpenAPI document."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.wallet.api_models import ROUTES, openapi
+from services.wallet.auth import Authenticator, AuthError
+from services.wallet.rounds_view import BetRefused, check_bet, current_round_body, fold
+from shared.events.canonical import GENESIS_HASH
+from shared.events.table import BettingClosed, RoundOpened, seal
+
+AUTH = Authenticator("player-secret", "operator-secret")
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def test_players_and_operator_are_told_apart():
+    token = AUTH.player_token("alice")
+    assert AUTH.caller(f"Bearer {token}").player_id == "alice"
+    assert AUTH.caller("Bearer operator-secret").role == "operator"
+    assert AUTH.require_player(f"Bearer {token}", "alice").role == "player"
+    for header, status in [(None, 401), ("Bearer nope", 401), ("Basic x", 401),
+                           (f"Bearer {Authenticator('other', 'o').player_token('alice')}", 401)]:
+        with pytest.raises(AuthError) as err:
+            AUTH.caller(header)
+        assert err.value.status == status
+    with pytest.raises(AuthError) as err:
+        AUTH.require_player(f"Bearer {token}", "bob")
+    assert err.value.status == 403
+    with pytest.raises(AuthError) as err:
+        AUTH.require_operator(f"Bearer {token}")
+    assert err.value.status == 403
+
+
+def _view(status_events=()):
+    opened = seal(RoundOpened, table_id="T1", seq=1, prev_hash=GENESIS_HASH, occurred_at=NOW,
+                  shoe_id="s1", round_id="R1", round_number=1, dealer="D",
+                  profile="triple-face-id", betting_closes_at=NOW + timedelta(seconds=30))
+    view = fold(None, opened)
+    for event in status_events:
+        view = fold(view, event)
+    return view, opened
+
+
+@pytest.mark.parametrize("kwargs,status,code", [
+    (dict(bet="win", position=1, stake=999), 422, "below_minimum"),
+    (dict(bet="tie", position=1, stake=500_001), 422, "above_maximum"),
+    (dict(bet="win", position=None, stake=1000), 422, "bad_position"),
+    (dict(bet="player", position=None, stake=1000), 422, "bet_not_offered"),
+    (dict(bet="win", position=1, stake=1000, round_id="R9"), 404, "unknown_round"),
+])
+def test_the_wallet_refuses_bad_bets_by_name(kwargs, status, code):
+    view, _ = _view()
+    kwargs = {"table_id": "T1", "round_id": "R1", "currency": "IDR", "now": NOW, **kwargs}
+    with pytest.raises(BetRefused) as err:
+        check_bet(view, **kwargs)
+    assert (err.value.status, err.value.code) == (status, code)
+
+
+def test_a_closed_round_refuses_and_the_view_ignores_old_events():
+    view, opened = _view()
+    closed = seal(BettingClosed, table_id="T1", seq=2, prev_hash=opened.hash, occurred_at=NOW,
+                  round_id="R1", reason="timer")
+    view = fold(view, closed)
+    assert fold(view, opened) == view and view.rounds["R1"].status == "closed"
+    with pytest.raises(BetRefused) as err:
+        check_bet(view, table_id="T1", round_id="R1", bet="win", position=1, stake=1000,
+                  currency="IDR", now=NOW)
+    assert err.value.code == "round_closed"
+    assert current_round_body(view)["bets"]["pair_plus"]["positions"] == [1, 2, 3, "banker"]
+
+
+def test_openapi_has_every_route_with_its_schemas():
+    doc = openapi()
+    for route in ROUTES:
+        op = doc["paths"][route.path][route.method]
+        assert str(route.ok) in op["responses"]
+        if route.request:
+            assert route.request.__name__ in doc["components"]["schemas"]
