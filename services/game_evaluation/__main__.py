@@ -1,6 +1,8 @@
 """`python -m services.game_evaluation worker -l info`"""
 
 from services.game_evaluation.app import app
+from services.infra.private_topics import run_worker
+from services.infra.settings import get_settings
 
 if __name__ == "__main__":
-    app.main()
+    run_worker(app, get_settings())

@@ -36,3 +36,9 @@ def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, 
         admin.wait_for_topics(list(missing), timeout_ms=30000)
     finally:
         admin.close()
+
+
+def run_worker(app: faust.App, settings: Settings, extra: tuple[str, ...] = ()) -> None:
+    """Every service's `__main__`: its own topics first, then the Faust worker."""
+    ensure_private_topics(app, settings, extra)
+    app.main()
