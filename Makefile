@@ -10,7 +10,8 @@ STAMP := $(VENV)/.installed-stamp
 .PHONY: help venv demo test test-unit test-integration lint bench schemas kafka-up kafka-down kafka-status topics clean
 
 help:
-	@echo "make demo        start Kafka, apply topics, show what runs"
+	@echo "make demo        Kafka, topics, the four services, 3 tables and 50 players, then a"
+	@echo "                 verified summary (DEMO_ARGS='--rounds 5' to shorten)"
 	@echo "make test        the whole suite against a real Kafka broker"
 	@echo "make lint        ruff"
 	@echo "make bench       benchmarks (ratios against a baseline measured in the same run)"
@@ -40,9 +41,7 @@ topics: kafka-up
 	$(CROUPIER) topics apply
 
 demo: topics
-	$(CROUPIER) kafka status
-	$(CROUPIER) topics describe
-	$(CROUPIER) rtp --profile sbo-baccarat
+	$(CROUPIER) demo $(DEMO_ARGS)
 
 test: venv
 	$(PY) -m pytest

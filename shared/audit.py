@@ -98,6 +98,20 @@ class Books:
             case RoundResultPublished():
                 self._keep(self.results, (record.table_id, record.round_id), record, "result")
 
+    def only(self, tables: set[str], players: set[str]) -> Books:
+        """The part of the books about these tables and these players (one demo session)."""
+        part = Books()
+        for index in ("placed", "accepted", "rejected", "settled"):
+            getattr(part, index).update({k: r for k, r in getattr(self, index).items()
+                                         if r.table_id in tables})
+        for index in ("manifests", "results"):
+            getattr(part, index).update({k: r for k, r in getattr(self, index).items()
+                                         if k[0] in tables})
+        for player in players:
+            for tx in self.ledger.get(player, []):
+                part.add(tx)
+        return part
+
     def _keep(self, index: dict, key, record, what: str) -> bool:
         """A redelivered record is identical and counts once; a different one is a conflict.
         True when the record is new."""

@@ -138,7 +138,10 @@ def replay_round(
     if anchor is None and events and events[0].seq != 1:
         notes.append(f"no event before seq {events[0].seq} was read: the chain is checked "
                      "from there on")
-    mine = [e for e in events if getattr(e, "round_id", None) == round_id]
+    # the round's own events, and the shoe events and burns around them (not the next round's)
+    last = max((i for i, e in enumerate(events) if getattr(e, "round_id", None) == round_id),
+               default=-1)
+    mine = [e for e in events[:last + 1] if getattr(e, "round_id", None) in (round_id, None)]
     opened = next((e for e in mine if isinstance(e, RoundOpened)), None)
     voided = next((e for e in mine if isinstance(e, RoundVoided)), None)
     completed = next((e for e in mine if isinstance(e, RoundCompleted)), None)
@@ -292,6 +295,16 @@ def _compare_manifest(decisions, diffs: list[Difference]) -> None:
         diffs.append(Difference(where="bets.decisions round_manifest",
                                 expected=f"{want[0]} bets, stake {want[1]}, digest {want[2][:12]}",
                                 recorded=f"{got[0]} bets, stake {got[1]}, digest {got[2][:12]}"))
+
+
+def winner_text(winner: str | dict[str, str] | None) -> str:
+    """`banker`, or for Triple Face each player hand against the banker."""
+    if winner is None:
+        return "-"
+    if isinstance(winner, str):
+        return winner
+    return ", ".join(f"{hand} {'tie' if w == 'tie' else 'wins' if w == hand else 'loses'}"
+                     for hand, w in winner.items())
 
 
 def _hands(result) -> tuple[dict[str, list[Card]], dict[str, int | str], str | dict | None]:

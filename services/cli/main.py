@@ -3,8 +3,10 @@
 import typer
 
 from services.cli import (
+    demo_cmd,
     evaluate_cmd,
     kafka_cmd,
+    rebuild_cmd,
     replay_cmd,
     rtp_cmd,
     schemas_cmd,
@@ -28,3 +30,5 @@ schemas_cmd.register(app)
 replay_cmd.register(app)
 simulate_table_cmd.register(app)
 simulate_players_cmd.register(app)
+demo_cmd.register(app)
+rebuild_cmd.register(app)

@@ -6,7 +6,7 @@ import html
 import json
 
 from shared.cards import Card
-from shared.replay import ReplayReport
+from shared.replay import ReplayReport, winner_text
 
 SUIT_SYMBOL = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 
@@ -47,7 +47,7 @@ def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
         lines.append(f"  {hand:<8} {' '.join(card_text(c) for c in cards):<14} "
                      f"{report.scores.get(hand, '')}")
     if report.winner is not None:
-        lines.append(f"  winner: {report.winner}")
+        lines.append(f"  result: {winner_text(report.winner)}")
     lines += ["", "Timeline:"]
     lines += [f"  seq {e.seq:>6}  {e.at:%H:%M:%S.%f}"[:-3] + f"  {e.detail}" for e in report.timeline]
     lines += ["", "Bets" + (f" of player {report.player_id}" if report.player_id else "") + ":"]
@@ -126,7 +126,7 @@ dl{{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}}
 <dl><dt>Profile</dt><dd>{esc(report.profile or '-')}</dd><dt>Dealer</dt><dd>{esc(report.dealer or '-')}</dd>
 <dt>Shoe</dt><dd>{esc(report.shoe_id or '-')}</dd><dt>Opened</dt><dd>{opened}</dd>
 <dt>Status</dt><dd>{esc(report.status)}{' - ' + esc(report.void_reason) if report.void_reason else ''}</dd>
-<dt>Winner</dt><dd>{esc(str(report.winner)) if report.winner is not None else '-'}</dd>
+<dt>Result</dt><dd>{esc(winner_text(report.winner))}</dd>
 <dt>Hash chain</dt><dd>{report.chain_checked} events checked: {chain}</dd></dl>
 <ul>{breaks}</ul>
 <h2>Hands</h2><div class="felt">{hands or '<p style="color:#fff">no hands (round not complete)</p>'}</div>

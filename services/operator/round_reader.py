@@ -123,8 +123,13 @@ class RoundReader:
             raise RoundNotFoundError(
                 f"round {round_id} of table {table_id} was not opened between "
                 f"{at - lead:%Y-%m-%d %H:%M} and the end of the log; check the time of play")
-        records.anchor = events[opened - 1] if opened > 0 else None
-        records.events = [e for e in events[opened:] if not isinstance(e, Unparsed)]
+        # the shoe events and burns just before the opening belong to the round's story too
+        start = opened
+        while start > 0 and getattr(events[start - 1], "round_id", None) is None \
+                and not isinstance(events[start - 1], Unparsed):
+            start -= 1
+        records.anchor = events[start - 1] if start > 0 else None
+        records.events = [e for e in events[start:] if not isinstance(e, Unparsed)]
         records.unparsed += [e for e in events if isinstance(e, Unparsed)]
         start = records.events[0].occurred_at - timedelta(seconds=5)
         end_ms = int((records.events[-1].occurred_at + SETTLE_SLACK).timestamp() * 1000)

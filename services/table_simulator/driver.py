@@ -97,6 +97,11 @@ class TableSimulator:
         self._cut_sent = False
         self._shoe_over = True
         self._pending_cut = False
+        self._stopping = False
+
+    def stop_after_round(self) -> None:
+        """Finish the round under way, then stop (an operator's Ctrl-C in `demo --forever`)."""
+        self._stopping = True
 
     async def send(self, command_type: type[InputBase], expect: frozenset[str] = frozenset(),
                    inp: InputBase | None = None, **fields) -> dict:
@@ -118,7 +123,8 @@ class TableSimulator:
         if not baccarat:
             await self._new_shoe()  # Triple Face: one "shoe" (table session), a deck per round
         number = 0
-        while self.summary.rounds_completed + self.summary.rounds_voided < self.config.rounds:
+        while (self.summary.rounds_completed + self.summary.rounds_voided < self.config.rounds
+               and not self._stopping):
             if baccarat and self._shoe_over:
                 await self._new_shoe()
             if not baccarat:
