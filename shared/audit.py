@@ -280,7 +280,12 @@ def _returns(settled: list[BetSettled], books: Books) -> list[BetTypeReturn]:
         exact = exact_cache[profile_name][bet]
         stake = sum(s.stake for s in items)
         returned = sum(s.returned for s in items)
-        se = math.sqrt(float(exact.variance) * sum(s.stake ** 2 for s in items)) / stake
+        # bets on one outcome in one round win or lose together: their stakes add before
+        # squaring, or the standard error comes out too small on busy tables
+        per_round: dict[tuple, int] = defaultdict(int)
+        for s in items:
+            per_round[(s.table_id, s.round_id, s.position)] += s.stake
+        se = math.sqrt(float(exact.variance) * sum(v * v for v in per_round.values())) / stake
         realised = Fraction(returned, stake)
         rows.append(BetTypeReturn(
             profile=profile_name, bet=bet, bets=len(items), stake=stake, returned=returned,

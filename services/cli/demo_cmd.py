@@ -83,6 +83,7 @@ def _play_and_summarise(console, settings, config, stack, bootstrap):
 
         run = asyncio.run(play(settings, config, stack.url("dealer-event"),
                                stack.url("wallet"), progress))
+    console.print()
     console.print("dealing done; waiting for every bet to be settled ...")
     platform, mine = wait_until_settled(bootstrap, run)
     wallet = stack.url("wallet")

@@ -74,7 +74,8 @@ def render_summary(summary: DemoSummary) -> Group:
     if summary.sample_round:
         parts += [Text(f"A real round to replay ({summary.sample_round.table_id} / "
                        f"{summary.sample_round.round_id}):", style="bold"),
-                  Text(f"  {summary.sample_round.replay_command}")]
+                  Text(f"  {summary.sample_round.replay_command}", no_wrap=True,
+                       overflow="ignore")]
     verdict = "ALL INVARIANTS HOLD" if summary.invariants_ok else "INVARIANT BREACH"
     parts.append(Text(verdict, style="bold green" if summary.invariants_ok else "bold red"))
     return Group(*parts)
