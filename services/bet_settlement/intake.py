@@ -159,19 +159,59 @@ def _void(state: RoundState, event: RoundVoided, now: datetime
         return _again(state, list(state.settlements.values()))
     state, outputs = _decide_pending(state.model_copy(update={"status": "unknown"}), now) \
         if state.status == "pending" else (state, [])
-    cause = f"void:{state.table_id}:{state.round_id}"
-    settlements = {
-        bet_id: BetSettled(**_facts(bet), settlement_id=settlement_id(bet_id),
-                           outcome="void_refund", returned=bet.stake, cause=cause,
-                           settled_at=now)
-        for bet_id, bet in state.accepted.items()
-    }
+    settlements = void_settlements(state, event, now)
     state = state.model_copy(update={"status": "voided", "settlements": settlements})
     return state, outputs + [_out(s, state.table_id) for s in settlements.values()]
 
 
-def on_result(state: RoundState | None, published: RoundResultPublished, now: datetime
-              ) -> tuple[RoundState, list[Output]]:
+def _batch(state: RoundState, amounts: dict[str, tuple[str, int]], cause: str, now: datetime,
+           **timing) -> dict[str, BetSettled]:
+    """One settlement per accepted bet; the last one carries `last_of_round`."""
+    last = next(reversed(amounts), None)
+    return {bet_id: BetSettled(**_facts(state.accepted[bet_id]),
+                               settlement_id=settlement_id(bet_id), outcome=outcome,
+                               returned=returned, cause=cause, settled_at=now,
+                               last_of_round=bet_id == last, **timing)
+            for bet_id, (outcome, returned) in amounts.items()}
+
+
+def void_settlements(state: RoundState, event: RoundVoided, now: datetime
+                     ) -> dict[str, BetSettled]:
+    amounts = {bet_id: ("void_refund", bet.stake) for bet_id, bet in state.accepted.items()}
+    return _batch(state, amounts, f"void:{state.table_id}:{state.round_id}", now,
+                  result_at=event.occurred_at)
+
+
+def result_settlements(state: RoundState, published: RoundResultPublished, now: datetime,
+                       result_at: datetime | None = None) -> dict[str, BetSettled]:
+    """Every accepted bet settled by the rule engine. `result_at`: when the result was
+    published (the record's broker timestamp), else the result's own time."""
+    profile = load_profile(state.profile or published.profile)
+    amounts = {}
+    for bet_id, bet in state.accepted.items():
+        s = settle(Bet(bet=bet.bet, position=bet.position, stake=bet.stake),
+                   published.result, profile)
+        amounts[bet_id] = (s.outcome, s.returned)
+    return _batch(state, amounts, published.result_id, now,
+                  result_at=result_at or published.occurred_at,
+                  last_card_at=published.last_card_at)
+
+
+def conflicting_settlements(state: RoundState, record: RoundResultPublished | RoundVoided,
+                            now: datetime) -> list[str]:
+    """Bets of an already settled (or voided) round that `record` would settle for a
+    different amount: the round is being asked to settle twice, differently."""
+    if state.status not in ("settled", "voided"):
+        return []
+    again = (void_settlements(state, record, now) if isinstance(record, RoundVoided)
+             else result_settlements(state, record, now))
+    return sorted(bet_id for bet_id, s in again.items()
+                  if bet_id in state.settlements
+                  and state.settlements[bet_id].returned != s.returned)
+
+
+def on_result(state: RoundState | None, published: RoundResultPublished, now: datetime,
+              result_at: datetime | None = None) -> tuple[RoundState, list[Output]]:
     """Settle every accepted bet with the rule engine, once."""
     state = state or RoundState(table_id=published.table_id, round_id=published.round_id)
     if state.status in ("settled", "voided"):
@@ -184,13 +224,6 @@ def on_result(state: RoundState | None, published: RoundResultPublished, now: da
         state, outputs = _decide_pending(state.model_copy(update={"status": "unknown"}), now)
     elif state.status == "open":  # the result came before the close: close first
         state, outputs = _close(state, published.occurred_at)
-    profile = load_profile(state.profile or published.profile)
-    settlements = {}
-    for bet_id, bet in state.accepted.items():
-        s = settle(Bet(bet=bet.bet, position=bet.position, stake=bet.stake),
-                   published.result, profile)
-        settlements[bet_id] = BetSettled(**_facts(bet), settlement_id=settlement_id(bet_id),
-                                         outcome=s.outcome, returned=s.returned,
-                                         cause=published.result_id, settled_at=now)
+    settlements = result_settlements(state, published, now, result_at)
     state = state.model_copy(update={"status": "settled", "settlements": settlements})
     return state, outputs + [_out(s, state.table_id) for s in settlements.values()]

@@ -11,7 +11,8 @@ import asyncio
 import logging
 
 from services.dealer_event.rebuild import rebuild
-from services.dealer_event.runtime import DealerRuntime, machine_config
+from services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
+from services.infra import observability
 from services.infra.clock import SystemClock
 from services.infra.faust_app import make_app, topic
 from services.infra.settings import get_settings
@@ -24,6 +25,8 @@ settings = get_settings()
 app = make_app("dealer-event", persistent=False, broker_session_timeout=8,
                broker_heartbeat_interval=1)
 inputs_topic = topic(app, "dealer.inputs")
+observability.install(app, "dealer-event", settings)
+init_metrics()
 
 
 async def _publish(topic_name: str, key: bytes, value: bytes) -> None:

@@ -13,16 +13,23 @@ import logging
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 
-from services.dealer_event import metrics
 from services.dealer_event.admission import AdmissionPolicy
 from services.dealer_event.intake import Parsed, make_rejection, parse_raw
 from services.dealer_event.refusals import Refusal
 from services.dealer_event.state import TableState
 from services.dealer_event.table_machine import MachineConfig, Outcome, step, tick
+from services.infra import metrics
 from services.infra.clock import Clock
 from services.infra.settings import Settings
 from services.infra.table_keys import table_key
-from shared.events.table import TableEventBase
+from shared.events.table import (
+    TABLE_EVENT_TYPES,
+    RoundCompleted,
+    RoundVoided,
+    TableEventBase,
+    VoidReason,
+)
+from shared.profile import ProfileError, load_profile
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +111,7 @@ class DealerRuntime:
         await self._commit(inp.table_id, outcome)
         if outcome.refusal is not None:
             return await self._refuse(parsed, outcome.refusal, raw)
-        metrics.INPUTS.labels("accepted").inc()
+        metrics.INPUTS.labels(inp.table_id, "accepted", metrics.NO_REASON).inc()
         return {"status": "accepted", "input_id": inp.input_id, "table_id": inp.table_id,
                 "events": [_brief(e) for e in outcome.events]}
 
@@ -114,7 +121,7 @@ class DealerRuntime:
             for event in outcome.events:
                 await self._publish("table.events", table_id.encode(),
                                     event.model_dump_json().encode())
-                metrics.EVENTS.labels(event.type).inc()
+                count_published(event, outcome.state)
         except Exception:
             log.exception("publishing to table.events failed; rebuilding from the log")
             self.ready = False
@@ -125,13 +132,39 @@ class DealerRuntime:
         record = make_rejection(parsed, refusal, raw, self.clock.now())
         await self._publish("dealer.rejections", record.table_id.encode(),
                             record.model_dump_json().encode())
-        metrics.INPUTS.labels("refused").inc()
-        metrics.REFUSED.labels(refusal.code).inc()
+        table = parsed.table_id if parsed.table_id in self.tables else metrics.UNKNOWN_TABLE
+        metrics.INPUTS.labels(table, "refused", refusal.code).inc()
         log.info("refused %s on table %s: %s (%s)", parsed.input_id, parsed.table_id,
                  refusal.code, refusal.message)
         return {"status": "refused", "input_id": parsed.input_id, "table_id": parsed.table_id,
                 "reason_code": refusal.code, "message": refusal.message,
                 "rejection_id": record.rejection_id}
+
+
+def game_of(state: TableState) -> str:
+    """The game the table's current round (or shoe) plays, for the rounds metric."""
+    profile = state.round.profile if state.round else state.shoe.profile if state.shoe else None
+    try:
+        return load_profile(profile).game if profile else metrics.OTHER
+    except ProfileError:
+        return metrics.OTHER
+
+
+def count_published(event: TableEventBase, state: TableState) -> None:
+    """Metrics of one event the broker acknowledged (a round is counted once, when its
+    RoundCompleted or RoundVoided is in the log)."""
+    metrics.TABLE_EVENTS.labels(event.type).inc()
+    if isinstance(event, RoundCompleted | RoundVoided):
+        outcome = "completed" if isinstance(event, RoundCompleted) else "voided"
+        metrics.ROUNDS.labels(event.table_id, game_of(state), outcome).inc()
+    if isinstance(event, RoundVoided):
+        metrics.VOIDS.labels(str(event.reason_code)).inc()
+
+
+def init_metrics() -> None:
+    metrics.init_series(metrics.VOIDS, [str(r) for r in VoidReason])
+    metrics.init_series(metrics.TABLE_EVENTS,
+                        [t.model_fields["type"].default for t in TABLE_EVENT_TYPES])
 
 
 def _brief(event: TableEventBase) -> dict:

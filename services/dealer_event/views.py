@@ -1,4 +1,5 @@
-"""HTTP door of dealer-event: POST /inputs, GET /tables/{table_id}, GET /health, GET /metrics.
+"""HTTP door of dealer-event: POST /inputs, GET /tables/{table_id}, GET /health
+(GET /metrics comes from services.infra.observability).
 
 POST /inputs puts the signed input on `dealer.inputs` (the log keeps everything
 received) and waits briefly for the worker's decision, so a device or a person
@@ -10,7 +11,6 @@ from __future__ import annotations
 import asyncio
 
 from faust import web
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from services.dealer_event.app import app, forward, runtime, settings
 from services.dealer_event.intake import parse_raw
@@ -64,9 +64,3 @@ class HealthView(web.View):
         return self.json({"service": "dealer-event", "ready": runtime.ready,
                           "assigned": assigned, "tables": len(runtime.tables)},
                          status=200 if ok else 503)
-
-
-@app.page("/metrics")
-class MetricsView(web.View):
-    async def get(self, request: web.Request) -> web.Response:
-        return self.bytes(generate_latest(), content_type=CONTENT_TYPE_LATEST)

@@ -11,22 +11,19 @@ from __future__ import annotations
 import logging
 
 from faust import web
-from prometheus_client import CONTENT_TYPE_LATEST, Counter, generate_latest
 
 from services.game_evaluation.evaluator import TableView, observe
+from services.infra import metrics, observability
 from services.infra.faust_app import make_app, topic
 from shared.events.table import parse_table_event
+from shared.profile import load_profile
 
 log = logging.getLogger(__name__)
-
-RESULTS = Counter("croupier_round_results_published_total", "Round results published.",
-                  ["profile"])
-PROBLEMS = Counter("croupier_evaluation_problems_total",
-                   "Table events the evaluator could not reconcile.")
 
 # short session: a restarted worker gets its partitions back in seconds after a crash
 app = make_app("game-evaluation", broker_session_timeout=8, broker_heartbeat_interval=1)
 events_topic = topic(app, "table.events")
+observability.install(app, "game-evaluation")
 views = app.Table("evaluation-tables", key_type=bytes, value_type=bytes, default=None)
 
 
@@ -36,7 +33,7 @@ async def evaluate(stream):
         try:
             event = parse_table_event(record.value)
         except ValueError as exc:
-            PROBLEMS.inc()
+            metrics.MALFORMED.labels("game-evaluation", "table.events").inc()
             log.error("unreadable record on table.events skipped: %s", exc)
             continue
         key = event.table_id.encode()
@@ -45,12 +42,13 @@ async def evaluate(stream):
             table_id=event.table_id)
         seen = observe(view, event)
         for problem in seen.problems:
-            PROBLEMS.inc()
+            metrics.EVALUATION_PROBLEMS.inc()
             log.error("EVALUATION PROBLEM: %s", problem)
         if seen.result is not None:
             await app.producer.send_and_wait(
                 "round.results", key, seen.result.model_dump_json().encode(), None, None, None)
-            RESULTS.labels(seen.result.profile).inc()
+            metrics.RESULTS.labels(seen.result.table_id,
+                                   load_profile(seen.result.profile).game).inc()
             log.info("result %s published", seen.result.result_id)
         if seen.view != view:
             views[key] = seen.view.model_dump_json().encode()
@@ -62,9 +60,3 @@ class HealthView(web.View):
         assigned = bool(app.consumer.assignment()) if app.consumer else False
         return self.json({"service": "game-evaluation", "assigned": assigned},
                          status=200 if assigned else 503)
-
-
-@app.page("/metrics")
-class MetricsView(web.View):
-    async def get(self, request: web.Request) -> web.Response:
-        return self.bytes(generate_latest(), content_type=CONTENT_TYPE_LATEST)

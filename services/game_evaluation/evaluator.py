@@ -104,7 +104,8 @@ def _card(rnd: RoundView, event: CardDealt) -> tuple[RoundView, RoundResultPubli
         result_id=result_id(event.table_id, rnd.round_id), table_id=event.table_id,
         round_id=rnd.round_id, shoe_id=rnd.shoe_id, profile=rnd.profile, dealer=rnd.dealer,
         cards=tuple(cards), completed_seq=event.seq, completed_hash=event.hash,
-        occurred_at=event.occurred_at, result=evaluate_round(profile, cards),
+        occurred_at=event.occurred_at, last_card_at=event.occurred_at,
+        result=evaluate_round(profile, cards),
     )
 
 

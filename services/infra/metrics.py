@@ -2,7 +2,7 @@
 
 Names follow Prometheus conventions: `croupier_` prefix, `_total` counters,
 `_seconds` histograms, money in minor units (named so), and labels with a
-bounded set of values only: table ids, games, bet ids, reason codes, routes.
+bounded set of values only: table ids, games, bet types, reason codes, routes.
 Never a player id, a bet id or a round id (unbounded cardinality).
 
 Realised RTP is exported as counters (stake, returned, stake squared) beside
@@ -12,7 +12,10 @@ standard errors for the bets actually settled, not by a fixed percentage.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from prometheus_client import CONTENT_TYPE_LATEST, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.metrics import MetricWrapperBase
 
 LATENCY_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
 
@@ -22,9 +25,13 @@ INPUTS = Counter("croupier_dealer_inputs_total", "Dealer inputs by outcome and r
 ROUNDS = Counter("croupier_rounds_total", "Rounds ended, by table, game and outcome.",
                  ["table", "game", "outcome"])
 VOIDS = Counter("croupier_round_voids_total", "Voided rounds by reason code.", ["reason"])
+TABLE_EVENTS = Counter("croupier_table_events_published_total",
+                       "Table events appended to table.events, by event type.", ["type"])
 
 # game-evaluation
 RESULTS = Counter("croupier_round_results_total", "Round results published.", ["table", "game"])
+EVALUATION_PROBLEMS = Counter("croupier_evaluation_problems_total",
+                              "Table events the evaluator could not reconcile.")
 
 # bet-settlement
 BETS = Counter("croupier_bets_total", "Bets by bet type and final state "
@@ -51,6 +58,12 @@ MONEY = Counter("croupier_money_minor_units_total",
 HOUSE_RESULT = Gauge("croupier_house_result_minor_units",
                      "Stakes minus payouts minus refunds, as seen by this wallet process.",
                      ["currency"])
+WALLET_BETS_REFUSED = Counter("croupier_wallet_bets_refused_total",
+                              "Bets the wallet refused before debiting them, by reason code "
+                              "(they never reach bet-settlement).", ["reason"])
+WALLET_COMMANDS = Counter("croupier_wallet_commands_total",
+                          "Commands the accounts agent applied, by command and answer status.",
+                          ["command", "status"])
 INVARIANT_BREACHES = Counter("croupier_invariant_breaches_total",
                              "Money invariant violations detected at run time.", ["invariant"])
 SETTLEMENT_LATENCY = Histogram("croupier_settlement_latency_seconds",
@@ -68,6 +81,48 @@ HTTP_REQUESTS = Counter("croupier_http_requests_total", "HTTP requests by route 
 HTTP_LATENCY = Histogram("croupier_http_request_duration_seconds", "HTTP request duration.",
                          ["service", "route"], buckets=LATENCY_BUCKETS)
 UP = Gauge("croupier_service_up", "1 while the service runs.", ["service"])
+MALFORMED = Counter("croupier_malformed_records_total",
+                    "Records skipped because they do not parse, by service and source.",
+                    ["service", "source"])
+
+# --- bounded label values, known up front (series are created at 0 on start-up) ---------
+
+INPUT_OUTCOMES = ("accepted", "refused")
+ROUND_OUTCOMES = ("completed", "voided")
+GAMES = ("baccarat", "triple_face")
+BET_STATES = ("accepted", "rejected", "settled", "voided")
+MONEY_KINDS = ("deposit", "withdrawal", "stake_debit", "bet_refund", "payout")
+OTHER = "other"  # the label value for anything outside a known set (e.g. a made-up bet name)
+NO_REASON = "none"  # the reason of an accepted input
+UNKNOWN_TABLE = "unknown"  # a refused input naming a table this process has never seen
+
+# Invariants a service checks at run time (the only values of `invariant`).
+WALLET_INVARIANTS = (
+    "ending_for_unknown_bet",   # a refund or payout for an account/bet the wallet never debited
+    "bet_ended_twice",          # a bet ended one way (e.g. settled) then asked to end another
+    "tx_id_conflict",           # a second, different movement for an already-applied tx id
+    "negative_balance",         # a movement that would leave a balance below zero
+)
+SETTLEMENT_INVARIANTS = (
+    "settlement_conflict",      # a round settled twice with different amounts
+)
+INVARIANTS = WALLET_INVARIANTS + SETTLEMENT_INVARIANTS
+
+
+def init_series(metric: MetricWrapperBase, *label_sets: Iterable[str]) -> None:
+    """Create every combination of the given label values at 0, so `increase()` and
+    `rate()` see the first event (a series born at 1 has no earlier sample)."""
+    combos: list[tuple[str, ...]] = [()]
+    for values in label_sets:
+        combos = [(*combo, value) for combo in combos for value in values]
+    for combo in combos:
+        metric.labels(*combo)
+
+
+def breach(invariant: str) -> None:
+    if invariant not in INVARIANTS:
+        raise ValueError(f"unknown invariant {invariant!r}")
+    INVARIANT_BREACHES.labels(invariant).inc()
 
 
 def exposition() -> tuple[bytes, str]:

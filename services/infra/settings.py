@@ -62,6 +62,9 @@ class Settings(BaseSettings):
         default=0.5, description="How often dealer-event closes overdue betting windows.")
     decision_wait_seconds: float = Field(
         default=10.0, description="How long POST /inputs waits for the decision before 202.")
+    # operations
+    lag_interval_seconds: float = Field(
+        default=5.0, description="How often each service measures its consumer lag.")
 
     @property
     def local_bootstrap(self) -> str:

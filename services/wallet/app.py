@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import Counter
 from datetime import datetime
 
 import faust
 from pydantic import ValidationError
 
+from services.infra import metrics, observability
 from services.infra.clock import SystemClock
 from services.infra.faust_app import make_app, topic
 from services.infra.settings import get_settings
-from services.wallet import handlers
+from services.wallet import counting, handlers
 from services.wallet.commands import (
     ENVELOPE,
     CreateAccount,
@@ -42,7 +42,8 @@ clock = SystemClock()
 # a crashed worker's partitions are reassigned after 10 s instead of Faust's 60 s
 app = make_app("wallet", settings, broker_session_timeout=10,
                broker_heartbeat_interval=1)
-counts: Counter[str] = Counter()  # metrics come later; the counts are already kept
+observability.install(app, "wallet", settings, invariants=metrics.WALLET_INVARIANTS)
+counting.init_metrics()
 
 _tables = dict(partitions=settings.topic_partitions, default=None,
                schema=faust.Schema(key_serializer="json", value_serializer="json"))
@@ -118,7 +119,7 @@ async def send_command(env: Envelope) -> None:
 async def accounts_agent(stream):
     async for env in readable(stream, ENVELOPE.validate_json, "command"):
         player_id = env.command.player_id
-        outcome = handle(load_account(player_id), env, clock.now())
+        outcome = guarded(handle(load_account(player_id), env, clock.now()))
         for tx in outcome.txs:
             transactions[tx_key(player_id, _seq(outcome, tx))] = tx.model_dump(mode="json")
         if outcome.account is not None:
@@ -128,8 +129,21 @@ async def accounts_agent(stream):
                 for name, key, model in outcome.publish]
         for delivery in sent:  # answer only once the bet and its debit are in the log
             await delivery
-        counts[f"command_{env.command.type}_{outcome.answer.status}"] += 1
+        counting.record(env, outcome)
+        counting.observe_latency(env.command, outcome, clock.now())
         replies.resolve(env.reply_id, outcome.answer)
+
+
+def guarded(outcome: handlers.Outcome) -> handlers.Outcome:
+    """The last line of defence: an account change that would leave a negative balance is
+    never stored (the ledger rules make it impossible; if it happens, it is a breach)."""
+    if outcome.account is None or outcome.account.balance >= 0:
+        return outcome
+    log.error("MONEY: a command would leave %r at balance %d; nothing stored",
+              outcome.account.player_id, outcome.account.balance)
+    return handlers.Outcome(handlers.Answer.error(500, "invariant_breach",
+                                                  "the movement would make a balance negative"),
+                            breach="negative_balance")
 
 
 def _seq(outcome: handlers.Outcome, tx: WalletTransaction) -> int:
@@ -143,7 +157,8 @@ def ending_command(raw: bytes) -> EndBet | None:
         ending = "voided" if s.outcome == "void_refund" else "settled"
         return EndBet(player_id=s.player_id, bet_id=s.bet_id, ending=ending,
                       returned=s.returned, settlement_id=s.settlement_id,
-                      table_id=s.table_id, round_id=s.round_id)
+                      table_id=s.table_id, round_id=s.round_id, result_at=s.result_at,
+                      last_card_at=s.last_card_at, last_of_round=s.last_of_round)
     decision = BET_DECISION.validate_json(raw)
     if isinstance(decision, BetRejected):
         return EndBet(player_id=decision.player_id, bet_id=decision.bet_id, ending="rejected",
@@ -158,7 +173,7 @@ async def readable(stream, parse, what: str):
         try:
             yield parse(value)
         except ValidationError as exc:
-            counts[f"{what}_malformed"] += 1
+            metrics.MALFORMED.labels("wallet", what).inc()
             log.error("unreadable %s record skipped (nothing moved): %s", what, exc)
 
 

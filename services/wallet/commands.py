@@ -7,6 +7,7 @@ web view waits on) and the bet endings forwarded from bet-settlement alike.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
@@ -63,6 +64,10 @@ class EndBet(_Command):
     settlement_id: str | None = None
     table_id: str
     round_id: str
+    # timing of the round, for the latency histograms (BetSettled's fields)
+    result_at: datetime | None = None
+    last_card_at: datetime | None = None
+    last_of_round: bool = False
 
 
 Command = Annotated[CreateAccount | Deposit | Withdraw | PlaceBet | EndBet,

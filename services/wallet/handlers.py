@@ -40,6 +40,8 @@ class Outcome:
     account: Account | None = None  # set when the account changed
     txs: list[WalletTransaction] = field(default_factory=list)  # new ones, stored by seq
     publish: list[tuple[str, str, BaseModel]] = field(default_factory=list)  # topic, key, model
+    ended_now: bool = False  # a bet ended by this command (not a redelivery of its end)
+    breach: str | None = None  # a money invariant this command would have broken
 
 
 def no_account(player_id: str) -> Answer:
@@ -130,16 +132,20 @@ def end_bet(account: Account | None, cmd: EndBet, now: datetime, tx_at: TxAt) ->
     if account is None or record is None:
         log.error("MONEY: %s for bet %r of player %r, but the wallet never debited it",
                   cmd.ending, cmd.bet_id, cmd.player_id)
-        return Outcome(Answer.error(409, "unknown_bet", "bet was never debited"))
+        return Outcome(Answer.error(409, "unknown_bet", "bet was never debited"),
+                       breach="ending_for_unknown_bet")
     if record.status not in ("placed", cmd.ending):
         log.error("MONEY: bet %r already ended %s; refusing to also end it %s",
                   cmd.bet_id, record.status, cmd.ending)
-        return Outcome(Answer.error(409, "bet_already_ended", record.status))
+        return Outcome(Answer.error(409, "bet_already_ended", record.status),
+                       breach="bet_ended_twice")
+    ended_now = record.status == "placed"
     ended = account if record.status == cmd.ending else with_bet(
         account, cmd.bet_id, record.model_copy(update={"status": cmd.ending}))
     if cmd.returned == 0:
         changed = ended if ended is not account else None
-        return Outcome(Answer(200, {"bet_id": cmd.bet_id, "status": cmd.ending}), account=changed)
+        return Outcome(Answer(200, {"bet_id": cmd.bet_id, "status": cmd.ending}), account=changed,
+                       ended_now=ended_now)
     if cmd.ending == "settled":
         movement = Movement("payout", cmd.settlement_id or cmd.bet_id, cmd.returned,
                             cmd.table_id, cmd.round_id)
@@ -151,6 +157,11 @@ def end_bet(account: Account | None, cmd: EndBet, now: datetime, tx_at: TxAt) ->
     outcome = _moved(result, Answer(200, {"bet_id": cmd.bet_id, "status": cmd.ending}), tx)
     if result.duplicate and ended is not account:
         outcome.account = ended
+    if result.duplicate and tx.amount != cmd.returned:
+        log.error("MONEY: %s of bet %r asked again with %d, but %s already credited %d; "
+                  "the first stands", cmd.ending, cmd.bet_id, cmd.returned, tx.tx_id, tx.amount)
+        outcome.breach = "tx_id_conflict"
+    outcome.ended_now = ended_now
     return outcome
 
 

@@ -12,6 +12,7 @@ import faust
 from pydantic import BaseModel, ValidationError
 
 from services.wallet import app as w
+from services.wallet import counting
 from services.wallet.api_models import (
     CreateAccountRequest,
     MovementRequest,
@@ -203,7 +204,7 @@ class Bets:
                           round_id=body.round_id, bet=body.bet, position=body.position,
                           stake=body.stake, currency=account.currency, now=w.clock.now())
             except BetRefused as exc:
-                w.counts[f"bets_refused_{exc.code}"] += 1
+                counting.refused_at_the_door(exc.code)
                 raise Problem(exc.status, exc.code, exc.message) from None
         return await ask(Envelope(command=PlaceBet(player_id=player_id, **body.model_dump())))
 

@@ -86,3 +86,11 @@ class BetSettled(BetFacts):
                                             "the stake on a push or void, 0 on a loss.")
     cause: str = Field(description="The round result id, or 'void:<table>:<round>'.")
     settled_at: AwareDatetime
+    result_at: AwareDatetime | None = Field(
+        default=None, description="When the round's result (or void) was published: the "
+                                  "start of settlement latency. Absent in older records.")
+    last_card_at: AwareDatetime | None = Field(
+        default=None, description="When the round's last card was scanned (results only).")
+    last_of_round: bool = Field(
+        default=False, description="True on exactly one settlement of each round's batch: "
+                                   "the wallet measures the round's latency when it applies it.")

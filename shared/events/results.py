@@ -30,3 +30,6 @@ class RoundResultPublished(BaseModel):
     completed_hash: str
     occurred_at: AwareDatetime
     result: RoundResult
+    last_card_at: AwareDatetime | None = Field(
+        default=None, description="When the card that completed the round was scanned "
+                                  "(for end-to-end latency); absent in older records.")

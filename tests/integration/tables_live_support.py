@@ -4,17 +4,52 @@ from __future__ import annotations
 
 import time
 from collections import defaultdict
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 
 import httpx
 
 from services.dealer_event.log_reader import read_to_end
+from services.infra import topic_admin
+from services.infra.processes import ServiceProcess
 from services.infra.settings import Settings
 from services.infra.table_keys import table_key
 from services.table_simulator.inputs import InputFactory
 from shared.events.rejections import InputRefused
 from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
+from shared.topics import topic_catalogue
+from tests.conftest import free_port
+
+
+def port_setting(service: str) -> str:
+    return f"CROUPIER_{service.upper().replace('-', '_')}_PORT"
+
+
+@contextmanager
+def running_services(bootstrap: str, home: Path, names: list[str], **env: str
+                     ) -> Iterator[dict[str, ServiceProcess]]:
+    """The topics applied and the named services started as processes (each on a free
+    port, state under `home`), ready; stopped on exit. `env`: extra settings."""
+    admin = topic_admin.admin_client(bootstrap)
+    topic_admin.apply(admin, topic_catalogue())
+    admin.close()
+    ports = {name: free_port() for name in names}
+    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CROUPIER_HOME": str(home), **env,
+           **{port_setting(name): str(port) for name, port in ports.items()}}
+    procs = {name: ServiceProcess(name, port, home / "logs" / f"{name}.log", env)
+             for name, port in ports.items()}
+    try:
+        for proc in procs.values():
+            proc.start()
+        for proc in procs.values():
+            proc.wait_ready(90)
+        yield procs
+    finally:
+        for proc in procs.values():
+            proc.stop()
 
 
 def table_events(bootstrap: str, tables: set[str]) -> dict[str, list]:

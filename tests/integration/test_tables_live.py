@@ -18,8 +18,6 @@ import httpx
 import pytest
 
 from services.dealer_event.refusals import CODES
-from services.infra import topic_admin
-from services.infra.processes import ServiceProcess
 from services.table_simulator.driver import SimConfig
 from services.table_simulator.run import run_tables
 from shared.cards import parse_card, parse_cards
@@ -38,12 +36,11 @@ from shared.events.inputs import (
 from shared.profile import list_profiles, load_profile
 from shared.rounds import cards_needed, evaluate_round
 from shared.shoe import Shoe
-from shared.topics import topic_catalogue
-from tests.conftest import free_port
 from tests.integration.tables_live_support import (
     HandDriver,
     rejections,
     results,
+    running_services,
     table_events,
     wait_for_results,
 )
@@ -55,28 +52,10 @@ BETTING_WINDOW_S = 2
 
 @pytest.fixture(scope="module")
 def services(kafka_bootstrap, tmp_path_factory):
-    admin = topic_admin.admin_client(kafka_bootstrap)
-    topic_admin.apply(admin, topic_catalogue())
-    admin.close()
     home: Path = tmp_path_factory.mktemp("croupier-home")
-    ports = {"dealer-event": free_port(), "game-evaluation": free_port()}
-    env = {
-        "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap, "CROUPIER_HOME": str(home),
-        "CROUPIER_DEALER_EVENT_PORT": str(ports["dealer-event"]),
-        "CROUPIER_GAME_EVALUATION_PORT": str(ports["game-evaluation"]),
-        "CROUPIER_BETTING_WINDOW_SECONDS": str(BETTING_WINDOW_S),
-    }
-    procs = {name: ServiceProcess(name, port, home / "logs" / f"{name}.log", env)
-             for name, port in ports.items()}
-    try:
-        for proc in procs.values():
-            proc.start()
-        for proc in procs.values():
-            proc.wait_ready(90)
+    with running_services(kafka_bootstrap, home, ["dealer-event", "game-evaluation"],
+                          CROUPIER_BETTING_WINDOW_SECONDS=str(BETTING_WINDOW_S)) as procs:
         yield procs
-    finally:
-        for proc in procs.values():
-            proc.stop()
 
 
 def _table(prefix: str) -> str:

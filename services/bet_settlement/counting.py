@@ -1,0 +1,105 @@
+"""bet-settlement's metrics: what one state transition newly decided, counted once.
+
+A redelivered record makes intake re-publish what was decided the first time; those
+replays are not new decisions and are not counted. `fresh` compares the round's state
+before the transition with the records the transition published: a decision is new
+unless the state already held that very record; a settlement is new unless the state
+already held a settlement for that bet.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from services.bet_settlement.intake import RoundState
+from services.infra import metrics
+from shared.bets import GAME_RULES
+from shared.events.bet_events import BetAccepted, BetRejected, BetSettled
+from shared.profile import list_profiles, load_profile
+from shared.rtp import exact_rtp
+
+KNOWN_BETS = frozenset(bet for rules in GAME_RULES.values() for bet in rules)
+REJECTION_REASONS = (
+    "unknown_round", "round_closed", "duplicate_bet_id", "unknown_profile", "unknown_bet",
+    "bet_not_offered", "bad_position", "below_minimum", "above_maximum", "wrong_game",
+    "bad_stake", "malformed_bet",
+)
+
+
+@dataclass(frozen=True)
+class Fresh:
+    profile: str
+    decisions: list[BetAccepted | BetRejected] = field(default_factory=list)
+    settlements: list[BetSettled] = field(default_factory=list)
+
+
+def fresh(before: RoundState | None, after: RoundState, published: Iterable[BaseModel]
+          ) -> Fresh:
+    """The decisions and settlements among `published` that `before` did not hold."""
+    decided = before.decisions if before else {}
+    settled = before.settlements if before else {}
+    out = Fresh(profile=after.profile or metrics.OTHER)
+    for record in published:
+        if isinstance(record, BetAccepted | BetRejected) and decided.get(record.bet_id) != record:
+            out.decisions.append(record)
+        elif isinstance(record, BetSettled) and record.bet_id not in settled:
+            out.settlements.append(record)
+    return out
+
+
+def bet_label(bet: str) -> str:
+    """Bet types are a fixed set; a made-up name sent by a client is `other`."""
+    return bet if bet in KNOWN_BETS else metrics.OTHER
+
+
+def stake_squared_by_bet(settlements: Iterable[BetSettled]) -> dict[str, int]:
+    """Per bet type, Σ over positions of (the round's total stake on that bet and position)².
+
+    `settlements` are one round's: bets of one type and position win or lose together,
+    so for the standard error of realised RTP they are one bet of their summed stake."""
+    totals: dict[tuple[str, object], int] = {}
+    for s in settlements:
+        if s.outcome != "void_refund":
+            key = (bet_label(s.bet), s.position)
+            totals[key] = totals.get(key, 0) + s.stake
+    squared: dict[str, int] = {}
+    for (bet, _position), stake in totals.items():
+        squared[bet] = squared.get(bet, 0) + stake * stake
+    return squared
+
+
+def record(new: Fresh) -> None:
+    for d in new.decisions:
+        if isinstance(d, BetAccepted):
+            metrics.BETS.labels(bet_label(d.bet), "accepted").inc()
+        else:
+            metrics.BETS.labels(bet_label(d.bet), "rejected").inc()
+            reason = d.reason_code if d.reason_code in REJECTION_REASONS else metrics.OTHER
+            metrics.BET_REJECTIONS.labels(reason).inc()
+    for s in new.settlements:
+        bet = bet_label(s.bet)
+        if s.outcome == "void_refund":
+            metrics.BETS.labels(bet, "voided").inc()
+            continue
+        metrics.BETS.labels(bet, "settled").inc()
+        metrics.SETTLED_STAKE.labels(new.profile, bet).inc(s.stake)
+        metrics.SETTLED_RETURNED.labels(new.profile, bet).inc(s.returned)
+    for bet, squared in stake_squared_by_bet(new.settlements).items():
+        metrics.SETTLED_STAKE_SQUARED.labels(new.profile, bet).inc(squared)
+
+
+def init_metrics() -> None:
+    """Exact RTP and variance of every profile's bets, and every known series at 0."""
+    metrics.init_series(metrics.BETS, sorted(KNOWN_BETS), metrics.BET_STATES)
+    metrics.init_series(metrics.BET_REJECTIONS, REJECTION_REASONS)
+    for name in list_profiles():
+        report = exact_rtp(load_profile(name))
+        for bet, odds in report.bets.items():
+            metrics.EXACT_RTP.labels(name, bet).set(float(odds.rtp))
+            metrics.EXACT_VARIANCE.labels(name, bet).set(float(odds.variance))
+            for counter in (metrics.SETTLED_STAKE, metrics.SETTLED_RETURNED,
+                            metrics.SETTLED_STAKE_SQUARED):
+                counter.labels(name, bet)

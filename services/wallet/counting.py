@@ -1,0 +1,56 @@
+"""The wallet's metrics: money moved (new transactions only), the house result, the
+round latencies and invariant breaches, from what one command did."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from services.infra import metrics
+from services.wallet.commands import EndBet, Envelope
+from services.wallet.handlers import Outcome
+
+HOUSE_SIGN = {"stake_debit": 1, "payout": -1, "bet_refund": -1}  # deposits move no house money
+DOOR_REASONS = (  # services.wallet.rounds_view.check_bet's codes, then the rule engine's
+    "unknown_table", "unknown_round", "round_closed", "unknown_profile", "currency_mismatch",
+    "bet_not_offered", "bad_position", "below_minimum", "above_maximum", "wrong_game",
+    "bad_stake", "malformed_bet",
+)
+
+
+def refused_at_the_door(code: str) -> None:
+    """A bet the wallet refused before debiting it (it never reaches bet-settlement)."""
+    metrics.WALLET_BETS_REFUSED.labels(code if code in DOOR_REASONS else metrics.OTHER).inc()
+
+
+def init_metrics() -> None:
+    metrics.init_series(metrics.WALLET_BETS_REFUSED, DOOR_REASONS)
+
+
+def record(env: Envelope, outcome: Outcome) -> None:
+    """Count a command once it is applied (a duplicate carries no new transaction)."""
+    metrics.WALLET_COMMANDS.labels(env.command.type, str(outcome.answer.status)).inc()
+    for tx in outcome.txs:
+        metrics.MONEY.labels(tx.kind, tx.currency).inc(tx.amount)
+        if tx.kind in HOUSE_SIGN:
+            metrics.HOUSE_RESULT.labels(tx.currency).inc(HOUSE_SIGN[tx.kind] * tx.amount)
+    if outcome.breach is not None:
+        metrics.breach(outcome.breach)
+
+
+def round_latencies(cmd: object, outcome: Outcome, now: datetime
+                    ) -> tuple[float | None, float | None]:
+    """(settlement, end-to-end) seconds when this command ended the round's marked bet
+    for the first time; None where there is nothing to observe."""
+    if not (isinstance(cmd, EndBet) and cmd.last_of_round and outcome.ended_now):
+        return None, None
+    settle = (now - cmd.result_at).total_seconds() if cmd.result_at else None
+    e2e = (now - cmd.last_card_at).total_seconds() if cmd.last_card_at else None
+    return settle, e2e
+
+
+def observe_latency(cmd: object, outcome: Outcome, now: datetime) -> None:
+    settle, e2e = round_latencies(cmd, outcome, now)
+    if settle is not None:
+        metrics.SETTLEMENT_LATENCY.observe(max(0.0, settle))
+    if e2e is not None:
+        metrics.END_TO_END_LATENCY.observe(max(0.0, e2e))
