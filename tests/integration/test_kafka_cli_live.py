@@ -25,7 +25,8 @@ def croupier(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
 def _local_env(home: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "KAFKA_BOOTSTRAP_SERVERS"}
     env.update(CROUPIER_HOME=str(home), CROUPIER_KAFKA_PORT=str(free_port()),
-               CROUPIER_KAFKA_CONTROLLER_PORT=str(free_port()), COLUMNS="200")
+               CROUPIER_KAFKA_CONTROLLER_PORT=str(free_port()),
+               CROUPIER_KAFKA_METRICS_PORT=str(free_port()), COLUMNS="200")
     return env
 
 

@@ -38,10 +38,14 @@ def recorded(kafka_bootstrap):
     topic_admin.apply(admin, topic_catalogue())
     admin.close()
     run = uuid.uuid4().hex[:6]
-    now = datetime.now(UTC).replace(microsecond=0)
-    others = [RecordedRound(table_id=f"X{run}-{i}", round_id=f"R{i}", t0=now - timedelta(minutes=20 - i),
+    # records are stamped in the order they are appended, as the services' are (a back-dated
+    # record behind newer ones is not what a live log holds)
+    now = datetime.now(UTC)
+    others = [RecordedRound(table_id=f"X{run}-{i}", round_id=f"R{i}",
+                            t0=now + timedelta(milliseconds=20 * i),
                             bets=((f"x{run}-{i}", f"p{run}", "player", 1000),)) for i in range(6)]
-    target = RecordedRound(table_id=f"T{run}", round_id=f"R-{run}", t0=now - timedelta(minutes=10),
+    target = RecordedRound(table_id=f"T{run}", round_id=f"R-{run}",
+                           t0=now + timedelta(milliseconds=70),
                            bets=((f"b1-{run}", f"alice-{run}", "banker", 1_000),
                                  (f"b2-{run}", f"alice-{run}", "player", 500),
                                  (f"b3-{run}", f"bob-{run}", "fortune_six", 100)))
