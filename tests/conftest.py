@@ -3,6 +3,7 @@ named by KAFKA_BOOTSTRAP_SERVERS if set, otherwise one local broker per test run
 
 from __future__ import annotations
 
+import hashlib
 import os
 import socket
 from collections.abc import Iterator
@@ -12,6 +13,12 @@ import pytest
 
 from services.infra.local_broker import LocalBroker
 from services.infra.settings import Settings
+
+
+def instance_for(home: Path) -> str:
+    """A platform instance per state directory: its own consumer groups and private topics,
+    so test platforms sharing the session broker never join each other's groups."""
+    return "t" + hashlib.sha256(str(home).encode()).hexdigest()[:10]
 
 
 def free_port() -> int:

@@ -14,7 +14,7 @@ from services.infra.settings import Settings
 from shared.topics import topic_catalogue
 
 # settings every service process must share with the demo driver
-SHARED_ENV = ("home", "kafka_bootstrap_servers", "dealer_event_port", "game_evaluation_port",
+SHARED_ENV = ("instance", "home", "kafka_bootstrap_servers", "dealer_event_port", "game_evaluation_port",
               "bet_settlement_port", "wallet_port", "table_signing_secret", "operator_token",
               "player_token_secret", "betting_window_seconds", "topic_partitions", "retention_ms")
 

@@ -46,7 +46,7 @@ def make_app(service: str, settings: Settings | None = None, *, persistent: bool
         value_serializer="raw",
     )
     config.update(overrides)
-    return faust.App(f"croupier-{service}", **config)
+    return faust.App(f"{settings.instance}-{service}", **config)
 
 
 def topic(app: faust.App, name: str) -> faust.TopicT:

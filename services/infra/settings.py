@@ -30,6 +30,9 @@ class Settings(BaseSettings):
         default=Path.home() / ".cache" / "croupier",
         description="Per-machine cache for the broker's jars (downloaded once).",
     )
+    instance: str = Field(default="croupier", pattern=r"^[a-z0-9-]+$", description=(
+        "Prefix of the services' consumer groups and private topics: two platforms on one "
+        "cluster (say, test runs) must use different instances."))
     kafka_port: int = 19092
     kafka_controller_port: int = 19093
     kafka_heap: str = "1g"

@@ -51,7 +51,7 @@ accounts = app.Table("accounts", **_tables)
 transactions = app.Table("transactions", **_tables)  # "<player>:<seq>" -> tx
 table_views = app.Table("table-views", **_tables)
 
-COMMANDS_TOPIC = "croupier-wallet-commands"
+COMMANDS_TOPIC = f"{settings.instance}-wallet-commands"
 commands_topic = app.topic(COMMANDS_TOPIC, key_type=bytes, value_type=bytes,
                            internal=True, partitions=settings.topic_partitions)
 out_topics = {name: topic(app, name) for name in ("wallet.transactions", "bets.placed")}

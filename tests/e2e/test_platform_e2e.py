@@ -20,7 +20,7 @@ from services.infra.settings import Settings
 from services.operator.rebuild import rebuild
 from services.operator.wallet_client import live_balances
 from shared.profile import list_profiles
-from tests.conftest import free_port
+from tests.conftest import free_port, instance_for
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _settings(kafka_bootstrap: str, home: Path) -> Settings:
     return Settings(kafka_bootstrap_servers=kafka_bootstrap, home=home,
+                    instance=instance_for(home),
                     dealer_event_port=free_port(), game_evaluation_port=free_port(),
                     bet_settlement_port=free_port(), wallet_port=free_port(),
                     betting_window_seconds=60)

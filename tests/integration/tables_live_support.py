@@ -21,7 +21,7 @@ from shared.events.rejections import InputRefused
 from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
 from shared.topics import topic_catalogue
-from tests.conftest import free_port
+from tests.conftest import free_port, instance_for
 
 
 def port_setting(service: str) -> str:
@@ -37,7 +37,8 @@ def running_services(bootstrap: str, home: Path, names: list[str], **env: str
     topic_admin.apply(admin, topic_catalogue())
     admin.close()
     ports = {name: free_port() for name in names}
-    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CROUPIER_HOME": str(home), **env,
+    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CROUPIER_HOME": str(home),
+           "CROUPIER_INSTANCE": instance_for(home), **env,
            **{port_setting(name): str(port) for name, port in ports.items()}}
     procs = {name: ServiceProcess(name, port, home / "logs" / f"{name}.log", env)
              for name, port in ports.items()}

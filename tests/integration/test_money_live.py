@@ -21,7 +21,7 @@ from shared.events.results import RoundResultPublished
 from shared.profile import load_profile
 from shared.settlement import Bet, settle
 from shared.topics import topic_catalogue
-from tests.conftest import free_port
+from tests.conftest import free_port, instance_for
 from tests.integration.money_support import ScriptedTable, read_topic
 
 pytestmark = pytest.mark.kafka
@@ -41,6 +41,7 @@ def wait_for(check: Callable[[], bool], what: str, timeout_s: float = 30.0) -> N
 class Platform:
     def __init__(self, bootstrap: str, home, wallet_port: int, settlement_port: int) -> None:
         env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CROUPIER_HOME": str(home),
+               "CROUPIER_INSTANCE": instance_for(home),
                "CROUPIER_WALLET_PORT": str(wallet_port),
                "CROUPIER_BET_SETTLEMENT_PORT": str(settlement_port)}
         self.bootstrap = bootstrap
