@@ -6,6 +6,7 @@ from services.cli import (
     demo_cmd,
     evaluate_cmd,
     kafka_cmd,
+    operator_api_cmd,
     rebuild_cmd,
     replay_cmd,
     rtp_cmd,
@@ -32,3 +33,4 @@ simulate_table_cmd.register(app)
 simulate_players_cmd.register(app)
 demo_cmd.register(app)
 rebuild_cmd.register(app)
+operator_api_cmd.register(app)

@@ -41,6 +41,7 @@ class Settings(BaseSettings):
     game_evaluation_port: int = 8102
     bet_settlement_port: int = 8103
     wallet_port: int = 8104
+    operator_api_port: int = Field(default=8105, description="Replay reports over HTTP.")
     web_bind: str = Field(default="127.0.0.1", description="Address the services' HTTP servers "
                           "bind; 0.0.0.0 in containers so Prometheus can scrape them.")
     kafka_metrics_port: int = Field(default=19094, description="The local broker's Prometheus "

@@ -7,15 +7,21 @@ import json
 import os
 import subprocess
 import sys
+import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 from kafka import KafkaProducer
 
 from services.infra import topic_admin
+from services.infra.ops_screenshot import PNG_MAGIC, chromium_binary, screenshot
+from services.infra.settings import Settings
+from services.wallet.auth import Authenticator
 from shared.topics import topic_catalogue
+from tests.conftest import free_port
 from tests.round_builder import RecordedRound
 
 pytestmark = pytest.mark.kafka
@@ -107,3 +113,55 @@ def test_complaints_missing_fields_and_late_filing(kafka_bootstrap, recorded):
     overridden = croupier(kafka_bootstrap, *_args(recorded, *complaint, "--override", "regulator asked"))
     assert overridden.returncode == 0, overridden.stderr
     assert "overridden by operator: regulator asked" in overridden.stdout
+
+
+@pytest.mark.skipif(chromium_binary() is None, reason="chromium not installed (make test does)")
+def test_html_report_opens_in_chromium(kafka_bootstrap, recorded, tmp_path):
+    page = tmp_path / "round.html"
+    done = croupier(kafka_bootstrap, *_args(recorded, "--format", "html", "--out", str(page)))
+    assert done.returncode == 0, done.stderr
+    png = tmp_path / "round.png"
+    screenshot(page.as_uri(), png, height=1200)
+    assert png.read_bytes()[:8] == PNG_MAGIC and png.stat().st_size > 20_000
+
+
+@pytest.fixture(scope="module")
+def operator_api(kafka_bootstrap):
+    port = free_port()
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    proc = subprocess.Popen([sys.executable, "-m", "services.cli", "operator-api", "--port",
+                             str(port)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_operator_endpoint_serves_reports_to_operators_only(operator_api, recorded):
+    settings = Settings()
+    path = f"{operator_api}/rounds/{recorded.table_id}/{recorded.round_id}/report"
+    params = {"at": recorded.t0.isoformat()}
+    assert httpx.get(path, params=params).status_code == 401
+    player = Authenticator(settings.player_token_secret, settings.operator_token)
+    as_player = {"Authorization": f"Bearer {player.player_token('alice')}"}
+    assert httpx.get(path, params=params, headers=as_player).status_code == 403
+    assert httpx.get(path, params=params, headers={"Authorization": "Bearer forged"}
+                     ).status_code == 401
+    operator = {"Authorization": f"Bearer {settings.operator_token}"}
+    for fmt, marker in (("text", "VERDICT: MATCH"), ("json", '"verdict": "MATCH"'),
+                        ("html", "<svg")):
+        answer = httpx.get(path, params={**params, "format": fmt}, headers=operator, timeout=60)
+        assert answer.status_code == 200 and marker in answer.text, answer.text[:300]
+        assert answer.headers["X-Croupier-Verdict"] == "MATCH"
+    missing = httpx.get(f"{operator_api}/rounds/{recorded.table_id}/nope/report", params=params,
+                        headers=operator, timeout=60)
+    assert missing.status_code == 404 and missing.json()["error"]["code"] == "unknown_round"

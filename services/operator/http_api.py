@@ -1,0 +1,80 @@
+"""The operator's HTTP endpoint for replay reports: the same reports as `croupier replay`,
+for operator credentials only.
+
+GET /rounds/{table_id}/{round_id}/report?at=TIME[&player=P][&format=text|json|html]
+    [&complaint_at=TIME&dealer=NAME[&override=REASON]]
+Reading the log is blocking (kafka-python), so each replay runs in a worker thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from aiohttp import web
+
+from services.infra.settings import Settings
+from services.operator.replay_service import ReplayRequest, parse_time, run_replay
+from services.operator.report_render import to_html, to_json, to_text
+from services.operator.round_reader import RoundNotFoundError
+from services.wallet.auth import Authenticator, AuthError
+from shared.complaints import ComplaintError
+
+CONTENT_TYPES = {"text": "text/plain", "json": "application/json", "html": "text/html"}
+
+
+def _problem(status: int, code: str, message: str) -> web.Response:
+    return web.json_response({"error": {"code": code, "message": message}}, status=status)
+
+
+def make_app(settings: Settings) -> web.Application:
+    auth = Authenticator(settings.player_token_secret, settings.operator_token)
+
+    @web.middleware
+    async def operator_only(request: web.Request, handler):
+        """401 without valid credentials; 403 for a player's (valid) token."""
+        if request.path == "/health":
+            return await handler(request)
+        try:
+            auth.require_operator(request.headers.get("Authorization"))
+        except AuthError as exc:
+            return _problem(exc.status, exc.code, exc.message)
+        return await handler(request)
+
+    async def health(request: web.Request) -> web.Response:
+        return web.json_response({"service": "operator-api", "ok": True})
+
+    async def report(request: web.Request) -> web.Response:
+        q = request.query
+        fmt = q.get("format", "text")
+        if fmt not in CONTENT_TYPES:
+            return _problem(422, "bad_format", f"format must be one of {sorted(CONTENT_TYPES)}")
+        try:
+            if "at" not in q and "complaint_at" not in q:
+                raise ValueError("give at=<time of play> so the replay can seek the log by time")
+            replay = ReplayRequest(
+                table_id=request.match_info["table_id"], round_id=request.match_info["round_id"],
+                played_at=parse_time(q["at"]) if "at" in q else None,
+                player_id=q.get("player"), dealer=q.get("dealer"),
+                complaint="complaint_at" in q,
+                filed_at=parse_time(q["complaint_at"]) if "complaint_at" in q else None,
+                override=q.get("override"))
+            if replay.played_at is None:
+                raise ComplaintError("incomplete", "complaint refused: it must name played at")
+            result, notes, _ = await asyncio.to_thread(run_replay, settings.bootstrap_servers,
+                                                       replay)
+        except ComplaintError as exc:
+            return _problem(422, exc.code, str(exc))
+        except RoundNotFoundError as exc:
+            return _problem(404, "unknown_round", str(exc))
+        except ValueError as exc:
+            return _problem(422, "bad_request", str(exc))
+        body = {"text": lambda: to_text(result, notes),
+                "json": lambda: to_json(result, {"notes_extra": notes}),
+                "html": lambda: to_html(result, notes)}[fmt]()
+        return web.Response(text=body, content_type=CONTENT_TYPES[fmt],
+                            headers={"X-Croupier-Verdict": result.verdict})
+
+    app = web.Application(middlewares=[operator_only])
+    app.router.add_get("/health", health)
+    app.router.add_get("/rounds/{table_id}/{round_id}/report", report)
+    return app
