@@ -46,6 +46,25 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         broker.stop()
 
 
+@pytest.fixture(scope="module")
+def platform_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A broker of the module's own for tests that run the services: a platform owns its
+    topics, so two platforms' services must never read each other's records. With
+    KAFKA_BOOTSTRAP_SERVERS set, that cluster is used (give each run a fresh one)."""
+    external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
+    if external:
+        yield external
+        return
+    broker = LocalBroker(data_dir=tmp_path_factory.mktemp("platform-kafka"),
+                         cache_dir=Settings().cache_dir, port=free_port(),
+                         controller_port=free_port())
+    broker.start()
+    try:
+        yield broker.bootstrap
+    finally:
+        broker.stop()
+
+
 @pytest.fixture
 def repo_root() -> Path:
     return Path(__file__).resolve().parents[1]

@@ -19,21 +19,25 @@ from shared.events.table import parse_table_event
 log = logging.getLogger(__name__)
 
 
-class ChainCorrupt(RuntimeError):
-    """The log does not continue a table's chain: an operator must look before play goes on."""
-
-
 def fold_events(states: dict[str, TableState], raws) -> None:
+    """Fold each table's chain. A table whose log does not continue its chain is put out of
+    play (its inputs are refused `chain_corrupt` until an operator has looked); the other
+    tables play on."""
     for raw in raws:
         event = parse_table_event(raw)
         state = states.setdefault(event.table_id, TableState(event.table_id))
+        if state.corrupt:
+            continue
         if event.seq <= state.seq:
             log.warning("table %s: seq %s read again (already at %s); skipped",
                         event.table_id, event.seq, state.seq)
             continue
         if event.seq != state.seq + 1 or event.prev_hash != state.head_hash:
-            raise ChainCorrupt(f"table {event.table_id}: event seq {event.seq} does not "
-                               f"continue seq {state.seq} (hash {state.head_hash[:12]}…)")
+            state.corrupt = (f"event seq {event.seq} does not continue seq {state.seq} "
+                             f"(hash {state.head_hash[:12]}…)")
+            log.error("TABLE OUT OF PLAY: table %s: %s; run `croupier replay` on its last "
+                      "round and repair the log before dealing on", event.table_id, state.corrupt)
+            continue
         fold_into(state, event)
 
 

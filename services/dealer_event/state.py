@@ -95,6 +95,7 @@ class TableState:
     round_status: dict[str, str] = field(default_factory=dict)  # round id -> open|completed|voided
     applied_inputs: set[str] = field(default_factory=set)
     refused_inputs: dict[str, str] = field(default_factory=dict)  # input id -> reason code
+    corrupt: str | None = None  # why the log does not continue this table's chain
 
     def copy(self) -> TableState:
         """A copy sharing nothing mutable (cheaper than deepcopy: keys are strings)."""
@@ -115,6 +116,7 @@ class TableState:
             "table_id": self.table_id,
             "seq": self.seq,
             "head_hash": self.head_hash,
+            "corrupt": self.corrupt,
             "shoe": None if shoe is None else {
                 "shoe_id": shoe.shoe_id, "profile": shoe.profile, "decks": shoe.decks,
                 "cards_out": shoe.position, "cards_left": shoe.cards_left,

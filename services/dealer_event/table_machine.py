@@ -81,7 +81,7 @@ class _Emitter:
 def tick(state: TableState, now: datetime) -> Outcome:
     """Close the betting window of a round whose timer ran out."""
     rnd = state.round
-    if rnd is None or rnd.phase != "betting" or now < rnd.betting_closes_at:
+    if state.corrupt or rnd is None or rnd.phase != "betting" or now < rnd.betting_closes_at:
         return Outcome(state)
     em = _Emitter(state.copy(), now, None)
     em.emit(BettingClosed, round_id=rnd.round_id, reason="timer")
@@ -100,6 +100,9 @@ def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfi
     if inp.table_id != state.table_id:
         raise ValueError(f"input for table {inp.table_id} handed to table {state.table_id}")
     refusal = authenticate(inp, config.admission)
+    if refusal is None and state.corrupt:
+        refusal = Refusal("chain_corrupt", f"table {state.table_id} is out of play: its log "
+                                           f"does not continue its hash chain ({state.corrupt})")
     if refusal is None:
         refusal = _already_decided(state, inp) or check_freshness(inp, now, config.admission)
     if refusal is not None:

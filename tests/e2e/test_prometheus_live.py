@@ -35,8 +35,8 @@ KEY_SERIES = {
 
 
 @pytest.fixture(scope="module")
-def observed(kafka_bootstrap, tmp_path_factory):
-    settings = _settings(kafka_bootstrap, tmp_path_factory.mktemp("prom-home"))
+def observed(platform_kafka, tmp_path_factory):
+    settings = _settings(platform_kafka, tmp_path_factory.mktemp("prom-home"))
     ensure_kafka(settings)
     with Stack(settings) as stack:
         targets = {f"croupier-{name}": [stack.url(name).removeprefix("http://")]
@@ -47,7 +47,7 @@ def observed(kafka_bootstrap, tmp_path_factory):
                                 betting_pause=1.5, seed=3)
             run = asyncio.run(play(settings, config, stack.url("dealer-event"),
                                    stack.url("wallet")))
-            wait_until_settled(kafka_bootstrap, run, timeout_s=60)
+            wait_until_settled(platform_kafka, run, timeout_s=60)
             yield prom
 
 

@@ -37,9 +37,9 @@ NOT_FROM_SERVICES = ("up",)
 
 
 @pytest.fixture(scope="module")
-def services(kafka_bootstrap, tmp_path_factory):
+def services(platform_kafka, tmp_path_factory):
     home: Path = tmp_path_factory.mktemp("metrics-home")
-    with running_services(kafka_bootstrap, home, list(SERVICES),
+    with running_services(platform_kafka, home, list(SERVICES),
                           CROUPIER_BETTING_WINDOW_SECONDS="3",
                           CROUPIER_LAG_INTERVAL_SECONDS="1") as procs:
         yield procs

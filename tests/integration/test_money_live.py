@@ -97,11 +97,11 @@ class Platform:
 
 
 @pytest.fixture(scope="module")
-def platform(kafka_bootstrap, tmp_path_factory):
-    admin = topic_admin.admin_client(kafka_bootstrap)
+def platform(platform_kafka, tmp_path_factory):
+    admin = topic_admin.admin_client(platform_kafka)
     topic_admin.apply(admin, topic_catalogue())
     admin.close()
-    p = Platform(kafka_bootstrap, tmp_path_factory.mktemp("money-home"), free_port(),
+    p = Platform(platform_kafka, tmp_path_factory.mktemp("money-home"), free_port(),
                  free_port())
     p.start()
     yield p

@@ -51,9 +51,9 @@ BETTING_WINDOW_S = 2
 
 
 @pytest.fixture(scope="module")
-def services(kafka_bootstrap, tmp_path_factory):
+def services(platform_kafka, tmp_path_factory):
     home: Path = tmp_path_factory.mktemp("croupier-home")
-    with running_services(kafka_bootstrap, home, ["dealer-event", "game-evaluation"],
+    with running_services(platform_kafka, home, ["dealer-event", "game-evaluation"],
                           CROUPIER_BETTING_WINDOW_SECONDS=str(BETTING_WINDOW_S)) as procs:
         yield procs
 
@@ -75,14 +75,14 @@ def _rounds_from_events(events) -> tuple[dict[str, list], set[str], set[str]]:
     return cards, completed, voided
 
 
-def _check_results_match_rules(kafka_bootstrap: str, tables: dict[str, str]) -> int:
-    events = table_events(kafka_bootstrap, set(tables))
+def _check_results_match_rules(platform_kafka: str, tables: dict[str, str]) -> int:
+    events = table_events(platform_kafka, set(tables))
     expected = 0
     for table_id in tables:
         assert verify_chain(events[table_id]) == [], table_id
         assert [e.seq for e in events[table_id]] == list(range(1, len(events[table_id]) + 1))
         expected += sum(e.type == "round_completed" for e in events[table_id])
-    got = wait_for_results(kafka_bootstrap, set(tables), expected)
+    got = wait_for_results(platform_kafka, set(tables), expected)
     by_id = {}
     for result in got:
         assert by_id.setdefault(result.result_id, result) == result, "a redelivery differs"
@@ -97,7 +97,7 @@ def _check_results_match_rules(kafka_bootstrap: str, tables: dict[str, str]) -> 
     return expected
 
 
-def test_every_profile_plays_shoes_and_results_equal_the_rule_engine(services, kafka_bootstrap):
+def test_every_profile_plays_shoes_and_results_equal_the_rule_engine(services, platform_kafka):
     url = services["dealer-event"].base_url
     configs = [
         SimConfig(profile=name, table_id=_table(f"P{i}"), rounds=12, seed=1000 + i,
@@ -117,11 +117,11 @@ def test_every_profile_plays_shoes_and_results_equal_the_rule_engine(services, k
         else:
             assert summary.refused["duplicate_card_in_round"] == 1
     checked = _check_results_match_rules(
-        kafka_bootstrap, {c.table_id: c.profile for c in configs})
+        platform_kafka, {c.table_id: c.profile for c in configs})
     assert checked == sum(s.rounds_completed for s in summaries)
 
 
-def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, kafka_bootstrap):
+def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_kafka):
     bac = HandDriver(services["dealer-event"].base_url, _table("BAD"))
     tf = HandDriver(services["dealer-event"].base_url, _table("BADTF"))
     mk = bac.make.make
@@ -207,19 +207,19 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, kafka_boots
 
     status, body = bac.post(b'{"table_id": "' + bac.table_id.encode() + b'", "command": "x"}')
     assert status == 400 and "command" in body["message"]
-    recorded = rejections(kafka_bootstrap, {bac.table_id, tf.table_id, "unknown"})
+    recorded = rejections(platform_kafka, {bac.table_id, tf.table_id, "unknown"})
     assert set(codes) <= {r.reason_code for r in recorded if bac.table_id in r.raw
                           or r.table_id == tf.table_id}
     assert any(r.reason_code == "malformed_input" and r.table_id == bac.table_id
                for r in recorded), "a readable table id keys the rejection to its table"
     assert all(r.message for r in recorded)
-    _check_results_match_rules(kafka_bootstrap, {bac.table_id: "baccarat-big-small",
+    _check_results_match_rules(platform_kafka, {bac.table_id: "baccarat-big-small",
                                                  tf.table_id: "triple-face-id"})
-    assert {r.round_id for r in results(kafka_bootstrap, {bac.table_id, tf.table_id})} == {
+    assert {r.round_id for r in results(platform_kafka, {bac.table_id, tf.table_id})} == {
         "R1", "R3"}
 
 
-def test_the_betting_timer_closes_the_window(services, kafka_bootstrap):
+def test_the_betting_timer_closes_the_window(services, platform_kafka):
     hand = HandDriver(services["dealer-event"].base_url, _table("TIMER"))
     hand.ok(NewShoe, shoe_id="S1", profile="sbo-super-six")
     hand.ok(OpenRound, round_id="R1", dealer="Ayu")
@@ -229,7 +229,7 @@ def test_the_betting_timer_closes_the_window(services, kafka_bootstrap):
             break
         asyncio.run(asyncio.sleep(0.25))
     assert state["round"]["phase"] == "dealing"
-    closed = [e for e in table_events(kafka_bootstrap, {hand.table_id})[hand.table_id]
+    closed = [e for e in table_events(platform_kafka, {hand.table_id})[hand.table_id]
               if e.type == "betting_closed"]
     assert [e.reason for e in closed] == ["timer"]
     assert closed[0].input_id is None
@@ -251,7 +251,7 @@ def _deal(hand, shoe, round_id, cards, stop_after=None) -> list:
     return cards
 
 
-def test_a_kill_9_of_dealer_event_mid_round_keeps_the_chain_whole(services, kafka_bootstrap):
+def test_a_kill_9_of_dealer_event_mid_round_keeps_the_chain_whole(services, platform_kafka):
     dealer_event = services["dealer-event"]
     hand = HandDriver(dealer_event.base_url, _table("CRASH"))
     import random
@@ -278,15 +278,15 @@ def test_a_kill_9_of_dealer_event_mid_round_keeps_the_chain_whole(services, kafk
     for n in range(4, 6):
         _play(hand, shoe, f"R{n}")
 
-    events = table_events(kafka_bootstrap, {hand.table_id})[hand.table_id]
+    events = table_events(platform_kafka, {hand.table_id})[hand.table_id]
     assert verify_chain(events) == []
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert len({e.event_id for e in events}) == len(events)
-    assert _check_results_match_rules(kafka_bootstrap, {hand.table_id: "sbo-baccarat"}) == 5
+    assert _check_results_match_rules(platform_kafka, {hand.table_id: "sbo-baccarat"}) == 5
 
 
 def test_game_evaluation_restarts_from_its_table_and_publishes_each_result_once(
-        services, kafka_bootstrap):
+        services, platform_kafka):
     import random
 
     evaluation = services["game-evaluation"]
@@ -296,10 +296,10 @@ def test_game_evaluation_restarts_from_its_table_and_publishes_each_result_once(
     hand.ok(NewShoe, shoe_id="S1", profile="sbo-baccarat")
     _play(hand, shoe, "R1")
     cards = _play(hand, shoe, "R2", stop_after=2)
-    assert len(wait_for_results(kafka_bootstrap, {hand.table_id}, 1)) >= 1
+    assert len(wait_for_results(platform_kafka, {hand.table_id}, 1)) >= 1
     evaluation.kill()
     _deal(hand, shoe, "R2", cards)  # completes while game-evaluation is down
     _play(hand, shoe, "R3")
     evaluation.start()
     evaluation.wait_ready(90)
-    assert _check_results_match_rules(kafka_bootstrap, {hand.table_id: "sbo-baccarat"}) == 3
+    assert _check_results_match_rules(platform_kafka, {hand.table_id: "sbo-baccarat"}) == 3

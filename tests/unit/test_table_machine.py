@@ -296,3 +296,22 @@ def test_rebuilding_from_the_log_gives_the_same_state():
     rebuilt.refused_inputs = dict(t.state.refused_inputs)
     assert rebuilt == t.state
     assert t.state.seq == len(t.events)
+
+
+def test_a_table_whose_log_breaks_its_chain_is_out_of_play_and_others_play_on():
+    from services.dealer_event.rebuild import fold_events
+
+    t1, t2 = Table("T1"), Table("T2")
+    for table in (t1, t2):
+        table.ok(NewShoe, shoe_id=f"{table.state.table_id}-S1", profile="sbo-baccarat")
+        table.ok(OpenRound, round_id=f"{table.state.table_id}-R1", dealer="Ayu")
+    foreign = t1.events[1].model_copy(update={"seq": 2, "prev_hash": "f" * 64})  # another writer
+    raws = [e.model_dump_json().encode() for e in (t1.events[0], foreign, *t2.events)]
+    states: dict = {}
+    fold_events(states, raws)
+    assert states["T1"].corrupt and "seq 2" in states["T1"].corrupt
+    assert states["T2"].corrupt is None and states["T2"].seq == len(t2.events)
+    t1.state = states["T1"]
+    assert t1.refused(CloseBetting, round_id="T1-R1") == "chain_corrupt"
+    t2.state = states["T2"]
+    t2.ok(CloseBetting, round_id="T2-R1")
