@@ -12,11 +12,11 @@ import asyncio
 
 from aiohttp import web
 
+from services.infra.auth import Authenticator, AuthError
 from services.infra.settings import Settings
 from services.operator.replay_service import ReplayRequest, parse_time, run_replay
 from services.operator.report_render import to_html, to_json, to_text
 from services.operator.round_reader import RoundNotFoundError
-from services.wallet.auth import Authenticator, AuthError
 from shared.complaints import ComplaintError
 
 CONTENT_TYPES = {"text": "text/plain", "json": "application/json", "html": "text/html"}

@@ -11,6 +11,7 @@ import uuid
 import faust
 from pydantic import BaseModel, ValidationError
 
+from services.infra.auth import Authenticator, AuthError
 from services.wallet import app as w
 from services.wallet import counting
 from services.wallet.api_models import (
@@ -19,7 +20,6 @@ from services.wallet.api_models import (
     PlaceBetRequest,
     openapi,
 )
-from services.wallet.auth import Authenticator, AuthError
 from services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
 from services.wallet.handlers import Answer, account_body, no_account
 from services.wallet.rounds_view import BetRefused, check_bet, current_round_body

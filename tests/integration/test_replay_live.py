@@ -17,9 +17,9 @@ import pytest
 from kafka import KafkaProducer
 
 from services.infra import topic_admin
+from services.infra.auth import Authenticator
 from services.infra.ops_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from services.infra.settings import Settings
-from services.wallet.auth import Authenticator
 from shared.topics import topic_catalogue
 from tests.conftest import free_port
 from tests.round_builder import RecordedRound

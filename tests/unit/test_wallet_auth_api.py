@@ -4,8 +4,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from services.infra.auth import Authenticator, AuthError
 from services.wallet.api_models import ROUTES, openapi
-from services.wallet.auth import Authenticator, AuthError
 from services.wallet.rounds_view import BetRefused, check_bet, current_round_body, fold
 from shared.events.canonical import GENESIS_HASH
 from shared.events.table import BettingClosed, RoundOpened, seal
