@@ -151,8 +151,9 @@ class LocalBroker:
         if (self.data_dir / "kafka-logs" / "meta.properties").exists():
             return
         cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        cmd = self._java(lib, "kafka.tools.StorageTool", "format", "-t", cluster_id,
-                         "-c", str(self.config_file))
+        # "=" form: a base64 id may start with "-", which argparse would take for an option
+        cmd = self._java(lib, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
+                         f"--config={self.config_file}")
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             raise BrokerError(f"formatting Kafka storage failed:\n{done.stdout}{done.stderr}")
