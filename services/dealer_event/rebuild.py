@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import logging
 
-from services.dealer_event.log_reader import read_to_end
 from services.dealer_event.refusals import NOT_A_DECISION
 from services.dealer_event.state import TableState, fold_into
+from services.infra.log_reader import read_to_end
 from shared.events.rejections import InputRefused
 from shared.events.table import parse_table_event
 

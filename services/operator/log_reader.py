@@ -10,10 +10,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from kafka import KafkaConsumer, TopicPartition
 from pydantic import TypeAdapter, ValidationError
 
-from shared.audit import AuditRecord, Books
+from services.infra.log_reader import read_to_end
+from shared.audit import Books
 from shared.events.bet_events import BET_DECISION, BetPlaced, BetSettled
 from shared.events.results import RoundResultPublished
 from shared.events.table import TABLE_EVENT
@@ -50,47 +50,15 @@ class LogRecord:
 
 def read_topic(bootstrap: str, topic: str,
                progress: Callable[[int, int], None] | None = None) -> Iterator[LogRecord]:
-    """Every record of `topic` from the start of retention to the current end, partition by
-    partition (order within a partition is the log's order)."""
+    """Every record of `topic` from the start of retention to the current end, parsed into
+    its contract (order within a partition is the log's)."""
     parse = PARSERS[topic]
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             group_id=None, consumer_timeout_ms=10_000)
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic)
-                                                                 or ())]
-        if not partitions:
-            return
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        begin = consumer.beginning_offsets(partitions)
-        end = consumer.end_offsets(partitions)
-        total = sum(end[tp] - begin[tp] for tp in partitions)
-        done = 0
-        for tp in partitions:
-            if end[tp] <= begin[tp]:
-                continue
-            consumer.assign([tp])
-            consumer.seek(tp, begin[tp])
-            position = begin[tp]
-            while position < end[tp]:
-                batch = consumer.poll(timeout_ms=5000, max_records=2000).get(tp, [])
-                if not batch:
-                    raise TimeoutError(f"{topic}[{tp.partition}] stalled at offset {position} "
-                                       f"of {end[tp]}")
-                for rec in batch:
-                    if rec.offset >= end[tp]:
-                        break
-                    try:
-                        value = parse(rec.value)
-                    except ValidationError as exc:
-                        value = Unparsed(topic, rec.partition, rec.offset, str(exc)[:500])
-                    yield LogRecord(topic, rec.partition, rec.offset, rec.timestamp, value)
-                    position = rec.offset + 1
-                    done += 1
-                if progress:
-                    progress(done, total)
-    finally:
-        consumer.close()
+    for rec in read_to_end(bootstrap, topic, progress):
+        try:
+            value = parse(rec.value)
+        except ValidationError as exc:
+            value = Unparsed(topic, rec.partition, rec.offset, str(exc)[:500])
+        yield LogRecord(topic, rec.partition, rec.offset, rec.timestamp, value)
 
 
 def read_books(bootstrap: str, progress: Callable[[str, int, int], None] | None = None
@@ -107,5 +75,3 @@ def read_books(bootstrap: str, progress: Callable[[str, int, int], None] | None 
                 books.add(rec.value)
     return books, unparsed
 
-
-__all__ = ["AuditRecord", "LogRecord", "Unparsed", "read_books", "read_topic"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import random
-import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 
+from services.infra.log_reader import read_to_end
 from shared.events.canonical import GENESIS_HASH
 from shared.events.results import RoundResultPublished, result_id
 from shared.events.table import (
@@ -85,23 +85,6 @@ class ScriptedTable:
                   reason_text="two cards dealt at once", supervisor="Sam")
 
 
-def read_topic(bootstrap: str, name: str, timeout_s: float = 10.0) -> list[dict]:
+def read_topic(bootstrap: str, name: str) -> list[dict]:
     """Every record of a topic, from the beginning up to its current end, as dicts."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             group_id=None)
-    try:
-        partitions = [TopicPartition(name, p) for p in consumer.partitions_for_topic(name)]
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        ends = consumer.end_offsets(partitions)
-        records = []
-        deadline = time.monotonic() + timeout_s
-        while any(consumer.position(tp) < ends[tp] for tp in partitions):
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"could not read {name} to its end")
-            for batch in consumer.poll(timeout_ms=200).values():
-                records += [json.loads(r.value) for r in batch if r.offset < ends[
-                    TopicPartition(r.topic, r.partition)]]
-        return records
-    finally:
-        consumer.close()
+    return [json.loads(r.value) for r in read_to_end(bootstrap, name)]

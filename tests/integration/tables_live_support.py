@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 
-from services.dealer_event.log_reader import read_to_end
 from services.infra import topic_admin
+from services.infra.log_reader import read_to_end
 from services.infra.processes import ServiceProcess
 from services.infra.settings import Settings
 from services.infra.table_keys import table_key

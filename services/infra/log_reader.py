@@ -1,0 +1,58 @@
+"""Read a topic from the start of retention to the end offsets it had when the read started.
+
+The one way the platform reads a whole topic: dealer-event rebuilding its table
+states before it takes any input, the audit and `croupier rebuild`, and tests
+reading back what the services wrote. Order within a partition is the log's.
+kafka-python, blocking: callers on an event loop run it in a thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.consumer.fetcher import ConsumerRecord
+
+
+class LogReadError(RuntimeError):
+    pass
+
+
+def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None] | None = None,
+                stall_s: float = 30.0) -> Iterator[ConsumerRecord]:
+    """Every record of `topic` up to its current end. `progress(done, total)` is told after
+    each batch; a read that makes no progress for `stall_s` seconds fails (a long log is
+    fine, a stuck one is not)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                             group_id=None, client_id="croupier-log-reader")
+    try:
+        partitions = consumer.partitions_for_topic(topic)
+        if not partitions:
+            raise LogReadError(f"topic {topic} does not exist; run `croupier topics apply`")
+        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        begins = consumer.beginning_offsets(tps)
+        ends = consumer.end_offsets(tps)
+        total = sum(ends[tp] - begins[tp] for tp in tps)
+        pending = {tp for tp in tps if ends[tp] > begins[tp]}
+        done = 0
+        last_progress = time.monotonic()
+        while pending:
+            if time.monotonic() - last_progress > stall_s:
+                raise LogReadError(f"reading {topic} stalled for {stall_s:.0f} s "
+                                   f"at {done} of {total} records")
+            for tp, records in consumer.poll(timeout_ms=500, max_records=2000).items():
+                for record in records:
+                    if record.offset < ends[tp]:
+                        done += 1
+                        last_progress = time.monotonic()
+                        yield record
+            if progress:
+                progress(done, total)
+            for tp in list(pending):
+                if consumer.position(tp) >= ends[tp]:
+                    pending.discard(tp)
+    finally:
+        consumer.close()
