@@ -35,22 +35,14 @@ def replay(
     out: Path = typer.Option(None, help="Write the report to this file instead of stdout."),
 ) -> None:
     """Replay a round: verify the hash chain, recompute result and settlements, compare."""
-    from services.operator.replay_service import ReplayRequest, parse_time, run_replay
+    from services.operator.replay_service import ReplayRequest, run_replay
     from services.operator.report_render import to_html, to_json, to_text
     from services.operator.round_reader import RoundNotFoundError
     from shared.complaints import ComplaintError
 
     try:
-        if at is None and complaint_at is None:
-            raise ValueError("give --at (the time of play) so the replay can seek the log by time")
-        request = ReplayRequest(
-            table_id=table, round_id=round_id, played_at=parse_time(at) if at else None,
-            player_id=player, dealer=dealer, complaint=complaint_at is not None,
-            filed_at=parse_time(complaint_at) if complaint_at else None, override=override)
-        if request.played_at is None:
-            from shared.complaints import complaint_from
-            complaint_from({"player_id": player, "played_at": None, "dealer": dealer,
-                            "table_id": table, "round_id": round_id}, request.filed_at)
+        request = ReplayRequest.from_text(table, round_id, at, player, dealer, complaint_at,
+                                          override)
         report, notes, _ = run_replay(get_settings().bootstrap_servers, request)
     except (ComplaintError, RoundNotFoundError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -14,7 +14,7 @@ from aiohttp import web
 
 from services.infra.auth import Authenticator, AuthError
 from services.infra.settings import Settings
-from services.operator.replay_service import ReplayRequest, parse_time, run_replay
+from services.operator.replay_service import ReplayRequest, run_replay
 from services.operator.report_render import to_html, to_json, to_text
 from services.operator.round_reader import RoundNotFoundError
 from shared.complaints import ComplaintError
@@ -49,17 +49,9 @@ def make_app(settings: Settings) -> web.Application:
         if fmt not in CONTENT_TYPES:
             return _problem(422, "bad_format", f"format must be one of {sorted(CONTENT_TYPES)}")
         try:
-            if "at" not in q and "complaint_at" not in q:
-                raise ValueError("give at=<time of play> so the replay can seek the log by time")
-            replay = ReplayRequest(
-                table_id=request.match_info["table_id"], round_id=request.match_info["round_id"],
-                played_at=parse_time(q["at"]) if "at" in q else None,
-                player_id=q.get("player"), dealer=q.get("dealer"),
-                complaint="complaint_at" in q,
-                filed_at=parse_time(q["complaint_at"]) if "complaint_at" in q else None,
-                override=q.get("override"))
-            if replay.played_at is None:
-                raise ComplaintError("incomplete", "complaint refused: it must name played at")
+            replay = ReplayRequest.from_text(
+                request.match_info["table_id"], request.match_info["round_id"], q.get("at"),
+                q.get("player"), q.get("dealer"), q.get("complaint_at"), q.get("override"))
             result, notes, _ = await asyncio.to_thread(run_replay, settings.bootstrap_servers,
                                                        replay)
         except ComplaintError as exc:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from services.operator.round_reader import RoundReader
-from shared.complaints import check_window, complaint_from
+from shared.complaints import Complaint, check_window, complaint_from
 from shared.replay import ReplayReport, replay_round
 
 
@@ -19,10 +19,26 @@ class ReplayRequest:
     round_id: str
     played_at: datetime
     player_id: str | None = None
-    dealer: str | None = None
-    complaint: bool = False
-    filed_at: datetime | None = None
-    override: str | None = None
+    complaint: Complaint | None = None
+
+    @classmethod
+    def from_text(cls, table_id: str, round_id: str, at: str | None, player_id: str | None = None,
+                  dealer: str | None = None, complaint_at: str | None = None,
+                  override: str | None = None) -> ReplayRequest:
+        """From what an operator types (CLI flags, query parameters). A complaint (one with
+        `complaint_at`) must name everything RULES §6 asks for, checked before the log is
+        read; a plain replay needs only the time of play."""
+        played_at = parse_time(at) if at else None
+        complaint = None
+        if complaint_at is not None:
+            complaint = complaint_from(
+                {"player_id": player_id, "played_at": played_at, "dealer": dealer,
+                 "table_id": table_id, "round_id": round_id},
+                filed_at=parse_time(complaint_at), override=override)
+        elif played_at is None:
+            raise ValueError("give the time of play (--at / at=) so the replay can seek the log "
+                             "by time")
+        return cls(table_id, round_id, played_at, player_id, complaint)
 
 
 def parse_time(text: str) -> datetime:
@@ -37,12 +53,7 @@ def parse_time(text: str) -> datetime:
 def run_replay(bootstrap: str, request: ReplayRequest) -> tuple[ReplayReport, list[str], int]:
     """The report, the notes to print with it, and how many records were read."""
     notes: list[str] = []
-    complaint = None
-    if request.complaint:
-        complaint = complaint_from(
-            {"player_id": request.player_id, "played_at": request.played_at,
-             "dealer": request.dealer, "table_id": request.table_id, "round_id": request.round_id},
-            filed_at=request.filed_at or datetime.now(UTC), override=request.override)
+    complaint = request.complaint
     reader = RoundReader(bootstrap)
     try:
         records = reader.read_round(request.table_id, request.round_id, request.played_at,
