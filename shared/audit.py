@@ -220,14 +220,6 @@ def _settlements_match_rules(books: Books) -> InvariantCheck:
                           checked=len(books.settled), problems=bad[:20])
 
 
-def _credit_for(books: Books, settlement: BetSettled) -> WalletTransaction | None:
-    for tx in books.txs.values():
-        if tx.kind in ("payout", "bet_refund") and tx.cause_id in (
-                settlement.settlement_id, settlement.bet_id):
-            return tx
-    return None
-
-
 def _wallet_follows_decisions(books: Books) -> InvariantCheck:
     """Each bet debited once for its stake; each rejection refunded, each settlement credited."""
     bad = []

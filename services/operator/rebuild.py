@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
-from services.operator.log_reader import BOOK_TOPICS, Unparsed, read_topic
+from services.operator.log_reader import Unparsed, read_books, read_topic
 from shared.audit import AuditReport, Books, audit
 from shared.events.chain import verify_chain
 from shared.events.table import CardDealt, RoundOpened, RoundVoided, TableEventBase
@@ -82,14 +82,9 @@ def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int |
             continue
         events_by_table[rec.value.table_id].append(rec.value)
         table_events += 1
-    books = Books()
-    for topic in BOOK_TOPICS:
-        step = (lambda d, t, name=topic: progress(name, d, t)) if progress else None
-        for rec in read_topic(bootstrap, topic, step):
-            if isinstance(rec.value, Unparsed):
-                differences.append(f"unreadable record {topic}[{rec.partition}]@{rec.offset}")
-            else:
-                books.add(rec.value)
+    books, unparsed = read_books(bootstrap, progress)
+    differences += [f"unreadable record {u.topic}[{u.partition}]@{u.offset}: {u.error[:120]}"
+                    for u in unparsed]
     recomputed, round_diffs = _rounds_from_table_events(events_by_table, books)
     differences += round_diffs
     report = audit(books)
