@@ -4,32 +4,13 @@ the topic catalogue, and the four services as separate OS processes."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from services.infra import topic_admin
 from services.infra.faust_app import service_port
 from services.infra.local_broker import BrokerError, admin_ready, broker_from_settings
-from services.infra.processes import SERVICES, ServiceProcess
+from services.infra.processes import SERVICES, ServiceProcess, service_env
 from services.infra.settings import Settings
 from shared.topics import topic_catalogue
-
-# settings every service process must share with the demo driver
-SHARED_ENV = ("instance", "home", "kafka_bootstrap_servers", "dealer_event_port", "game_evaluation_port",
-              "bet_settlement_port", "wallet_port", "table_signing_secret", "operator_token",
-              "player_token_secret", "betting_window_seconds", "topic_partitions", "retention_ms")
-
-
-def service_env(settings: Settings) -> dict[str, str]:
-    env = {}
-    for name in SHARED_ENV:
-        value = getattr(settings, name)
-        if value is None:
-            continue
-        key = "KAFKA_BOOTSTRAP_SERVERS" if name == "kafka_bootstrap_servers" else \
-            f"CROUPIER_{name.upper()}"
-        env[key] = str(value.resolve() if isinstance(value, Path) else value)
-    env["KAFKA_BOOTSTRAP_SERVERS"] = settings.bootstrap_servers
-    return env
 
 
 def ensure_kafka(settings: Settings) -> str:

@@ -16,12 +16,33 @@ from pathlib import Path
 
 import httpx
 
+from services.infra.settings import Settings
+
 SERVICES: dict[str, str] = {
     "dealer-event": "services.dealer_event",
     "game-evaluation": "services.game_evaluation",
     "bet-settlement": "services.bet_settlement",
     "wallet": "services.wallet",
 }
+
+
+# settings every service process must share with the demo driver
+SHARED_ENV = ("instance", "home", "kafka_bootstrap_servers", "dealer_event_port", "game_evaluation_port",
+              "bet_settlement_port", "wallet_port", "table_signing_secret", "operator_token",
+              "player_token_secret", "betting_window_seconds", "topic_partitions", "retention_ms")
+
+
+def service_env(settings: Settings) -> dict[str, str]:
+    env = {}
+    for name in SHARED_ENV:
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        key = "KAFKA_BOOTSTRAP_SERVERS" if name == "kafka_bootstrap_servers" else \
+            f"CROUPIER_{name.upper()}"
+        env[key] = str(value.resolve() if isinstance(value, Path) else value)
+    env["KAFKA_BOOTSTRAP_SERVERS"] = settings.bootstrap_servers
+    return env
 
 
 @dataclass

@@ -7,8 +7,7 @@ from contextlib import contextmanager
 
 import httpx
 
-from services.demo.stack import service_env
-from services.infra.processes import ServiceProcess
+from services.infra.processes import ServiceProcess, service_env
 from services.infra.settings import Settings
 
 

@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from services.demo.session import DemoConfig, play
-from services.demo.stack import Stack, ensure_kafka, service_env
+from services.demo.stack import Stack, ensure_kafka
 from services.demo.summary import summarise, wait_until_settled
+from services.infra.processes import service_env
 from services.infra.settings import Settings
 from services.operator.rebuild import rebuild
 from services.operator.wallet_client import live_balances
