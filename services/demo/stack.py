@@ -3,12 +3,13 @@ the topic catalogue, and the four services as separate OS processes."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from services.infra import topic_admin
 from services.infra.faust_app import service_port
 from services.infra.local_broker import BrokerError, admin_ready, broker_from_settings
-from services.infra.processes import SERVICES, ServiceProcess, service_env
+from services.infra.processes import SERVICES, ServiceProcess, service_env, worker_name
 from services.infra.settings import Settings
 from shared.topics import topic_catalogue
 
@@ -28,19 +29,30 @@ def ensure_kafka(settings: Settings) -> str:
     return settings.bootstrap_servers
 
 
+def next_ports(settings: Settings, service: str, worker: int) -> int:
+    """Worker i of a service listens on the service's port + i (as `worker_port` does)."""
+    return service_port(settings, service) + worker
+
+
 @dataclass
 class Stack:
-    """The four services; `start()` waits until every one answers /health."""
+    """The four services, `workers` processes each (named `wallet`, `wallet/1`, ...);
+    `start()` waits until every one answers /health."""
 
     settings: Settings
+    workers: int = 1
+    port_of: Callable[[Settings, str, int], int] = next_ports
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
 
     def start(self, timeout_s: float = 120.0) -> Stack:
         env = service_env(self.settings)
         logs = (self.settings.home / "logs").resolve()
         for name in SERVICES:
-            self.processes[name] = ServiceProcess(name, service_port(self.settings, name),
-                                                  logs / f"{name}.log", env).start()
+            for worker in range(self.workers):
+                label = worker_name(name, worker)
+                self.processes[label] = ServiceProcess(
+                    name, self.port_of(self.settings, name, worker),
+                    logs / f"{label.replace('/', '-')}.log", env, worker=worker).start()
         try:
             for proc in self.processes.values():
                 proc.wait_ready(timeout_s)
@@ -50,7 +62,9 @@ class Stack:
         return self
 
     def url(self, name: str) -> str:
-        return f"http://127.0.0.1:{service_port(self.settings, name)}"
+        """The base URL of a service's first worker (any worker answers for any key)."""
+        return self.processes[name].base_url if name in self.processes else \
+            f"http://127.0.0.1:{service_port(self.settings, name)}"
 
     def stop(self) -> None:
         for proc in reversed(list(self.processes.values())):

@@ -24,10 +24,18 @@ def service_port(settings: Settings, service: str) -> int:
     }[service]
 
 
+def worker_port(settings: Settings, service: str) -> int:
+    """This worker's HTTP port: `web_port` if set, else the service's port + worker id."""
+    if settings.web_port is not None:
+        return settings.web_port
+    return service_port(settings, service) + settings.worker_id
+
+
 def make_app(service: str, settings: Settings | None = None, *, persistent: bool = True,
              **overrides) -> faust.App:
     settings = settings or get_settings()
-    data_dir = (settings.home / service).resolve()
+    # each worker its own store: two rocksdb stores can never share a directory
+    data_dir = (settings.home / service / f"worker-{settings.worker_id}").resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
     config = dict(
         broker=[f"kafka://{host}" for host in settings.bootstrap_servers.split(",")],
@@ -39,8 +47,8 @@ def make_app(service: str, settings: Settings | None = None, *, persistent: bool
         producer_acks=-1,
         consumer_auto_offset_reset="earliest",
         web_bind=settings.web_bind,
-        web_host="127.0.0.1",
-        web_port=service_port(settings, service),
+        web_host=settings.web_host,  # canonical URL: where other workers forward requests
+        web_port=worker_port(settings, service),
         web_in_thread=False,
         key_serializer="raw",
         value_serializer="raw",

@@ -45,13 +45,26 @@ def service_env(settings: Settings) -> dict[str, str]:
     return env
 
 
+def worker_name(service: str, worker: int) -> str:
+    """`wallet` for a service's first worker, `wallet/1`, `wallet/2`, ... for the others."""
+    return service if worker == 0 else f"{service}/{worker}"
+
+
 @dataclass
 class ServiceProcess:
+    """One worker of a service; several workers of one service share its consumer group
+    and split the partitions between them."""
+
     name: str
     port: int
     log_path: Path
     env: dict[str, str] = field(default_factory=dict)
+    worker: int = 0
     proc: subprocess.Popen | None = None
+
+    @property
+    def label(self) -> str:
+        return worker_name(self.name, self.worker)
 
     @property
     def base_url(self) -> str:
@@ -62,7 +75,8 @@ class ServiceProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it
         self.proc = subprocess.Popen(
             [sys.executable, "-m", SERVICES[self.name], "worker", "-l", "info"],
-            env={**os.environ, **self.env}, stdout=log, stderr=subprocess.STDOUT,
+            env={**os.environ, **self.env, "CROUPIER_WORKER_ID": str(self.worker),
+                 "CROUPIER_WEB_PORT": str(self.port)}, stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
             cwd=Path(__file__).resolve().parents[2],
         )

@@ -44,6 +44,14 @@ class Settings(BaseSettings):
     operator_api_port: int = Field(default=8105, description="Replay reports over HTTP.")
     web_bind: str = Field(default="127.0.0.1", description="Address the services' HTTP servers "
                           "bind; 0.0.0.0 in containers so Prometheus can scrape them.")
+    web_host: str = Field(default="127.0.0.1", description="Address the other workers of a "
+                          "service reach this worker's HTTP server at (its container name in "
+                          "compose): requests for a key another worker owns are forwarded there.")
+    worker_id: int = Field(default=0, ge=0, description=(
+        "Which worker of its service this process is (0, 1, ...): its own store directory "
+        "and, unless `web_port` is set, the service port + worker_id."))
+    web_port: int | None = Field(default=None, description="This worker's HTTP port; "
+                                 "default: the service's port + worker_id.")
     kafka_metrics_port: int = Field(default=19094, description="The local broker's Prometheus "
                                     "endpoint (JMX exporter agent).")
     table_signing_secret: str = Field(

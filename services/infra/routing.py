@@ -1,0 +1,71 @@
+"""Send an HTTP request to the worker that owns its key, so a service can run as N workers.
+
+Faust's partition assignor knows, for each partition of every topic the app consumes,
+the canonical URL (`web_host:web_port`) of the worker it is assigned to. A view asks
+`owner_of(app, topic, key)`: None when this worker owns the key's partition (answer
+here), else the owner's URL, and `forward` sends the whole request there (method,
+path, query, headers and body; Faust's own `route_req` drops a POST's body) and
+returns the owner's answer unchanged. A forwarded request that reaches a worker which
+no longer owns the key (a rebalance in between) is answered 503 with Retry-After
+instead of being forwarded again, so a request never loops.
+"""
+
+from __future__ import annotations
+
+import faust
+from yarl import URL
+
+FORWARDED_HEADER = "X-Croupier-Forwarded-By"
+RETRY_AFTER_S = 1
+# hop-by-hop headers (RFC 9110 §7.6.1) and the ones aiohttp recomputes for the new body
+_NOT_FORWARDED = frozenset({"host", "connection", "keep-alive", "transfer-encoding",
+                            "content-length", "upgrade", "te", "trailer",
+                            "proxy-authorization", "proxy-authenticate"})
+
+
+class NoOwner(Exception):
+    """The key's partition has no worker right now (the group is rebalancing)."""
+
+
+def _ident(url: URL) -> tuple[str, int]:
+    return (url.host or "", int(url.port or 80))
+
+
+def owner_of(app: faust.App, topic: faust.TopicT, key: bytes) -> URL | None:
+    """The URL of the worker consuming `key`'s partition of `topic`; None if it is us."""
+    try:
+        url = app.router.external_topic_key_store(topic, key)
+    except KeyError:
+        raise NoOwner(f"no worker owns {topic.get_topic_name()!r} for this key yet") from None
+    return None if _ident(URL(str(url))) == _ident(URL(str(app.conf.canonical_url))) else url
+
+
+def was_forwarded(request: faust.web.Request) -> bool:
+    return FORWARDED_HEADER in request.headers
+
+
+def unavailable(web: faust.web.Web, message: str) -> faust.web.Response:
+    return web.json({"error": {"code": "rebalancing", "message": message}}, status=503,
+                    headers={"Retry-After": str(RETRY_AFTER_S)})
+
+
+async def forward(app: faust.App, owner: URL, request: faust.web.Request,
+                  web: faust.web.Web) -> faust.web.Response:
+    """The owner's answer to the same request, byte for byte."""
+    if was_forwarded(request):
+        return unavailable(web, "the worker this request was sent to no longer owns its key; "
+                                "retry (the same request id is safe)")
+    body = await request.read()
+    headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
+    headers[FORWARDED_HEADER] = str(app.conf.canonical_url)
+    target = request.url.with_scheme(owner.scheme or "http").with_host(
+        owner.host or "127.0.0.1").with_port(owner.port)
+    try:
+        async with app.http_client.request(request.method, target, headers=headers,
+                                           data=body) as response:
+            payload = await response.read()
+            passed = {k: v for k, v in response.headers.items() if k.lower() == "retry-after"}
+            return web.bytes(payload, content_type=response.content_type,
+                             status=response.status, headers=passed or None)
+    except OSError as exc:  # the owner died or is restarting: its partitions move soon
+        return unavailable(web, f"the worker owning this key did not answer ({exc}); retry")
