@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 import httpx
 
+from services.infra.http_retry import with_retry
+
 OTHER_GAME_BET = {"baccarat": "three_knights", "triple_face": "dragon_bonus_player"}
 BAD_KINDS = ("below_minimum", "bet_not_offered", "bad_position", "insufficient_funds",
              "round_closed")
@@ -50,6 +52,11 @@ class PlayerSimulator:
         self.seen_rounds: dict[str, str] = {}  # table -> last round bet on
         self.closed_rounds: dict[str, str] = {}  # table -> a round that is over
 
+    async def _call(self, method: str, url: str, **kwargs) -> httpx.Response:
+        """One request, sent again (same body, same ids) while the wallet fails over."""
+        response, _ = await with_retry(lambda: self.client.request(method, url, **kwargs))
+        return response
+
     @property
     def _operator(self) -> dict:
         return {"Authorization": f"Bearer {self.operator_token}"}
@@ -60,14 +67,14 @@ class PlayerSimulator:
         for i in range(self.players):
             player_id = f"sim-{self.run_id}-{i}"
             deposit = self.deposit if i < self.players - 1 or self.players == 1 else 2_000
-            await self._ok(self.client.post("/accounts", headers=self._operator,
+            await self._ok(self._call("POST", "/accounts", headers=self._operator,
                                              json={"player_id": player_id,
                                                    "currency": self.currency}))
-            await self._ok(self.client.post(f"/accounts/{player_id}/deposits",
+            await self._ok(self._call("POST", f"/accounts/{player_id}/deposits",
                                              headers=self._operator,
                                              json={"request_id": f"seed-{player_id}",
                                                    "amount": deposit}))
-            token = (await self._ok(self.client.post(f"/players/{player_id}/token",
+            token = (await self._ok(self._call("POST", f"/players/{player_id}/token",
                                                      headers=self._operator)))["token"]
             self.roster.append(Player(player_id, token, deposit))
         return self.roster
@@ -79,7 +86,7 @@ class PlayerSimulator:
         return response.json()
 
     async def current_round(self, table_id: str) -> dict | None:
-        response = await self.client.get(f"/tables/{table_id}/current-round")
+        response = await self._call("GET", f"/tables/{table_id}/current-round")
         return response.json() if response.status_code == 200 else None
 
     def _good_bet(self, info: dict) -> dict:
@@ -127,7 +134,7 @@ class PlayerSimulator:
     async def place(self, player: Player, table_id: str, round_id: str, body: dict) -> str:
         payload = {"bet_id": f"{player.player_id}-{uuid.uuid4().hex[:12]}", "table_id": table_id,
                    "round_id": round_id, **body}
-        response = await self.client.post(f"/players/{player.player_id}/bets", json=payload,
+        response = await self._call("POST", f"/players/{player.player_id}/bets", json=payload,
                                           headers={"Authorization": f"Bearer {player.token}"})
         if response.status_code < 300:
             return str(response.status_code)
@@ -155,7 +162,7 @@ class PlayerSimulator:
     async def balances(self) -> dict[str, int]:
         out = {}
         for player in self.roster:
-            r = await self.client.get(f"/players/{player.player_id}/balance",
+            r = await self._call("GET", f"/players/{player.player_id}/balance",
                                       headers={"Authorization": f"Bearer {player.token}"})
             out[player.player_id] = r.json()["balance"]
         return out

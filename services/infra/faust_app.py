@@ -10,6 +10,8 @@ instead of crashing the codec.
 
 from __future__ import annotations
 
+import socket
+
 import faust
 
 from services.infra.settings import Settings, get_settings
@@ -31,6 +33,14 @@ def worker_port(settings: Settings, service: str) -> int:
     return service_port(settings, service) + settings.worker_id
 
 
+def advertised_host(settings: Settings) -> str:
+    """Where the other workers reach this one: `web_host`, or with `auto` this host's own
+    address (a compose replica's container address)."""
+    if settings.web_host != "auto":
+        return settings.web_host
+    return socket.gethostbyname(socket.gethostname())
+
+
 def make_app(service: str, settings: Settings | None = None, *, persistent: bool = True,
              **overrides) -> faust.App:
     settings = settings or get_settings()
@@ -47,7 +57,7 @@ def make_app(service: str, settings: Settings | None = None, *, persistent: bool
         producer_acks=-1,
         consumer_auto_offset_reset="earliest",
         web_bind=settings.web_bind,
-        web_host=settings.web_host,  # canonical URL: where other workers forward requests
+        web_host=advertised_host(settings),  # canonical URL: where other workers forward requests
         web_port=worker_port(settings, service),
         web_in_thread=False,
         key_serializer="raw",

@@ -8,6 +8,7 @@ from typing import Protocol
 
 import httpx
 
+from services.infra.http_retry import with_retry
 from shared.events.inputs import InputBase
 
 
@@ -22,10 +23,17 @@ class HttpTransport:
         self._client = httpx.AsyncClient(base_url=url.rstrip("/"), timeout=timeout_s)
 
     async def send(self, inp: InputBase) -> dict:
-        response = await self._client.post(
-            "/inputs", content=inp.model_dump_json(),
-            headers={"content-type": "application/json"})
-        return response.json()
+        """The decision on `inp`. During a fail-over the same signed input is sent again;
+        if an earlier attempt was applied, the retry is refused `duplicate_input`, which
+        here means accepted (the table moved once)."""
+        body = inp.model_dump_json()
+        response, retries = await with_retry(lambda: self._client.post(
+            "/inputs", content=body, headers={"content-type": "application/json"}))
+        report = response.json()
+        if retries and report.get("reason_code") == "duplicate_input":
+            return {"status": "accepted", "input_id": inp.input_id, "table_id": inp.table_id,
+                    "events": [], "note": "applied by an earlier attempt"}
+        return report
 
     async def close(self) -> None:
         await self._client.aclose()

@@ -44,12 +44,18 @@ def settings_for(service: str, monkeypatch: pytest.MonkeyPatch) -> Settings:
 
 
 def published(service: str) -> dict[int, int]:
-    """{container port: host port}."""
+    """{container port: first host port} (a range `8104-8111` gives each replica one)."""
     ports = {}
     for spec in SERVICES[service].get("ports", []):
         *_, host, container = str(spec).split(":")
-        ports[int(container)] = int(host)
+        ports[int(container)] = int(host.split("-")[0])
     return ports
+
+
+def host_port_range(service: str) -> range:
+    (spec,) = SERVICES[service]["ports"]
+    first, _, last = str(spec).split(":")[1].partition("-")
+    return range(int(first), int(last or first) + 1)
 
 
 def test_the_platform_is_all_there() -> None:
@@ -85,9 +91,21 @@ def test_service_ports_agree_everywhere(service: str, monkeypatch: pytest.Monkey
     assert published(service) == {port: port}
     assert f"127.0.0.1:{port}/health" in " ".join(SERVICES[service]["healthcheck"]["test"])
     prometheus = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.compose.yml").read_text())
-    scraped = {t for job in prometheus["scrape_configs"] for sc in job["static_configs"]
-               for t in sc["targets"]}
-    assert f"{service}:{port}" in scraped
+    scraped = {(name, sd["port"]) for job in prometheus["scrape_configs"]
+               for sd in job.get("dns_sd_configs", []) for name in sd["names"]}
+    assert (service, port) in scraped
+
+
+@pytest.mark.parametrize("service", CROUPIER)
+def test_every_service_scales_to_n_workers(service: str) -> None:
+    """`deploy.replicas` from CROUPIER_<SERVICE>_WORKERS, a host port for each replica, each
+    replica its own store and its own advertised address for forwarded requests."""
+    spec = SERVICES[service]
+    variable = f"CROUPIER_{service.upper().replace('-', '_')}_WORKERS"
+    assert spec["deploy"]["replicas"] == f"${{{variable}:-1}}"
+    assert len(host_port_range(service)) >= 4
+    assert env(service)["CROUPIER_WEB_HOST"] == "auto"
+    assert spec["volumes"] == [env(service)["CROUPIER_HOME"]], "an anonymous volume per replica"
 
 
 @pytest.mark.parametrize("service", CROUPIER)
@@ -159,6 +177,8 @@ def test_no_dependency_cycle() -> None:
 def volume_specs():
     for name, service in SERVICES.items():
         for spec in service.get("volumes", []):
+            if ":" not in spec:  # an anonymous volume: a container path only
+                continue
             source, target, *mode = spec.split(":")
             yield name, source, target, mode
 
@@ -177,13 +197,12 @@ def test_bind_mounts_point_at_files_in_the_repo_read_only() -> None:
         assert mode == ["ro"], f"{name} should mount {source} read-only"
 
 
-def test_each_croupier_service_keeps_its_state_on_its_own_volume() -> None:
-    homes = {}
-    for name, source, target, _ in volume_specs():
-        if name in CROUPIER:
-            assert target == env(name)["CROUPIER_HOME"]
-            homes[name] = source
-    assert len(set(homes.values())) == len(CROUPIER)
+def test_each_croupier_replica_keeps_its_store_on_a_volume_of_its_own() -> None:
+    """Named volumes would be shared by a service's replicas (two rocksdb stores in one
+    directory); an anonymous volume is one per container."""
+    for name in CROUPIER:
+        (volume,) = SERVICES[name]["volumes"]
+        assert ":" not in volume and volume == env(name)["CROUPIER_HOME"]
 
 
 def mount_of(service: str, target_path: str) -> Path:

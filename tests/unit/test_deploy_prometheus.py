@@ -55,7 +55,10 @@ def alerts() -> list[dict]:
 
 
 def targets(config: dict) -> dict[str, list[str]]:
-    return {job["job_name"]: [t for sc in job["static_configs"] for t in sc["targets"]]
+    """job -> its targets: static ones, and `name:port` for each DNS service discovery."""
+    return {job["job_name"]: [t for sc in job.get("static_configs", []) for t in sc["targets"]]
+            + [f"{name}:{sd['port']}" for sd in job.get("dns_sd_configs", [])
+               for name in sd["names"]]
             for job in config["scrape_configs"]}
 
 
@@ -148,7 +151,7 @@ def test_compose_config_is_the_native_one_by_service_name() -> None:
     assert set(native_jobs) == set(compose_jobs)
     for job, (service, _) in SERVICE_JOBS.items():
         port = native_jobs[job][0].rsplit(":", 1)[1]
-        assert compose_jobs[job] == [f"{service}:{port}"]
+        assert compose_jobs[job] == [f"{service}:{port}"], "every replica, by DNS"
     assert compose_jobs["kafka"] == ["kafka:9404"]
 
 
