@@ -33,6 +33,8 @@ def demo(
     betting_pause: float = typer.Option(2.0, help="Seconds the betting window stays open."),
     bets_per_player: int = typer.Option(1, help="Bets each player places on each round."),
     seed: int = typer.Option(7, help="Seed of the shuffles and the players' choices."),
+    workers: int = typer.Option(1, min=1, max=9, help="Workers (processes) per service; "
+                                "worker i listens on the service's port + 100·i."),
     summary_json: Path = typer.Option(None, help="Also write the summary as JSON to this file."),
 ) -> None:
     """Run the platform with simulated tables and players; end with a verified summary."""
@@ -53,7 +55,7 @@ def demo(
                   f"{', '.join(f'{t} ({p})' for t, p in zip(config.tables, names, strict=True))}")
     bootstrap = ensure_kafka(settings)
     console.print(f"kafka ready at {bootstrap}; topics applied")
-    stack = Stack(settings)
+    stack = Stack(settings, workers=workers)
     console.print("starting dealer-event, game-evaluation, bet-settlement, wallet ...")
     with stack:
         for name, proc in stack.processes.items():

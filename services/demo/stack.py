@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from services.infra import topic_admin
-from services.infra.faust_app import service_port
+from services.infra.faust_app import port_of_worker, service_port
 from services.infra.local_broker import BrokerError, admin_ready, broker_from_settings
 from services.infra.processes import SERVICES, ServiceProcess, service_env, worker_name
 from services.infra.settings import Settings
@@ -29,11 +29,6 @@ def ensure_kafka(settings: Settings) -> str:
     return settings.bootstrap_servers
 
 
-def next_ports(settings: Settings, service: str, worker: int) -> int:
-    """Worker i of a service listens on the service's port + i (as `worker_port` does)."""
-    return service_port(settings, service) + worker
-
-
 @dataclass
 class Stack:
     """The four services, `workers` processes each (named `wallet`, `wallet/1`, ...);
@@ -41,7 +36,7 @@ class Stack:
 
     settings: Settings
     workers: int = 1
-    port_of: Callable[[Settings, str, int], int] = next_ports
+    port_of: Callable[[Settings, str, int], int] = port_of_worker
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
 
     def start(self, timeout_s: float = 120.0) -> Stack:

@@ -26,11 +26,19 @@ def service_port(settings: Settings, service: str) -> int:
     }[service]
 
 
+WORKER_PORT_STEP = 100  # worker i of a service: its port + 100·i (8104, 8204, ...)
+
+
+def port_of_worker(settings: Settings, service: str, worker: int) -> int:
+    """The default port of a service's worker i: clear of the other services' ports."""
+    return service_port(settings, service) + WORKER_PORT_STEP * worker
+
+
 def worker_port(settings: Settings, service: str) -> int:
-    """This worker's HTTP port: `web_port` if set, else the service's port + worker id."""
+    """This worker's HTTP port: `web_port` if set, else the default for its worker id."""
     if settings.web_port is not None:
         return settings.web_port
-    return service_port(settings, service) + settings.worker_id
+    return port_of_worker(settings, service, settings.worker_id)
 
 
 def advertised_host(settings: Settings) -> str:

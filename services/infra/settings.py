@@ -49,9 +49,9 @@ class Settings(BaseSettings):
                           "compose): requests for a key another worker owns are forwarded there.")
     worker_id: int = Field(default=0, ge=0, description=(
         "Which worker of its service this process is (0, 1, ...): its own store directory "
-        "and, unless `web_port` is set, the service port + worker_id."))
+        "and, unless `web_port` is set, the service port + 100 * worker_id."))
     web_port: int | None = Field(default=None, description="This worker's HTTP port; "
-                                 "default: the service's port + worker_id.")
+                                 "default: the service's port + 100 * worker_id.")
     kafka_metrics_port: int = Field(default=19094, description="The local broker's Prometheus "
                                     "endpoint (JMX exporter agent).")
     table_signing_secret: str = Field(

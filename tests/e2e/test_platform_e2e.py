@@ -1,6 +1,7 @@
-"""End to end over the real broker: all four services as processes, every shipped profile,
-100+ rounds and 5,000+ bets; then every settlement against the rule engine, every money
-invariant, a replay of a real round in all three formats, and a rebuild against the wallet."""
+"""End to end over the real broker: two workers of each of the four services as processes,
+one worker of each killed (SIGKILL) mid-run, every shipped profile, 100+ rounds and 5,000+
+bets; then every settlement against the rule engine, every money invariant, a replay of a
+real round in all three formats, and a rebuild against the wallet."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pytest
 from services.demo.session import DemoConfig, play
 from services.demo.stack import Stack, ensure_kafka
 from services.demo.summary import summarise, wait_until_settled
-from services.infra.processes import service_env
+from services.infra.faust_app import service_port
+from services.infra.processes import SERVICES, service_env, worker_name
 from services.infra.settings import Settings
 from services.operator.rebuild import rebuild
 from services.operator.wallet_client import live_balances
@@ -25,6 +27,13 @@ from tests.conftest import free_port, instance_for
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[2]
+WORKERS = 2
+KILL_AFTER_S = 25.0  # into the session: tables are dealing and players betting
+KILL_EVERY_S = 4.0  # one service's second worker after another
+
+
+def _port(settings: Settings, service: str, worker: int) -> int:
+    return service_port(settings, service) if worker == 0 else free_port()
 
 
 def _settings(platform_kafka: str, home: Path) -> Settings:
@@ -45,23 +54,45 @@ def croupier(settings: Settings, *args: str) -> subprocess.CompletedProcess:
 def platform(platform_kafka, tmp_path_factory):
     settings = _settings(platform_kafka, tmp_path_factory.mktemp("e2e-home"))
     ensure_kafka(settings)
-    stack = Stack(settings).start()
+    stack = Stack(settings, workers=WORKERS, port_of=_port).start()
     try:
         config = DemoConfig(rounds=17, players=50, profiles=tuple(list_profiles()),
                             betting_pause=3.0, bets_per_player=2, seed=11)
-        run = asyncio.run(play(settings, config, stack.url("dealer-event"), stack.url("wallet")))
+
+        async def play_while_killing():
+            """Tables and players talk to each service's first worker (which forwards to
+            the owner); each service's second worker is killed -9 while they play."""
+            session = asyncio.create_task(play(settings, config, stack.url("dealer-event"),
+                                               stack.url("wallet")))
+            await asyncio.sleep(KILL_AFTER_S)
+            for service in SERVICES:
+                assert not session.done(), "the session ended before the kills"
+                await asyncio.to_thread(stack.processes[worker_name(service, 1)].kill)
+                await asyncio.sleep(KILL_EVERY_S)
+            return await session
+
+        run = asyncio.run(play_while_killing())
         books, mine = wait_until_settled(platform_kafka, run, timeout_s=180)
         wallet = stack.url("wallet")
         rebuilt = rebuild(platform_kafka,
                           lambda ps: live_balances(wallet, settings.operator_token, ps))
         summary = summarise(run, books, mine, {}, rebuild_differences=len(rebuilt.differences))
-        yield settings, run, summary, rebuilt
+        yield settings, run, summary, rebuilt, stack
     finally:
         stack.stop()
 
 
+def test_one_worker_of_each_service_was_killed_and_the_other_carried_on(platform):
+    stack = platform[4]
+    for service in SERVICES:
+        killed = stack.processes[worker_name(service, 1)]
+        survivor = stack.processes[service]
+        assert killed.proc.returncode == -9, (service, killed.proc.returncode)
+        assert survivor.proc.poll() is None, f"{service}'s other worker died too"
+
+
 def test_volume_covers_every_profile(platform):
-    _, run, summary, _ = platform
+    _, run, summary, _ = platform[:4]
     assert summary.rounds >= 100, summary.rounds
     assert summary.bets >= 5_000, summary.bets
     assert set(summary.tables.values()) == set(list_profiles())
@@ -71,7 +102,7 @@ def test_volume_covers_every_profile(platform):
 
 
 def test_every_settlement_and_invariant_holds(platform):
-    _, _, summary, _ = platform
+    _, _, summary, _ = platform[:4]
     failed = [(c.name, c.problems[:5]) for c in summary.invariants if not c.ok]
     assert summary.invariants_ok, failed
     assert summary.bets == summary.bets_settled + summary.bets_voided + summary.bets_rejected
@@ -81,20 +112,20 @@ def test_every_settlement_and_invariant_holds(platform):
 
 
 def test_players_were_refused_for_the_right_reasons(platform):
-    _, run, _, _ = platform
+    _, run, _, _ = platform[:4]
     codes = {code.split(" ", 1)[1] for code in run.answers if " " in code}
     assert {"below_minimum", "bet_not_offered", "bad_position", "insufficient_funds"} <= codes
 
 
 def test_rebuild_from_the_log_equals_the_live_wallet(platform):
-    _, _, _, rebuilt = platform
+    _, _, _, rebuilt = platform[:4]
     assert rebuilt.clean, rebuilt.differences[:10]
     assert rebuilt.rounds_recomputed >= 100
 
 
 @pytest.mark.parametrize("fmt", ["text", "json", "html"])
 def test_the_sample_round_replays_to_match(platform, fmt, tmp_path):
-    settings, _, summary, _ = platform
+    settings, _, summary, _ = platform[:4]
     sample = summary.sample_round
     out = tmp_path / f"report.{fmt}"
     done = croupier(settings, "replay", "--table", sample.table_id, "--round", sample.round_id,
