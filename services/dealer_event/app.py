@@ -1,8 +1,10 @@
 """dealer-event as a Faust worker: `dealer.inputs` in, `table.events` and
 `dealer.rejections` out, an HTTP door for table devices and supervisors.
 
-One worker per deployment (see docs/decisions/tables.md): table states live in
-this process, rebuilt from the log at start, before the first input is decided.
+Several workers share the consumer group and split the partitions of `dealer.inputs`
+(see docs/decisions/tables.md). Each worker holds the states of the tables of its
+partitions, rebuilt from the log after every assignment before any of their inputs is
+decided; the HTTP door forwards a request to the worker that owns the table.
 """
 
 from __future__ import annotations
@@ -13,47 +15,69 @@ import logging
 from services.dealer_event.rebuild import rebuild
 from services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
 from services.infra import observability
+from services.infra.batching import batches, publish_all
 from services.infra.clock import SystemClock
 from services.infra.faust_app import make_app, topic
 from services.infra.settings import get_settings
 
 log = logging.getLogger(__name__)
 
+INPUTS = "dealer.inputs"
+
 settings = get_settings()
-# A short session: after a crash the restarted worker gets its partitions back in
-# seconds instead of waiting a minute for the dead member to time out.
+# A short session: after a crash the other workers (or the restarted one) get its
+# partitions in seconds instead of waiting a minute for the dead member to time out.
 app = make_app("dealer-event", persistent=False, broker_session_timeout=8,
                broker_heartbeat_interval=1)
-inputs_topic = topic(app, "dealer.inputs")
+inputs_topic = topic(app, INPUTS)
 observability.install(app, "dealer-event", settings)
 init_metrics()
 
 
-async def _publish(topic_name: str, key: bytes, value: bytes) -> None:
-    await app.producer.send_and_wait(topic_name, key, value, None, None, None)
+def owned_partitions() -> frozenset[int]:
+    """The partitions of dealer.inputs this worker's consumer is assigned now."""
+    try:
+        assignment = app.consumer.assignment()
+    except Exception:  # consumer not started yet
+        return frozenset()
+    return frozenset(tp.partition for tp in assignment if tp.topic == INPUTS)
 
 
-async def _rebuild():
-    return await asyncio.to_thread(rebuild, settings.bootstrap_servers)
+async def _publish_all(records) -> None:
+    await publish_all(app, records)
 
 
-runtime = DealerRuntime(machine_config(settings), SystemClock(), _publish, _rebuild)
+async def _rebuild(partitions):
+    return await asyncio.to_thread(rebuild, settings.bootstrap_servers, partitions)
 
 
-@app.task
-async def rebuild_on_start() -> None:
-    await runtime.ensure_ready()
+runtime = DealerRuntime(machine_config(settings), SystemClock(), _publish_all, _rebuild,
+                        owned_partitions, joined=False)
+
+
+@app.on_partitions_revoked.connect
+async def drop_tables_on_revoke(sender, revoked, **kwargs) -> None:
+    await runtime.on_revoked()
+
+
+@app.on_partitions_assigned.connect
+async def rebuild_on_assign(sender, assigned, **kwargs) -> None:
+    log.info("assigned partition(s) %s of %s: rebuilding their tables",
+             sorted(owned_partitions()), INPUTS)
+    runtime.on_assigned()
 
 
 @app.agent(inputs_topic, concurrency=1)
 async def dealer_inputs(stream):
-    async for raw in stream:
+    async for events in batches(stream):
+        items = [(event.value, event.message.partition) for event in events]
         while True:
             try:
-                await runtime.handle_raw(raw)
+                await runtime.handle_batch(items)
                 break
             except Exception:  # publish failed: state rebuilds from the log, then retry
-                log.exception("deciding an input failed; retrying after a rebuild")
+                log.exception("deciding %d input(s) failed; retrying after a rebuild",
+                              len(items))
                 await asyncio.sleep(1.0)
 
 
@@ -65,9 +89,17 @@ async def betting_timer() -> None:
         log.exception("closing overdue betting windows failed; next tick retries")
 
 
+def input_partition(table_id: str) -> int | None:
+    """The partition of dealer.inputs (and of table.events) that holds `table_id`."""
+    try:
+        return app.producer.key_partition(INPUTS, table_id.encode()).partition
+    except Exception:  # no metadata yet: the waiter is then answered by decision or timeout
+        return None
+
+
 async def forward(raw: bytes, table_id: str) -> None:
     """The HTTP door puts what it received on `dealer.inputs`, like any device would."""
-    await app.producer.send_and_wait("dealer.inputs", table_id.encode(), raw, None, None, None)
+    await app.producer.send_and_wait(INPUTS, table_id.encode(), raw, None, None, None)
 
 
 from services.dealer_event import views  # noqa: E402,F401  (registers the web routes)

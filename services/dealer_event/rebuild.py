@@ -1,4 +1,7 @@
-"""Rebuild every table's state from the log before dealer-event takes any input.
+"""Rebuild the tables' states from the log before dealer-event takes any input.
+
+A worker rebuilds the tables of the partitions assigned to it, and again after every
+rebalance (see runtime.py).
 
 `table.events` gives the chain head, the shoe, the round and the applied input
 ids; `dealer.rejections` gives the input ids already refused on the table's
@@ -9,6 +12,7 @@ never decided a second time: no gap, no duplicate, no changed verdict.
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterable
 
 from services.dealer_event.refusals import NOT_A_DECISION
 from services.dealer_event.state import TableState, fold_into
@@ -54,9 +58,16 @@ def fold_rejections(states: dict[str, TableState], raws) -> None:
         state.refused_inputs.setdefault(refused.input_id, refused.reason_code)
 
 
-def rebuild(bootstrap: str) -> dict[str, TableState]:
+def rebuild(bootstrap: str, partitions: Iterable[int] | None = None) -> dict[str, TableState]:
+    """The states of the tables in `partitions` of `table.events` / `dealer.rejections` (the
+    partitions of `dealer.inputs` this worker owns: all three topics are keyed by table id
+    with one partition count), or of every table when `partitions` is None."""
+    wanted = None if partitions is None else sorted(set(partitions))
     states: dict[str, TableState] = {}
-    fold_events(states, (r.value for r in read_to_end(bootstrap, "table.events")))
-    fold_rejections(states, (r.value for r in read_to_end(bootstrap, "dealer.rejections")))
-    log.info("rebuilt %d table(s) from the log", len(states))
+    fold_events(states, (r.value for r in read_to_end(bootstrap, "table.events",
+                                                      partitions=wanted)))
+    fold_rejections(states, (r.value for r in read_to_end(bootstrap, "dealer.rejections",
+                                                          partitions=wanted)))
+    log.info("rebuilt %d table(s) of partition(s) %s from the log", len(states),
+             "all" if wanted is None else wanted)
     return states

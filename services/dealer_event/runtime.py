@@ -1,23 +1,32 @@
-"""The worker's side of dealer-event: table states in memory, decisions published to Kafka.
+"""The worker's side of dealer-event: the states of the tables it owns in memory,
+decisions published to Kafka in batches.
 
-One lock serialises every decision (inputs and the betting timer), so a table's
-events are sealed and published strictly in order. Each event is acknowledged by
-the broker before the in-memory state moves on; if a publish fails, the state is
-rebuilt from the log before the next decision (the log is the source of truth).
+A worker owns the tables of the partitions of `dealer.inputs` assigned to it
+(`dealer.inputs`, `table.events` and `dealer.rejections` are all keyed by table id with
+one partition count). After every assignment it rebuilds exactly those tables from
+`table.events` and `dealer.rejections`, dropping the others, and decides nothing until
+that rebuild is done; on revocation it drops every table before the partitions go.
+
+One lock serialises every decision (input batches and the betting timer). A batch is
+decided in order, each table's state moving in memory as it goes; every resulting
+event and rejection is then published and the acks awaited together, and only then
+are the new states adopted and the HTTP waiters answered. If the publish fails, the
+states are rebuilt from the log (the source of truth) before anything is decided again.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
 from datetime import timedelta
 
 from services.dealer_event.admission import AdmissionPolicy
 from services.dealer_event.intake import Parsed, make_rejection, parse_raw
 from services.dealer_event.refusals import Refusal
 from services.dealer_event.state import TableState
-from services.dealer_event.table_machine import MachineConfig, Outcome, step, tick
+from services.dealer_event.table_machine import MachineConfig, step, tick
 from services.infra import metrics
 from services.infra.clock import Clock
 from services.infra.settings import Settings
@@ -33,8 +42,15 @@ from shared.profile import ProfileError, load_profile
 
 log = logging.getLogger(__name__)
 
-Publish = Callable[[str, bytes, bytes], Awaitable[None]]  # (topic, key, value), acked
-Rebuild = Callable[[], Awaitable[dict[str, TableState]]]
+Record = tuple[str, bytes, bytes]  # topic, key, value
+PublishAll = Callable[[list[Record]], Awaitable[None]]  # sends all, awaits every ack
+# the states of the tables in these partitions (None: every partition)
+Rebuild = Callable[[frozenset[int] | None], Awaitable[dict[str, TableState]]]
+# the partitions of dealer.inputs this worker consumes now (None: all, a single process)
+Owned = Callable[[], frozenset[int] | None]
+Item = tuple[bytes, int | None]  # a raw input and its partition of dealer.inputs (None: ours)
+
+MOVED = "moved"  # a waiter's table went to another worker before its input was decided
 
 
 def machine_config(settings: Settings) -> MachineConfig:
@@ -46,17 +62,55 @@ def machine_config(settings: Settings) -> MachineConfig:
     return MachineConfig(policy, settings.betting_window_seconds)
 
 
+@dataclass
+class _Plan:
+    """What a batch (or a timer tick) decided, not yet in the log."""
+
+    states: dict[str, TableState] = field(default_factory=dict)
+    records: list[Record] = field(default_factory=list)
+    events: list[tuple[TableEventBase, TableState]] = field(default_factory=list)
+    reports: list[tuple[str | None, dict]] = field(default_factory=list)
+    refused: list[tuple[str, Parsed, Refusal]] = field(default_factory=list)  # metric label
+    accepted: list[str] = field(default_factory=list)  # table ids, one per accepted input
+
+
+def _all() -> None:
+    return None
+
+
 class DealerRuntime:
-    def __init__(self, config: MachineConfig, clock: Clock, publish: Publish,
-                 rebuild: Rebuild) -> None:
+    def __init__(self, config: MachineConfig, clock: Clock, publish_all: PublishAll,
+                 rebuild: Rebuild, owned: Owned = _all, *, joined: bool = True) -> None:
         self.config = config
         self.clock = clock
-        self._publish = publish
+        self._publish_all = publish_all
         self._rebuild = rebuild
+        self._owned = owned
         self.tables: dict[str, TableState] = {}
-        self.ready = False
+        self._joined = joined  # a worker in a group: False until its first assignment
+        self._revoked = False  # between a revocation and the next assignment
+        self._stale = True  # the tables must be rebuilt before the next decision
+        self._rebuilt_for: frozenset[int] | None = frozenset()
         self._lock = asyncio.Lock()
-        self._waiters: dict[str, list[asyncio.Future]] = {}
+        self._waiters: dict[str, list[tuple[asyncio.Future, int | None]]] = {}
+        self._rebuild_task: asyncio.Task | None = None
+
+    # --- ownership and rebuild -------------------------------------------------------
+
+    @property
+    def ready(self) -> bool:
+        """The owned tables are rebuilt after the latest assignment: inputs can be decided."""
+        return self._joined and not self._stale and self._rebuilt_for == self._target()
+
+    def _target(self) -> frozenset[int] | None:
+        """The partitions whose tables this worker must hold: none between a revocation and
+        the next assignment (the consumer may still list the old ones then)."""
+        return frozenset() if self._revoked else self._owned()
+
+    @property
+    def partitions(self) -> frozenset[int] | None:
+        """The partitions whose tables are in memory (None: all)."""
+        return self._rebuilt_for
 
     async def ensure_ready(self) -> None:
         if self.ready:
@@ -64,81 +118,187 @@ class DealerRuntime:
         async with self._lock:
             await self._ensure_ready_locked()
 
-    async def _ensure_ready_locked(self) -> None:
-        if not self.ready:
-            self.tables = await self._rebuild()
-            self.ready = True
+    async def _ensure_ready_locked(self, decide: bool = False) -> None:
+        """Rebuild if stale or if the owned partitions changed (loop: an assignment that
+        arrives during a rebuild asks for another). `decide`: for a batch the consumer just
+        delivered, whose partitions are assigned even if the assignment signal has not run
+        yet; so the consumer's assignment counts, never the revoked-and-waiting state."""
+        def target() -> frozenset[int] | None:
+            return self._owned() if decide else self._target()
 
-    def expect(self, input_id: str) -> asyncio.Future:
+        while self._stale or self._rebuilt_for != target():
+            target_now = target()
+            self._stale = False
+            self.tables = {}
+            self._rebuilt_for = frozenset()
+            try:
+                tables = await self._rebuild(target_now)
+            except BaseException:
+                self._stale = True
+                raise
+            self.tables = tables
+            self._rebuilt_for = target_now
+
+    def on_assigned(self) -> None:
+        """A rebalance gave this worker its (new) partitions: rebuild their tables now, in
+        the background (the rebalance callback must not wait for a read of the log)."""
+        self._joined = True
+        self._revoked = False
+        self._stale = True
+        self._answer_moved()
+        if self._rebuild_task is None or self._rebuild_task.done():
+            self._rebuild_task = asyncio.get_running_loop().create_task(self._rebuild_soon())
+
+    async def _rebuild_soon(self) -> None:
+        try:
+            await self.ensure_ready()
+        except Exception:
+            log.exception("rebuilding the owned tables failed; the next input retries")
+
+    async def on_revoked(self) -> None:
+        """The partitions are about to go to their new owners: once the decision under way
+        (if any) is in the log, drop every table so nothing more is decided on them."""
+        async with self._lock:
+            self._revoked = True
+            self._stale = True
+            self.tables = {}
+            self._rebuilt_for = frozenset()
+
+    def _answer_moved(self) -> None:
+        """Waiters of inputs whose table this worker no longer owns: answered `moved` (the
+        HTTP door says 503, the client retries; the new owner decides the input from the
+        log, so a retry is applied once or answered `duplicate_input`)."""
+        owned = self._owned()
+        if owned is None:
+            return
+        for input_id, waiting in list(self._waiters.items()):
+            for fut, partition in list(waiting):
+                if partition is not None and partition not in owned and not fut.done():
+                    fut.set_result({"status": MOVED, "input_id": input_id})
+
+    # --- HTTP waiters -----------------------------------------------------------------
+
+    def expect(self, input_id: str, partition: int | None = None) -> asyncio.Future:
         """A future the HTTP door awaits: resolved with the decision on `input_id`."""
         fut = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(input_id, []).append(fut)
+        self._waiters.setdefault(input_id, []).append((fut, partition))
         return fut
 
     def forget(self, input_id: str, fut: asyncio.Future) -> None:
-        waiting = self._waiters.get(input_id, [])
-        if fut in waiting:
-            waiting.remove(fut)
-        if not waiting:
+        waiting = [w for w in self._waiters.get(input_id, []) if w[0] is not fut]
+        if waiting:
+            self._waiters[input_id] = waiting
+        else:
             self._waiters.pop(input_id, None)
 
-    async def handle_raw(self, raw: bytes) -> dict:
-        parsed = parse_raw(raw)
-        async with self._lock:
-            await self._ensure_ready_locked()
-            if parsed.input is None:
-                report = await self._refuse(parsed, parsed.refusal, raw)
-            else:
-                report = await self._decide(parsed, raw)
-        for fut in self._waiters.pop(parsed.input_id or "", []):
+    def _answer(self, input_id: str | None, report: dict) -> None:
+        for fut, _ in self._waiters.pop(input_id or "", []):
             if not fut.done():
                 fut.set_result(report)
-        return report
+
+    # --- decisions --------------------------------------------------------------------
+
+    async def handle_raw(self, raw: bytes) -> dict:
+        """One input (of a partition this worker owns)."""
+        return (await self.handle_batch([(raw, None)]))[0]
+
+    async def handle_batch(self, items: Sequence[Item]) -> list[dict | None]:
+        """Decide `items` in order, publish everything they produced, await the acks, then
+        adopt the states and answer the waiters. An item of a partition this worker does
+        not own (any more) is skipped (None): its new owner reads it from the log. Raises
+        if the publish fails; the states are then rebuilt before the next decision."""
+        async with self._lock:
+            await self._ensure_ready_locked(decide=True)
+            owned = self._rebuilt_for
+            plan = _Plan()
+            out: list[dict | None] = []
+            for raw, partition in items:
+                if owned is not None and partition is not None and partition not in owned:
+                    out.append(None)
+                    continue
+                out.append(self._decide(plan, raw))
+            await self._publish(plan)
+            self._adopt(plan)
+        for input_id, report in plan.reports:
+            self._answer(input_id, report)
+        return out
 
     async def tick_all(self) -> None:
+        """Close the overdue betting windows of the tables this worker owns (skipped while
+        they are being rebuilt after an assignment)."""
         async with self._lock:
-            await self._ensure_ready_locked()
+            if not self.ready:
+                return
             now = self.clock.now()
-            for table_id, state in list(self.tables.items()):
+            plan = _Plan()
+            for table_id, state in self.tables.items():
                 outcome = tick(state, now)
                 if outcome.events:
-                    await self._commit(table_id, outcome)
+                    self._add_events(plan, table_id, outcome.events, outcome.state)
+                    plan.states[table_id] = outcome.state
+            await self._publish(plan)
+            self._adopt(plan)
 
-    async def _decide(self, parsed: Parsed, raw: bytes) -> dict:
+    def _state(self, plan: _Plan, table_id: str) -> TableState:
+        return plan.states.get(table_id) or self.tables.get(table_id) or TableState(table_id)
+
+    def _decide(self, plan: _Plan, raw: bytes) -> dict:
+        parsed = parse_raw(raw)
+        if parsed.input is None:
+            return self._refuse(plan, parsed, parsed.refusal, raw)
         inp = parsed.input
-        state = self.tables.get(inp.table_id) or TableState(inp.table_id)
-        outcome = step(state, inp, self.clock.now(), self.config)
-        await self._commit(inp.table_id, outcome)
+        outcome = step(self._state(plan, inp.table_id), inp, self.clock.now(), self.config)
+        plan.states[inp.table_id] = outcome.state
+        self._add_events(plan, inp.table_id, outcome.events, outcome.state)
         if outcome.refusal is not None:
-            return await self._refuse(parsed, outcome.refusal, raw)
-        metrics.INPUTS.labels(inp.table_id, "accepted", metrics.NO_REASON).inc()
-        return {"status": "accepted", "input_id": inp.input_id, "table_id": inp.table_id,
-                "events": [_brief(e) for e in outcome.events]}
+            return self._refuse(plan, parsed, outcome.refusal, raw)
+        plan.accepted.append(inp.table_id)
+        report = {"status": "accepted", "input_id": inp.input_id, "table_id": inp.table_id,
+                  "events": [_brief(e) for e in outcome.events]}
+        plan.reports.append((inp.input_id, report))
+        return report
 
-    async def _commit(self, table_id: str, outcome: Outcome) -> None:
-        """Publish the events (each acked), then adopt the new state."""
-        try:
-            for event in outcome.events:
-                await self._publish("table.events", table_id.encode(),
-                                    event.model_dump_json().encode())
-                count_published(event, outcome.state)
-        except Exception:
-            log.exception("publishing to table.events failed; rebuilding from the log")
-            self.ready = False
-            raise
-        self.tables[table_id] = outcome.state
+    def _add_events(self, plan: _Plan, table_id: str, events, state: TableState) -> None:
+        for event in events:
+            plan.records.append(("table.events", table_id.encode(),
+                                 event.model_dump_json().encode()))
+            plan.events.append((event, state))
 
-    async def _refuse(self, parsed: Parsed, refusal: Refusal, raw: bytes) -> dict:
+    def _refuse(self, plan: _Plan, parsed: Parsed, refusal: Refusal, raw: bytes) -> dict:
         record = make_rejection(parsed, refusal, raw, self.clock.now())
-        await self._publish("dealer.rejections", record.table_id.encode(),
-                            record.model_dump_json().encode())
-        table = parsed.table_id if parsed.table_id in self.tables else metrics.UNKNOWN_TABLE
-        metrics.INPUTS.labels(table, "refused", refusal.code).inc()
-        log.info("refused %s on table %s: %s (%s)", parsed.input_id, parsed.table_id,
-                 refusal.code, refusal.message)
-        return {"status": "refused", "input_id": parsed.input_id, "table_id": parsed.table_id,
-                "reason_code": refusal.code, "message": refusal.message,
-                "rejection_id": record.rejection_id}
+        plan.records.append(("dealer.rejections", record.table_id.encode(),
+                             record.model_dump_json().encode()))
+        known = parsed.table_id in plan.states or parsed.table_id in self.tables
+        plan.refused.append((parsed.table_id if known else metrics.UNKNOWN_TABLE, parsed,
+                             refusal))
+        report = {"status": "refused", "input_id": parsed.input_id,
+                  "table_id": parsed.table_id, "reason_code": refusal.code,
+                  "message": refusal.message, "rejection_id": record.rejection_id}
+        plan.reports.append((parsed.input_id, report))
+        return report
+
+    async def _publish(self, plan: _Plan) -> None:
+        if not plan.records:
+            return
+        try:
+            await self._publish_all(plan.records)
+        except Exception:
+            log.exception("publishing %d record(s) failed; rebuilding from the log",
+                          len(plan.records))
+            self._stale = True
+            raise
+
+    def _adopt(self, plan: _Plan) -> None:
+        """Everything in `plan` is in the log: the states move on, the metrics count it."""
+        self.tables.update(plan.states)
+        for event, state in plan.events:
+            count_published(event, state)
+        for table_id in plan.accepted:
+            metrics.INPUTS.labels(table_id, "accepted", metrics.NO_REASON).inc()
+        for label, parsed, refusal in plan.refused:
+            metrics.INPUTS.labels(label, "refused", refusal.code).inc()
+            log.info("refused %s on table %s: %s (%s)", parsed.input_id, parsed.table_id,
+                     refusal.code, refusal.message)
 
 
 def game_of(state: TableState) -> str:

@@ -4,16 +4,26 @@
 POST /inputs puts the signed input on `dealer.inputs` (the log keeps everything
 received) and waits briefly for the worker's decision, so a device or a person
 with curl sees "accepted" with the event seqs or "refused" with code and reason.
+
+With several workers, a request about a table is answered by the worker that owns the
+table's partition of `dealer.inputs` (services/infra/routing.py): any other worker
+forwards the whole request there, so the decision's waiter lives in the process that
+decides. While the group rebalances (no owner yet, or the owner died) the answer is 503
+with Retry-After; resending the same signed input is safe (`duplicate_input` if an
+earlier attempt was applied).
 """
 
 from __future__ import annotations
 
 import asyncio
 
+import aiohttp
 from faust import web
 
-from services.dealer_event.app import app, forward, runtime, settings
+from services.dealer_event.app import app, forward, input_partition, inputs_topic, runtime, settings
 from services.dealer_event.intake import parse_raw
+from services.dealer_event.runtime import MOVED
+from services.infra import routing
 
 AUTH_CODES = frozenset({"unsigned", "bad_signature", "role_not_allowed"})
 
@@ -27,29 +37,59 @@ def http_status(report: dict) -> int:
     return 409 if code == "duplicate_input" else 422
 
 
+async def _elsewhere(view: web.View, request: web.Request, table_id: str
+                     ) -> web.Response | None:
+    """The owner's answer if another worker owns `table_id`, a 503 while nobody does,
+    None if this worker owns it."""
+    try:
+        owner = routing.owner_of(app, inputs_topic, table_id.encode())
+    except routing.NoOwner as exc:
+        return routing.unavailable(view.web, str(exc))
+    if owner is None:
+        return None
+    try:
+        return await routing.forward(app, owner, request, view.web)
+    except aiohttp.ClientError as exc:  # e.g. the owner died with the request in flight
+        return routing.unavailable(view.web, f"the worker owning table {table_id} did not "
+                                             f"answer ({exc!r}); resend the same input")
+
+
 @app.page("/inputs")
 class InputsView(web.View):
     async def post(self, request: web.Request) -> web.Response:
         raw = await request.read()
         parsed = parse_raw(raw)
-        waiter = runtime.expect(parsed.input_id) if parsed.input is not None else None
-        await forward(raw, parsed.table_id)
-        if waiter is None:
+        if parsed.input is None:  # any worker may log it: it moves no table
+            await forward(raw, parsed.table_id)
             return self.json({"status": "refused", "input_id": parsed.input_id,
                               "reason_code": "malformed_input",
                               "message": parsed.refusal.message}, status=400)
+        routed = await _elsewhere(self, request, parsed.table_id)
+        if routed is not None:
+            return routed
+        waiter = runtime.expect(parsed.input_id, input_partition(parsed.table_id))
         try:
+            await forward(raw, parsed.table_id)
             report = await asyncio.wait_for(asyncio.shield(waiter),
                                             settings.decision_wait_seconds)
         except TimeoutError:
-            runtime.forget(parsed.input_id, waiter)
             return self.json({"status": "queued", "input_id": parsed.input_id}, status=202)
+        finally:
+            runtime.forget(parsed.input_id, waiter)
+        if report["status"] == MOVED:
+            return routing.unavailable(self.web, "the table moved to another worker before "
+                                                 "this input was decided; resend it")
         return self.json(report, status=http_status(report))
 
 
 @app.page("/tables/{table_id}")
 class TableView(web.View):
     async def get(self, request: web.Request, table_id: str) -> web.Response:
+        routed = await _elsewhere(self, request, table_id)
+        if routed is not None:
+            return routed
+        if not runtime.ready:
+            return routing.unavailable(self.web, "this worker is rebuilding its tables")
         state = runtime.tables.get(table_id)
         if state is None:
             return self.json({"error": f"table {table_id} has no events yet"}, status=404)
@@ -59,8 +99,9 @@ class TableView(web.View):
 @app.page("/health")
 class HealthView(web.View):
     async def get(self, request: web.Request) -> web.Response:
-        assigned = bool(app.consumer.assignment()) if app.consumer else False
-        ok = runtime.ready and assigned
-        return self.json({"service": "dealer-event", "ready": runtime.ready,
-                          "assigned": assigned, "tables": len(runtime.tables)},
-                         status=200 if ok else 503)
+        partitions = runtime.partitions
+        ready = runtime.ready
+        return self.json({"service": "dealer-event", "ready": ready,
+                          "partitions": None if partitions is None else sorted(partitions),
+                          "tables": len(runtime.tables)},
+                         status=200 if ready else 503)

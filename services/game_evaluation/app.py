@@ -1,35 +1,58 @@
 """game-evaluation as a Faust worker: `table.events` in, `round.results` out.
 
-Per-table progress lives in a Faust table (changelog-backed, so it survives a
-restart). A result is published and acknowledged before the progress is stored:
-a crash in between republishes the identical record (same result_id, same
-content), which consumers dedupe.
+Per-table progress lives in a Faust table keyed by table id (changelog-backed, so it
+survives a restart and moves with its partition when several workers split the
+tables). Records are taken in batches: a batch is evaluated in order (one table's
+events stay in order: one partition holds them), every result it completes is
+published and the acks awaited together, and only then is the progress stored. A crash
+in between republishes identical records (same result_id, same content), which
+consumers dedupe.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Sequence
 
+import faust
 from faust import web
 
 from services.game_evaluation.evaluator import TableView, observe
 from services.infra import metrics, observability
+from services.infra.batching import batches, processing, publish_all
 from services.infra.faust_app import make_app, topic
+from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
 from shared.profile import load_profile
 
 log = logging.getLogger(__name__)
 
-# short session: a restarted worker gets its partitions back in seconds after a crash
+# short session: a dead worker's partitions move to the others in seconds
 app = make_app("game-evaluation", broker_session_timeout=8, broker_heartbeat_interval=1)
 events_topic = topic(app, "table.events")
 observability.install(app, "game-evaluation")
 views = app.Table("evaluation-tables", key_type=bytes, value_type=bytes, default=None)
 
 
-@app.agent(events_topic, concurrency=1)
-async def evaluate(stream):
-    async for record in stream.events():
+class _Group:
+    """Whether this worker is in the consumer group with its partitions recovered."""
+
+    joined = False
+
+
+group = _Group()
+
+
+@app.on_partitions_assigned.connect
+async def _joined(sender, assigned, **kwargs) -> None:
+    group.joined = True
+
+
+async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
+    progress: dict[bytes, tuple[TableView, faust.EventT]] = {}  # changed in this batch
+    results: list[RoundResultPublished] = []
+    for record in records:
         try:
             event = parse_table_event(record.value)
         except ValueError as exc:
@@ -37,26 +60,52 @@ async def evaluate(stream):
             log.error("unreadable record on table.events skipped: %s", exc)
             continue
         key = event.table_id.encode()
-        stored = views.get(key)
-        view = TableView.model_validate_json(stored) if stored else TableView(
-            table_id=event.table_id)
+        if key in progress:
+            view = progress[key][0]
+        else:
+            with processing(record):
+                stored = views.get(key)
+            view = TableView.model_validate_json(stored) if stored else TableView(
+                table_id=event.table_id)
         seen = observe(view, event)
         for problem in seen.problems:
             metrics.EVALUATION_PROBLEMS.inc()
             log.error("EVALUATION PROBLEM: %s", problem)
         if seen.result is not None:
-            await app.producer.send_and_wait(
-                "round.results", key, seen.result.model_dump_json().encode(), None, None, None)
-            metrics.RESULTS.labels(seen.result.table_id,
-                                   load_profile(seen.result.profile).game).inc()
-            log.info("result %s published", seen.result.result_id)
+            results.append(seen.result)
         if seen.view != view:
-            views[key] = seen.view.model_dump_json().encode()
+            progress[key] = (seen.view, record)
+    await publish_all(app, [("round.results", r.table_id.encode(),
+                             r.model_dump_json().encode()) for r in results])
+    for result in results:
+        metrics.RESULTS.labels(result.table_id, load_profile(result.profile).game).inc()
+        log.info("result %s published", result.result_id)
+    for key, (view, record) in progress.items():
+        with processing(record):
+            views[key] = view.model_dump_json().encode()
+
+
+@app.agent(events_topic, concurrency=1)
+async def evaluate(stream):
+    async for records in batches(stream):
+        while True:
+            try:
+                await evaluate_batch(records)
+                break
+            except Exception:  # publish failed: nothing stored, the batch is evaluated again
+                log.exception("evaluating %d record(s) failed; retrying", len(records))
+                await asyncio.sleep(1.0)
 
 
 @app.page("/health")
 class HealthView(web.View):
     async def get(self, request: web.Request) -> web.Response:
-        assigned = bool(app.consumer.assignment()) if app.consumer else False
-        return self.json({"service": "game-evaluation", "assigned": assigned},
-                         status=200 if assigned else 503)
+        """Ready once the worker joined the group and its tables are recovered; a worker
+        with no partition (more workers than partitions) is ready too: it stands by."""
+        partitions = sorted(tp.partition for tp in app.consumer.assignment()
+                            if tp.topic == "table.events") if group.joined else []
+        recovered = app.tables.recovery.completed.is_set()
+        ready = group.joined and recovered and not app.rebalancing
+        return self.json({"service": "game-evaluation", "joined": group.joined,
+                          "recovered": recovered, "partitions": partitions},
+                         status=200 if ready else 503)

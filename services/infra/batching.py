@@ -13,9 +13,12 @@ batch, and every consumer is idempotent on deterministic ids.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterable, Sequence
+import weakref
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 
 import faust
+from faust.streams import _current_event
 
 BATCH_MAX = 1000  # records at most per batch
 BATCH_WITHIN_S = 0.005  # how long a partial batch waits for more before it is applied
@@ -26,6 +29,23 @@ def batches(stream: faust.StreamT, max_records: int = BATCH_MAX,
             within_s: float = BATCH_WITHIN_S) -> AsyncIterator[Sequence[faust.EventT]]:
     """The stream's events, a list at a time (each event keeps its topic and offset)."""
     return stream.take_events(max_records, within=within_s)
+
+
+@contextmanager
+def processing(event: faust.EventT) -> Iterator[None]:
+    """Make `event` the current event while its key's table entries are read or written.
+
+    A Faust table stores a value in the store of the current event's partition and
+    writes its changelog record to that partition. Inside a batch the stream's current
+    event is the batch's last record, maybe of another partition: every table access
+    on behalf of a record must happen inside `processing(record)`, or its state lands in
+    a partition that another worker will own after a rebalance. (Faust has no public way
+    to set it: this uses the context variable its streams use.)"""
+    token = _current_event.set(weakref.ref(event))
+    try:
+        yield
+    finally:
+        _current_event.reset(token)
 
 
 async def publish_all(app: faust.App, records: Iterable[Record]) -> None:

@@ -9,7 +9,7 @@ kafka-python, blocking: callers on an event loop run it in a thread.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
@@ -20,17 +20,27 @@ class LogReadError(RuntimeError):
 
 
 def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None] | None = None,
-                stall_s: float = 30.0) -> Iterator[ConsumerRecord]:
+                stall_s: float = 30.0, partitions: Iterable[int] | None = None
+                ) -> Iterator[ConsumerRecord]:
     """Every record of `topic` up to its current end. `progress(done, total)` is told after
     each batch; a read that makes no progress for `stall_s` seconds fails (a long log is
-    fine, a stuck one is not)."""
+    fine, a stuck one is not). `partitions`: read only these partitions of the topic (a
+    worker rebuilding the keys of the partitions assigned to it); None reads them all."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                              group_id=None, client_id="croupier-log-reader")
+    wanted = None if partitions is None else set(partitions)
     try:
-        partitions = consumer.partitions_for_topic(topic)
-        if not partitions:
+        existing = consumer.partitions_for_topic(topic)
+        if not existing:
             raise LogReadError(f"topic {topic} does not exist; run `croupier topics apply`")
-        tps = [TopicPartition(topic, p) for p in sorted(partitions)]
+        if wanted is not None:
+            missing = wanted - existing
+            if missing:
+                raise LogReadError(f"topic {topic} has no partition(s) {sorted(missing)}")
+            existing = wanted
+        tps = [TopicPartition(topic, p) for p in sorted(existing)]
+        if not tps:
+            return
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
         begins = consumer.beginning_offsets(tps)

@@ -12,6 +12,7 @@ instead of being forwarded again, so a request never loops.
 
 from __future__ import annotations
 
+import aiohttp
 import faust
 from yarl import URL
 
@@ -67,5 +68,6 @@ async def forward(app: faust.App, owner: URL, request: faust.web.Request,
             passed = {k: v for k, v in response.headers.items() if k.lower() == "retry-after"}
             return web.bytes(payload, content_type=response.content_type,
                              status=response.status, headers=passed or None)
-    except OSError as exc:  # the owner died or is restarting: its partitions move soon
+    except (OSError, aiohttp.ClientError, TimeoutError) as exc:
+        # the owner died (or dropped the connection mid-answer): its partitions move soon
         return unavailable(web, f"the worker owning this key did not answer ({exc}); retry")

@@ -17,9 +17,12 @@ from services.infra.processes import ServiceProcess
 from services.infra.settings import Settings
 from services.infra.table_keys import table_key
 from services.table_simulator.inputs import InputFactory
+from shared.events.chain import verify_chain
 from shared.events.rejections import InputRefused
 from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
 from shared.topics import topic_catalogue
 from tests.conftest import free_port, instance_for
 
@@ -51,6 +54,74 @@ def running_services(bootstrap: str, home: Path, names: list[str], **env: str
     finally:
         for proc in procs.values():
             proc.stop()
+
+
+@contextmanager
+def running_workers(bootstrap: str, home: Path, workers: dict[str, int], **env: str
+                    ) -> Iterator[dict[str, ServiceProcess]]:
+    """Like `running_services`, with `workers[name]` workers of each service (each its own
+    port; labels `dealer-event`, `dealer-event/1`, ...), ready; stopped on exit."""
+    admin = topic_admin.admin_client(bootstrap)
+    topic_admin.apply(admin, topic_catalogue())
+    admin.close()
+    base = {name: free_port() for name in workers}
+    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CROUPIER_HOME": str(home),
+           "CROUPIER_INSTANCE": instance_for(home), **env,
+           **{port_setting(name): str(port) for name, port in base.items()}}
+    procs: dict[str, ServiceProcess] = {}
+    for name, count in workers.items():
+        for i in range(count):
+            port = base[name] if i == 0 else free_port()
+            proc = ServiceProcess(name, port, home / "logs" / f"{name}-{i}.log", env, worker=i)
+            procs[proc.label] = proc
+    try:
+        for proc in procs.values():
+            proc.start()
+        for proc in procs.values():
+            proc.wait_ready(90)
+        yield procs
+    finally:
+        for proc in procs.values():
+            proc.stop()
+
+
+def rounds_from_events(events) -> tuple[dict[str, list], set[str], set[str]]:
+    """Cards per round (dealt, never surplus), completed and voided round ids."""
+    cards, completed, voided = {}, set(), set()
+    for event in events:
+        if event.type == "card_dealt":
+            cards.setdefault(event.round_id, []).append(event.card)
+        elif event.type == "round_completed":
+            completed.add(event.round_id)
+        elif event.type == "round_voided":
+            voided.add(event.round_id)
+    return cards, completed, voided
+
+
+def check_results_match_rules(bootstrap: str, tables: dict[str, str]) -> int:
+    """Every table's chain is whole (seq continuous, hashes linked, no event twice) and
+    each completed round has exactly one result, equal to the rule engine's verdict on
+    the cards read back. Returns the number of results."""
+    events = table_events(bootstrap, set(tables))
+    expected = 0
+    for table_id in tables:
+        assert verify_chain(events[table_id]) == [], table_id
+        assert [e.seq for e in events[table_id]] == list(range(1, len(events[table_id]) + 1))
+        assert len({e.event_id for e in events[table_id]}) == len(events[table_id])
+        expected += sum(e.type == "round_completed" for e in events[table_id])
+    got = wait_for_results(bootstrap, set(tables), expected)
+    by_id = {}
+    for result in got:
+        assert by_id.setdefault(result.result_id, result) == result, "a redelivery differs"
+    assert len(by_id) == expected
+    for table_id, profile_name in tables.items():
+        cards, completed, voided = rounds_from_events(events[table_id])
+        mine = {r.round_id: r for r in by_id.values() if r.table_id == table_id}
+        assert set(mine) == completed and not (set(mine) & voided)
+        for round_id, result in mine.items():
+            assert list(result.cards) == cards[round_id]
+            assert result.result == evaluate_round(load_profile(profile_name), cards[round_id])
+    return expected
 
 
 def table_events(bootstrap: str, tables: set[str]) -> dict[str, list]:

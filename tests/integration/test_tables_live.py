@@ -34,10 +34,11 @@ from shared.events.inputs import (
     VoidRound,
 )
 from shared.profile import list_profiles, load_profile
-from shared.rounds import cards_needed, evaluate_round
+from shared.rounds import cards_needed
 from shared.shoe import Shoe
 from tests.integration.tables_live_support import (
     HandDriver,
+    check_results_match_rules,
     rejections,
     results,
     running_services,
@@ -62,39 +63,8 @@ def _table(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:6]}"
 
 
-def _rounds_from_events(events) -> tuple[dict[str, list], set[str], set[str]]:
-    """Cards per round (dealt, never surplus), completed and voided round ids."""
-    cards, completed, voided = {}, set(), set()
-    for event in events:
-        if event.type == "card_dealt":
-            cards.setdefault(event.round_id, []).append(event.card)
-        elif event.type == "round_completed":
-            completed.add(event.round_id)
-        elif event.type == "round_voided":
-            voided.add(event.round_id)
-    return cards, completed, voided
-
-
 def _check_results_match_rules(platform_kafka: str, tables: dict[str, str]) -> int:
-    events = table_events(platform_kafka, set(tables))
-    expected = 0
-    for table_id in tables:
-        assert verify_chain(events[table_id]) == [], table_id
-        assert [e.seq for e in events[table_id]] == list(range(1, len(events[table_id]) + 1))
-        expected += sum(e.type == "round_completed" for e in events[table_id])
-    got = wait_for_results(platform_kafka, set(tables), expected)
-    by_id = {}
-    for result in got:
-        assert by_id.setdefault(result.result_id, result) == result, "a redelivery differs"
-    assert len(by_id) == expected
-    for table_id, profile_name in tables.items():
-        cards, completed, voided = _rounds_from_events(events[table_id])
-        mine = {r.round_id: r for r in by_id.values() if r.table_id == table_id}
-        assert set(mine) == completed and not (set(mine) & voided)
-        for round_id, result in mine.items():
-            assert list(result.cards) == cards[round_id]
-            assert result.result == evaluate_round(load_profile(profile_name), cards[round_id])
-    return expected
+    return check_results_match_rules(platform_kafka, tables)
 
 
 def test_every_profile_plays_shoes_and_results_equal_the_rule_engine(services, platform_kafka):
