@@ -1,6 +1,14 @@
-"""bet-settlement's Faust app: one agent over bets.placed, table.events and
-round.results (all keyed by table id, so co-partitioned), with each round's
-state in a persistent table keyed "<table>:<round>"."""
+"""bet-settlement's Faust app: one agent over bets.placed, table.events and round.results
+(all keyed by table id, so co-partitioned), taking records in batches.
+
+State (persistent tables, written to the changelog partition of the record being applied,
+that is the round's partition):
+- `rounds`: `<table>:<round>` -> the round's header (`intake.RoundHeader`), bounded;
+- `round-bets`: `<table>:<round>/b/<bet id>` -> the bet's entry (`intake.BetEntry`) and
+  `<table>:<round>/n/<k>` -> the id of the round's k-th bet;
+- `pending-rounds`: table id -> ids of its rounds with bets read before their RoundOpened.
+No value grows with the number of bets in a round.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +20,9 @@ from pydantic import ValidationError
 
 from services.bet_settlement import counting, intake
 from services.infra import metrics, observability
+from services.infra.batching import Record, batches, processing, publish_all
 from services.infra.clock import SystemClock
-from services.infra.faust_app import make_app, topic
+from services.infra.faust_app import make_app
 from services.infra.settings import get_settings
 from shared.events.bet_events import BetPlaced
 from shared.events.results import RoundResultPublished
@@ -29,47 +38,70 @@ observability.install(app, "bet-settlement", settings,
                       invariants=metrics.SETTLEMENT_INVARIANTS)
 counting.init_metrics()
 
+# Faust stores plain values with its json codec: headers and entries as JSON objects
 _schema = faust.Schema(key_serializer="json", value_serializer="json")
 rounds = app.Table("rounds", default=None, partitions=settings.topic_partitions, schema=_schema)
+round_bets = app.Table("round-bets", default=None, partitions=settings.topic_partitions,
+                       schema=_schema)
 pending_rounds = app.Table("pending-rounds", default=None,  # table id -> [round ids]
                            partitions=settings.topic_partitions, schema=_schema)
 inputs = app.topic("bets.placed", "table.events", "round.results",
                    key_type=bytes, value_type=bytes)
-outputs = {name: topic(app, name) for name in ("bets.decisions", "bets.settled")}
 
 
-def load(table_id: str, round_id: str) -> intake.RoundState | None:
+class StoredBets:
+    """One round's bets in `round-bets` (intake.RoundBets); an entry is parsed once per record."""
+
+    def __init__(self, table_id: str, round_id: str) -> None:
+        self.table_id, self.round_id = table_id, round_id
+        self._seen: dict[str, intake.BetEntry | None] = {}
+
+    def entry(self, bet_id: str) -> intake.BetEntry | None:
+        if bet_id not in self._seen:
+            raw = round_bets.get(intake.bet_key(self.table_id, self.round_id, bet_id))
+            self._seen[bet_id] = None if raw is None else intake.BetEntry.model_validate(raw)
+        return self._seen[bet_id]
+
+    def bet_at(self, ordinal: int) -> str | None:
+        return round_bets.get(intake.order_key(self.table_id, self.round_id, ordinal))
+
+
+def load(table_id: str, round_id: str) -> intake.RoundHeader | None:
     raw = rounds.get(intake.round_key(table_id, round_id))
-    return None if raw is None else intake.RoundState.model_validate(raw)
+    return None if raw is None else intake.RoundHeader.model_validate(raw)
 
 
-def save(state: intake.RoundState) -> None:
-    rounds[intake.round_key(state.table_id, state.round_id)] = state.model_dump(mode="json")
-    waiting = pending_rounds.get(state.table_id) or []
-    if state.status == "pending" and state.round_id not in waiting:
-        pending_rounds[state.table_id] = [*waiting, state.round_id]
-    elif state.status != "pending" and state.round_id in waiting:
-        pending_rounds[state.table_id] = [r for r in waiting if r != state.round_id]
+def save(before: intake.RoundHeader | None, t: intake.Transition) -> None:
+    h = t.header
+    for ordinal, bet_id in t.order.items():
+        round_bets[intake.order_key(h.table_id, h.round_id, ordinal)] = bet_id
+    for bet_id, entry in t.entries.items():
+        round_bets[intake.bet_key(h.table_id, h.round_id, bet_id)] = entry.model_dump(mode="json")
+    if h != before:
+        rounds[intake.round_key(h.table_id, h.round_id)] = h.model_dump(mode="json")
+    waiting = pending_rounds.get(h.table_id) or []
+    if h.status == "pending" and h.round_id not in waiting:
+        pending_rounds[h.table_id] = [*waiting, h.round_id]
+    elif h.status != "pending" and h.round_id in waiting:
+        pending_rounds[h.table_id] = [r for r in waiting if r != h.round_id]
 
 
-def commit(before: intake.RoundState | None,
-           transition: tuple[intake.RoundState, list[intake.Output]]) -> list[intake.Output]:
-    """Store a round's new state and count what it newly decided (replays count nothing)."""
-    state, out = transition
-    counting.record(counting.fresh(before, state, (record for _, _, record in out)))
-    save(state)
-    return out
+def commit(before: intake.RoundHeader | None, bets: StoredBets, t: intake.Transition
+           ) -> list[intake.Output]:
+    """Store a round's transition and count what it newly decided (replays count nothing)."""
+    counting.record(counting.fresh(bets, t.header, (record for _, _, record in t.out)))
+    save(before, t)
+    return t.out
 
 
-def check_second_settlement(state: intake.RoundState | None, record, now: datetime) -> None:
-    if state is None:
-        return
-    conflicts = intake.conflicting_settlements(state, record, now)
+def check_second_settlement(before: intake.RoundHeader | None, bets: StoredBets,
+                            record) -> None:
+    conflicts = intake.conflicts(before, bets, record)
     if conflicts:
         metrics.breach("settlement_conflict")
         log.error("MONEY: round %s of table %s asked to settle again with different amounts "
-                  "for %d bet(s), e.g. %s; the first settlement stands", state.round_id,
-                  state.table_id, len(conflicts), conflicts[0])
+                  "for %d bet(s), e.g. %s; the first settlement stands", before.round_id,
+                  before.table_id, len(conflicts), conflicts[0])
 
 
 def step(source: str, raw: bytes, published_at: datetime | None = None
@@ -77,13 +109,14 @@ def step(source: str, raw: bytes, published_at: datetime | None = None
     now = clock.now()
     if source == "bets.placed":
         bet = BetPlaced.model_validate_json(raw)
-        before = load(bet.table_id, bet.round_id)
-        return commit(before, intake.on_bet(before, bet, now))
+        before, bets = load(bet.table_id, bet.round_id), StoredBets(bet.table_id, bet.round_id)
+        return commit(before, bets, intake.place(before, bets, bet, now))
     if source == "round.results":
         result = RoundResultPublished.model_validate_json(raw)
         before = load(result.table_id, result.round_id)
-        check_second_settlement(before, result, now)
-        return commit(before, intake.on_result(before, result, now, published_at))
+        bets = StoredBets(result.table_id, result.round_id)
+        check_second_settlement(before, bets, result)
+        return commit(before, bets, intake.apply_result(before, bets, result, now, published_at))
     event = parse_table_event(raw)
     round_id = getattr(event, "round_id", None)
     if round_id is None:
@@ -92,11 +125,12 @@ def step(source: str, raw: bytes, published_at: datetime | None = None
     if isinstance(event, RoundOpened):  # rounds that never opened are over for good
         for other in pending_rounds.get(event.table_id) or []:
             if other != round_id and (waiting := load(event.table_id, other)) is not None:
-                out += commit(waiting, intake.expire_pending(waiting, now))
-    before = load(event.table_id, round_id)
+                bets = StoredBets(event.table_id, other)
+                out += commit(waiting, bets, intake.expire(waiting, bets, now))
+    before, bets = load(event.table_id, round_id), StoredBets(event.table_id, round_id)
     if isinstance(event, RoundVoided):
-        check_second_settlement(before, event, now)
-    return out + commit(before, intake.on_table_event(before, event, now))
+        check_second_settlement(before, bets, event)
+    return out + commit(before, bets, intake.apply_table_event(before, bets, event, now))
 
 
 def broker_time(event) -> datetime | None:
@@ -105,19 +139,28 @@ def broker_time(event) -> datetime | None:
     return datetime.fromtimestamp(timestamp, UTC) if timestamp else None
 
 
+def apply_batch(events) -> list[Record]:
+    """Apply a batch's records in order; every record they produced, ready to send."""
+    records: list[Record] = []
+    for event in events:
+        source = event.message.topic
+        with processing(event):
+            try:
+                out = step(source, event.value, broker_time(event))
+            except ValidationError as exc:
+                metrics.MALFORMED.labels("bet-settlement", source).inc()
+                log.error("malformed record on %s at offset %s ignored (logged, counted): %s",
+                          source, event.message.offset, exc)
+                continue
+        records += [(name, key.encode(), record.model_dump_json().encode())
+                    for name, key, record in out]
+    return records
+
+
 @app.agent(inputs)
 async def settlement_agent(stream):
-    async for event in stream.events():
-        source = event.message.topic
-        try:
-            out = step(source, event.value, broker_time(event))
-        except ValidationError as exc:
-            metrics.MALFORMED.labels("bet-settlement", source).inc()
-            log.error("malformed record on %s at offset %s ignored (logged, counted): %s",
-                      source, event.message.offset, exc)
-            continue
-        for name, key, record in out:
-            await outputs[name].send(key=key.encode(), value=record.model_dump_json().encode())
+    async for events in batches(stream):
+        await publish_all(app, apply_batch(events))
 
 
 @app.page("/health")

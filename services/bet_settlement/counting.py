@@ -1,20 +1,21 @@
 """bet-settlement's metrics: what one state transition newly decided, counted once.
 
 A redelivered record makes intake re-publish what was decided the first time; those
-replays are not new decisions and are not counted. `fresh` compares the round's state
-before the transition with the records the transition published: a decision is new
-unless the state already held that very record; a settlement is new unless the state
-already held a settlement for that bet.
+replays are not new decisions and are not counted. `fresh` compares the round's bets
+before the transition (point reads of the bets the records name) with the records the
+transition published: a decision is new unless the bet's entry already held that very
+record; a settlement is new unless the entry already held a settlement.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from pydantic import BaseModel
 
-from services.bet_settlement.intake import RoundState
+from services.bet_settlement.intake import RoundBets
 from services.infra import metrics
 from shared.bets import GAME_RULES
 from shared.events.bet_events import BetAccepted, BetRejected, BetSettled
@@ -36,17 +37,24 @@ class Fresh:
     settlements: list[BetSettled] = field(default_factory=list)
 
 
-def fresh(before: RoundState | None, after: RoundState, published: Iterable[BaseModel]
+class HasProfile(Protocol):
+    profile: str | None
+
+
+def fresh(before: RoundBets | None, after: HasProfile, published: Iterable[BaseModel]
           ) -> Fresh:
-    """The decisions and settlements among `published` that `before` did not hold."""
-    decided = before.decisions if before else {}
-    settled = before.settlements if before else {}
+    """The decisions and settlements among `published` that `before` did not hold.
+    `after`: the round after the transition (its header or an in-memory `RoundState`)."""
     out = Fresh(profile=after.profile or metrics.OTHER)
     for record in published:
-        if isinstance(record, BetAccepted | BetRejected) and decided.get(record.bet_id) != record:
+        if not isinstance(record, BetAccepted | BetRejected | BetSettled):
+            continue
+        known = before.entry(record.bet_id) if before is not None else None
+        if isinstance(record, BetSettled):
+            if known is None or known.settlement is None:
+                out.settlements.append(record)
+        elif known is None or known.decision != record:
             out.decisions.append(record)
-        elif isinstance(record, BetSettled) and record.bet_id not in settled:
-            out.settlements.append(record)
     return out
 
 

@@ -1,29 +1,44 @@
-"""One round's bets, decided and settled: pure functions of (state, record, now).
+"""One round's bets, decided and settled: pure functions of (round header, bet lookups, record,
+now) that return a `Transition`: the new header, the per-bet facts to write, the records to
+publish.
 
-Every function returns the new state and the records to publish. A record seen
-again re-publishes what was decided the first time (the first publication may
-have been lost in a crash; consumers are idempotent on the ids), and never
-decides twice. Bets that arrive before their round's RoundOpened (the topics
-are read independently) wait in `pending`; they are decided when the round
-opens, or rejected `unknown_round` when the table opens another round.
+State that does not grow with the round. A round is stored as
+- its header (`RoundHeader`, key `<table>:<round>`): what every record needs: status, profile,
+  counts, total stake, the running manifest digest, the manifest, the settlement's cause and
+  timing. Its size does not depend on the number of bets;
+- one entry per bet (`BetEntry`, key `<table>:<round>/b/<bet id>`): the BetPlaced, its
+  decision and its settlement;
+- an ordinal index (key `<table>:<round>/n/<k>` -> bet id, k = 1..received), so opening,
+  closing, settling and voiding walk the round's bets with one point read each.
+`RoundBets` is the read side the functions need; the service backs it with its Faust tables,
+tests with an in-memory `RoundState`.
+
+A record seen again re-publishes what was decided the first time (the first publication may
+have been lost in a crash; consumers are idempotent on the ids), and never decides twice.
+Bets that arrive before their round's RoundOpened (the topics are read independently) are
+stored undecided ("pending"); they are decided when the round opens, or rejected
+`unknown_round` when the table opens another round.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Annotated, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from shared.events.bet_events import (
+    EMPTY_DIGEST,
     BetAccepted,
     BetFacts,
     BetPlaced,
     BetRejected,
     BetSettled,
     RoundManifest,
-    manifest_digest,
+    digest_add,
     settlement_id,
 )
 from shared.events.results import RoundResultPublished
@@ -34,28 +49,76 @@ from shared.settlement import Bet, BetError, settle, validate_bet
 log = logging.getLogger(__name__)
 Status = Literal["pending", "open", "closed", "settled", "voided", "unknown"]
 Output = tuple[str, str, BaseModel]  # topic, key, record
+Decision = Annotated[BetAccepted | BetRejected, Field(discriminator="type")]
 
 
-class RoundState(BaseModel):
+class RoundHeader(BaseModel):
+    """What every record of the round needs; bounded whatever the number of bets."""
+
     model_config = ConfigDict(frozen=True)
 
     table_id: str
     round_id: str
     status: Status = "pending"
     profile: str | None = None
-    pending: list[BetPlaced] = []
-    accepted: dict[str, BetPlaced] = {}
-    decisions: dict[str, BetAccepted | BetRejected] = {}
+    received: int = 0  # distinct bet ids stored (the ordinal index runs 1..received)
+    accepted: int = 0
+    total_stake: int = 0  # of the accepted bets, minor units
+    digest: str = EMPTY_DIGEST  # manifest digest of the accepted bet ids, kept incrementally
     manifest: RoundManifest | None = None
-    settlements: dict[str, BetSettled] = {}
+    cause: str | None = None  # the result id or "void:<table>:<round>" that settled it
+    settled_at: datetime | None = None
+    result_at: datetime | None = None
+    last_card_at: datetime | None = None
+
+
+class BetEntry(BaseModel):
+    """One bet of the round: what was placed, what was decided, how it was settled."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ordinal: int
+    bet: BetPlaced
+    decision: Decision | None = None
+    settlement: BetSettled | None = None
+
+
+class RoundBets(Protocol):
+    """Point reads of one round's bets."""
+
+    def entry(self, bet_id: str) -> BetEntry | None: ...
+
+    def bet_at(self, ordinal: int) -> str | None: ...
+
+
+@dataclass(frozen=True)
+class Transition:
+    """A round's new header, the bet entries and ordinals to write, the records to publish."""
+
+    header: RoundHeader
+    entries: dict[str, BetEntry] = field(default_factory=dict)
+    order: dict[int, str] = field(default_factory=dict)
+    out: list[Output] = field(default_factory=list)
 
 
 def round_key(table_id: str, round_id: str) -> str:
     return f"{table_id}:{round_id}"
 
 
+# Table ids have no ':' and bet and round ids no '/', so no key can be read two ways.
+def bet_key(table_id: str, round_id: str, bet_id: str) -> str:
+    return f"{table_id}:{round_id}/b/{bet_id}"
+
+
+def order_key(table_id: str, round_id: str, ordinal: int) -> str:
+    return f"{table_id}:{round_id}/n/{ordinal}"
+
+
 def _facts(bet: BetFacts) -> dict:
-    return bet.model_dump(include=set(BetFacts.model_fields) - {"schema_version"})
+    return {name: getattr(bet, name) for name in _FACT_FIELDS}
+
+
+_FACT_FIELDS = tuple(name for name in BetFacts.model_fields if name != "schema_version")
 
 
 def _reject(bet: BetPlaced, code: str, message: str, now: datetime) -> BetRejected:
@@ -67,163 +130,294 @@ def _out(record: BaseModel, table_id: str) -> Output:
     return topic, table_id, record
 
 
-def _decide(state: RoundState, bet: BetPlaced, now: datetime) -> tuple[RoundState, Output]:
-    """Accept while open and valid for the table, else reject naming why."""
-    decision: BetAccepted | BetRejected
-    if state.status != "open":
-        reason = "unknown_round" if state.status in ("pending", "unknown") else "round_closed"
-        decision = _reject(bet, reason, f"round {bet.round_id!r} is {state.status}: "
-                                        "bets are accepted only while it is open", now)
+class _Writer:
+    """Builds one transition: reads see the writes made so far."""
+
+    def __init__(self, header: RoundHeader, bets: RoundBets) -> None:
+        self.header = header
+        self.bets = bets
+        self.entries: dict[str, BetEntry] = {}
+        self.order: dict[int, str] = {}
+        self.out: list[Output] = []
+
+    def entry(self, bet_id: str) -> BetEntry | None:
+        written = self.entries.get(bet_id)
+        return written if written is not None else self.bets.entry(bet_id)
+
+    def walk(self) -> Iterator[BetEntry]:
+        """The round's bets in the order they were received."""
+        for k in range(1, self.header.received + 1):
+            bet_id = self.order.get(k) or self.bets.bet_at(k)
+            entry = self.entry(bet_id) if bet_id is not None else None
+            if entry is None:
+                log.error("round %s of table %s: bet #%d missing from its index",
+                          self.header.round_id, self.header.table_id, k)
+                continue
+            yield entry
+
+    def update(self, **changes) -> None:
+        self.header = self.header.model_copy(update=changes)
+
+    def publish(self, record: BaseModel) -> None:
+        self.out.append(_out(record, self.header.table_id))
+
+    def done(self) -> Transition:
+        return Transition(self.header, self.entries, self.order, self.out)
+
+    def decide(self, entry: BetEntry, now: datetime) -> None:
+        """Accept while open and valid for the table, else reject naming why."""
+        h, bet = self.header, entry.bet
+        decision: BetAccepted | BetRejected
+        if h.status != "open":
+            reason = "unknown_round" if h.status in ("pending", "unknown") else "round_closed"
+            decision = _reject(bet, reason, f"round {bet.round_id!r} is {h.status}: "
+                                            "bets are accepted only while it is open", now)
+        else:
+            try:
+                validate_bet(Bet(bet=bet.bet, position=bet.position, stake=bet.stake),
+                             load_profile(h.profile))
+                decision = BetAccepted(**_facts(bet), decided_at=now)
+            except (BetError, ProfileError) as exc:
+                decision = _reject(bet, getattr(exc, "code", "unknown_profile"), str(exc), now)
+        if isinstance(decision, BetAccepted):
+            self.update(accepted=h.accepted + 1, total_stake=h.total_stake + bet.stake,
+                        digest=digest_add(h.digest, bet.bet_id))
+        self.entries[bet.bet_id] = entry.model_copy(update={"decision": decision})
+        self.publish(decision)
+
+    def decide_pending(self, now: datetime) -> None:
+        for entry in self.walk():
+            if entry.decision is None:
+                self.decide(entry, now)
+
+    def close(self, closed_at: datetime) -> None:
+        h = self.header
+        manifest = RoundManifest(table_id=h.table_id, round_id=h.round_id,
+                                 bet_count=h.accepted, total_stake=h.total_stake,
+                                 digest=h.digest, closed_at=closed_at)
+        self.update(status="closed", manifest=manifest)
+        self.publish(manifest)
+
+    def settle_all(self, amounts, status: Status, cause: str, now: datetime, **timing) -> None:
+        """One settlement per accepted bet, `amounts(bet)` -> (outcome, returned); the last
+        one carries `last_of_round`."""
+        seen = 0
+        for entry in self.walk():
+            if not isinstance(entry.decision, BetAccepted):
+                continue
+            seen += 1
+            outcome, returned = amounts(entry.bet)
+            settled = BetSettled(**_facts(entry.bet), settlement_id=settlement_id(entry.bet.bet_id),
+                                 outcome=outcome, returned=returned, cause=cause,
+                                 settled_at=now, last_of_round=seen == self.header.accepted,
+                                 **timing)
+            self.entries[entry.bet.bet_id] = entry.model_copy(update={"settlement": settled})
+            self.publish(settled)
+        self.update(status=status, cause=cause, settled_at=now, **timing)
+
+    def republish_settlements(self) -> None:
+        for entry in self.walk():
+            if entry.settlement is not None:
+                self.publish(entry.settlement)
+
+
+def _new(header: RoundHeader | None, table_id: str, round_id: str) -> RoundHeader:
+    return header or RoundHeader(table_id=table_id, round_id=round_id)
+
+
+def place(header: RoundHeader | None, bets: RoundBets, bet: BetPlaced, now: datetime
+          ) -> Transition:
+    """A funded bet: decided now if its round opened, else stored undecided until it does."""
+    w = _Writer(_new(header, bet.table_id, bet.round_id), bets)
+    known = bets.entry(bet.bet_id)
+    if known is not None:
+        if known.bet.player_id != bet.player_id:
+            w.publish(_reject(bet, "duplicate_bet_id",
+                              f"bet id {bet.bet_id!r} is already taken in this round", now))
+        elif known.decision is not None:
+            w.publish(known.decision)  # redelivery: the same answer again
+        return w.done()  # (or still waiting for its round to open)
+    ordinal = w.header.received + 1
+    w.update(received=ordinal)
+    w.order[ordinal] = bet.bet_id
+    entry = BetEntry(ordinal=ordinal, bet=bet)
+    if w.header.status == "pending":
+        w.entries[bet.bet_id] = entry
     else:
-        try:
-            validate_bet(Bet(bet=bet.bet, position=bet.position, stake=bet.stake),
-                         load_profile(state.profile))
-            decision = BetAccepted(**_facts(bet), decided_at=now)
-        except (BetError, ProfileError) as exc:
-            decision = _reject(bet, getattr(exc, "code", "unknown_profile"), str(exc), now)
-    update: dict = {"decisions": {**state.decisions, bet.bet_id: decision}}
-    if isinstance(decision, BetAccepted):
-        update["accepted"] = {**state.accepted, bet.bet_id: bet}
-    return state.model_copy(update=update), _out(decision, bet.table_id)
+        w.decide(entry, now)
+    return w.done()
+
+
+def expire(header: RoundHeader, bets: RoundBets, now: datetime) -> Transition:
+    """The table opened another round: this one never opened, its waiting bets are rejected."""
+    w = _Writer(header, bets)
+    if header.status == "pending":
+        w.update(status="unknown")
+        w.decide_pending(now)
+    return w.done()
+
+
+def apply_table_event(header: RoundHeader | None, bets: RoundBets, event: TableEventBase,
+                      now: datetime) -> Transition:
+    w = _Writer(_new(header, event.table_id, getattr(event, "round_id", None)), bets)
+    status = w.header.status
+    if isinstance(event, RoundOpened):
+        if status == "pending":
+            w.update(status="open", profile=event.profile)
+            w.decide_pending(now)
+    elif isinstance(event, BettingClosed):
+        if status == "open":
+            w.close(event.occurred_at)
+        elif w.header.manifest is not None:
+            w.publish(w.header.manifest)
+    elif isinstance(event, RoundVoided):
+        _void(w, event, now)
+    return w.done()
+
+
+def _void(w: _Writer, event: RoundVoided, now: datetime) -> None:
+    h = w.header
+    if h.status in ("voided", "settled"):
+        if h.status == "settled":
+            log.error("void of round %s after it was settled ignored", h.round_id)
+        w.republish_settlements()
+        return
+    if h.status == "pending":
+        w.update(status="unknown")
+        w.decide_pending(now)
+    w.settle_all(lambda bet: ("void_refund", bet.stake), "voided",
+                 f"void:{h.table_id}:{h.round_id}", now, result_at=event.occurred_at)
+
+
+def _by_rules(profile_name: str, published: RoundResultPublished):
+    profile = load_profile(profile_name)
+
+    def amounts(bet: BetPlaced) -> tuple[str, int]:
+        s = settle(Bet(bet=bet.bet, position=bet.position, stake=bet.stake),
+                   published.result, profile)
+        return s.outcome, s.returned
+    return amounts
+
+
+def apply_result(header: RoundHeader | None, bets: RoundBets, published: RoundResultPublished,
+                 now: datetime, result_at: datetime | None = None) -> Transition:
+    """Settle every accepted bet with the rule engine, once. `result_at`: when the result was
+    published (the record's broker timestamp), else the result's own time."""
+    w = _Writer(_new(header, published.table_id, published.round_id), bets)
+    if w.header.status in ("settled", "voided"):
+        if w.header.status == "voided":
+            log.error("result %s for voided round %s ignored", published.result_id,
+                      w.header.round_id)
+        w.republish_settlements()
+        return w.done()
+    if w.header.status == "pending":
+        w.update(status="unknown")
+        w.decide_pending(now)
+    elif w.header.status == "open":  # the result came before the close: close first
+        w.close(published.occurred_at)
+    w.settle_all(_by_rules(w.header.profile or published.profile, published), "settled",
+                 published.result_id, now, result_at=result_at or published.occurred_at,
+                 last_card_at=published.last_card_at)
+    return w.done()
+
+
+def conflicts(header: RoundHeader | None, bets: RoundBets,
+              record: RoundResultPublished | RoundVoided) -> list[str]:
+    """Bets of an already settled (or voided) round that `record` would settle for a
+    different amount: the round is being asked to settle twice, differently."""
+    if header is None or header.status not in ("settled", "voided"):
+        return []
+    amounts = ((lambda bet: ("void_refund", bet.stake)) if isinstance(record, RoundVoided)
+               else _by_rules(header.profile or record.profile, record))
+    return sorted(e.bet.bet_id for e in _Writer(header, bets).walk()
+                  if e.settlement is not None and e.settlement.returned != amounts(e.bet)[1])
+
+
+# --- an in-memory round: tests, tools and the cost measurement ----------------------------
+
+@dataclass(frozen=True)
+class RoundState:
+    """A whole round in memory (header + entries + index), implementing `RoundBets`.
+    `apply` returns a new state and leaves this one as it was."""
+
+    header: RoundHeader
+    entries: Mapping[str, BetEntry] = field(default_factory=dict)
+    order: Mapping[int, str] = field(default_factory=dict)
+
+    def entry(self, bet_id: str) -> BetEntry | None:
+        return self.entries.get(bet_id)
+
+    def bet_at(self, ordinal: int) -> str | None:
+        return self.order.get(ordinal)
+
+    def apply(self, t: Transition) -> RoundState:
+        if not t.entries and not t.order:
+            return RoundState(t.header, self.entries, self.order)
+        return RoundState(t.header, {**self.entries, **t.entries}, {**self.order, **t.order})
+
+    @property
+    def status(self) -> Status:
+        return self.header.status
+
+    @property
+    def profile(self) -> str | None:
+        return self.header.profile
+
+    @property
+    def manifest(self) -> RoundManifest | None:
+        return self.header.manifest
+
+    def _in_order(self) -> list[BetEntry]:
+        return [self.entries[self.order[k]] for k in sorted(self.order)]
+
+    @property
+    def pending(self) -> list[BetPlaced]:
+        return [e.bet for e in self._in_order() if e.decision is None]
+
+    @property
+    def accepted(self) -> dict[str, BetPlaced]:
+        return {e.bet.bet_id: e.bet for e in self._in_order()
+                if isinstance(e.decision, BetAccepted)}
+
+    @property
+    def decisions(self) -> dict[str, BetAccepted | BetRejected]:
+        return {e.bet.bet_id: e.decision for e in self._in_order() if e.decision is not None}
+
+    @property
+    def settlements(self) -> dict[str, BetSettled]:
+        return {e.bet.bet_id: e.settlement for e in self._in_order()
+                if e.settlement is not None}
+
+
+_NO_BETS = RoundState(RoundHeader(table_id="", round_id=""))
+
+
+def _run(state: RoundState | None, t: Transition) -> tuple[RoundState, list[Output]]:
+    return (state or _NO_BETS).apply(t), t.out
 
 
 def on_bet(state: RoundState | None, bet: BetPlaced, now: datetime
            ) -> tuple[RoundState, list[Output]]:
-    state = state or RoundState(table_id=bet.table_id, round_id=bet.round_id)
-    earlier = state.decisions.get(bet.bet_id)
-    if earlier is not None:
-        if earlier.player_id == bet.player_id:
-            return state, [_out(earlier, bet.table_id)]  # redelivery: the same answer again
-        return state, [_out(_reject(bet, "duplicate_bet_id",
-                                    f"bet id {bet.bet_id!r} is already taken in this round",
-                                    now), bet.table_id)]
-    if state.status == "pending":
-        if all(p.bet_id != bet.bet_id for p in state.pending):
-            state = state.model_copy(update={"pending": [*state.pending, bet]})
-        return state, []
-    state, out = _decide(state, bet, now)
-    return state, [out]
-
-
-def _decide_pending(state: RoundState, now: datetime) -> tuple[RoundState, list[Output]]:
-    outputs = []
-    for bet in state.pending:
-        state, out = _decide(state, bet, now)
-        outputs.append(out)
-    return state.model_copy(update={"pending": []}), outputs
-
-
-def expire_pending(state: RoundState, now: datetime) -> tuple[RoundState, list[Output]]:
-    """The table opened another round: this one never opened, its waiting bets are rejected."""
-    if state.status != "pending":
-        return state, []
-    return _decide_pending(state.model_copy(update={"status": "unknown"}), now)
-
-
-def _close(state: RoundState, closed_at: datetime) -> tuple[RoundState, list[Output]]:
-    manifest = RoundManifest(
-        table_id=state.table_id, round_id=state.round_id, bet_count=len(state.accepted),
-        total_stake=sum(b.stake for b in state.accepted.values()),
-        digest=manifest_digest(state.accepted), closed_at=closed_at)
-    state = state.model_copy(update={"status": "closed", "manifest": manifest})
-    return state, [_out(manifest, state.table_id)]
+    bets = state or _NO_BETS
+    return _run(state, place(state and state.header, bets, bet, now))
 
 
 def on_table_event(state: RoundState | None, event: TableEventBase, now: datetime
                    ) -> tuple[RoundState, list[Output]]:
-    round_id = getattr(event, "round_id", None)
-    state = state or RoundState(table_id=event.table_id, round_id=round_id)
-    if isinstance(event, RoundOpened):
-        if state.status != "pending":
-            return state, []
-        opened = state.model_copy(update={"status": "open", "profile": event.profile})
-        return _decide_pending(opened, now)
-    if isinstance(event, BettingClosed):
-        if state.status == "open":
-            return _close(state, event.occurred_at)
-        return _again(state, [state.manifest] if state.manifest else [])
-    if isinstance(event, RoundVoided):
-        return _void(state, event, now)
-    return state, []
-
-
-def _again(state: RoundState, records: list) -> tuple[RoundState, list[Output]]:
-    return state, [_out(r, state.table_id) for r in records]
-
-
-def _void(state: RoundState, event: RoundVoided, now: datetime
-          ) -> tuple[RoundState, list[Output]]:
-    if state.status in ("voided", "settled"):
-        if state.status == "settled":
-            log.error("void of round %s after it was settled ignored", state.round_id)
-        return _again(state, list(state.settlements.values()))
-    state, outputs = _decide_pending(state.model_copy(update={"status": "unknown"}), now) \
-        if state.status == "pending" else (state, [])
-    settlements = void_settlements(state, event, now)
-    state = state.model_copy(update={"status": "voided", "settlements": settlements})
-    return state, outputs + [_out(s, state.table_id) for s in settlements.values()]
-
-
-def _batch(state: RoundState, amounts: dict[str, tuple[str, int]], cause: str, now: datetime,
-           **timing) -> dict[str, BetSettled]:
-    """One settlement per accepted bet; the last one carries `last_of_round`."""
-    last = next(reversed(amounts), None)
-    return {bet_id: BetSettled(**_facts(state.accepted[bet_id]),
-                               settlement_id=settlement_id(bet_id), outcome=outcome,
-                               returned=returned, cause=cause, settled_at=now,
-                               last_of_round=bet_id == last, **timing)
-            for bet_id, (outcome, returned) in amounts.items()}
-
-
-def void_settlements(state: RoundState, event: RoundVoided, now: datetime
-                     ) -> dict[str, BetSettled]:
-    amounts = {bet_id: ("void_refund", bet.stake) for bet_id, bet in state.accepted.items()}
-    return _batch(state, amounts, f"void:{state.table_id}:{state.round_id}", now,
-                  result_at=event.occurred_at)
-
-
-def result_settlements(state: RoundState, published: RoundResultPublished, now: datetime,
-                       result_at: datetime | None = None) -> dict[str, BetSettled]:
-    """Every accepted bet settled by the rule engine. `result_at`: when the result was
-    published (the record's broker timestamp), else the result's own time."""
-    profile = load_profile(state.profile or published.profile)
-    amounts = {}
-    for bet_id, bet in state.accepted.items():
-        s = settle(Bet(bet=bet.bet, position=bet.position, stake=bet.stake),
-                   published.result, profile)
-        amounts[bet_id] = (s.outcome, s.returned)
-    return _batch(state, amounts, published.result_id, now,
-                  result_at=result_at or published.occurred_at,
-                  last_card_at=published.last_card_at)
-
-
-def conflicting_settlements(state: RoundState, record: RoundResultPublished | RoundVoided,
-                            now: datetime) -> list[str]:
-    """Bets of an already settled (or voided) round that `record` would settle for a
-    different amount: the round is being asked to settle twice, differently."""
-    if state.status not in ("settled", "voided"):
-        return []
-    again = (void_settlements(state, record, now) if isinstance(record, RoundVoided)
-             else result_settlements(state, record, now))
-    return sorted(bet_id for bet_id, s in again.items()
-                  if bet_id in state.settlements
-                  and state.settlements[bet_id].returned != s.returned)
+    bets = state or _NO_BETS
+    return _run(state, apply_table_event(state and state.header, bets, event, now))
 
 
 def on_result(state: RoundState | None, published: RoundResultPublished, now: datetime,
               result_at: datetime | None = None) -> tuple[RoundState, list[Output]]:
-    """Settle every accepted bet with the rule engine, once."""
-    state = state or RoundState(table_id=published.table_id, round_id=published.round_id)
-    if state.status in ("settled", "voided"):
-        if state.status == "voided":
-            log.error("result %s for voided round %s ignored", published.result_id,
-                      state.round_id)
-        return _again(state, list(state.settlements.values()))
-    outputs: list[Output] = []
-    if state.status == "pending":
-        state, outputs = _decide_pending(state.model_copy(update={"status": "unknown"}), now)
-    elif state.status == "open":  # the result came before the close: close first
-        state, outputs = _close(state, published.occurred_at)
-    settlements = result_settlements(state, published, now, result_at)
-    state = state.model_copy(update={"status": "settled", "settlements": settlements})
-    return state, outputs + [_out(s, state.table_id) for s in settlements.values()]
+    bets = state or _NO_BETS
+    return _run(state, apply_result(state and state.header, bets, published, now, result_at))
+
+
+def expire_pending(state: RoundState, now: datetime) -> tuple[RoundState, list[Output]]:
+    return _run(state, expire(state.header, state, now))
+
+
+def conflicting_settlements(state: RoundState, record: RoundResultPublished | RoundVoided,
+                            now: datetime | None = None) -> list[str]:
+    return conflicts(state.header, state, record)

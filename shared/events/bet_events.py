@@ -20,9 +20,25 @@ def settlement_id(bet_id: str) -> str:
     return f"settle:{bet_id}"
 
 
+DIGEST_MODULUS = 2 ** 256
+EMPTY_DIGEST = "0" * 64  # the digest of a round with no accepted bet
+
+
+def _bet_hash(bet_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(bet_id.encode()).digest(), "big")
+
+
+def digest_add(digest: str, bet_id: str) -> str:
+    """`digest` with one more accepted bet id: a manifest digest kept one bet at a time."""
+    return f"{(int(digest, 16) + _bet_hash(bet_id)) % DIGEST_MODULUS:064x}"
+
+
 def manifest_digest(bet_ids: Iterable[str]) -> str:
-    """SHA-256 over the sorted accepted bet ids, one per line."""
-    return hashlib.sha256("\n".join(sorted(bet_ids)).encode()).hexdigest()
+    """The accepted bet ids' digest, independent of their order: the sum of the SHA-256 of
+    each id, mod 2^256, as 64 hex digits (a multiset hash). Order-independent and additive,
+    so bet-settlement keeps it with `digest_add` as bets are accepted, and an auditor
+    recomputes it from the decisions in whatever order it reads them."""
+    return f"{sum(_bet_hash(bet_id) for bet_id in bet_ids) % DIGEST_MODULUS:064x}"
 
 
 class BetFacts(BaseModel):

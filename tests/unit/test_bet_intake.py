@@ -78,7 +78,8 @@ def test_close_writes_the_manifest_once_and_late_bets_are_rejected():
     closed_state, out = intake.on_table_event(state, event(BettingClosed, 2, reason="timer"), NOW)
     manifest = out[0][2]
     assert (manifest.bet_count, manifest.total_stake) == (2, 5000)
-    assert manifest.digest == manifest_digest(["a", "b"])
+    assert manifest.digest == manifest_digest(["b", "a"]) == closed_state.header.digest
+    assert closed_state.manifest == manifest and closed_state.header.received == 2
     _, again = intake.on_table_event(closed_state, event(BettingClosed, 2, reason="timer"), NOW)
     assert again == out
     _, late = intake.on_bet(closed_state, placed("late"), NOW)
@@ -119,6 +120,7 @@ def test_a_bet_before_its_round_opened_waits_then_is_decided_or_expires():
     assert out == [] and state.status == "pending"
     opened_state, out = intake.on_table_event(state, opened(), NOW)
     assert kinds(out) == ["BetAccepted"] and opened_state.pending == []
+    assert opened_state.entry("early").decision == out[0][2]  # kept under the bet's own key
     lost, _ = intake.on_bet(None, placed("lost", round_id="R0"), NOW)
     expired, out = intake.expire_pending(lost, NOW)
     assert kinds(out) == ["BetRejected:unknown_round"] and expired.status == "unknown"

@@ -1,0 +1,161 @@
+"""A 2,000-bet round over the real broker: the wallet and bet-settlement as processes, 100
+players betting concurrently through the wallet's HTTP API. The round settles to the rule
+engine's amounts with every money invariant, and no record bet-settlement writes (outputs
+or changelogs) grows with the round: every one stays under 64 KB. Functional, not timed."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import httpx
+import pytest
+from kafka import KafkaAdminClient
+
+from services.infra import topic_admin
+from services.infra.log_reader import read_to_end
+from services.operator.log_reader import read_books
+from shared.audit import audit
+from shared.events.bet_events import manifest_digest
+from shared.profile import load_profile
+from shared.settlement import Bet, settle
+from shared.topics import topic_catalogue
+from tests.conftest import free_port
+from tests.integration.money_support import ScriptedTable, read_topic
+from tests.integration.test_money_live import Platform
+
+pytestmark = pytest.mark.kafka
+PLAYERS, BETS_EACH = 100, 20
+MAX_RECORD = 64 * 1024
+ROUND_BETS = [("player", 2000), ("banker", 3000), ("tie", 1000), ("player_pair", 1000),
+              ("banker_pair", 1000), ("player", 5000), ("banker", 1000),
+              ("dragon_bonus_player", 1000), ("dragon_bonus_banker", 1000), ("fortune_six", 1000)]
+
+
+def wait_until(check, what: str, timeout_s: float, every_s: float = 2.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return
+        time.sleep(every_s)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def platform(platform_kafka, tmp_path_factory):
+    admin = topic_admin.admin_client(platform_kafka)
+    topic_admin.apply(admin, topic_catalogue())
+    admin.close()
+    p = Platform(platform_kafka, tmp_path_factory.mktemp("large-round-home"), free_port(),
+                 free_port())
+    p.start()
+    yield p
+    p.stop()
+
+
+async def place_all(base_url: str, players: dict[str, str], table_id: str, round_id: str
+                    ) -> list[dict]:
+    """Every player places BETS_EACH bets, one after another; the players all at once."""
+    limits = httpx.Limits(max_connections=32)
+    async with httpx.AsyncClient(base_url=base_url, timeout=120, limits=limits) as http:
+        async def one_player(i: int, player_id: str, token: str) -> list[dict]:
+            placed = []
+            for j in range(BETS_EACH):
+                bet, stake = ROUND_BETS[(i + j) % len(ROUND_BETS)]
+                body = {"bet_id": f"big-{uuid.uuid4().hex}", "table_id": table_id,
+                        "round_id": round_id, "bet": bet, "stake": stake}
+                r = await http.post(f"/players/{player_id}/bets", json=body,
+                                    headers={"Authorization": f"Bearer {token}"})
+                assert r.status_code == 201, r.text
+                placed.append({**r.json()["bet"], "player_id": player_id})
+            return placed
+        done = await asyncio.gather(*(one_player(i, p, t)
+                                      for i, (p, t) in enumerate(players.items())))
+    return [bet for player_bets in done for bet in player_bets]
+
+
+def largest_record(bootstrap: str, topic: str) -> tuple[int, int]:
+    """(records, size of the largest value) on `topic`."""
+    count = largest = 0
+    for record in read_to_end(bootstrap, topic):
+        count += 1
+        largest = max(largest, len(record.value or b""))
+    return count, largest
+
+
+def test_a_2000_bet_round_settles_by_the_rules_with_bounded_records(platform):
+    table = ScriptedTable(platform.producer, f"BIG-{uuid.uuid4().hex[:6]}", "sbo-baccarat",
+                          seed=21)
+    players = {}
+    for i in range(PLAYERS):
+        player_id = platform.player(f"big{i}", 500_000)
+        players[player_id] = platform.tokens[player_id]
+    table.open("big1", window_s=600)
+    platform.wait_round_open(table, "big1")
+
+    placed = asyncio.run(place_all(platform.wallet.base_url, players, table.table_id, "big1"))
+    assert len(placed) == PLAYERS * BETS_EACH
+    ids = {b["bet_id"] for b in placed}
+
+    def accepted() -> set[str]:
+        return {d["bet_id"] for d in read_topic(platform.bootstrap, "bets.decisions")
+                if d["type"] == "bet_accepted" and d["table_id"] == table.table_id}
+    wait_until(lambda: ids <= accepted(), "every bet accepted", 180)
+    table.close("big1")
+    published = table.complete("big1")
+
+    def settled() -> list[dict]:
+        return [s for s in read_topic(platform.bootstrap, "bets.settled")
+                if s["table_id"] == table.table_id and s["round_id"] == "big1"]
+    wait_until(lambda: {s["bet_id"] for s in settled()} >= ids, "every bet settled", 180)
+
+    # by the rule engine, once each, one of them last of the round
+    records = settled()
+    by_bet = {b["bet_id"]: b for b in placed}
+    profile = load_profile("sbo-baccarat")
+    assert sorted(s["bet_id"] for s in records) == sorted(ids)
+    for s in records:
+        bet = by_bet[s["bet_id"]]
+        expected = settle(Bet(bet=bet["bet"], position=bet["position"], stake=bet["stake"]),
+                          published.result, profile)
+        assert (s["outcome"], s["returned"], s["stake"]) == (
+            expected.outcome, expected.returned, bet["stake"]), s
+    assert sum(s["last_of_round"] for s in records) == 1
+
+    # the manifest: every bet, the total stake, the digest of the accepted ids
+    manifests = [d for d in read_topic(platform.bootstrap, "bets.decisions")
+                 if d["type"] == "round_manifest" and d["table_id"] == table.table_id]
+    assert len(manifests) == 1
+    assert (manifests[0]["bet_count"], manifests[0]["total_stake"], manifests[0]["digest"]) == (
+        len(ids), sum(b["stake"] for b in placed), manifest_digest(ids))
+
+    # every money invariant, from the log alone, once the wallet has paid every settlement
+    def books_settled():
+        books, unparsed = read_books(platform.bootstrap)
+        assert unparsed == []
+        mine = books.only({table.table_id}, set(players))
+        paid = {tx.cause_id.removeprefix("settle:") for tx in mine.txs.values()
+                if tx.kind in ("payout", "bet_refund")}
+        lost = {s.bet_id for s in mine.settled.values() if s.returned == 0}
+        return mine if ids <= paid | lost else None
+    wait_until(lambda: books_settled() is not None, "every settlement credited", 180)
+    report = audit(books_settled(), allow_pending=False)
+    assert report.invariants_ok, [c for c in report.invariants if not c.ok]
+    assert (report.bets, report.settled, report.rejected, report.voided) == (len(ids), len(ids),
+                                                                             0, 0)
+    for player_id in players:
+        assert platform.balance(player_id) == report.balances[player_id]
+
+    # no record above 64 KB: outputs and bet-settlement's changelogs
+    admin = KafkaAdminClient(bootstrap_servers=platform.bootstrap)
+    changelogs = sorted(t for t in admin.list_topics()
+                        if "bet-settlement" in t and t.endswith("-changelog"))
+    admin.close()
+    assert any(t.endswith("-round-bets-changelog") for t in changelogs), changelogs
+    sizes = {topic: largest_record(platform.bootstrap, topic)
+             for topic in ["bets.decisions", "bets.settled", *changelogs]}
+    assert all(largest < MAX_RECORD for _, largest in sizes.values()), sizes
+    per_bet = [n for topic, (n, _) in sizes.items() if topic.endswith("-round-bets-changelog")]
+    assert per_bet[0] >= 2 * len(ids), sizes  # per-bet facts under their own keys
+    assert sizes["bets.settled"][0] >= len(ids), sizes
