@@ -7,14 +7,16 @@ PY := $(VENV)/bin/python
 CROUPIER := $(VENV)/bin/croupier
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv demo test test-unit test-integration lint bench schemas kafka-up kafka-down kafka-status topics clean
+.PHONY: help venv demo test test-unit test-integration lint bench bench-e2e schemas kafka-up kafka-down kafka-status topics clean
 
 help:
 	@echo "make demo        Kafka, topics, the four services, 3 tables and 50 players, then a"
 	@echo "                 verified summary (DEMO_ARGS='--rounds 5' to shorten)"
 	@echo "make test        the whole suite against a real Kafka broker"
 	@echo "make lint        ruff"
-	@echo "make bench       benchmarks (ratios against a baseline measured in the same run)"
+	@echo "make bench       benchmarks (ratios against a baseline measured in the same run);"
+	@echo "                 the end-to-end one last (BENCH_E2E_ARGS='--quick' to shorten)"
+	@echo "make bench-e2e   the end-to-end benchmark alone: broker, four services, players, tables"
 	@echo "make schemas     write the JSON Schema of every event to schemas/"
 	@echo "make kafka-up | kafka-down | kafka-status | topics"
 	@echo "make clean       stop the broker and remove runtime state and the venv"
@@ -59,7 +61,12 @@ schemas: venv
 	$(CROUPIER) schemas
 
 bench: venv
-	$(PY) benchmarks/run.py
+	BENCH_E2E_ARGS="$(BENCH_E2E_ARGS)" $(PY) benchmarks/run.py
+
+# the end-to-end benchmark alone: BENCH_E2E_ARGS="--quick" for a smoke run,
+# "--sizes 100,1000,10000 --duration 20 --workers 2 --json e2e.json" and so on
+bench-e2e: venv
+	$(PY) benchmarks/bench_e2e.py $(BENCH_E2E_ARGS)
 
 clean:
 	-[ -x $(CROUPIER) ] && $(CROUPIER) kafka down

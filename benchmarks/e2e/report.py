@@ -1,0 +1,208 @@
+"""Targets (issue 10, item 6), ratios to the pipe baseline, the printout and the JSON.
+
+Ratios: a rate is divided by the pipe's messages/s (how much of the raw pipe's
+throughput the platform reaches); a per-message latency by the pipe's latency at the
+same percentile; the time to finish N items by the time the pipe needs to deliver N
+messages through its 4 hops (its p50 latency + N ÷ its messages/s); CPU per bet by the pipe's CPU per
+message (all 4 hops); a record's size by the pipe's 300-byte message.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from benchmarks.e2e.pipe import PAYLOAD_BYTES
+
+
+def _ratio(value, base) -> float | None:
+    if value is None or not base:
+        return None
+    return value / base
+
+
+def _fmt(value, unit: str = "", digits: int = 3) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.{digits}g}{unit}"
+    return f"{value}{unit}"
+
+
+def _x(ratio) -> str:
+    return "" if ratio is None else f"  ({ratio:.3g}× pipe)"
+
+
+def targets(fig: dict) -> list[dict]:
+    out = []
+    rounds = {r["size"]: r for r in fig.get("rounds", [])}
+    big = rounds.get(10_000)
+    out.append({"target": "10,000-bet round settles with no error, completion → last credit "
+                          "p99 ≤ 3 s",
+                "figure": None if big is None else
+                f"errors={len(big['errors'])}, p99={_fmt(big['completion_to_end_p99_s'], ' s')}, "
+                f"last={_fmt(big['completion_to_last_credit_s'], ' s')}",
+                "pass": None if big is None else bool(
+                    big["ok"] and big["completion_to_end_p99_s"] is not None
+                    and big["completion_to_end_p99_s"] <= 3.0
+                    and big["completion_to_last_credit_s"] <= 3.0)})
+    intake, paced = fig.get("intake", {}).get("sustained"), fig.get("intake", {}).get("paced")
+    out.append({"target": "sustained intake ≥ 1,000 accepted bets/s",
+                "figure": None if not intake else _fmt(intake["accepted_per_s"], "/s"),
+                "pass": None if not intake else intake["accepted_per_s"] >= 1000})
+    out.append({"target": "HTTP p99 ≤ 250 ms at 500 bets/s offered (all answered 2xx, "
+                          "offered on schedule)",
+                "figure": None if not paced else
+                f"p99={_fmt(paced['latency_p99_s'], ' s')}, answered "
+                f"{paced['answered']}/{paced['offered']}",
+                "pass": None if not paced else bool(
+                    paced["latency_p99_s"] is not None and paced["latency_p99_s"] <= 0.25
+                    and paced["answered"] == paced["offered"] and paced["generator_lag_s"] <= 1.0
+                    and set(paced["answers"]) <= {"200", "201"})})
+    rec = fig.get("records")
+    out.append({"target": "no record above 64 KB on any topic or changelog",
+                "figure": None if not rec else
+                f"{rec['largest']['bytes']} B on {rec['largest']['topic']}",
+                "pass": None if not rec else rec["ok"]})
+    cpu = fig.get("cpu_scaling")
+    out.append({"target": "per-bet CPU at 10,000 bets per round ≤ 1.5× that at 100",
+                "figure": None if not cpu else
+                f"{_fmt(cpu['ratio'], '×')} ({cpu['large']} vs {cpu['small']} bets)",
+                "pass": None if not cpu or cpu["ratio"] is None else
+                (cpu["ratio"] <= 1.5 if (cpu["small"], cpu["large"]) == (100, 10_000) else None)})
+    life = fig.get("lifetime")
+    out.append({"target": "a player with 100,000 lifetime bets costs per bet ≤ 1.5× a new one",
+                "figure": None if not life or life.get("ratio") is None else
+                f"{_fmt(life['ratio'], '×')} after {life['lifetime_bets']} bets",
+                "pass": None if not life or life.get("ratio") is None else
+                (life["ratio"] <= 1.5 if life["lifetime_bets"] >= 100_000 else None)})
+    return out
+
+
+def add_ratios(fig: dict) -> None:
+    base = fig["baseline"]
+    rate, p50, p99 = base["messages_per_s"], base["latency_p50_s"], base["latency_p99_s"]
+    cpu_msg = base["cpu_ms_per_message"]
+    for key in ("sustained", "paced"):
+        part = fig.get("intake", {}).get(key)
+        if part:
+            part["ratio_accepted_per_s"] = _ratio(part.get("accepted_per_s"), rate)
+            part["ratio_latency_p50"] = _ratio(part["latency_p50_s"], p50)
+            part["ratio_latency_p99"] = _ratio(part["latency_p99_s"], p99)
+    if fig.get("settlement"):
+        fig["settlement"]["ratio_credits_per_s"] = _ratio(fig["settlement"].get("credits_per_s"),
+                                                          rate)
+    for r in fig.get("rounds", []):
+        pipe_time = (p50 or 0.0) + r["size"] / rate if rate else None
+        r["ratio_last_credit_to_pipe_time"] = _ratio(r["completion_to_last_credit_s"], pipe_time)
+        r["ratio_end_p50"] = _ratio(r["completion_to_end_p50_s"], p50)
+        r["ratio_end_p99"] = _ratio(r["completion_to_end_p99_s"], p99)
+        r["ratio_cpu_per_bet"] = _ratio(r["cpu_ms_per_bet_total"], cpu_msg)
+        rp = fig.get("replay", {}).get(str(r["size"]))
+        if rp:
+            rp["ratio_to_pipe_time"] = _ratio(rp["seconds"], pipe_time)
+    if fig.get("records"):
+        fig["records"]["ratio_to_pipe_record"] = _ratio(fig["records"]["largest"]["bytes"],
+                                                        PAYLOAD_BYTES)
+    life = fig.get("lifetime")
+    if life and life.get("old_ms_per_bet") is not None:
+        life["ratio_new_to_pipe_cpu"] = _ratio(life["new_ms_per_bet"], cpu_msg)
+        life["ratio_old_to_pipe_cpu"] = _ratio(life["old_ms_per_bet"], cpu_msg)
+    fig["targets"] = targets(fig)
+
+
+def render(fig: dict) -> str:
+    base = fig["baseline"]
+    lines = ["", "end-to-end benchmark (baseline: raw 4-hop aiokafka consume→produce pipe, "
+             "same broker, same run)",
+             f"  pipe: {_fmt(base['messages_per_s'], ' msg/s')}, latency at "
+             f"{base['paced']['offered_rate']:g}/s p50 {_fmt(base['latency_p50_s'], ' s')} "
+             f"p99 {_fmt(base['latency_p99_s'], ' s')}, CPU "
+             f"{_fmt(base['cpu_ms_per_message'], ' ms/msg')}"]
+    intake = fig.get("intake", {})
+    if intake.get("sustained"):
+        s = intake["sustained"]
+        lines.append(f"  sustained intake ({s['clients']} clients, {s['seconds']:.0f} s): "
+                     f"{_fmt(s['accepted_per_s'], ' accepted bets/s')}"
+                     f"{_x(s['ratio_accepted_per_s'])}; HTTP p50 {_fmt(s['latency_p50_s'], ' s')}"
+                     f" p99 {_fmt(s['latency_p99_s'], ' s')}; answers {s['answers']}; client CPU "
+                     f"{_fmt(s['client_cpu_ms_per_request'], ' ms/request')}")
+    if intake.get("paced"):
+        p = intake["paced"]
+        lines.append(f"  HTTP at {p['offered_per_s']:g} bets/s offered: p50 "
+                     f"{_fmt(p['latency_p50_s'], ' s')}{_x(p['ratio_latency_p50'])}, p99 "
+                     f"{_fmt(p['latency_p99_s'], ' s')}{_x(p['ratio_latency_p99'])}; answered "
+                     f"{p['answered']}/{p['offered']}, answers {p['answers']}")
+        if p["generator_lag_s"] > 1.0:
+            lines.append(f"    WARNING: the load generator fell {p['generator_lag_s']:.1f} s behind "
+                         f"its schedule (client CPU {p['client_cpu_share']:.0%} of a core): the "
+                         "offered rate was not reached")
+    if intake.get("cpu_ms_per_bet"):
+        total = intake.get("cpu_ms_per_bet_total")
+        lines.append(f"  intake CPU ms/bet: {_cpu(intake['cpu_ms_per_bet'])}, total "
+                     f"{_fmt(total)}{_x(_ratio(total, base['cpu_ms_per_message']))}")
+    if fig.get("settlement"):
+        s = fig["settlement"]
+        lines.append(f"  settlements credited: {_fmt(s.get('credits_per_s'), '/s')}"
+                     f"{_x(s.get('ratio_credits_per_s'))} ({s.get('credits')} credits of "
+                     f"{s.get('settled')} settled bets, {_fmt(s.get('bets_ended_per_s'), '/s')} "
+                     f"bets ended; {s.get('note', '')})")
+    for r in fig.get("rounds", []):
+        lines.append(f"  round of {r['size']:,} bets: completion → last credit "
+                     f"{_fmt(r['completion_to_last_credit_s'], ' s')}"
+                     f"{_x(r['ratio_last_credit_to_pipe_time'])}; per bet p50 "
+                     f"{_fmt(r['completion_to_end_p50_s'], ' s')} p99 "
+                     f"{_fmt(r['completion_to_end_p99_s'], ' s')}{_x(r['ratio_end_p99'])}; "
+                     f"placed in {r['place_seconds']:.1f} s; "
+                     f"{'ok' if r['ok'] else 'ERRORS: ' + '; '.join(r['errors'])}")
+        lines.append(f"    CPU ms/bet: {_cpu(r['cpu_ms_per_bet'])}, total "
+                     f"{_fmt(r['cpu_ms_per_bet_total'])}{_x(r['ratio_cpu_per_bet'])}")
+    if fig.get("cpu_scaling"):
+        c = fig["cpu_scaling"]
+        lines.append(f"  per-bet CPU at {c['large']:,} vs {c['small']:,} bets per round: "
+                     f"{_fmt(c['ratio'], '×')}")
+    if fig.get("records"):
+        rec = fig["records"]
+        lines.append(f"  largest record: {rec['largest']['bytes']:,} B on "
+                     f"{rec['largest']['topic']} ({rec['records']:,} records on "
+                     f"{rec['topics']} topics{'' if rec['complete'] else ', scan INCOMPLETE'})"
+                     f"{_x(rec.get('ratio_to_pipe_record'))}")
+    for size, rp in fig.get("replay", {}).items():
+        lines.append(f"  replay of the {int(size):,}-bet round: {_fmt(rp['seconds'], ' s')}"
+                     f"{_x(rp.get('ratio_to_pipe_time'))}, verdict {rp.get('verdict')}"
+                     f"{'' if rp['seconds'] is not None else ' (timed out)'}")
+    life = fig.get("lifetime")
+    if life:
+        if life.get("ratio") is None:
+            lines.append(f"  lifetime player cost: not measured ({life.get('error')})")
+        else:
+            lines.append(f"  lifetime player cost (wallet pure handlers): new "
+                         f"{_fmt(life['new_ms_per_bet'], ' ms/bet')}, after "
+                         f"{life['lifetime_bets']:,} bets {_fmt(life['old_ms_per_bet'], ' ms/bet')}"
+                         f"{_x(life.get('ratio_old_to_pipe_cpu'))} → {_fmt(life['ratio'], '×')}; "
+                         f"account value {life['account_bytes_new']} → {life['account_bytes_old']} B")
+    if fig.get("dead_services"):
+        lines.append(f"  DEAD SERVICES: {fig['dead_services']}")
+    if fig.get("errors"):
+        for error in fig["errors"]:
+            lines.append(f"  RUN ERROR: {error[:600]}")
+    lines.append(f"  machine load average (1, 5, 15 min) at start {_load(fig.get('load_average_at_start'))}"
+                 f", at end {_load(fig.get('load_average_at_end'))}; run took "
+                 f"{fig.get('seconds', 0):.0f} s")
+    lines.append("  targets:")
+    for t in fig["targets"]:
+        mark = {True: "PASS", False: "MISS", None: "n/a "}[t["pass"]]
+        lines.append(f"    [{mark}] {t['target']}: {t['figure'] or 'not measured'}")
+    return "\n".join(lines)
+
+
+def _load(avg) -> str:
+    return "n/a" if not avg else "/".join(f"{x:.1f}" for x in avg)
+
+
+def _cpu(per: dict) -> str:
+    return ", ".join(f"{k} {_fmt(v, digits=3)}" for k, v in per.items())
+
+
+def write_json(fig: dict, path: Path) -> None:
+    path.write_text(json.dumps(fig, indent=2, default=str))
