@@ -131,9 +131,8 @@ def _facts(record: BaseModel) -> dict:
 
 
 def audit(books: Books, allow_pending: bool = True) -> AuditReport:
-    stake_debits = _sum(books, "stake_debit")
-    payouts = _sum(books, "payout")
-    refunds = _sum(books, "bet_refund")
+    sums = _sums(books)  # one pass over the ledger for every kind's total
+    stake_debits, payouts, refunds = sums["stake_debit"], sums["payout"], sums["bet_refund"]
     voided = [s for s in books.settled.values() if s.outcome == "void_refund"]
     settled = [s for s in books.settled.values() if s.outcome != "void_refund"]
     pending = [b for b in books.placed if b not in books.settled and b not in books.rejected]
@@ -153,14 +152,18 @@ def audit(books: Books, allow_pending: bool = True) -> AuditReport:
         settled=len(settled), voided=len(voided), pending=len(pending),
         stake=stake_debits, payout=payouts, refunds=refunds,
         house_result=stake_debits - payouts - refunds,
-        deposits=_sum(books, "deposit"), withdrawals=_sum(books, "withdrawal"),
+        deposits=sums["deposit"], withdrawals=sums["withdrawal"],
         balances={p: txs[-1].balance_after for p, txs in sorted(books.ledger.items())},
         returns=_returns(settled, books), invariants=checks,
     )
 
 
-def _sum(books: Books, kind: str) -> int:
-    return sum(tx.amount for tx in books.txs.values() if tx.kind == kind)
+def _sums(books: Books) -> dict[str, int]:
+    """Each kind's total amount (0 for a kind never seen)."""
+    sums: dict[str, int] = defaultdict(int)
+    for tx in books.txs.values():
+        sums[tx.kind] += tx.amount
+    return sums
 
 
 def _balances_never_negative(books: Books) -> InvariantCheck:

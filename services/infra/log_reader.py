@@ -22,12 +22,17 @@ class LogReadError(RuntimeError):
 def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None] | None = None,
                 stall_s: float = 30.0, partitions: Iterable[int] | None = None
                 ) -> Iterator[ConsumerRecord]:
-    """Every record of `topic` up to its current end. `progress(done, total)` is told after
-    each batch; a read that makes no progress for `stall_s` seconds fails (a long log is
-    fine, a stuck one is not). `partitions`: read only these partitions of the topic (a
-    worker rebuilding the keys of the partitions assigned to it); None reads them all."""
+    """Every record of `topic` up to the end offsets it had when the read started.
+
+    `progress(done, total)` is told after each poll; a read that makes no progress for
+    `stall_s` seconds fails (a long log is fine, a stuck one is not). `partitions`: read
+    only these partitions (a worker rebuilding the keys of the partitions assigned to it);
+    None reads them all. Large fetches, and partitions paused once read to their end, keep
+    the cost per record independent of the log's size."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             group_id=None, client_id="croupier-log-reader")
+                             group_id=None, client_id="croupier-log-reader",
+                             max_partition_fetch_bytes=8 * 1024 * 1024,
+                             fetch_max_bytes=64 * 1024 * 1024)
     wanted = None if partitions is None else set(partitions)
     try:
         existing = consumer.partitions_for_topic(topic)
@@ -42,27 +47,32 @@ def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None]
         if not tps:
             return
         consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
         begins = consumer.beginning_offsets(tps)
         ends = consumer.end_offsets(tps)
         total = sum(ends[tp] - begins[tp] for tp in tps)
         pending = {tp for tp in tps if ends[tp] > begins[tp]}
+        consumer.pause(*(set(tps) - pending))
+        for tp in pending:
+            consumer.seek(tp, begins[tp])
         done = 0
         last_progress = time.monotonic()
         while pending:
             if time.monotonic() - last_progress > stall_s:
                 raise LogReadError(f"reading {topic} stalled for {stall_s:.0f} s "
                                    f"at {done} of {total} records")
-            for tp, records in consumer.poll(timeout_ms=500, max_records=2000).items():
+            for tp, records in consumer.poll(timeout_ms=500, max_records=5000).items():
+                end = ends[tp]
                 for record in records:
-                    if record.offset < ends[tp]:
+                    if record.offset < end:
                         done += 1
-                        last_progress = time.monotonic()
                         yield record
+                if records:
+                    last_progress = time.monotonic()
             if progress:
                 progress(done, total)
-            for tp in list(pending):
+            for tp in list(pending):  # also past trailing transaction markers, never returned
                 if consumer.position(tp) >= ends[tp]:
                     pending.discard(tp)
+                    consumer.pause(tp)
     finally:
         consumer.close()

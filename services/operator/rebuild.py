@@ -8,8 +8,10 @@ wallet says. A clean platform gives zero differences; otherwise each one is list
 
 from __future__ import annotations
 
+import gc
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from pydantic import BaseModel
 
@@ -69,8 +71,30 @@ def _rounds_from_table_events(events_by_table: dict[str, list[TableEventBase]], 
     return recomputed, differences
 
 
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """The fold keeps every record it reads, so the heap grows with the log, and each of
+    Python's full cyclic collections walks that whole heap: measured, a quarter more CPU
+    per record at 200,000 records than at 20,000. The records are acyclic values that
+    reference counting frees, so the cyclic collector is paused while folding and restored
+    after (then the CPU per record is the same at both sizes)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int | None]],
             progress: Progress | None = None) -> RebuildReport:
+    with cyclic_gc_paused():
+        return _rebuild(bootstrap, live_balances, progress)
+
+
+def _rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int | None]],
+             progress: Progress | None = None) -> RebuildReport:
     events_by_table: dict[str, list[TableEventBase]] = defaultdict(list)
     differences: list[str] = []
     table_events = 0

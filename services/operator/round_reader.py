@@ -1,14 +1,31 @@
 """Read just one round's records from the log, by time, never from the beginning.
 
 Every topic is keyed (table id, or player id for the wallet), so the partition
-holding a round is known from its key with Kafka's own partitioner (murmur2).
-`offsets_for_times` turns the round's time into an offset through the broker's
-time index; reading starts a short window before it and stops shortly after
+holding a table's story is known from its key with Kafka's own partitioner
+(murmur2). `offsets_for_times` turns the round's time into an offset through the
+broker's time index; reading starts a short window before it and stops shortly after
 the round's end. The cost depends on the window, not on the size of the log.
+
+Each topic's window is read once, whatever the number of players:
+
+- the table-keyed topics (`table.events`, `round.results`, `bets.decisions`,
+  `bets.settled`) on the table's one partition;
+- `wallet.transactions`, keyed by player, so a round's players are spread over
+  every partition: the same time window is read once on every partition (or on
+  the one partition of `--player`), keeping the records of the round's players
+  that belong to this table and round.
+
+The window of the money topics runs from 5 s before the round's first event (its
+opening, or the shoe events and burns just before it: no stake can be debited
+before the wallet has seen the round open) to `SETTLE_SLACK` after the round's end
+(its `round_completed` or `round_voided`; the result, the settlements and the payouts
+all follow it). Records of other rounds are skipped by a byte search for the round id
+before any parsing, so a busy window costs little more than the round itself.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -24,8 +41,11 @@ from shared.events.table import RoundCompleted, RoundOpened, RoundVoided, TableE
 from shared.events.wallet_events import WalletTransaction
 
 LEAD = timedelta(minutes=2)      # read this long before the round's time
+START_SLACK = timedelta(seconds=5)  # money topics: from this long before the round's first event
 SETTLE_SLACK = timedelta(minutes=2)  # and this long after the round ended, for downstream records
 MAX_LOOKBACK = timedelta(hours=26)  # widest search for the round's opening (retention floor + 2 h)
+POLL_RECORDS = 5000
+SAFE_ID = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")
 
 
 class RoundNotFoundError(LookupError):
@@ -46,64 +66,140 @@ class RoundRecords:
     records_read: int = 0
 
 
+@dataclass
+class Window:
+    """One topic's time window: the partitions to read, when to stop, what to parse."""
+
+    topic: str
+    partitions: list[int]
+    stop: Callable[[Any, int], bool]  # (parsed value or None, timestamp ms) -> past the end
+    keep: Callable[[bytes | None, bytes], bool] | None = None  # (key, value) -> worth parsing
+
+
 def partition_for(key: str, partitions: int) -> int:
     """The partition Kafka's default partitioner gives a key (same as the Java client)."""
     return (murmur2(key.encode()) & 0x7FFFFFFF) % partitions
 
 
+def _needle(text: str) -> bytes | None:
+    """Bytes every JSON record mentioning `text` as a string value contains; None when JSON
+    could escape it (then nothing is skipped unparsed)."""
+    return text.encode() if text and set(text) <= SAFE_ID else None
+
+
 class RoundReader:
     def __init__(self, bootstrap: str) -> None:
+        # fetches of 1 MB a partition (the client's default): a window is short, and a larger
+        # fetch would mostly carry the records after it on a long log
         self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                      group_id=None, consumer_timeout_ms=5000)
+                                      group_id=None, consumer_timeout_ms=5000,
+                                      max_partition_fetch_bytes=1024 * 1024,
+                                      check_crcs=True)
+        self.window_reads: Counter[str] = Counter()   # topic -> windows read (one per replay)
+        self.records_by_topic: Counter[str] = Counter()  # topic -> records fetched
+        self._partition_ids: dict[str, list[int]] = {}
+        self._assigned: list[TopicPartition] = []
 
     def close(self) -> None:
         self.consumer.close()
 
-    def _tp(self, topic: str, key: str) -> TopicPartition:
-        partitions = self.consumer.partitions_for_topic(topic)
+    def _partitions(self, topic: str) -> list[int]:
+        if not self._partition_ids:
+            # one metadata request for every topic: the client's cache forgets the topics it
+            # is not assigned, and a refresh costs a round trip per call
+            for name in PARSERS:
+                self._partition_ids[name] = sorted(self.consumer.partitions_for_topic(name))
+        partitions = self._partition_ids.get(topic)
         if not partitions:
             raise RoundNotFoundError(f"topic {topic} does not exist")
-        return TopicPartition(topic, partition_for(key, len(partitions)))
+        return partitions
 
-    def _offset_at(self, tp: TopicPartition, at: datetime) -> int:
-        found = self.consumer.offsets_for_times({tp: int(at.timestamp() * 1000)})[tp]
-        return found.offset if found is not None else self.consumer.end_offsets([tp])[tp]
+    def _tp(self, topic: str, key: str) -> TopicPartition:
+        return TopicPartition(topic, partition_for(key, len(self._partitions(topic))))
+
+    def _assign_all(self) -> None:
+        """Every partition of every topic a replay reads, assigned once and paused: a window
+        resumes just its partitions, so no read waits for a metadata refresh."""
+        if self._assigned:
+            return
+        self._assigned = [TopicPartition(topic, p) for topic in PARSERS
+                          for p in self._partitions(topic)]
+        self.consumer.assign(self._assigned)
+        self.consumer.pause(*self._assigned)
+
+    def read_windows(self, windows: list[Window], start: datetime) -> dict[str, list[Any]]:
+        """One read of each window, all at once: each of its partitions from the first record
+        at or after `start` until the window's `stop(value, timestamp_ms)` says so or the
+        partition's end offset (taken when the read starts). `keep(key, value_bytes)` picks
+        the records worth parsing; `stop` sees the others too (value None), so a time bound
+        holds on a busy partition. Parsed records of each topic come back in partition order
+        (log order within a partition)."""
+        self._assign_all()
+        consumer = self.consumer
+        by_tp = {TopicPartition(w.topic, p): w for w in windows for p in w.partitions}
+        tps = list(by_tp)
+        for w in windows:
+            self.window_reads[w.topic] += 1
+        begins = consumer.beginning_offsets(tps)
+        ends = consumer.end_offsets(tps)
+        found = consumer.offsets_for_times({tp: int(start.timestamp() * 1000) for tp in tps})
+        pending: set[TopicPartition] = set()
+        for tp in tps:
+            at = found.get(tp)
+            position = max(at.offset if at is not None else ends[tp], begins[tp])
+            if position < ends[tp]:
+                consumer.seek(tp, position)
+                pending.add(tp)
+        out: dict[TopicPartition, list[Any]] = {tp: [] for tp in tps}
+        read: Counter[str] = Counter()
+        consumer.resume(*pending)
+        try:
+            while pending:
+                batches = consumer.poll(timeout_ms=3000, max_records=POLL_RECORDS)
+                if not batches:
+                    break
+                for tp, batch in batches.items():
+                    if tp not in pending:
+                        continue
+                    w = by_tp[tp]
+                    parse, keep, stop, kept = PARSERS[w.topic], w.keep, w.stop, out[tp]
+                    last = ends[tp] - 1
+                    for rec in batch:
+                        read[w.topic] += 1
+                        value = None
+                        if keep is None or keep(rec.key, rec.value):
+                            try:
+                                value = parse(rec.value)
+                            except ValueError as exc:
+                                value = Unparsed(w.topic, rec.partition, rec.offset,
+                                                 str(exc)[:300])
+                        if stop(value, rec.timestamp):
+                            pending.discard(tp)
+                            break
+                        if value is not None:
+                            kept.append(value)
+                        if rec.offset >= last:
+                            pending.discard(tp)
+                            break
+                    if tp not in pending:
+                        consumer.pause(tp)
+        finally:
+            consumer.pause(*tps)
+        self.records_by_topic.update(read)
+        return {w.topic: [v for p in w.partitions for v in out[TopicPartition(w.topic, p)]]
+                for w in windows}
 
     def scan(self, topic: str, key: str, start: datetime,
              stop: Callable[[Any, int], bool]) -> tuple[list[Any], int]:
-        """Parsed records of `key` in `topic` from `start` until `stop(value, timestamp_ms)`
-        or the end of the log; `stop` also sees other keys' records (value None), so a time
-        bound holds on a busy partition. Returns (records, how many records were read)."""
-        tp = self._tp(topic, key)
-        parse = PARSERS[topic]
-        self.consumer.assign([tp])
-        begin = self.consumer.beginning_offsets([tp])[tp]
-        end = self.consumer.end_offsets([tp])[tp]
-        position = max(self._offset_at(tp, start), begin)
-        self.consumer.seek(tp, position)
-        out: list[Any] = []
-        read = 0
-        while position < end:
-            batch = self.consumer.poll(timeout_ms=3000, max_records=500).get(tp, [])
-            if not batch:
-                break
-            for rec in batch:
-                read += 1
-                position = rec.offset + 1
-                if rec.key is None or rec.key.decode(errors="replace") != key:
-                    if stop(None, rec.timestamp):  # another key's record still tells the time
-                        return out, read
-                    continue
-                try:
-                    value = parse(rec.value)
-                except ValueError as exc:
-                    value = Unparsed(topic, rec.partition, rec.offset, str(exc)[:300])
-                if stop(value, rec.timestamp):
-                    return out, read
-                out.append(value)
-                if position >= end:
-                    break
-        return out, read
+        """Parsed records of `key` in `topic` (on its partition) from `start` until
+        `stop(value, timestamp_ms)` or the end of the log; `stop` also sees other keys'
+        records (value None). Returns (records, how many records were read)."""
+        wanted = key.encode()
+        before = self.records_by_topic[topic]
+        window = Window(topic, [self._tp(topic, key).partition], stop,
+                        keep=lambda k, _v: k == wanted)
+        values = self.read_windows([window], start)[topic]
+        return values, self.records_by_topic[topic] - before
 
     def read_round(self, table_id: str, round_id: str, at: datetime,
                    player_id: str | None = None) -> RoundRecords:
@@ -131,33 +227,64 @@ class RoundReader:
         records.anchor = events[start - 1] if start > 0 else None
         records.events = [e for e in events[start:] if not isinstance(e, Unparsed)]
         records.unparsed += [e for e in events if isinstance(e, Unparsed)]
-        start = records.events[0].occurred_at - timedelta(seconds=5)
-        end_ms = int((records.events[-1].occurred_at + SETTLE_SLACK).timestamp() * 1000)
+        start_at, end_ms = self.money_span(records.events, round_id)
 
-        def past_end(value: Any, ts: int) -> bool:
-            return ts > end_ms
+        windows = self.money_windows(table_id, round_id, end_ms, player_id)
+        before = sum(self.records_by_topic.values())
+        found = self.read_windows(windows, start_at)
+        records.records_read += sum(self.records_by_topic.values()) - before
+        for values in found.values():
+            records.unparsed += [v for v in values if isinstance(v, Unparsed)]
 
         def of_round(value: Any) -> bool:
             return getattr(value, "round_id", None) == round_id
 
-        results, read = self.scan("round.results", table_id, start, past_end)
-        records.records_read += read
-        records.result = next((r for r in results if of_round(r)), None)
-        decisions, read = self.scan("bets.decisions", table_id, start, past_end)
-        records.records_read += read
-        records.decisions = [d for d in decisions if of_round(d)]
-        settled, read = self.scan("bets.settled", table_id, start, past_end)
-        records.records_read += read
-        records.settlements = [s for s in settled if of_round(s)]
-        players = {d.player_id for d in records.decisions if not isinstance(d, RoundManifest)}
-        if player_id:
-            players &= {player_id}
-        for player in sorted(players):
-            txs, read = self.scan("wallet.transactions", player, start, past_end)
-            records.records_read += read
-            records.wallet += [tx for tx in txs if isinstance(tx, WalletTransaction)
-                               and tx.round_id in (round_id, None)]
+        records.result = next((r for r in found["round.results"] if of_round(r)), None)
+        records.decisions = [d for d in found["bets.decisions"] if of_round(d)]
+        records.settlements = [s for s in found["bets.settled"] if of_round(s)]
+        records.wallet = [tx for tx in found["wallet.transactions"]
+                          if isinstance(tx, WalletTransaction) and of_round(tx)
+                          and tx.table_id in (table_id, None)
+                          and (player_id is None or tx.player_id == player_id)]
         return records
+
+    def money_windows(self, table_id: str, round_id: str, end_ms: int,
+                      player_id: str | None) -> list[Window]:
+        """The round's windows on the money topics, read together: the table's partition of
+        each table-keyed topic, and `wallet.transactions` on every partition (on the
+        complaining player's alone with `--player`). Only records that mention the round id
+        are parsed."""
+        needle = _needle(round_id)
+        table_key = table_id.encode()
+
+        def past_end(_value: Any, ts: int) -> bool:
+            return ts > end_ms
+
+        def of_table_round(key: bytes | None, value: bytes) -> bool:
+            return key == table_key and (needle is None or needle in value)
+
+        windows = [Window(topic, [self._tp(topic, table_id).partition], past_end, of_table_round)
+                   for topic in ("round.results", "bets.decisions", "bets.settled")]
+        wallet = "wallet.transactions"
+        if player_id:
+            player_key = player_id.encode()
+            windows.append(Window(wallet, [self._tp(wallet, player_id).partition], past_end,
+                                  lambda k, v: k == player_key and (needle is None or needle in v)))
+        else:
+            windows.append(Window(wallet, self._partitions(wallet), past_end,
+                                  (lambda _k, v: needle in v) if needle else None))
+        return windows
+
+    @staticmethod
+    def money_span(events: list[TableEventBase], round_id: str) -> tuple[datetime, int]:
+        """(start, end in epoch ms) of the money topics' window: from `START_SLACK` before the
+        round's first event to `SETTLE_SLACK` after its end (or its last event read)."""
+        ended = next((e for e in events if isinstance(e, RoundCompleted | RoundVoided)
+                      and e.round_id == round_id), None)
+        last = ended or next((e for e in reversed(events)
+                              if getattr(e, "round_id", None) == round_id), events[-1])
+        return (events[0].occurred_at - START_SLACK,
+                int((last.occurred_at + SETTLE_SLACK).timestamp() * 1000))
 
     def _table_events(self, table_id: str, round_id: str, start: datetime
                       ) -> tuple[list[Any], int]:

@@ -165,3 +165,84 @@ def test_operator_endpoint_serves_reports_to_operators_only(operator_api, record
     missing = httpx.get(f"{operator_api}/rounds/{recorded.table_id}/nope/report", params=params,
                         headers=operator, timeout=60)
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "unknown_round"
+
+
+@pytest.fixture(scope="module")
+def popular(kafka_bootstrap):
+    """A round with 300 bets from 150 players (their wallet records spread over every
+    partition), between two other rounds of the same table with the same players."""
+    from tests.floor_builder import Floor
+
+    admin = topic_admin.admin_client(kafka_bootstrap)
+    topic_admin.apply(admin, topic_catalogue())
+    admin.close()
+    run = uuid.uuid4().hex[:6]
+    floor = Floor(seed=5)
+    players = [f"pop{run}-{i}" for i in range(150)]
+    # stamped in append order, as a live log is (the rounds' windows overlap: each replay
+    # must keep just its own round's records)
+    start = datetime.now(UTC)
+    before = floor.play_round(f"P{run}", 40, players[:40], start)
+    target = floor.play_round(f"P{run}", 300, players, start + timedelta(seconds=40))
+    after = floor.play_round(f"P{run}", 40, players[-40:], start + timedelta(seconds=80))
+    wallet_of_round = sum(1 for topic, _, value, _ in floor.records
+                          if topic == "wallet.transactions" and target.round_id.encode() in value)
+    floor.produce(kafka_bootstrap)
+    return target, wallet_of_round, (before, after)
+
+
+def _read(bootstrap, played, player=None):
+    from services.operator.round_reader import RoundReader
+    from shared.replay import replay_round
+
+    reader = RoundReader(bootstrap)
+    try:
+        rec = reader.read_round(played.table_id, played.round_id, played.t0, player)
+    finally:
+        reader.close()
+    report = replay_round(played.table_id, played.round_id, rec.events, rec.anchor, rec.result,
+                          rec.decisions, rec.settlements, rec.wallet, player_id=player)
+    return report, rec, reader
+
+
+def test_a_round_of_many_players_reads_the_wallet_once(kafka_bootstrap, popular):
+    played, wallet_of_round, _ = popular
+    report, rec, reader = _read(kafka_bootstrap, played)
+    assert report.verdict == "MATCH", report.differences[:5]
+    assert len(report.bets) == 300 and len({b.player_id for b in report.bets}) == 150
+    assert len(rec.wallet) == wallet_of_round
+    # each topic's window is read once, not once per player
+    assert dict(reader.window_reads) == {topic: 1 for topic in (
+        "table.events", "round.results", "bets.decisions", "bets.settled",
+        "wallet.transactions")}
+    # one pass over the window: read per player, the 150 players' partitions (4) would
+    # have been read 150 times, about 37 times the round's wallet records
+    assert reader.records_by_topic["wallet.transactions"] < 2 * wallet_of_round
+
+
+def test_one_players_replay_reads_only_that_players_partition(kafka_bootstrap, popular):
+    played, _, _ = popular
+    player = played.players[7]
+    report, rec, reader = _read(kafka_bootstrap, played, player)
+    assert report.verdict == "MATCH", report.differences[:5]
+    assert {b.player_id for b in report.bets} == {player} and len(report.bets) == 2
+    assert {tx.player_id for tx in rec.wallet} == {player}
+    assert reader.window_reads["wallet.transactions"] == 1
+
+
+def test_the_neighbouring_rounds_replay_on_their_own(kafka_bootstrap, popular):
+    _, _, neighbours = popular
+    for played in neighbours:
+        report, rec, _ = _read(kafka_bootstrap, played)
+        assert report.verdict == "MATCH", report.differences[:5]
+        assert len(report.bets) == 40
+        assert {tx.round_id for tx in rec.wallet} == {played.round_id}
+
+
+def test_a_popular_round_replays_from_the_command_line(kafka_bootstrap, popular):
+    played, _, _ = popular
+    done = croupier(kafka_bootstrap, "replay", "--table", played.table_id, "--round",
+                    played.round_id, "--at", played.t0.isoformat(), "--format", "json")
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads(done.stdout)
+    assert report["verdict"] == "MATCH" and len(report["bets"]) == 300

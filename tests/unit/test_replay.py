@@ -121,3 +121,58 @@ def test_a_late_complaint_is_refused_unless_overridden():
     assert err.value.code == "out_of_window"
     note = check_window(complaint_from(fields, T0 + timedelta(hours=25), override="regulator"), T0)
     assert "overridden" in note and "regulator" in note
+
+
+def _floor_round(bets: int, players: int):
+    """A round of `bets` bets from `players` players, as parsed records of each topic."""
+    from services.operator.log_reader import PARSERS
+    from tests.floor_builder import Floor
+
+    floor = Floor(seed=9)
+    played = floor.play_round("T9", bets, [f"p{i}" for i in range(players)], T0)
+    parsed: dict[str, list] = {}
+    for topic, _, value, _ in floor.records:
+        parsed.setdefault(topic, []).append(PARSERS[topic](value))
+    return played, parsed
+
+
+def test_a_round_of_two_thousand_bets_replays_to_match_and_renders():
+    played, parsed = _floor_round(2_000, 1_000)
+    wallet = [tx for tx in parsed["wallet.transactions"] if tx.round_id == played.round_id]
+    report = replay_round("T9", played.round_id, parsed["table.events"], None,
+                          parsed["round.results"][0], parsed["bets.decisions"],
+                          parsed["bets.settled"], wallet)
+    assert report.verdict == "MATCH", report.differences[:5]
+    assert len(report.bets) == 2_000 and all(b.wallet for b in report.bets)
+    assert sum(b.decision.startswith("rejected") for b in report.bets) == 40
+    text, page, data = to_text(report), to_html(report), to_json(report)
+    assert "VERDICT: MATCH" in text and text.count("\n      wallet: ") >= 2_000
+    assert page.count("<tr><td>T9-r1-b") == 2_000 and '"verdict": "MATCH"' in data
+    one = replay_round("T9", played.round_id, parsed["table.events"], None,
+                       parsed["round.results"][0], parsed["bets.decisions"],
+                       parsed["bets.settled"], [tx for tx in wallet if tx.player_id == "p3"],
+                       player_id="p3")
+    assert one.verdict == "MATCH" and {b.bet_id for b in one.bets} == {"T9-r1-b3", "T9-r1-b1003"}
+
+
+def test_a_missing_payout_among_thousands_is_named():
+    played, parsed = _floor_round(2_000, 1_000)
+    wallet = [tx for tx in parsed["wallet.transactions"] if tx.round_id == played.round_id]
+    dropped = next(tx for tx in wallet if tx.kind == "payout")
+    report = replay_round("T9", played.round_id, parsed["table.events"], None,
+                          parsed["round.results"][0], parsed["bets.decisions"],
+                          parsed["bets.settled"], [tx for tx in wallet if tx is not dropped])
+    assert [d.where for d in report.differences] == [f"wallet.transactions {dropped.tx_id}"]
+
+
+def test_the_money_window_runs_from_the_rounds_first_event_to_past_its_end():
+    from services.operator.round_reader import SETTLE_SLACK, START_SLACK, RoundReader
+
+    rec = RecordedRound()
+    start, end_ms = RoundReader.money_span(rec.events, rec.round_id)
+    completed = next(e for e in rec.events if e.type == "round_completed")
+    assert start == rec.events[0].occurred_at - START_SLACK  # the shoe event before the opening
+    assert end_ms == int((completed.occurred_at + SETTLE_SLACK).timestamp() * 1000)
+    still_open = [e for e in rec.events if e.type in ("shoe_started", "round_opened")]
+    _, open_end = RoundReader.money_span(still_open, rec.round_id)
+    assert open_end == int((still_open[-1].occurred_at + SETTLE_SLACK).timestamp() * 1000)
