@@ -15,7 +15,7 @@ import logging
 from services.dealer_event.rebuild import rebuild
 from services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
 from services.infra import observability
-from services.infra.batching import batches, publish_all
+from services.infra.batching import publish_all, run_batches
 from services.infra.clock import SystemClock
 from services.infra.faust_app import make_app, topic
 from services.infra.settings import get_settings
@@ -67,18 +67,20 @@ async def rebuild_on_assign(sender, assigned, **kwargs) -> None:
     runtime.on_assigned()
 
 
+async def decide_batch(events) -> None:
+    items = [(event.value, event.message.partition) for event in events]
+    while True:
+        try:
+            await runtime.handle_batch(items)
+            return
+        except Exception:  # publish failed: state rebuilds from the log, then retry
+            log.exception("deciding %d input(s) failed; retrying after a rebuild", len(items))
+            await asyncio.sleep(1.0)
+
+
 @app.agent(inputs_topic, concurrency=1)
 async def dealer_inputs(stream):
-    async for events in batches(stream):
-        items = [(event.value, event.message.partition) for event in events]
-        while True:
-            try:
-                await runtime.handle_batch(items)
-                break
-            except Exception:  # publish failed: state rebuilds from the log, then retry
-                log.exception("deciding %d input(s) failed; retrying after a rebuild",
-                              len(items))
-                await asyncio.sleep(1.0)
+    await run_batches(stream, decide_batch)
 
 
 @app.timer(interval=settings.betting_timer_interval_seconds)

@@ -20,7 +20,7 @@ from faust import web
 
 from services.game_evaluation.evaluator import TableView, observe
 from services.infra import metrics, observability
-from services.infra.batching import batches, processing, publish_all
+from services.infra.batching import processing, publish_all, run_batches
 from services.infra.faust_app import make_app, topic
 from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
@@ -85,16 +85,19 @@ async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
             views[key] = view.model_dump_json().encode()
 
 
+async def evaluate_until_published(records) -> None:
+    while True:
+        try:
+            await evaluate_batch(records)
+            return
+        except Exception:  # publish failed: nothing stored, the batch is evaluated again
+            log.exception("evaluating %d record(s) failed; retrying", len(records))
+            await asyncio.sleep(1.0)
+
+
 @app.agent(events_topic, concurrency=1)
 async def evaluate(stream):
-    async for records in batches(stream):
-        while True:
-            try:
-                await evaluate_batch(records)
-                break
-            except Exception:  # publish failed: nothing stored, the batch is evaluated again
-                log.exception("evaluating %d record(s) failed; retrying", len(records))
-                await asyncio.sleep(1.0)
+    await run_batches(stream, evaluate_until_published)
 
 
 @app.page("/health")

@@ -2,33 +2,63 @@
 everything they produced, and wait for the broker's acks together.
 
 One ack round-trip per batch instead of one (or two) per record is what lets a single
-worker keep up with a casino floor. Order is kept: a batch is applied in the order its
-records were read, and the producer keeps the order of the records sent to one
-partition (one in-flight batch per partition, idempotent producer). Offsets of a
-batch are committed only after the batch is processed (Faust acks the events of a
-`take_events` batch when the next one is taken), so a crash re-reads at most one
-batch, and every consumer is idempotent on deterministic ids.
+worker keep up with a casino floor. A batch is whatever arrived while the previous one
+was being applied and acknowledged: one task reads the stream into a queue all the time
+and the agent takes everything queued so far, so at low load a batch is one record (no
+added latency) and under load it grows by itself. (Faust's `take_events` stops reading
+while its caller works and then waits a fixed time: on a loaded machine its batches
+stayed at a handful of records and intake stalled.)
+
+Order is kept: a batch is applied in the order its records were read, and the producer
+keeps the order of the records sent to one partition. Offsets: the stream does not ack
+by itself; each event is acked only after its batch was applied and what it produced
+was acknowledged, so a crash re-reads at most the unfinished batch, and every consumer
+is idempotent on deterministic ids.
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import faust
 from faust.streams import _current_event
 
 BATCH_MAX = 1000  # records at most per batch
-BATCH_WITHIN_S = 0.005  # how long a partial batch waits for more before it is applied
 Record = tuple[str, bytes, bytes]  # topic, key, value
+ApplyBatch = Callable[[Sequence[faust.EventT]], Awaitable[None]]
 
 
-def batches(stream: faust.StreamT, max_records: int = BATCH_MAX,
-            within_s: float = BATCH_WITHIN_S) -> AsyncIterator[Sequence[faust.EventT]]:
-    """The stream's events, a list at a time (each event keeps its topic and offset)."""
-    return stream.take_events(max_records, within=within_s)
+async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
+                      max_records: int = BATCH_MAX) -> None:
+    """Call `apply(batch)` for every batch of the stream's events, in order; each event
+    keeps its topic, partition and offset. The events are acked after `apply` returns."""
+    manual = stream.noack()
+    queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
+
+    async def read() -> None:
+        async for event in manual.events():
+            await queue.put(event)
+
+    reader = asyncio.ensure_future(read())
+    try:
+        while True:
+            getting = asyncio.ensure_future(queue.get())
+            done, _ = await asyncio.wait({getting, reader}, return_when=asyncio.FIRST_COMPLETED)
+            if getting not in done:  # the reader ended or failed: let it raise
+                getting.cancel()
+                reader.result()
+                return
+            batch = [getting.result()]
+            while len(batch) < max_records and not queue.empty():
+                batch.append(queue.get_nowait())
+            await apply(batch)
+            for event in batch:
+                await manual.ack(event)
+    finally:
+        reader.cancel()
 
 
 @contextmanager

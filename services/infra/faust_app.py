@@ -13,8 +13,25 @@ from __future__ import annotations
 import socket
 
 import faust
+from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
 
 from services.infra.settings import Settings, get_settings
+
+# Faust asks the broker to hold a fetch up to 1.5 s and aiokafka keeps one fetch in flight
+# per broker: a record for a partition that just drained waits behind a fetch parked on
+# the others, and every hop of a round (and every HTTP answer that waits on an agent)
+# stalls up to 1.5 s. Faust has no setting for it; 20 ms bounds that wait.
+FETCH_MAX_WAIT_MS = 20
+_create_worker_consumer = AIOKafkaConsumerThread._create_worker_consumer
+
+
+def _quick_fetching_consumer(self, transport):
+    consumer = _create_worker_consumer(self, transport)
+    consumer._fetch_max_wait_ms = FETCH_MAX_WAIT_MS
+    return consumer
+
+
+AIOKafkaConsumerThread._create_worker_consumer = _quick_fetching_consumer
 
 
 def service_port(settings: Settings, service: str) -> int:
