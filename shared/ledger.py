@@ -1,9 +1,21 @@
 """The wallet's ledger rules, pure: (account, movement) -> (account, transaction) or a refusal.
 
-Every movement carries a deterministic `tx_id` derived from its cause, and an
-account remembers which ids it applied, so applying a cause again returns the
-original transaction and moves nothing. Balances are integer minor units and
-never go negative. No Kafka, HTTP or clock here: the caller hands in `now`.
+Every movement carries a deterministic `tx_id` derived from its cause. An account holds
+only what every movement needs (balance, tx_count): which tx ids were applied, and every
+bet, are per-item facts kept under their own keys by the caller (`<player>:<tx_id>` ->
+seq, `<player>:<bet_id>` -> BetRecord), so neither the account nor any record grows with
+a player's history. The caller looks the tx id up and hands the seq in (`indexed`):
+applying a cause again returns the original seq and moves nothing. Balances are integer
+minor units and never go negative. No Kafka, HTTP or clock here: the caller hands in `now`.
+
+The per-item keys and the account are written to different changelog topics, so after a
+crash the log can hold any part of the last batch's writes (the wallet flushes every
+batch before it commits its offsets, so never more than the last batch). The account
+therefore remembers its last RECENT_TXS movements (tx id -> seq, balance after): a tx id
+whose index entry was lost is still known, and a transaction whose history record was lost
+can be restored. An index entry or a bet record past the account's `tx_count` was written
+by a command whose account write never reached the log: it counts as not applied, and the
+redelivered command applies it again. See docs/decisions/scale.md.
 """
 
 from __future__ import annotations
@@ -17,6 +29,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.events.wallet_events import TxKind, WalletTransaction, tx_id
 
 CREDITS: frozenset[str] = frozenset({"deposit", "bet_refund", "payout"})
+RECENT_TXS = 16  # movements an account remembers; the wallet's batches never apply more
+#                  than this many commands of one player between two flushes
 BetStatus = Literal["placed", "rejected", "settled", "voided"]
 
 
@@ -35,14 +49,17 @@ class BetRecord(BaseModel):
 
 
 class Account(BaseModel):
+    """The one value per player: bounded, whatever the player's history."""
+
     model_config = ConfigDict(frozen=True)
 
     player_id: str
     currency: str
     balance: int = Field(default=0, ge=0)
     tx_count: int = 0
-    applied: dict[str, int] = Field(default_factory=dict, description="tx_id -> seq")
-    bets: dict[str, BetRecord] = Field(default_factory=dict)
+    recent: dict[str, tuple[int, int]] = Field(
+        default_factory=dict, description="tx_id -> (seq, balance_after) of the last "
+                                          f"{RECENT_TXS} movements, oldest first")
 
 
 @dataclass(frozen=True)
@@ -75,9 +92,44 @@ class Applied:
         return self.tx is None
 
 
-def apply(account: Account, movement: Movement, now: datetime) -> Applied | Refusal:
-    """Apply one movement once. A duplicate tx_id returns the original seq and no new tx."""
-    seen = account.applied.get(movement.tx_id)
+def applied_seq(account: Account, tx_id: str, indexed: int | None) -> int | None:
+    """The seq `tx_id` was applied under, or None if it never was. `indexed` is what the
+    per-item index says; an entry past `tx_count` never reached the account."""
+    if tx_id in account.recent:
+        return account.recent[tx_id][0]
+    if indexed is not None and indexed <= account.tx_count:
+        return indexed
+    return None
+
+
+def known_bet(account: Account, record: BetRecord | None) -> BetRecord | None:
+    """A stored bet record, unless it was written by a command whose account write never
+    reached the log (its debit is past `tx_count`): then the bet was never placed."""
+    if record is None or record.debit_seq > account.tx_count:
+        return None
+    return record
+
+
+def restore_tx(account: Account, movement: Movement, seq: int, now: datetime
+               ) -> WalletTransaction | None:
+    """The transaction of a recent movement whose history record was lost in a crash,
+    rebuilt from the movement and what the account remembers (same id, seq and amounts)."""
+    remembered = account.recent.get(movement.tx_id)
+    if remembered is None or remembered[0] != seq:
+        return None
+    return WalletTransaction(
+        tx_id=movement.tx_id, player_id=account.player_id, kind=movement.kind,
+        amount=movement.amount, balance_after=remembered[1], currency=account.currency,
+        cause_id=movement.cause_id, table_id=movement.table_id, round_id=movement.round_id,
+        occurred_at=now)
+
+
+def apply(account: Account, movement: Movement, now: datetime, indexed: int | None = None
+          ) -> Applied | Refusal:
+    """Apply one movement once. `indexed` is the seq the per-item index holds for this
+    movement's tx_id (None if none): if it was applied, nothing moves and the original seq
+    is returned with no new tx."""
+    seen = applied_seq(account, movement.tx_id, indexed)
     if seen is not None:
         return Applied(account, seen, None)
     if movement.amount <= 0:
@@ -96,14 +148,11 @@ def apply(account: Account, movement: Movement, now: datetime) -> Applied | Refu
         cause_id=movement.cause_id, table_id=movement.table_id, round_id=movement.round_id,
         occurred_at=now,
     )
-    updated = account.model_copy(update={
-        "balance": balance, "tx_count": seq, "applied": {**account.applied, tx.tx_id: seq},
-    })
+    recent = {**account.recent, tx.tx_id: (seq, balance)}
+    if len(recent) > RECENT_TXS:
+        recent = dict(list(recent.items())[-RECENT_TXS:])
+    updated = account.model_copy(update={"balance": balance, "tx_count": seq, "recent": recent})
     return Applied(updated, seq, tx)
-
-
-def with_bet(account: Account, bet_id: str, record: BetRecord) -> Account:
-    return account.model_copy(update={"bets": {**account.bets, bet_id: record}})
 
 
 def signed_sum(txs: list[WalletTransaction]) -> int:

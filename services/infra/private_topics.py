@@ -21,7 +21,10 @@ def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, 
     retention = str(validate_retention(settings.retention_ms))
     wanted = {name: {"cleanup.policy": "delete", "retention.ms": retention} for name in extra}
     for table in app.tables.values():
-        wanted[table.changelog_topic_name] = {"cleanup.policy": "compact"}
+        # a table may ask for more (e.g. `compact,delete` and a retention for keys that
+        # may expire): `app.Table(..., extra_topic_configs={...})`
+        wanted[table.changelog_topic_name] = {"cleanup.policy": "compact",
+                                              **table_configs(table)}
     admin = topic_admin.admin_client(settings.bootstrap_servers)
     try:
         missing = {n: c for n, c in wanted.items() if n not in set(admin.list_topics())}
@@ -36,6 +39,10 @@ def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, 
         admin.wait_for_topics(list(missing), timeout_ms=30000)
     finally:
         admin.close()
+
+
+def table_configs(table) -> dict[str, str]:
+    return {k: str(v) for k, v in (getattr(table, "extra_topic_configs", None) or {}).items()}
 
 
 def run_worker(app: faust.App, settings: Settings, extra: tuple[str, ...] = ()) -> None:

@@ -1,24 +1,41 @@
 """The wallet's Faust app: tables, topics and the agents that own every balance.
 
-One agent (`accounts_agent`) is the only writer of accounts: it reads the
-private commands topic keyed by player id. HTTP requests and the bet endings
-bet-settlement publishes both become commands there, so one player's money
-moves strictly in order, and the changelog of each table stays co-partitioned
-with the stream that writes it.
+One agent (`accounts_agent`) is the only writer of accounts: it reads the private
+commands topic keyed by player id, in batches. HTTP requests and the bet endings
+bet-settlement publishes both become commands there, so one player's money moves
+strictly in order, and the changelog of each table stays co-partitioned with the
+stream that writes it.
+
+State that does not grow with history (every key lives in the player's partition):
+- `accounts`      `<player>`           -> Account (balance, tx_count): compact
+- `transactions`  `<player>:<seq>`     -> WalletTransaction (paged history): compact
+- `tx-ids`        `<player>:<tx_id>`   -> seq (idempotency): compact,delete
+- `bets`          `<player>:<bet_id>`  -> BetRecord (retry answers, ending once):
+                                          compact,delete
+The per-item idempotency keys expire from their changelogs after twice the topics'
+retention (`ITEM_RETENTION_MS`); nothing can be redelivered from older than that.
+
+Several workers: each owns some partitions of the commands topic; the HTTP views
+forward a player's request to the worker owning the player's partition
+(`services.infra.routing`). Every worker folds the whole of `table.events` itself into
+an in-memory view (`TableViews`), so any worker can refuse a bet at the door.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections import Counter
 from datetime import datetime
 
 import faust
+from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import ValidationError
 
 from services.infra import metrics, observability
+from services.infra.batching import processing, publish_all, run_batches
 from services.infra.clock import SystemClock
-from services.infra.faust_app import make_app, topic
+from services.infra.faust_app import make_app
 from services.infra.settings import get_settings
 from services.wallet import counting, handlers
 from services.wallet.commands import (
@@ -34,32 +51,40 @@ from services.wallet.rounds_view import TableView, fold
 from shared.events.bet_events import BET_DECISION, BetRejected, BetSettled
 from shared.events.table import parse_table_event
 from shared.events.wallet_events import WalletTransaction
-from shared.ledger import Account
+from shared.ledger import RECENT_TXS, Account, BetRecord
 
 log = logging.getLogger("croupier.wallet")
 settings = get_settings()
 clock = SystemClock()
 # a crashed worker's partitions are reassigned after 10 s instead of Faust's 60 s
+# linger: under load, the many small records (commands, changelogs, transactions) of a
+# moment share one produce request instead of one request each
 app = make_app("wallet", settings, broker_session_timeout=10,
-               broker_heartbeat_interval=1)
+               broker_heartbeat_interval=1, producer_linger=0.002)
 observability.install(app, "wallet", settings, invariants=metrics.WALLET_INVARIANTS)
 counting.init_metrics()
 
+# idempotency keys stay answerable for at least the topics' retention, then may expire
+ITEM_RETENTION_MS = 2 * settings.retention_ms
 _tables = dict(partitions=settings.topic_partitions, default=None,
                schema=faust.Schema(key_serializer="json", value_serializer="json"))
+_expiring = {"cleanup.policy": "compact,delete", "retention.ms": str(ITEM_RETENTION_MS)}
 accounts = app.Table("accounts", **_tables)
 transactions = app.Table("transactions", **_tables)  # "<player>:<seq>" -> tx
-table_views = app.Table("table-views", **_tables)
+tx_ids = app.Table("tx-ids", extra_topic_configs=_expiring, **_tables)  # "<p>:<tx_id>" -> seq
+bets = app.Table("bets", extra_topic_configs=_expiring, **_tables)  # "<p>:<bet_id>" -> record
 
 COMMANDS_TOPIC = f"{settings.instance}-wallet-commands"
 commands_topic = app.topic(COMMANDS_TOPIC, key_type=bytes, value_type=bytes,
                            internal=True, partitions=settings.topic_partitions)
-out_topics = {name: topic(app, name) for name in ("wallet.transactions", "bets.placed")}
 endings_topic = app.topic("bets.decisions", "bets.settled", key_type=bytes, value_type=bytes)
+TABLE_EVENTS = "table.events"
+VIEW_HORIZON_S = 3600  # a worker starts folding table.events from this long ago
 
 
 class Replies:
-    """Futures the web views wait on, resolved by the agent in this same process."""
+    """Futures the web views wait on, resolved by the agent in this same process (the
+    views only send commands for players whose partition this worker owns)."""
 
     def __init__(self) -> None:
         self._waiting: dict[str, asyncio.Future] = {}
@@ -85,8 +110,25 @@ def tx_key(player_id: str, seq: int) -> str:
     return f"{player_id}:{seq:010d}"
 
 
-def tx_at(player_id: str, seq: int) -> WalletTransaction:
-    return WalletTransaction.model_validate(transactions[tx_key(player_id, seq)])
+def item_key(player_id: str, item: str) -> str:
+    return f"{player_id}:{item}"
+
+
+def tx_at(player_id: str, seq: int) -> WalletTransaction | None:
+    raw = transactions.get(tx_key(player_id, seq))
+    return None if raw is None else WalletTransaction.model_validate(raw)
+
+
+def seq_of(player_id: str, tx_id: str) -> int | None:
+    return tx_ids.get(item_key(player_id, tx_id))
+
+
+def bet_of(player_id: str, bet_id: str) -> BetRecord | None:
+    raw = bets.get(item_key(player_id, bet_id))
+    return None if raw is None else BetRecord.model_validate(raw)
+
+
+LOOKUPS = handlers.Lookups(tx_at=tx_at, seq_of=seq_of, bet_of=bet_of)
 
 
 def load_account(player_id: str) -> Account | None:
@@ -94,20 +136,27 @@ def load_account(player_id: str) -> Account | None:
     return None if raw is None else Account.model_validate(raw)
 
 
-def load_view(table_id: str) -> TableView | None:
-    raw = table_views.get(table_id)
-    return None if raw is None else TableView.model_validate(raw)
-
-
 def handle(account: Account | None, env: Envelope, now: datetime) -> handlers.Outcome:
     cmd = env.command
     if isinstance(cmd, CreateAccount):
         return handlers.create_account(account, cmd)
     if isinstance(cmd, Deposit | Withdraw):
-        return handlers.operator_movement(account, cmd, now, tx_at)
+        return handlers.operator_movement(account, cmd, now, LOOKUPS)
     if isinstance(cmd, PlaceBet):
-        return handlers.place_bet(account, cmd, now, tx_at)
-    return handlers.end_bet(account, cmd, now, tx_at)
+        return handlers.place_bet(account, cmd, now, LOOKUPS)
+    return handlers.end_bet(account, cmd, now, LOOKUPS)
+
+
+def store(player_id: str, outcome: handlers.Outcome) -> None:
+    """Write what a command changed, each fact under its own key (per-item facts first,
+    the account last)."""
+    for seq, tx in [*zip(outcome.seqs, outcome.txs, strict=True), *outcome.restored]:
+        transactions[tx_key(player_id, seq)] = tx.model_dump(mode="json")
+        tx_ids[item_key(player_id, tx.tx_id)] = seq
+    for bet_id, record in outcome.bets.items():
+        bets[item_key(player_id, bet_id)] = record.model_dump(mode="json")
+    if outcome.account is not None:
+        accounts[player_id] = outcome.account.model_dump(mode="json")
 
 
 async def send_command(env: Envelope) -> None:
@@ -115,23 +164,79 @@ async def send_command(env: Envelope) -> None:
                               value=env.model_dump_json().encode())
 
 
+def command_record(env: Envelope) -> tuple[str, bytes, bytes]:
+    return COMMANDS_TOPIC, env.command.player_id.encode(), env.model_dump_json().encode()
+
+
+def apply_command(env: Envelope, now: datetime) -> handlers.Outcome:
+    player_id = env.command.player_id
+    outcome = guarded(handle(load_account(player_id), env, now))
+    store(player_id, outcome)
+    return outcome
+
+
 @app.agent(commands_topic)
 async def accounts_agent(stream):
-    async for env in readable(stream, ENVELOPE.validate_json, "command"):
-        player_id = env.command.player_id
-        outcome = guarded(handle(load_account(player_id), env, clock.now()))
-        for tx in outcome.txs:
-            transactions[tx_key(player_id, _seq(outcome, tx))] = tx.model_dump(mode="json")
-        if outcome.account is not None:
-            accounts[player_id] = outcome.account.model_dump(mode="json")
-        sent = [await out_topics[name].send(key=key.encode(),
-                                            value=model.model_dump_json().encode())
-                for name, key, model in outcome.publish]
-        for delivery in sent:  # answer only once the bet and its debit are in the log
-            await delivery
+    """A batch at a time: apply every command in order, publish every record they
+    produced, wait for all acks once, then answer (a 201 means "debited and in the log")."""
+    await run_batches(stream, apply_batch)
+
+
+class Pending:
+    """What the commands applied since the last flush owe: records to publish, answers."""
+
+    def __init__(self) -> None:
+        self.done: list[tuple[Envelope, handlers.Outcome]] = []
+        self.records: list[tuple[str, bytes, bytes]] = []
+        self.per_player: Counter[str] = Counter()
+
+    def add(self, env: Envelope, outcome: handlers.Outcome) -> None:
+        self.records.extend((name, key.encode(), model.model_dump_json().encode())
+                            for name, key, model in outcome.publish)
+        self.done.append((env, outcome))
+        self.per_player[env.command.player_id] += 1
+
+    def full_for(self, player_id: str) -> bool:
+        """The account remembers only its last RECENT_TXS movements: flush before a player's
+        commands since the last flush could outnumber them."""
+        return self.per_player[player_id] >= RECENT_TXS
+
+
+async def flush(pending: Pending) -> None:
+    """Publish what the commands produced, wait until every record they wrote (outputs and
+    table changelogs alike) is acknowledged, then answer. After this, a crash can only
+    ever leave part of the commands applied since."""
+    await publish_all(app, pending.records)
+    await app.producer.flush()
+    answered = clock.now()
+    for env, outcome in pending.done:
         counting.record(env, outcome)
-        counting.observe_latency(env.command, outcome, clock.now())
+        counting.observe_latency(env.command, outcome, answered)
         replies.resolve(env.reply_id, outcome.answer)
+
+
+async def apply_batch(events) -> None:
+    now = clock.now()
+    pending = Pending()
+    for event in events:
+        env = parse(event.value, ENVELOPE.validate_json, "command")
+        if env is None:
+            continue
+        if pending.full_for(env.command.player_id):
+            await flush(pending)
+            pending = Pending()
+        with processing(event):
+            try:
+                outcome = apply_command(env, now)
+            except Exception:  # never stop the consumer on one command; count it, say so
+                metrics.MALFORMED.labels("wallet", "command_failed").inc()
+                log.exception("command %s for %r could not be applied (nothing stored)",
+                              env.command.type, env.command.player_id)
+                outcome = handlers.Outcome(handlers.Answer.error(
+                    500, "command_failed", "the command could not be applied; retrying with "
+                                           "the same id is safe"))
+        pending.add(env, outcome)
+    await flush(pending)
 
 
 def guarded(outcome: handlers.Outcome) -> handlers.Outcome:
@@ -144,10 +249,6 @@ def guarded(outcome: handlers.Outcome) -> handlers.Outcome:
     return handlers.Outcome(handlers.Answer.error(500, "invariant_breach",
                                                   "the movement would make a balance negative"),
                             breach="negative_balance")
-
-
-def _seq(outcome: handlers.Outcome, tx: WalletTransaction) -> int:
-    return outcome.account.applied[tx.tx_id]
 
 
 def ending_command(raw: bytes) -> EndBet | None:
@@ -167,29 +268,100 @@ def ending_command(raw: bytes) -> EndBet | None:
     return None
 
 
-async def readable(stream, parse, what: str):
-    """The records of `stream` that parse; the others are logged and counted, never silent."""
-    async for value in stream:
-        try:
-            yield parse(value)
-        except ValidationError as exc:
-            metrics.MALFORMED.labels("wallet", what).inc()
-            log.error("unreadable %s record skipped (nothing moved): %s", what, exc)
+def parse(value: bytes, parser, what: str):
+    """The parsed record, or None when it does not parse (logged and counted, never
+    silent)."""
+    try:
+        return parser(value)
+    except ValidationError as exc:
+        metrics.MALFORMED.labels("wallet", what).inc()
+        log.error("unreadable %s record skipped (nothing moved): %s", what, exc)
+        return None
 
 
 @app.agent(endings_topic)
 async def bet_endings_agent(stream):
-    """Re-key bet endings by player id, onto the commands topic."""
-    async for cmd in readable(stream, ending_command, "bet_ending"):
-        if cmd is not None:
-            await send_command(Envelope(command=cmd))
+    """Re-key bet endings by player id onto the commands topic, a batch at a time (the
+    batch's offsets are committed only after every command is acknowledged)."""
+    await run_batches(stream, forward_endings)
 
 
-@app.agent(topic(app, "table.events"))
-async def table_events_agent(stream):
-    async for event in readable(stream, parse_table_event, "table_event"):
-        table_views[event.table_id] = fold(load_view(event.table_id), event).model_dump(
-            mode="json")
+async def forward_endings(events) -> None:
+    commands = [parse(event.value, ending_command, "bet_ending") for event in events]
+    await publish_all(app, [command_record(Envelope(command=cmd))
+                            for cmd in commands if cmd is not None])
+
+
+class TableViews:
+    """Every table's recent rounds, on every worker whatever partitions it owns: each worker
+    folds the whole of `table.events` itself (no consumer group, from VIEW_HORIZON_S ago),
+    a batch of records at a time. In memory only: at most KEEP_ROUNDS rounds per table."""
+
+    def __init__(self) -> None:
+        self.views: dict[str, TableView] = {}
+        self.ready = asyncio.Event()
+
+    def get(self, table_id: str) -> TableView | None:
+        return self.views.get(table_id)
+
+    def apply(self, raw: bytes) -> None:
+        event = parse(raw, parse_table_event, "table_event")
+        if event is not None:
+            self.views[event.table_id] = fold(self.views.get(event.table_id), event)
+
+    async def follow(self, bootstrap: str, horizon_s: float = VIEW_HORIZON_S) -> None:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            partitions = None
+            while not partitions:
+                cluster = await consumer._client.fetch_all_metadata()
+                partitions = cluster.partitions_for_topic(TABLE_EVENTS)
+                if not partitions:
+                    log.warning("waiting for topic %s", TABLE_EVENTS)
+                    await asyncio.sleep(1)
+            tps = [TopicPartition(TABLE_EVENTS, p) for p in sorted(partitions)]
+            consumer.assign(tps)
+            since = int((clock.now().timestamp() - horizon_s) * 1000)
+            starts = await consumer.offsets_for_times({tp: since for tp in tps})
+            for tp in tps:
+                if starts.get(tp) is None:
+                    await consumer.seek_to_end(tp)
+                else:
+                    consumer.seek(tp, starts[tp].offset)
+            ends = await consumer.end_offsets(tps)
+            while True:
+                got = await consumer.getmany(timeout_ms=200, max_records=2000)
+                for records in got.values():
+                    for record in records:
+                        self.apply(record.value)
+                if not self.ready.is_set():
+                    positions = [await consumer.position(tp) for tp in tps]
+                    if all(pos >= ends[tp] for pos, tp in zip(positions, tps, strict=True)):
+                        log.info("table views caught up: %d tables", len(self.views))
+                        self.ready.set()
+        finally:
+            await consumer.stop()
+
+
+table_views = TableViews()
+
+
+def load_view(table_id: str) -> TableView | None:
+    return table_views.get(table_id)
+
+
+@app.task
+async def follow_table_events() -> None:
+    while True:
+        try:
+            await table_views.follow(settings.bootstrap_servers)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # the broker went away: start over (the view is idempotent on seq)
+            log.exception("following table.events failed; retrying")
+            await asyncio.sleep(1)
 
 
 from services.wallet import views  # noqa: E402,F401  (registers the HTTP routes)

@@ -24,7 +24,7 @@ from shared.events.table import (
 from shared.profile import ProfileError, load_profile
 from shared.settlement import Bet, BetError, validate_bet
 
-KEEP_ROUNDS = 200
+KEEP_ROUNDS = 100  # per table: the view stays a few KB, whatever the table's history
 RoundStatus = Literal["open", "closed", "completed", "voided"]
 
 

@@ -1,5 +1,12 @@
 """The wallet's HTTP API (Faust web views). Views only read tables; every change
-is a command to the accounts agent, whose answer the view waits for."""
+is a command to the accounts agent, whose answer the view waits for.
+
+Every route about one player is answered by the worker that owns the player's
+partition of the commands topic (its tables hold the account, and its agent resolves
+the reply future): any other worker forwards the whole request there
+(`services.infra.routing`), and answers 503 + Retry-After while nobody owns it
+(a rebalance, or this worker's tables still recovering). Table routes are answered by
+any worker: each one folds all of `table.events` itself."""
 
 from __future__ import annotations
 
@@ -11,6 +18,7 @@ import uuid
 import faust
 from pydantic import BaseModel, ValidationError
 
+from services.infra import routing
 from services.infra.auth import Authenticator, AuthError
 from services.wallet import app as w
 from services.wallet import counting
@@ -65,6 +73,27 @@ async def ask(env: Envelope) -> Answer:
         w.replies.forget(reply_id)
 
 
+class Elsewhere(Exception):
+    """The player's partition belongs to another worker: forward the request there."""
+
+    def __init__(self, owner) -> None:
+        super().__init__(str(owner))
+        self.owner = owner
+
+
+def recovering() -> bool:
+    return app.rebalancing or not app.tables.recovery.completed.is_set()
+
+
+def here(player_id: str) -> None:
+    """Return if this worker answers for `player_id`; raise Elsewhere or NoOwner."""
+    owner = routing.owner_of(app, w.commands_topic, player_id.encode())
+    if owner is not None:
+        raise Elsewhere(owner)
+    if recovering():
+        raise routing.NoOwner("this worker's partitions are being (re)assigned")
+
+
 def route(path: str):
     """A Faust page whose methods may raise Problem/AuthError and return an Answer."""
 
@@ -83,6 +112,10 @@ def route(path: str):
                 except (Problem, AuthError) as exc:
                     answer = exc.answer if isinstance(exc, Problem) else Answer.error(
                         exc.status, exc.code, exc.message)
+                except Elsewhere as exc:
+                    return await routing.forward(app, exc.owner, request, self.web)
+                except routing.NoOwner as exc:
+                    return routing.unavailable(self.web, str(exc))
                 return self.json(answer.body, status=answer.status)
 
             setattr(Page, method, wrapped)
@@ -96,7 +129,11 @@ def authorization(request) -> str | None:
     return request.headers.get("Authorization")
 
 
-def account_or_404(player_id: str):
+def account_or_404(player_id: str, checked: bool = False):
+    """The player's account, answered by the worker that owns it (`checked`: here() was
+    already asked)."""
+    if not checked:
+        here(player_id)
     account = w.load_account(player_id)
     if account is None:
         raise Problem(*_error_args(no_account(player_id)))
@@ -111,7 +148,7 @@ def _error_args(answer: Answer) -> tuple[int, str, str]:
 class Health:
     @staticmethod
     async def get(request):
-        ready = app.tables.recovery.completed.is_set() and not app.rebalancing
+        ready = not recovering() and w.table_views.ready.is_set()
         return Answer(200 if ready else 503, {"status": "ok" if ready else "recovering"})
 
 
@@ -128,6 +165,7 @@ class Accounts:
     async def post(request):
         auth.require_operator(authorization(request))
         body = await parse(request, CreateAccountRequest)
+        here(body.player_id)
         return await ask(Envelope(command=CreateAccount(player_id=body.player_id,
                                                         currency=body.currency)))
 
@@ -146,6 +184,7 @@ def _movement_route(path: str, command: type[Deposit] | type[Withdraw]) -> None:
         @staticmethod
         async def post(request, player_id):
             auth.require_operator(authorization(request))
+            here(player_id)
             body = await parse(request, MovementRequest)
             return await ask(Envelope(command=command(player_id=player_id,
                                                       **body.model_dump())))
@@ -196,9 +235,10 @@ class Bets:
     @staticmethod
     async def post(request, player_id):
         auth.require_player(authorization(request), player_id)
+        here(player_id)  # before reading the body: the owner reads it
         body = await parse(request, PlaceBetRequest)
-        account = account_or_404(player_id)
-        if body.bet_id not in account.bets:  # a retry gets its original answer, open or not
+        account = account_or_404(player_id, checked=True)
+        if w.bet_of(player_id, body.bet_id) is None:  # a retry gets its original answer
             try:
                 check_bet(w.load_view(body.table_id), table_id=body.table_id,
                           round_id=body.round_id, bet=body.bet, position=body.position,

@@ -6,7 +6,13 @@ import pytest
 
 from services.infra.auth import Authenticator, AuthError
 from services.wallet.api_models import ROUTES, openapi
-from services.wallet.rounds_view import BetRefused, check_bet, current_round_body, fold
+from services.wallet.rounds_view import (
+    KEEP_ROUNDS,
+    BetRefused,
+    check_bet,
+    current_round_body,
+    fold,
+)
 from shared.events.canonical import GENESIS_HASH
 from shared.events.table import BettingClosed, RoundOpened, seal
 
@@ -77,3 +83,15 @@ def test_openapi_has_every_route_with_its_schemas():
         assert str(route.ok) in op["responses"]
         if route.request:
             assert route.request.__name__ in doc["components"]["schemas"]
+
+
+def test_the_table_view_keeps_the_last_rounds_only_and_stays_small():
+    view, prev = None, GENESIS_HASH
+    for n in range(1, 3 * KEEP_ROUNDS + 1):
+        opened = seal(RoundOpened, table_id="T1", seq=n, prev_hash=prev, occurred_at=NOW,
+                      shoe_id="s1", round_id=f"R{n:06d}", round_number=n, dealer="D",
+                      profile="triple-face-id", betting_closes_at=NOW + timedelta(seconds=30))
+        view, prev = fold(view, opened), opened.hash
+    assert len(view.rounds) == KEEP_ROUNDS and view.current_round == f"R{3 * KEEP_ROUNDS:06d}"
+    assert f"R{2 * KEEP_ROUNDS + 1:06d}" in view.rounds and "R000001" not in view.rounds
+    assert len(view.model_dump_json()) < 32 * 1024

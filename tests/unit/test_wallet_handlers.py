@@ -1,5 +1,7 @@
-"""Wallet commands: bets debit once per id, end once, and duplicates re-publish."""
+"""Wallet commands: bets debit once per id, end once, and duplicates re-publish; the
+account and every stored value stay the same size whatever the player's history."""
 
+import json
 from datetime import UTC, datetime
 
 import pytest
@@ -12,23 +14,35 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 class Ledger:
-    """Applies outcomes the way the agent does, keeping txs by seq."""
+    """Applies outcomes the way the agent does: one key per fact (txs by seq, tx id ->
+    seq, bet id -> record), every stored value serialized as the tables store it."""
 
     def __init__(self) -> None:
         self.account: Account | None = None
         self.txs: dict[int, object] = {}
-
-    def tx_at(self, player_id, seq):
-        return self.txs[seq]
+        self.seqs: dict[str, int] = {}
+        self.bets: dict[str, object] = {}
+        self.largest_value = 0  # bytes of the largest value written by the last command
+        self.look = handlers.Lookups(tx_at=lambda p, seq: self.txs.get(seq),
+                                     seq_of=lambda p, tx_id: self.seqs.get(tx_id),
+                                     bet_of=lambda p, bet_id: self.bets.get(bet_id))
 
     def run(self, fn, cmd) -> handlers.Outcome:
         args = (self.account, cmd) if fn is handlers.create_account else (
-            self.account, cmd, NOW, self.tx_at)
+            self.account, cmd, NOW, self.look)
         outcome = fn(*args)
-        for tx in outcome.txs:
-            self.txs[outcome.account.applied[tx.tx_id]] = tx
+        written = []
+        for seq, tx in [*zip(outcome.seqs, outcome.txs, strict=True), *outcome.restored]:
+            self.txs[seq] = tx
+            self.seqs[tx.tx_id] = seq
+            written += [tx.model_dump(mode="json"), seq]
+        for bet_id, record in outcome.bets.items():
+            self.bets[bet_id] = record
+            written.append(record.model_dump(mode="json"))
         if outcome.account is not None:
             self.account = outcome.account
+            written.append(outcome.account.model_dump(mode="json"))
+        self.largest_value = max([len(json.dumps(v)) for v in written], default=0)
         return outcome
 
 
@@ -73,7 +87,7 @@ def test_a_bet_ends_once(ledger, ending, returned, kind, balance):
     first = ledger.run(handlers.end_bet, end)
     again = ledger.run(handlers.end_bet, end)
     assert ledger.account.balance == balance
-    assert ledger.account.bets["b1"].status == ending
+    assert ledger.bets["b1"].status == ending
     assert [tx.kind for tx in first.txs] == ([kind] if kind else []) and again.txs == []
     other = "rejected" if ending != "rejected" else "settled"
     clash = ledger.run(handlers.end_bet, end.model_copy(update={"ending": other}))
@@ -86,6 +100,34 @@ def test_an_ending_for_a_bet_never_debited_moves_nothing(ledger):
     assert out.answer.status == 409 and ledger.account.balance == 10_000
 
 
+def test_a_bet_whose_account_write_was_lost_in_a_crash_is_debited_once_on_redelivery(ledger):
+    """The per-item keys reached the log, the account did not: the index entry and bet
+    record point past the account's tx_count, so the redelivered bet is applied (once)."""
+    before = ledger.account
+    first = ledger.run(handlers.place_bet, bet())
+    ledger.account = before  # the crash: the account's changelog record was lost
+    again = ledger.run(handlers.place_bet, bet())
+    assert again.answer.status == 201 and [tx.tx_id for tx in again.txs] == [
+        first.txs[0].tx_id]
+    assert ledger.account.balance == 7000 and ledger.account.tx_count == 2
+    assert ledger.run(handlers.place_bet, bet()).answer.status == 200  # and once only
+
+
+def test_a_bet_whose_other_writes_were_lost_in_a_crash_is_not_debited_twice(ledger):
+    """The account reached the log, the index entry, history record and bet record did
+    not: the account remembers the movement, so the redelivered bet moves nothing, the
+    history record is restored, the bet record re-created, the records re-published."""
+    first = ledger.run(handlers.place_bet, bet())
+    debit = first.txs[0]
+    del ledger.seqs[debit.tx_id], ledger.txs[2], ledger.bets["b1"]
+    again = ledger.run(handlers.place_bet, bet())
+    assert again.answer.status == 200 and again.txs == [] and ledger.account.balance == 7000
+    assert [(seq, tx.tx_id, tx.balance_after) for seq, tx in again.restored] == [
+        (2, debit.tx_id, 7000)]
+    assert ledger.txs[2].amount == 3000 and ledger.bets["b1"].debit_seq == 2
+    assert [t for t, _, _ in again.publish] == ["wallet.transactions", "bets.placed"]
+
+
 def test_envelopes_round_trip_and_refuse_junk():
     env = ENVELOPE.validate_json(b'{"command": {"type": "deposit", "player_id": "p",'
                                  b' "request_id": "r", "amount": 5}}')
@@ -93,3 +135,26 @@ def test_envelopes_round_trip_and_refuse_junk():
     with pytest.raises(ValueError):
         ENVELOPE.validate_json(b'{"command": {"type": "deposit", "player_id": "p",'
                                b' "request_id": "r", "amount": 5.5}}')
+
+
+def _bet_and_settle(ledger: Ledger, i: int) -> int:
+    """One bet and its settlement; the largest value either wrote."""
+    ledger.run(handlers.place_bet, bet(stake=1000, bet_id=f"b{i}"))
+    size = ledger.largest_value
+    ledger.run(handlers.end_bet, EndBet(player_id="p1", bet_id=f"b{i}", ending="settled",
+                                        returned=1000, settlement_id=f"settle:b{i}",
+                                        table_id="T1", round_id="R1"))
+    return max(size, ledger.largest_value)
+
+
+def test_state_does_not_grow_with_lifetime_bets(ledger):
+    sizes = [_bet_and_settle(ledger, i) for i in range(2000)]
+    # once the account's window of recent movements is full (bet 8), only the digits of ids
+    # and counters may grow (b99 -> b1999)
+    assert max(sizes[-100:]) <= max(sizes[100:200]) + 64 < 2048
+    assert len(ledger.account.model_dump_json()) < 2048
+    assert ledger.account.tx_count == 1 + 2 * 2000 and ledger.account.balance == 10_000
+    retry = ledger.run(handlers.place_bet, bet(stake=1000, bet_id="b0"))  # an old bet id
+    assert retry.answer.status == 200 and not retry.txs
+
+
