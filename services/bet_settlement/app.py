@@ -4,10 +4,18 @@
 State (persistent tables, written to the changelog partition of the record being applied,
 that is the round's partition):
 - `rounds`: `<table>:<round>` -> the round's header (`intake.RoundHeader`), bounded;
-- `round-bets`: `<table>:<round>/b/<bet id>` -> the bet's entry (`intake.BetEntry`) and
+  `<table>:<round>/b/<bet id>` -> the bet's entry (`intake.BetEntry`) and
   `<table>:<round>/n/<k>` -> the id of the round's k-th bet;
 - `pending-rounds`: table id -> ids of its rounds with bets read before their RoundOpened.
 No value grows with the number of bets in a round.
+
+Header and entries share one table, so one changelog partition keeps them in the order
+they were written (entries first, the header last): a crash leaves a prefix of a
+batch's writes, and an entry whose ordinal is past its header's count was never
+recorded (its redelivered bet is recorded again). Every batch is flushed (outputs and
+changelog records acknowledged) before its offsets are committed. Round keys expire
+from the changelog after twice the topics' retention: no record older than that can be
+redelivered, and a settled round's facts stay in the log itself.
 """
 
 from __future__ import annotations
@@ -20,7 +28,7 @@ from pydantic import ValidationError
 
 from services.bet_settlement import counting, intake
 from services.infra import metrics, observability
-from services.infra.batching import Record, batches, processing, publish_all
+from services.infra.batching import Record, processing, publish_all, run_batches
 from services.infra.clock import SystemClock
 from services.infra.faust_app import make_app
 from services.infra.settings import get_settings
@@ -40,9 +48,11 @@ counting.init_metrics()
 
 # Faust stores plain values with its json codec: headers and entries as JSON objects
 _schema = faust.Schema(key_serializer="json", value_serializer="json")
-rounds = app.Table("rounds", default=None, partitions=settings.topic_partitions, schema=_schema)
-round_bets = app.Table("round-bets", default=None, partitions=settings.topic_partitions,
-                       schema=_schema)
+ROUND_RETENTION_MS = 2 * settings.retention_ms
+rounds = app.Table("rounds", default=None, partitions=settings.topic_partitions, schema=_schema,
+                   extra_topic_configs={"cleanup.policy": "compact,delete",
+                                        "retention.ms": str(ROUND_RETENTION_MS)})
+round_bets = rounds  # the bets' entries live beside their header (see above)
 pending_rounds = app.Table("pending-rounds", default=None,  # table id -> [round ids]
                            partitions=settings.topic_partitions, schema=_schema)
 inputs = app.topic("bets.placed", "table.events", "round.results",
@@ -52,14 +62,20 @@ inputs = app.topic("bets.placed", "table.events", "round.results",
 class StoredBets:
     """One round's bets in `round-bets` (intake.RoundBets); an entry is parsed once per record."""
 
-    def __init__(self, table_id: str, round_id: str) -> None:
+    def __init__(self, table_id: str, round_id: str, header: intake.RoundHeader | None
+                 ) -> None:
         self.table_id, self.round_id = table_id, round_id
+        self.received = header.received if header is not None else 0
         self._seen: dict[str, intake.BetEntry | None] = {}
 
     def entry(self, bet_id: str) -> intake.BetEntry | None:
+        """The bet's entry, unless a crash kept it but lost its header's update (its ordinal
+        is past the header's count): then it was never recorded."""
         if bet_id not in self._seen:
             raw = round_bets.get(intake.bet_key(self.table_id, self.round_id, bet_id))
-            self._seen[bet_id] = None if raw is None else intake.BetEntry.model_validate(raw)
+            entry = None if raw is None else intake.BetEntry.model_validate(raw)
+            self._seen[bet_id] = None if entry is None or entry.ordinal > self.received \
+                else entry
         return self._seen[bet_id]
 
     def bet_at(self, ordinal: int) -> str | None:
@@ -109,12 +125,13 @@ def step(source: str, raw: bytes, published_at: datetime | None = None
     now = clock.now()
     if source == "bets.placed":
         bet = BetPlaced.model_validate_json(raw)
-        before, bets = load(bet.table_id, bet.round_id), StoredBets(bet.table_id, bet.round_id)
+        before = load(bet.table_id, bet.round_id)
+        bets = StoredBets(bet.table_id, bet.round_id, before)
         return commit(before, bets, intake.place(before, bets, bet, now))
     if source == "round.results":
         result = RoundResultPublished.model_validate_json(raw)
         before = load(result.table_id, result.round_id)
-        bets = StoredBets(result.table_id, result.round_id)
+        bets = StoredBets(result.table_id, result.round_id, before)
         check_second_settlement(before, bets, result)
         return commit(before, bets, intake.apply_result(before, bets, result, now, published_at))
     event = parse_table_event(raw)
@@ -125,9 +142,10 @@ def step(source: str, raw: bytes, published_at: datetime | None = None
     if isinstance(event, RoundOpened):  # rounds that never opened are over for good
         for other in pending_rounds.get(event.table_id) or []:
             if other != round_id and (waiting := load(event.table_id, other)) is not None:
-                bets = StoredBets(event.table_id, other)
+                bets = StoredBets(event.table_id, other, waiting)
                 out += commit(waiting, bets, intake.expire(waiting, bets, now))
-    before, bets = load(event.table_id, round_id), StoredBets(event.table_id, round_id)
+    before = load(event.table_id, round_id)
+    bets = StoredBets(event.table_id, round_id, before)
     if isinstance(event, RoundVoided):
         check_second_settlement(before, bets, event)
     return out + commit(before, bets, intake.apply_table_event(before, bets, event, now))
@@ -157,10 +175,16 @@ def apply_batch(events) -> list[Record]:
     return records
 
 
+async def settle_batch(events) -> None:
+    """Publish what the batch decided, then wait until its table writes are in the log too,
+    before its offsets are committed."""
+    await publish_all(app, apply_batch(events))
+    await app.producer.flush()
+
+
 @app.agent(inputs)
 async def settlement_agent(stream):
-    async for events in batches(stream):
-        await publish_all(app, apply_batch(events))
+    await run_batches(stream, settle_batch)
 
 
 @app.page("/health")

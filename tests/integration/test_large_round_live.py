@@ -152,10 +152,11 @@ def test_a_2000_bet_round_settles_by_the_rules_with_bounded_records(platform):
     changelogs = sorted(t for t in admin.list_topics()
                         if "bet-settlement" in t and t.endswith("-changelog"))
     admin.close()
-    assert any(t.endswith("-round-bets-changelog") for t in changelogs), changelogs
+    assert any(t.endswith("-bet-settlement-rounds-changelog") for t in changelogs), changelogs
     sizes = {topic: largest_record(platform.bootstrap, topic)
              for topic in ["bets.decisions", "bets.settled", *changelogs]}
     assert all(largest < MAX_RECORD for _, largest in sizes.values()), sizes
-    per_bet = [n for topic, (n, _) in sizes.items() if topic.endswith("-round-bets-changelog")]
+    per_bet = [n for topic, (n, _) in sizes.items()
+               if topic.endswith("-bet-settlement-rounds-changelog")]
     assert per_bet[0] >= 2 * len(ids), sizes  # per-bet facts under their own keys
     assert sizes["bets.settled"][0] >= len(ids), sizes
