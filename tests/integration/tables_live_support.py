@@ -34,26 +34,10 @@ def port_setting(service: str) -> str:
 @contextmanager
 def running_services(bootstrap: str, home: Path, names: list[str], **env: str
                      ) -> Iterator[dict[str, ServiceProcess]]:
-    """The topics applied and the named services started as processes (each on a free
-    port, state under `home`), ready; stopped on exit. `env`: extra settings."""
-    admin = topic_admin.admin_client(bootstrap)
-    topic_admin.apply(admin, topic_catalogue())
-    admin.close()
-    ports = {name: free_port() for name in names}
-    env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CROUPIER_HOME": str(home),
-           "CROUPIER_INSTANCE": instance_for(home), **env,
-           **{port_setting(name): str(port) for name, port in ports.items()}}
-    procs = {name: ServiceProcess(name, port, home / "logs" / f"{name}.log", env)
-             for name, port in ports.items()}
-    try:
-        for proc in procs.values():
-            proc.start()
-        for proc in procs.values():
-            proc.wait_ready(90)
+    """The topics applied and one worker of each named service started as a process (each
+    on a free port, state under `home`), ready; stopped on exit. `env`: extra settings."""
+    with running_workers(bootstrap, home, dict.fromkeys(names, 1), **env) as procs:
         yield procs
-    finally:
-        for proc in procs.values():
-            proc.stop()
 
 
 @contextmanager

@@ -13,17 +13,13 @@ import httpx
 import pytest
 from kafka import KafkaAdminClient
 
-from services.infra import topic_admin
 from services.infra.log_reader import read_to_end
 from services.operator.log_reader import read_books
 from shared.audit import audit
 from shared.events.bet_events import manifest_digest
 from shared.profile import load_profile
 from shared.settlement import Bet, settle
-from shared.topics import topic_catalogue
-from tests.conftest import free_port
-from tests.integration.money_support import ScriptedTable, read_topic
-from tests.integration.test_money_live import Platform
+from tests.integration.money_support import ScriptedTable, money_platform, read_topic
 
 pytestmark = pytest.mark.kafka
 PLAYERS, BETS_EACH = 100, 20
@@ -44,14 +40,8 @@ def wait_until(check, what: str, timeout_s: float, every_s: float = 2.0) -> None
 
 @pytest.fixture(scope="module")
 def platform(platform_kafka, tmp_path_factory):
-    admin = topic_admin.admin_client(platform_kafka)
-    topic_admin.apply(admin, topic_catalogue())
-    admin.close()
-    p = Platform(platform_kafka, tmp_path_factory.mktemp("large-round-home"), free_port(),
-                 free_port())
-    p.start()
-    yield p
-    p.stop()
+    with money_platform(platform_kafka, tmp_path_factory.mktemp("large-round-home")) as p:
+        yield p
 
 
 async def place_all(base_url: str, players: dict[str, str], table_id: str, round_id: str

@@ -6,106 +6,30 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable
 
-import httpx
 import pytest
-from kafka import KafkaProducer
 
-from services.infra import topic_admin
-from services.infra.processes import ServiceProcess
 from services.infra.settings import Settings
 from shared.events.results import RoundResultPublished
 from shared.profile import load_profile
 from shared.settlement import Bet, settle
-from shared.topics import topic_catalogue
-from tests.conftest import free_port, instance_for
-from tests.integration.money_support import ScriptedTable, read_topic
+from tests.integration.money_support import (
+    RUN,
+    Platform,
+    ScriptedTable,
+    money_platform,
+    read_topic,
+    wait_for,
+)
 
 pytestmark = pytest.mark.kafka
-RUN = uuid.uuid4().hex[:6]
-OPERATOR = {"Authorization": f"Bearer {Settings().operator_token}"}
-
-
-def wait_for(check: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-class Platform:
-    def __init__(self, bootstrap: str, home, wallet_port: int, settlement_port: int) -> None:
-        env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CROUPIER_HOME": str(home),
-               "CROUPIER_INSTANCE": instance_for(home),
-               "CROUPIER_WALLET_PORT": str(wallet_port),
-               "CROUPIER_BET_SETTLEMENT_PORT": str(settlement_port)}
-        self.bootstrap = bootstrap
-        self.wallet = ServiceProcess("wallet", wallet_port, home / "wallet.log", env)
-        self.settlement = ServiceProcess("bet-settlement", settlement_port,
-                                         home / "bet-settlement.log", env)
-        self.http = httpx.Client(base_url=self.wallet.base_url, timeout=30)
-        self.producer = KafkaProducer(bootstrap_servers=bootstrap)
-        self.tokens: dict[str, str] = {}
-
-    def start(self) -> None:
-        for service in (self.wallet, self.settlement):
-            service.start()
-        for service in (self.wallet, self.settlement):
-            service.wait_ready(90)
-
-    def player(self, name: str, deposit: int, currency: str = "IDR") -> str:
-        player_id = f"{name}-{RUN}"
-        assert self.http.post("/accounts", json={"player_id": player_id, "currency": currency},
-                              headers=OPERATOR).status_code == 201
-        r = self.http.post(f"/accounts/{player_id}/deposits", headers=OPERATOR,
-                           json={"request_id": f"dep-{player_id}", "amount": deposit})
-        assert r.status_code == 201, r.text
-        self.tokens[player_id] = self.http.post(f"/players/{player_id}/token",
-                                                headers=OPERATOR).json()["token"]
-        return player_id
-
-    def auth(self, player_id: str) -> dict:
-        return {"Authorization": f"Bearer {self.tokens[player_id]}"}
-
-    def bet(self, player_id: str, table: ScriptedTable, round_id: str, bet: str, stake: int,
-            position=None, bet_id: str | None = None, as_player: str | None = None
-            ) -> httpx.Response:
-        body = {"bet_id": bet_id or f"{uuid.uuid4().hex}", "table_id": table.table_id,
-                "round_id": round_id, "bet": bet, "stake": stake, "position": position}
-        return self.http.post(f"/players/{player_id}/bets", json=body,
-                              headers=self.auth(as_player or player_id))
-
-    def balance(self, player_id: str) -> int:
-        return self.http.get(f"/accounts/{player_id}", headers=OPERATOR).json()["balance"]
-
-    def wait_round_open(self, table: ScriptedTable, round_id: str) -> None:
-        def is_open() -> bool:
-            r = self.http.get(f"/tables/{table.table_id}/current-round")
-            return r.status_code == 200 and r.json()["round_id"] == round_id
-        wait_for(is_open, f"round {round_id} open in the wallet's view")
-
-    def stop(self) -> None:
-        self.producer.close()
-        self.http.close()
-        for service in (self.wallet, self.settlement):
-            service.stop()
 
 
 @pytest.fixture(scope="module")
 def platform(platform_kafka, tmp_path_factory):
-    admin = topic_admin.admin_client(platform_kafka)
-    topic_admin.apply(admin, topic_catalogue())
-    admin.close()
-    p = Platform(platform_kafka, tmp_path_factory.mktemp("money-home"), free_port(),
-                 free_port())
-    p.start()
-    yield p
-    p.stop()
+    with money_platform(platform_kafka, tmp_path_factory.mktemp("money-home")) as p:
+        yield p
 
 
 @pytest.fixture(scope="module")

@@ -22,7 +22,7 @@ from shared.events.bet_events import BetRejected
 from shared.ledger import RECENT_TXS
 from shared.topics import topic_catalogue
 from tests.conftest import free_port, instance_for
-from tests.integration.money_support import ScriptedTable
+from tests.integration.money_support import ScriptedTable, wait_for
 
 pytestmark = pytest.mark.kafka
 RUN = uuid.uuid4().hex[:6]
@@ -67,15 +67,6 @@ def make_player(http: httpx.Client, player_id: str, deposit: int) -> str:
 def bet_body(table: ScriptedTable, round_id: str, bet_id: str) -> dict:
     return {"bet_id": bet_id, "table_id": table.table_id, "round_id": round_id,
             "bet": "player", "stake": STAKE}
-
-
-def wait_for(check, what: str, timeout_s: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if check():
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def record_sizes(bootstrap: str, topic: str, player_id: str) -> list[int]:
