@@ -60,7 +60,7 @@ inputs = app.topic("bets.placed", "table.events", "round.results",
 
 
 class StoredBets:
-    """One round's bets in `round-bets` (intake.RoundBets); an entry is parsed once per record."""
+    """One round's bets in `rounds` (intake.RoundBets); an entry is parsed once per record."""
 
     def __init__(self, table_id: str, round_id: str, header: intake.RoundHeader | None
                  ) -> None:
