@@ -4,9 +4,9 @@ Per-table progress lives in a Faust table keyed by table id (changelog-backed, s
 survives a restart and moves with its partition when several workers split the
 tables). Records are taken in batches: a batch is evaluated in order (one table's
 events stay in order: one partition holds them), every result it completes is
-published and the acks awaited together, and only then is the progress stored. A crash
-in between republishes identical records (same result_id, same content), which
-consumers dedupe.
+published and the acks awaited together, and only then is the progress stored and
+flushed to its changelog, before the batch's offsets are committed. A crash in between
+republishes identical records (same result_id, same content), which consumers dedupe.
 """
 
 from __future__ import annotations
@@ -83,6 +83,10 @@ async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
     for key, (view, record) in progress.items():
         with processing(record):
             views[key] = view.model_dump_json().encode()
+    # the progress must be in its changelog before the batch's offsets are committed: a
+    # worker taking over this partition would otherwise recover progress older than the
+    # offset it resumes from, see a gap in the chain and never publish those results
+    await app.producer.flush()
 
 
 async def evaluate_until_published(records) -> None:
