@@ -30,7 +30,7 @@ from services.bet_settlement import counting, intake
 from services.infra import metrics, observability
 from services.infra.batching import Record, processing, publish_all, run_batches
 from services.infra.clock import SystemClock
-from services.infra.faust_app import make_app
+from services.infra.faust_app import make_app, recovering
 from services.infra.settings import get_settings
 from shared.events.bet_events import BetPlaced
 from shared.events.results import RoundResultPublished
@@ -52,7 +52,6 @@ ROUND_RETENTION_MS = 2 * settings.retention_ms
 rounds = app.Table("rounds", default=None, partitions=settings.topic_partitions, schema=_schema,
                    extra_topic_configs={"cleanup.policy": "compact,delete",
                                         "retention.ms": str(ROUND_RETENTION_MS)})
-round_bets = rounds  # the bets' entries live beside their header (see above)
 pending_rounds = app.Table("pending-rounds", default=None,  # table id -> [round ids]
                            partitions=settings.topic_partitions, schema=_schema)
 inputs = app.topic("bets.placed", "table.events", "round.results",
@@ -72,14 +71,14 @@ class StoredBets:
         """The bet's entry, unless a crash kept it but lost its header's update (its ordinal
         is past the header's count): then it was never recorded."""
         if bet_id not in self._seen:
-            raw = round_bets.get(intake.bet_key(self.table_id, self.round_id, bet_id))
+            raw = rounds.get(intake.bet_key(self.table_id, self.round_id, bet_id))
             entry = None if raw is None else intake.BetEntry.model_validate(raw)
             self._seen[bet_id] = None if entry is None or entry.ordinal > self.received \
                 else entry
         return self._seen[bet_id]
 
     def bet_at(self, ordinal: int) -> str | None:
-        return round_bets.get(intake.order_key(self.table_id, self.round_id, ordinal))
+        return rounds.get(intake.order_key(self.table_id, self.round_id, ordinal))
 
 
 def load(table_id: str, round_id: str) -> intake.RoundHeader | None:
@@ -90,9 +89,9 @@ def load(table_id: str, round_id: str) -> intake.RoundHeader | None:
 def save(before: intake.RoundHeader | None, t: intake.Transition) -> None:
     h = t.header
     for ordinal, bet_id in t.order.items():
-        round_bets[intake.order_key(h.table_id, h.round_id, ordinal)] = bet_id
+        rounds[intake.order_key(h.table_id, h.round_id, ordinal)] = bet_id
     for bet_id, entry in t.entries.items():
-        round_bets[intake.bet_key(h.table_id, h.round_id, bet_id)] = entry.model_dump(mode="json")
+        rounds[intake.bet_key(h.table_id, h.round_id, bet_id)] = entry.model_dump(mode="json")
     if h != before:
         rounds[intake.round_key(h.table_id, h.round_id)] = h.model_dump(mode="json")
     waiting = pending_rounds.get(h.table_id) or []
@@ -176,10 +175,9 @@ def apply_batch(events) -> list[Record]:
 
 
 async def settle_batch(events) -> None:
-    """Publish what the batch decided, then wait until its table writes are in the log too,
-    before its offsets are committed."""
+    """Publish what the batch decided (run_batches flushes its table writes before its
+    offsets are committed)."""
     await publish_all(app, apply_batch(events))
-    await app.producer.flush()
 
 
 @app.agent(inputs)
@@ -189,5 +187,5 @@ async def settlement_agent(stream):
 
 @app.page("/health")
 async def health(web, request):
-    ready = app.tables.recovery.completed.is_set() and not app.rebalancing
+    ready = not recovering(app)
     return web.json({"status": "ok" if ready else "recovering"}, status=200 if ready else 503)

@@ -67,9 +67,6 @@ class RoundHeader(BaseModel):
     digest: str = EMPTY_DIGEST  # manifest digest of the accepted bet ids, kept incrementally
     manifest: RoundManifest | None = None
     cause: str | None = None  # the result id or "void:<table>:<round>" that settled it
-    settled_at: datetime | None = None
-    result_at: datetime | None = None
-    last_card_at: datetime | None = None
 
 
 class BetEntry(BaseModel):
@@ -190,6 +187,12 @@ class _Writer:
             if entry.decision is None:
                 self.decide(entry, now)
 
+    def give_up_if_pending(self, now: datetime) -> None:
+        """A round that never opened is over for good: its waiting bets are rejected."""
+        if self.header.status == "pending":
+            self.update(status="unknown")
+            self.decide_pending(now)
+
     def close(self, closed_at: datetime) -> None:
         h = self.header
         manifest = RoundManifest(table_id=h.table_id, round_id=h.round_id,
@@ -213,7 +216,7 @@ class _Writer:
                                  **timing)
             self.entries[entry.bet.bet_id] = entry.model_copy(update={"settlement": settled})
             self.publish(settled)
-        self.update(status=status, cause=cause, settled_at=now, **timing)
+        self.update(status=status, cause=cause)
 
     def republish_settlements(self) -> None:
         for entry in self.walk():
@@ -251,9 +254,7 @@ def place(header: RoundHeader | None, bets: RoundBets, bet: BetPlaced, now: date
 def expire(header: RoundHeader, bets: RoundBets, now: datetime) -> Transition:
     """The table opened another round: this one never opened, its waiting bets are rejected."""
     w = _Writer(header, bets)
-    if header.status == "pending":
-        w.update(status="unknown")
-        w.decide_pending(now)
+    w.give_up_if_pending(now)
     return w.done()
 
 
@@ -282,9 +283,7 @@ def _void(w: _Writer, event: RoundVoided, now: datetime) -> None:
             log.error("void of round %s after it was settled ignored", h.round_id)
         w.republish_settlements()
         return
-    if h.status == "pending":
-        w.update(status="unknown")
-        w.decide_pending(now)
+    w.give_up_if_pending(now)
     w.settle_all(lambda bet: ("void_refund", bet.stake), "voided",
                  f"void:{h.table_id}:{h.round_id}", now, result_at=event.occurred_at)
 
@@ -310,11 +309,9 @@ def apply_result(header: RoundHeader | None, bets: RoundBets, published: RoundRe
                       w.header.round_id)
         w.republish_settlements()
         return w.done()
-    if w.header.status == "pending":
-        w.update(status="unknown")
-        w.decide_pending(now)
-    elif w.header.status == "open":  # the result came before the close: close first
+    if w.header.status == "open":  # the result came before the close: close first
         w.close(published.occurred_at)
+    w.give_up_if_pending(now)
     w.settle_all(_by_rules(w.header.profile or published.profile, published), "settled",
                  published.result_id, now, result_at=result_at or published.occurred_at,
                  last_card_at=published.last_card_at)
@@ -378,10 +375,6 @@ class RoundState:
     def accepted(self) -> dict[str, BetPlaced]:
         return {e.bet.bet_id: e.bet for e in self._in_order()
                 if isinstance(e.decision, BetAccepted)}
-
-    @property
-    def decisions(self) -> dict[str, BetAccepted | BetRejected]:
-        return {e.bet.bet_id: e.decision for e in self._in_order() if e.decision is not None}
 
     @property
     def settlements(self) -> dict[str, BetSettled]:

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from functools import partial
 
 from services.dealer_event.rebuild import rebuild
 from services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
 from services.infra import observability
-from services.infra.batching import publish_all, run_batches
+from services.infra.batching import publish_all, run_batches, until_applied
 from services.infra.clock import SystemClock
 from services.infra.faust_app import make_app, topic
 from services.infra.settings import get_settings
@@ -43,15 +44,11 @@ def owned_partitions() -> frozenset[int]:
     return frozenset(tp.partition for tp in assignment if tp.topic == INPUTS)
 
 
-async def _publish_all(records) -> None:
-    await publish_all(app, records)
-
-
 async def _rebuild(partitions):
     return await asyncio.to_thread(rebuild, settings.bootstrap_servers, partitions)
 
 
-runtime = DealerRuntime(machine_config(settings), SystemClock(), _publish_all, _rebuild,
+runtime = DealerRuntime(machine_config(settings), SystemClock(), partial(publish_all, app), _rebuild,
                         owned_partitions, joined=False)
 
 
@@ -68,19 +65,14 @@ async def rebuild_on_assign(sender, assigned, **kwargs) -> None:
 
 
 async def decide_batch(events) -> None:
-    items = [(event.value, event.message.partition) for event in events]
-    while True:
-        try:
-            await runtime.handle_batch(items)
-            return
-        except Exception:  # publish failed: state rebuilds from the log, then retry
-            log.exception("deciding %d input(s) failed; retrying after a rebuild", len(items))
-            await asyncio.sleep(1.0)
+    """A failed publish leaves the states unadopted and marks them for a rebuild from the
+    log; the batch is then decided again."""
+    await runtime.handle_batch([(event.value, event.message.partition) for event in events])
 
 
 @app.agent(inputs_topic, concurrency=1)
 async def dealer_inputs(stream):
-    await run_batches(stream, decide_batch)
+    await run_batches(stream, until_applied(decide_batch, "deciding inputs"))
 
 
 @app.timer(interval=settings.betting_timer_interval_seconds)

@@ -28,6 +28,7 @@ from services.dealer_event.refusals import Refusal
 from services.dealer_event.state import TableState
 from services.dealer_event.table_machine import MachineConfig, step, tick
 from services.infra import metrics
+from services.infra.batching import Record
 from services.infra.clock import Clock
 from services.infra.settings import Settings
 from services.infra.table_keys import table_key
@@ -42,7 +43,6 @@ from shared.profile import ProfileError, load_profile
 
 log = logging.getLogger(__name__)
 
-Record = tuple[str, bytes, bytes]  # topic, key, value
 PublishAll = Callable[[list[Record]], Awaitable[None]]  # sends all, awaits every ack
 # the states of the tables in these partitions (None: every partition)
 Rebuild = Callable[[frozenset[int] | None], Awaitable[dict[str, TableState]]]
@@ -74,13 +74,9 @@ class _Plan:
     accepted: list[str] = field(default_factory=list)  # table ids, one per accepted input
 
 
-def _all() -> None:
-    return None
-
-
 class DealerRuntime:
     def __init__(self, config: MachineConfig, clock: Clock, publish_all: PublishAll,
-                 rebuild: Rebuild, owned: Owned = _all, *, joined: bool = True) -> None:
+                 rebuild: Rebuild, owned: Owned, *, joined: bool = True) -> None:
         self.config = config
         self.clock = clock
         self._publish_all = publish_all
@@ -197,10 +193,6 @@ class DealerRuntime:
                 fut.set_result(report)
 
     # --- decisions --------------------------------------------------------------------
-
-    async def handle_raw(self, raw: bytes) -> dict:
-        """One input (of a partition this worker owns)."""
-        return (await self.handle_batch([(raw, None)]))[0]
 
     async def handle_batch(self, items: Sequence[Item]) -> list[dict | None]:
         """Decide `items` in order, publish everything they produced, await the acks, then

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 
-import aiohttp
 from faust import web
 
 from services.dealer_event.app import app, forward, input_partition, inputs_topic, runtime, settings
@@ -47,11 +46,7 @@ async def _elsewhere(view: web.View, request: web.Request, table_id: str
         return routing.unavailable(view.web, str(exc))
     if owner is None:
         return None
-    try:
-        return await routing.forward(app, owner, request, view.web)
-    except aiohttp.ClientError as exc:  # e.g. the owner died with the request in flight
-        return routing.unavailable(view.web, f"the worker owning table {table_id} did not "
-                                             f"answer ({exc!r}); resend the same input")
+    return await routing.forward(app, owner, request, view.web)
 
 
 @app.page("/inputs")

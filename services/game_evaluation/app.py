@@ -4,14 +4,15 @@ Per-table progress lives in a Faust table keyed by table id (changelog-backed, s
 survives a restart and moves with its partition when several workers split the
 tables). Records are taken in batches: a batch is evaluated in order (one table's
 events stay in order: one partition holds them), every result it completes is
-published and the acks awaited together, and only then is the progress stored and
-flushed to its changelog, before the batch's offsets are committed. A crash in between
+published and the acks awaited together, and only then is the progress stored (run_batches
+flushes it to its changelog before the batch's offsets are committed: a worker taking over
+would otherwise recover progress older than the offset it resumes from, see a gap in the
+chain and never publish those results). A crash in between
 republishes identical records (same result_id, same content), which consumers dedupe.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Sequence
 
@@ -20,8 +21,8 @@ from faust import web
 
 from services.game_evaluation.evaluator import TableView, observe
 from services.infra import metrics, observability
-from services.infra.batching import processing, publish_all, run_batches
-from services.infra.faust_app import make_app, topic
+from services.infra.batching import processing, publish_all, run_batches, until_applied
+from services.infra.faust_app import make_app, recovering, topic
 from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
 from shared.profile import load_profile
@@ -83,25 +84,12 @@ async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
     for key, (view, record) in progress.items():
         with processing(record):
             views[key] = view.model_dump_json().encode()
-    # the progress must be in its changelog before the batch's offsets are committed: a
-    # worker taking over this partition would otherwise recover progress older than the
-    # offset it resumes from, see a gap in the chain and never publish those results
-    await app.producer.flush()
-
-
-async def evaluate_until_published(records) -> None:
-    while True:
-        try:
-            await evaluate_batch(records)
-            return
-        except Exception:  # publish failed: nothing stored, the batch is evaluated again
-            log.exception("evaluating %d record(s) failed; retrying", len(records))
-            await asyncio.sleep(1.0)
 
 
 @app.agent(events_topic, concurrency=1)
 async def evaluate(stream):
-    await run_batches(stream, evaluate_until_published)
+    # a failed publish stores no progress: the batch is evaluated again
+    await run_batches(stream, until_applied(evaluate_batch, "evaluating table events"))
 
 
 @app.page("/health")
@@ -112,7 +100,7 @@ class HealthView(web.View):
         partitions = sorted(tp.partition for tp in app.consumer.assignment()
                             if tp.topic == "table.events") if group.joined else []
         recovered = app.tables.recovery.completed.is_set()
-        ready = group.joined and recovered and not app.rebalancing
+        ready = group.joined and not recovering(app)
         return self.json({"service": "game-evaluation", "joined": group.joined,
                           "recovered": recovered, "partitions": partitions},
                          status=200 if ready else 503)

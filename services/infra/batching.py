@@ -11,14 +11,17 @@ stayed at a handful of records and intake stalled.)
 
 Order is kept: a batch is applied in the order its records were read, and the producer
 keeps the order of the records sent to one partition. Offsets: the stream does not ack
-by itself; each event is acked only after its batch was applied and what it produced
-was acknowledged, so a crash re-reads at most the unfinished batch, and every consumer
-is idempotent on deterministic ids.
+by itself; each event is acked only after its batch was applied and everything it wrote
+(its output records and its tables' changelog records alike) was acknowledged, so a
+crash re-reads at most the unfinished batch, a worker taking over a partition never
+recovers table state older than the offset it resumes from, and every consumer is
+idempotent on deterministic ids.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -26,6 +29,7 @@ from contextlib import contextmanager
 import faust
 from faust.streams import _current_event
 
+log = logging.getLogger(__name__)
 BATCH_MAX = 1000  # records at most per batch
 Record = tuple[str, bytes, bytes]  # topic, key, value
 ApplyBatch = Callable[[Sequence[faust.EventT]], Awaitable[None]]
@@ -34,7 +38,8 @@ ApplyBatch = Callable[[Sequence[faust.EventT]], Awaitable[None]]
 async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
                       max_records: int = BATCH_MAX) -> None:
     """Call `apply(batch)` for every batch of the stream's events, in order; each event
-    keeps its topic, partition and offset. The events are acked after `apply` returns."""
+    keeps its topic, partition and offset. The events are acked after `apply` returns and
+    the producer is flushed (table changelogs included)."""
     manual = stream.noack()
     queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
 
@@ -55,10 +60,28 @@ async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
             while len(batch) < max_records and not queue.empty():
                 batch.append(queue.get_nowait())
             await apply(batch)
+            await stream.app.producer.flush()
             for event in batch:
                 await manual.ack(event)
     finally:
         reader.cancel()
+
+
+def until_applied(apply: ApplyBatch, what: str, pause_s: float = 1.0) -> ApplyBatch:
+    """`apply`, tried again after a pause for as long as it raises: for consumers whose
+    batch fails only when publishing does (the broker away), and that are safe to run again
+    on the same batch (they adopt nothing until every record is acknowledged)."""
+
+    async def retried(batch: Sequence[faust.EventT]) -> None:
+        while True:
+            try:
+                await apply(batch)
+                return
+            except Exception:  # noqa: BLE001 - logged; the same batch is applied again
+                log.exception("%s of %d record(s) failed; retrying", what, len(batch))
+                await asyncio.sleep(pause_s)
+
+    return retried
 
 
 @contextmanager

@@ -92,6 +92,12 @@ def make_app(service: str, settings: Settings | None = None, *, persistent: bool
     return faust.App(f"{settings.instance}-{service}", **config)
 
 
+def recovering(app: faust.App) -> bool:
+    """True while the worker's partitions move or its tables still recover their state:
+    it must not answer for its keys yet."""
+    return app.rebalancing or not app.tables.recovery.completed.is_set()
+
+
 def topic(app: faust.App, name: str) -> faust.TopicT:
     """A catalogue topic (created by `croupier topics apply`, never by the service)."""
     return app.topic(name, key_type=bytes, value_type=bytes, internal=False)

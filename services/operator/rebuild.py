@@ -87,14 +87,9 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+@cyclic_gc_paused()
 def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int | None]],
             progress: Progress | None = None) -> RebuildReport:
-    with cyclic_gc_paused():
-        return _rebuild(bootstrap, live_balances, progress)
-
-
-def _rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int | None]],
-             progress: Progress | None = None) -> RebuildReport:
     events_by_table: dict[str, list[TableEventBase]] = defaultdict(list)
     differences: list[str] = []
     table_events = 0

@@ -89,12 +89,10 @@ def _needle(text: str) -> bytes | None:
 
 class RoundReader:
     def __init__(self, bootstrap: str) -> None:
-        # fetches of 1 MB a partition (the client's default): a window is short, and a larger
+        # the client's default fetch (1 MB a partition): a window is short, and a larger
         # fetch would mostly carry the records after it on a long log
         self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                      group_id=None, consumer_timeout_ms=5000,
-                                      max_partition_fetch_bytes=1024 * 1024,
-                                      check_crcs=True)
+                                      group_id=None)
         self.window_reads: Counter[str] = Counter()   # topic -> windows read (one per replay)
         self.records_by_topic: Counter[str] = Counter()  # topic -> records fetched
         self._partition_ids: dict[str, list[int]] = {}

@@ -205,7 +205,9 @@ class Pending:
 async def flush(pending: Pending) -> None:
     """Publish what the commands produced, wait until every record they wrote (outputs and
     table changelogs alike) is acknowledged, then answer. After this, a crash can only
-    ever leave part of the commands applied since."""
+    ever leave part of the commands applied since. (Also mid-batch, when a player's
+    commands fill the account's recent window: run_batches' own flush comes only at the
+    batch's end.)"""
     await publish_all(app, pending.records)
     await app.producer.flush()
     answered = clock.now()

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ValidationError
 
 from services.infra import routing
 from services.infra.auth import Authenticator, AuthError
+from services.infra.faust_app import recovering
 from services.wallet import app as w
 from services.wallet import counting
 from services.wallet.api_models import (
@@ -81,16 +82,12 @@ class Elsewhere(Exception):
         self.owner = owner
 
 
-def recovering() -> bool:
-    return app.rebalancing or not app.tables.recovery.completed.is_set()
-
-
 def here(player_id: str) -> None:
     """Return if this worker answers for `player_id`; raise Elsewhere or NoOwner."""
     owner = routing.owner_of(app, w.commands_topic, player_id.encode())
     if owner is not None:
         raise Elsewhere(owner)
-    if recovering():
+    if recovering(app):
         raise routing.NoOwner("this worker's partitions are being (re)assigned")
 
 
@@ -148,7 +145,7 @@ def _error_args(answer: Answer) -> tuple[int, str, str]:
 class Health:
     @staticmethod
     async def get(request):
-        ready = not recovering() and w.table_views.ready.is_set()
+        ready = not recovering(app) and w.table_views.ready.is_set()
         return Answer(200 if ready else 503, {"status": "ok" if ready else "recovering"})
 
 

@@ -23,7 +23,7 @@ def placed(bet_id: str) -> BetPlaced:
 @pytest.fixture
 def store(monkeypatch) -> dict:
     data: dict = {}
-    monkeypatch.setattr(settlement, "round_bets", data)
+    monkeypatch.setattr(settlement, "rounds", data)
     return data
 
 
