@@ -13,7 +13,7 @@ from __future__ import annotations
 import random
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from pydantic import BaseModel
 
@@ -218,7 +218,3 @@ class Floor:
         count = len(self.records)
         self.records = []
         return count
-
-
-def now_minus(**delta) -> datetime:
-    return datetime.now(UTC) - timedelta(**delta)

@@ -8,73 +8,64 @@ serialised, as a changelog write would). The cost per bet of a new player's firs
 is compared with that after `lifetime_bets` (least of three windows of `window` bets
 each). History is built by the same handlers, bounded in time: if the time runs out,
 the figure says how far it got.
-
-The wallet's internals are being rewritten: this adapts to the handlers' lookup
-argument (`look: Lookups` or the older `tx_at`) and reports, not raises, if neither fits.
 """
 
 from __future__ import annotations
 
 import gc
-import inspect
 import time
 from datetime import UTC, datetime
+
+from services.wallet import commands, handlers
+from shared import ledger
+from shared.events.wallet_events import WalletTransaction
 
 WINDOW = 1_000
 
 
 def _dump(model) -> int:
-    return len(model.model_dump_json()) if hasattr(model, "model_dump_json") else 0
+    return len(model.model_dump_json())
 
 
 class _Player:
-    """One account and its per-item keys, kept as the wallet's store would keep them."""
+    """One account and its per-item keys, kept as the wallet's store would keep them; every
+    value written is serialised, as the changelog write would be."""
 
-    def __init__(self, handlers, commands, ledger) -> None:
-        self.h, self.c = handlers, commands
+    def __init__(self) -> None:
         self.account = ledger.Account(player_id="lifer", currency="IDR", balance=10**15)
-        self.tx_by_seq: dict[tuple[str, int], object] = {}
+        self.tx_by_seq: dict[tuple[str, int], WalletTransaction] = {}
         self.seq_by_tx: dict[tuple[str, str], int] = {}
-        self.bets: dict[tuple[str, str], object] = {}
-        params = inspect.signature(handlers.place_bet).parameters
-        if "look" in params:
-            self.look = handlers.Lookups(
-                tx_at=lambda p, s: self.tx_by_seq[(p, s)],
-                seq_of=lambda p, t: self.seq_by_tx.get((p, t)),
-                bet_of=lambda p, b: self.bets.get((p, b)))
-        elif "tx_at" in params:
-            self.look = lambda p, s: self.tx_by_seq[(p, s)]
-        else:
-            raise TypeError(f"unknown handler signature: place_bet{inspect.signature(handlers.place_bet)}")
-        self.written = 0  # bytes serialised, as the changelog writes would be
+        self.bets: dict[tuple[str, str], ledger.BetRecord] = {}
+        self.look = handlers.Lookups(
+            tx_at=lambda p, s: self.tx_by_seq.get((p, s)),
+            seq_of=lambda p, t: self.seq_by_tx.get((p, t)),
+            bet_of=lambda p, b: self.bets.get((p, b)))
 
-    def _keep(self, outcome) -> None:
+    def _keep(self, outcome: handlers.Outcome) -> None:
         if outcome.answer.status >= 300:
             raise RuntimeError(f"handler refused: {outcome.answer.body}")
         if outcome.account is not None:
             self.account = outcome.account
-            self.written += _dump(self.account)
-        seqs = list(getattr(outcome, "seqs", None) or [])
-        for i, tx in enumerate(outcome.txs):
-            seq = seqs[i] if i < len(seqs) else self.account.tx_count
+            _dump(self.account)
+        for seq, tx in zip(outcome.seqs, outcome.txs, strict=True):
             self.tx_by_seq[(tx.player_id, seq)] = tx
             self.seq_by_tx[(tx.player_id, tx.tx_id)] = seq
-            self.written += _dump(tx)
-        for bet_id, record in (getattr(outcome, "bets", None) or {}).items():
+            _dump(tx)
+        for bet_id, record in outcome.bets.items():
             self.bets[(self.account.player_id, bet_id)] = record
-            self.written += _dump(record)
+            _dump(record)
         for _topic, _key, record in outcome.publish:
-            self.written += _dump(record)
+            _dump(record)
 
     def one_bet(self, n: int, now: datetime) -> None:
         bet_id = f"lifer-{n}"
-        place = self.c.PlaceBet(player_id="lifer", bet_id=bet_id, table_id="T", round_id=f"R{n}",
+        place = commands.PlaceBet(player_id="lifer", bet_id=bet_id, table_id="T", round_id=f"R{n}",
                                 bet="player", stake=1000)
-        self._keep(self.h.place_bet(self.account, place, now, self.look))
-        end = self.c.EndBet(player_id="lifer", bet_id=bet_id, ending="settled",
+        self._keep(handlers.place_bet(self.account, place, now, self.look))
+        end = commands.EndBet(player_id="lifer", bet_id=bet_id, ending="settled",
                             returned=2000 if n % 2 else 0, settlement_id=f"s-{bet_id}",
                             table_id="T", round_id=f"R{n}")
-        self._keep(self.h.end_bet(self.account, end, now, self.look))
+        self._keep(handlers.end_bet(self.account, end, now, self.look))
 
 
 def _timed(player: _Player, start: int, count: int, now: datetime, repeats: int = 3
@@ -99,13 +90,10 @@ def _timed(player: _Player, start: int, count: int, now: datetime, repeats: int 
 
 def measure(lifetime_bets: int, window: int = WINDOW, budget_s: float = 240.0) -> dict:
     try:
-        from services.wallet import commands, handlers
-        from shared import ledger
-
         now = datetime.now(UTC)
         window = max(1, min(window, lifetime_bets // 6))
-        _timed(_Player(handlers, commands, ledger), 0, window, now, 1)  # warm the code paths
-        player = _Player(handlers, commands, ledger)
+        _timed(_Player(), 0, window, now, 1)  # warm the code paths
+        player = _Player()
         new_cost, new_size = _timed(player, 0, window, now)
         done, deadline = 3 * window, time.monotonic() + budget_s
         while done < lifetime_bets - 3 * window and time.monotonic() < deadline:
@@ -115,7 +103,7 @@ def measure(lifetime_bets: int, window: int = WINDOW, budget_s: float = 240.0) -
             done += step
         old_cost, old_size = _timed(player, done, window, now)
         done += 3 * window
-    except Exception as exc:  # the handlers are mid-rewrite: say so, keep the other figures
+    except Exception as exc:  # a handler refused: say so, keep the other figures
         return {"lifetime_bets": lifetime_bets, "ratio": None,
                 "error": f"{type(exc).__name__}: {exc}"[:400]}
     return {"lifetime_bets": done, "asked_lifetime_bets": lifetime_bets, "window": window,

@@ -24,8 +24,10 @@ def _status(answer) -> str:
     return str(answer.status) if answer.code is None else f"{answer.status} {answer.code}"
 
 
-async def closed_loop(players: Players, targets: list[Target], clients: int, duration_s: float
-                      ) -> dict:
+async def closed_loop(players: Players, targets: list[Target], clients: int, duration_s: float,
+                      count: int | None = None) -> dict:
+    """Bet i goes to player i and target i (round-robin) until `duration_s` passes or, with
+    `count`, bets 0..count-1 are all answered."""
     answers: Counter[str] = Counter()
     latencies: list[float] = []
     accepted = 0
@@ -36,7 +38,7 @@ async def closed_loop(players: Players, targets: list[Target], clients: int, dur
     async def client(c: int) -> None:
         nonlocal accepted
         i = c
-        while time.monotonic() < end:
+        while time.monotonic() < end and (count is None or i < count):
             player = players.roster[i % len(players.roster)]
             table_id, round_id = targets[i % len(targets)]
             i += clients

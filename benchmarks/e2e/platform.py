@@ -9,40 +9,21 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.demo.stack import Stack, ensure_kafka
+from services.infra.faust_app import service_port
 from services.infra.local_broker import LocalBroker
-from services.infra.processes import SERVICES
 from services.infra.settings import Settings
-
-SERVICE_PORTS = ("dealer_event_port", "game_evaluation_port", "bet_settlement_port",
-                 "wallet_port")
+from tests.conftest import free_port
 
 
-def _free(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def stack_ports(settings: Settings, workers: int) -> list[int]:
-    """Every port the stack will listen on, by the stack's own rule for worker i."""
-    port_of = Stack.__dataclass_fields__["port_of"].default
-    return [port_of(settings, name, w) for name in SERVICES for w in range(workers)]
+def _port(settings: Settings, service: str, worker: int) -> int:
+    """Worker 0 on the service's (free) port, every other worker on a free port of its own."""
+    return service_port(settings, service) if worker == 0 else free_port()
 
 
 @dataclass
@@ -61,28 +42,17 @@ class Platform:
             self.broker = LocalBroker(data_dir=self.home / "kafka", cache_dir=Settings().cache_dir,
                                       port=free_port(), controller_port=free_port())
             self.broker.start()
-        instance = f"bench-{uuid.uuid4().hex[:8]}"
-        for _ in range(100):  # service ports whose every worker's port is free too
-            self.settings = Settings(
-                kafka_bootstrap_servers=external or self.broker.bootstrap,
-                home=self.home / "home", instance=instance,
-                betting_window_seconds=self.betting_window_s,
-                **{name: free_port() for name in SERVICE_PORTS})
-            ports = stack_ports(self.settings, self.workers)
-            if len(set(ports)) == len(ports) and all(p < 65536 and _free(p) for p in ports):
-                break
-        else:
-            raise RuntimeError("no free ports for every service worker")
+        self.settings = Settings(
+            kafka_bootstrap_servers=external or self.broker.bootstrap, home=self.home / "home",
+            instance=f"bench-{uuid.uuid4().hex[:8]}", betting_window_seconds=self.betting_window_s,
+            dealer_event_port=free_port(), game_evaluation_port=free_port(),
+            bet_settlement_port=free_port(), wallet_port=free_port())
         ensure_kafka(self.settings)
         return self.settings.bootstrap_servers
 
     def start_services(self, timeout_s: float = 180.0) -> Stack:
-        self.stack = Stack(self.settings, workers=self.workers).start(timeout_s)
+        self.stack = Stack(self.settings, workers=self.workers, port_of=_port).start(timeout_s)
         return self.stack
-
-    @property
-    def bootstrap(self) -> str:
-        return self.settings.bootstrap_servers
 
     def pids(self) -> dict[str, int]:
         return {label: p.proc.pid for label, p in self.stack.processes.items() if p.proc}

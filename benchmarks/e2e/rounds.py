@@ -8,11 +8,11 @@ of each service is read before the first bet and after the last credit.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import Counter
 
 from benchmarks.e2e import cpu
+from benchmarks.e2e.load import closed_loop
 from benchmarks.e2e.players import Players
 from benchmarks.e2e.stats import summary
 from benchmarks.e2e.tables import BenchTable
@@ -22,24 +22,8 @@ from benchmarks.e2e.watch import LogWatcher
 async def place_many(players: Players, table_id: str, round_id: str, count: int, clients: int,
                      timeout_s: float) -> tuple[Counter, int, float]:
     """N bets spread round-robin over the players; returns answers, accepted, seconds."""
-    answers: Counter[str] = Counter()
-    accepted = 0
-    next_i = 0
-    began = time.monotonic()
-    deadline = began + timeout_s
-
-    async def client() -> None:
-        nonlocal accepted, next_i
-        while next_i < count and time.monotonic() < deadline:
-            i, next_i = next_i, next_i + 1
-            answer = await players.bet(players.roster[i % len(players.roster)], table_id,
-                                       round_id)
-            answers[str(answer.status) if answer.code is None
-                    else f"{answer.status} {answer.code}"] += 1
-            accepted += 200 <= answer.status < 300
-
-    await asyncio.gather(*(client() for _ in range(clients)))
-    return answers, accepted, time.monotonic() - began
+    placed = await closed_loop(players, [(table_id, round_id)], clients, timeout_s, count=count)
+    return Counter(placed["answers"]), placed["accepted"], placed["seconds"]
 
 
 async def play_round(table: BenchTable, players: Players, watcher: LogWatcher, size: int,

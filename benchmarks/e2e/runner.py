@@ -105,15 +105,16 @@ async def _intake(opts: Options, plat: Platform, players: Players, watcher: LogW
     ended = await watcher.wait(lambda: all(t.done() for t in tracks), opts.settle_timeout_s,
                                abort=plat.dead)
     firsts = [t.completed_ms for t in tracks if t.completed_ms]
-    lasts = [t.credit_span()[1] for t in tracks if t.credit_span()]
+    lasts = [t.last_credit_ms for t in tracks if t.last_credit_ms is not None]
     credits = sum(len(t.credits) for t in tracks)
+    settled = sum(len(t.settled) for t in tracks)
     span = (max(lasts) - min(firsts)) / 1000 if firsts and lasts else None
     fig["settlement"] = {
-        "credits": credits, "settled": sum(len(t.settled) for t in tracks),
+        "credits": credits, "settled": settled,
         "rejected": sum(len(t.rejected) for t in tracks), "decided_before_close": decided,
         "all_ended": ended, "seconds": span,
         "credits_per_s": credits / span if span else None,
-        "bets_ended_per_s": sum(len(t.settled) for t in tracks) / span if span else None,
+        "bets_ended_per_s": settled / span if span else None,
         "note": "intake rounds: credits ÷ (first completion → last credit)"}
 
 

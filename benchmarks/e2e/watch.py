@@ -30,7 +30,6 @@ class RoundTrack:
     credits: dict[str, int] = field(default_factory=dict)  # cause id -> ts
     debits: int = 0
     completed_ms: int | None = None
-    voided_ms: int | None = None
 
     @property
     def decided(self) -> int:
@@ -59,20 +58,20 @@ class RoundTrack:
         ends = (self._end_ms(b) for b in self.settled)
         return [(e - self.completed_ms) / 1000 for e in ends if e is not None]
 
-    def last_credit_s(self) -> float | None:
-        if self.completed_ms is None or not self.credits:
-            return None
-        return (max(self.credits.values()) - self.completed_ms) / 1000
+    @property
+    def last_credit_ms(self) -> int | None:
+        return max(self.credits.values()) if self.credits else None
 
-    def credit_span(self) -> tuple[int, int] | None:
-        return (min(self.credits.values()), max(self.credits.values())) if self.credits else None
+    def last_credit_s(self) -> float | None:
+        if self.completed_ms is None or self.last_credit_ms is None:
+            return None
+        return (self.last_credit_ms - self.completed_ms) / 1000
 
 
 class LogWatcher:
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
         self.rounds: dict[str, RoundTrack] = {}
-        self.records = 0
         self._consumer: AIOKafkaConsumer | None = None
         self._task: asyncio.Task | None = None
 
@@ -109,7 +108,6 @@ class LogWatcher:
             batch = await self._consumer.getmany(timeout_ms=200, max_records=5000)
             for tp, records in batch.items():
                 for r in records:
-                    self.records += 1
                     self._apply(tp.topic, r.timestamp, r.value)
 
     def _apply(self, topic: str, ts: int, value: bytes) -> None:
@@ -123,8 +121,6 @@ class LogWatcher:
         if topic == "table.events":
             if kind == "round_completed":
                 track.completed_ms = ts
-            elif kind == "round_voided":
-                track.voided_ms = ts
         elif topic == "bets.decisions":
             if kind == "bet_accepted":
                 track.accepted.add(doc["bet_id"])
