@@ -41,6 +41,7 @@ async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
     keeps its topic, partition and offset. The events are acked after `apply` returns and
     the producer is flushed (table changelogs included)."""
     manual = stream.noack()
+    track_buffer(stream.app.producer)
     queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
 
     async def read() -> None:
@@ -60,11 +61,50 @@ async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
             while len(batch) < max_records and not queue.empty():
                 batch.append(queue.get_nowait())
             await apply(batch)
-            await stream.app.producer.flush()
+            await flush_all(stream.app.producer)
             for event in batch:
                 await manual.ack(event)
     finally:
         reader.cancel()
+
+
+class _Unacknowledged:
+    """The records a producer's buffer took (Faust's tables send their changelog records
+    through it) that the broker has not acknowledged yet."""
+
+    def __init__(self, buffer) -> None:
+        self.futures: set[asyncio.Future] = set()
+        put = buffer.put
+
+        def tracked_put(fut: asyncio.Future) -> None:
+            self.futures.add(fut)
+            fut.add_done_callback(self.futures.discard)
+            put(fut)
+
+        buffer.put = tracked_put
+
+
+_unacknowledged: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def track_buffer(producer) -> _Unacknowledged:
+    """Start (once per producer) keeping the futures of every buffered record."""
+    if producer.buffer not in _unacknowledged:
+        _unacknowledged[producer.buffer] = _Unacknowledged(producer.buffer)
+    return _unacknowledged[producer.buffer]
+
+
+async def flush_all(producer) -> None:
+    """Return once every record sent or buffered so far is acknowledged by the broker.
+
+    `producer.flush()` alone is not enough: Faust's buffer flush gives up after 0.1 s
+    without progress, so on a loaded machine a batch's offsets could be committed before
+    its changelog records were written, and a worker killed then lost that state (a bet
+    recorded, its round's header not). The buffered records' own futures are awaited."""
+    pending = list(track_buffer(producer).futures)
+    await producer.flush()
+    if pending:
+        await asyncio.gather(*pending)
 
 
 def until_applied(apply: ApplyBatch, what: str, pause_s: float = 1.0) -> ApplyBatch:

@@ -33,7 +33,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from pydantic import ValidationError
 
 from services.infra import metrics, observability
-from services.infra.batching import processing, publish_all, run_batches
+from services.infra.batching import flush_all, processing, publish_all, run_batches
 from services.infra.clock import SystemClock
 from services.infra.faust_app import make_app
 from services.infra.settings import get_settings
@@ -209,7 +209,7 @@ async def flush(pending: Pending) -> None:
     commands fill the account's recent window: run_batches' own flush comes only at the
     batch's end.)"""
     await publish_all(app, pending.records)
-    await app.producer.flush()
+    await flush_all(app.producer)
     answered = clock.now()
     for env, outcome in pending.done:
         counting.record(env, outcome)
