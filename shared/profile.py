@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from importlib import resources
+from pathlib import Path
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from shared.bets import GAME_RULES
+from shared.events.table import VoidReason
 from shared.money import Odds
 from shared.triple_face import Procedure
 
@@ -49,12 +50,41 @@ class _ProfileBase(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     name: str
+    # a changed profile is a new version; released versions stay shipped, never edited
+    # (shared/profiles/released/, docs/decisions/pinned-rules.md)
+    version: int = Field(default=1, ge=1, strict=True)
     title: str
     game: str  # narrowed to a literal by each game's profile
     betting_window_seconds: int = Field(gt=0, strict=True)
     currency: str | None = None
     burn_per_round: int = Field(ge=0, strict=True)
+    # table procedure (docs/decisions/procedures.md); defaults are the rules of profiles
+    # released before these fields existed, every shipped profile states them
+    misdeal_policy: Literal["void", "correct"] = "correct"
+    burn_error_policy: Literal["void", "redeal", "none"]  # default: see _burn_error_default
+    shoe_ends_on: tuple[VoidReason, ...] = ()
+    table_closes_on: tuple[VoidReason, ...] = ()
+    extra_card_ends_shoe: bool = False
     bets: dict[str, BetSpec] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _burn_error_default(cls, data):
+        if isinstance(data, dict) and "burn_error_policy" not in data:
+            data = {**data, "burn_error_policy":
+                    "none" if data.get("burn_per_round") == 0 else "void"}
+        return data
+
+    @model_validator(mode="after")
+    def _procedures_consistent(self) -> _ProfileBase:
+        if (self.burn_per_round == 0) != (self.burn_error_policy == "none"):
+            raise ValueError(f"burn_error_policy {self.burn_error_policy!r} does not fit "
+                             f"burn_per_round {self.burn_per_round}: 'none' exactly when the "
+                             "table burns no card")
+        if self.burn_error_policy == "redeal" and self.game != "triple_face":
+            raise ValueError("burn_error_policy 'redeal' (before Player 1's second card) is a "
+                             "Triple Face procedure")
+        return self
 
     @model_validator(mode="after")
     def _bets_known_and_paid(self) -> _ProfileBase:
@@ -85,11 +115,16 @@ class BaccaratProfile(_ProfileBase):
     # the cut card sits this many cards before the end of the shoe; at least 6 so a
     # round started before it (at most 6 cards) can always be finished
     cut_card_from_end: int = Field(ge=6, strict=True)
+    # seed 002 (optional): Tiger wagers only from a player with a Player, Banker or Tie
+    # bet in the round (docs/decisions/acceptance.md)
+    tiger_needs_main_bet: bool = False
 
     @model_validator(mode="after")
     def _cut_card_fits(self) -> BaccaratProfile:
         if self.cut_card_from_end >= 52 * self.decks:
             raise ValueError(f"cut_card_from_end {self.cut_card_from_end} exceeds the shoe")
+        if "super_six" in self.bets and self.banker_mode != "no_commission":
+            raise ValueError("super_six is offered only at no-commission tables (seed 002)")
         return self
 
     def _extra_lines(self, bet_id: str) -> frozenset[str]:
@@ -121,18 +156,140 @@ def parse_profile(data: dict) -> BaccaratProfile | TripleFaceProfile:
 
 def list_profiles() -> list[str]:
     """Names of the shipped profiles."""
-    folder = resources.files("shared.profiles")
-    return sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".json"))
+    return sorted(p.name[:-5] for p in profiles_dir().iterdir()
+                  if p.name.endswith(".json") and p.is_file())
 
 
 @cache
-def load_profile(name: str) -> BaccaratProfile | TripleFaceProfile:
-    """The shipped profile `name`; an unknown name is refused with the known ones listed."""
-    known = list_profiles()
-    if name not in known:
-        raise UnknownProfileError(f"unknown profile {name!r}; known profiles: {', '.join(known)}")
-    text = resources.files("shared.profiles").joinpath(f"{name}.json").read_text("utf-8")
-    profile = parse_profile(json.loads(text))
+def load_profile(name: str, version: int | None = None) -> BaccaratProfile | TripleFaceProfile:
+    """The shipped profile `name`: the current one, or `version` as it was released (the
+    current file while that version is not released yet). An unknown name is refused with
+    the known ones listed, an unknown version with the shipped versions listed."""
+    data = _current_data(name) if version is None else profile_data(name, version)
+    profile = parse_profile(data)
     if profile.name != name:
         raise ProfileError(f"profile file {name}.json names itself {profile.name!r}")
     return profile
+
+
+# --- versions: rules pinned to the round (docs/decisions/pinned-rules.md) ----------------
+
+LEGACY_VERSION = 1  # a round recorded before profiles had versions was dealt under version 1
+LOCK_FILE = "released/lock.json"  # name -> version -> digest, under profiles_dir()
+_DEFAULT_DIR = Path(__file__).resolve().parent / "profiles"
+_dir_override: list[Path] = []
+
+
+class ProfileDigestError(ProfileError):
+    """A round names a profile version whose shipped content is not what it was played with."""
+
+
+def profiles_dir() -> Path:
+    """The current profiles (`<name>.json`) and the released ones
+    (`released/<name>/v<N>.json`, their digests in `released/lock.json`)."""
+    return _dir_override[-1] if _dir_override else _DEFAULT_DIR
+
+
+def use_profiles_dir(folder: Path | None) -> None:
+    """Read profiles from `folder` (None: the shipped ones again), e.g. a test's copy."""
+    _dir_override.clear()
+    if folder is not None:
+        _dir_override.append(Path(folder))
+    for cached in (load_profile, _current_data, profile_data, shipped_digest, released_lock):
+        cached.cache_clear()
+
+
+def profile_digest(data: dict) -> str:
+    """SHA-256 of a profile's canonical JSON (sorted keys, no whitespace, UTF-8), taken over
+    the data as shipped (the JSON file, not the parsed model): reformatting a file does not
+    change it, and neither does a new optional field in the model."""
+    from shared.events.canonical import canonical_bytes, sha256_hex
+
+    return sha256_hex(canonical_bytes(data))
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        return json.loads(path.read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ProfileError(f"cannot read profile file {path}: {exc}") from exc
+
+
+@cache
+def _current_data(name: str) -> dict:
+    known = list_profiles()
+    if name not in known:
+        raise UnknownProfileError(f"unknown profile {name!r}; known profiles: {', '.join(known)}")
+    return _read_json(profiles_dir() / f"{name}.json")
+
+
+def released_path(name: str, version: int) -> Path:
+    return profiles_dir() / "released" / name / f"v{version}.json"
+
+
+@cache
+def released_lock() -> dict[str, dict[str, str]]:
+    """The digest of every released version: {name: {"<version>": sha256}}."""
+    path = profiles_dir() / LOCK_FILE
+    return _read_json(path) if path.exists() else {}
+
+
+def shipped_versions(name: str) -> list[int]:
+    """The versions of `name` that can be loaded: the released ones and the current one."""
+    versions = {int(v) for v in released_lock().get(name, {})}
+    return sorted(versions | {_current_data(name).get("version", LEGACY_VERSION)})
+
+
+@cache
+def profile_data(name: str, version: int) -> dict:
+    """The JSON data of `name` at `version`: its released snapshot, or the current file when
+    that is the version and it is not released yet."""
+    path = released_path(name, version)
+    if path.exists():
+        return _read_json(path)
+    current = _current_data(name)
+    if current.get("version", LEGACY_VERSION) == version:
+        return current
+    raise UnknownProfileError(f"profile {name!r} has no version {version}; shipped versions: "
+                              f"{', '.join(map(str, shipped_versions(name)))}")
+
+
+@cache
+def shipped_digest(name: str, version: int | None = None) -> str:
+    return profile_digest(_current_data(name) if version is None else profile_data(name, version))
+
+
+def pinned(name: str) -> tuple[int, str]:
+    """What a round opened now records: the current profile's version and digest."""
+    return _current_data(name).get("version", LEGACY_VERSION), shipped_digest(name)
+
+
+def round_profile(name: str, version: int | None) -> BaccaratProfile | TripleFaceProfile:
+    """The profile a round was opened with (a round recorded without a version: version 1)."""
+    return load_profile(name, LEGACY_VERSION if version is None else version)
+
+
+def pin_mismatch(name: str, version: int | None, digest: str | None) -> str | None:
+    """Why the shipped `name` v`version` is not the profile a round recorded (None: it is, or
+    the round recorded no digest). Names both digests."""
+    if digest is None:
+        return None
+    v = LEGACY_VERSION if version is None else version
+    try:
+        shipped = shipped_digest(name, v)
+    except ProfileError as exc:
+        return str(exc)
+    if shipped == digest:
+        return None
+    return (f"profile {name} v{v}: the round was opened with digest {digest}, the shipped "
+            f"v{v} has digest {shipped}; a released profile was edited in place or the "
+            "dealer ran other rules")
+
+
+def check_pin(name: str, version: int | None, digest: str | None
+              ) -> BaccaratProfile | TripleFaceProfile:
+    """`round_profile`, refusing (ProfileDigestError) a version whose digest differs."""
+    problem = pin_mismatch(name, version, digest)
+    if problem is not None:
+        raise ProfileDigestError(problem)
+    return round_profile(name, version)

@@ -61,7 +61,10 @@ class BenchTable:
     async def close_and_deal(self, round_id: str) -> float:
         """Close betting and scan exactly the cards the rules need; the wall time at which
         dealer-event answered the completing card."""
-        await self._send(CloseBetting, round_id=round_id)
+        # the bench decides when the load is placed: a supervisor's early close, with a
+        # reason (a device may not close before the timer, seed 002)
+        await self._send(CloseBetting, round_id=round_id, role="supervisor",
+                         reason_text="benchmark: the round's bets are placed")
         cards = []
         for _ in range(12):  # a baccarat round never needs more than 6
             needed = cards_needed(self.profile, cards)

@@ -30,7 +30,9 @@ def demo(
     players: int = typer.Option(50, help="Simulated players."),
     profiles: str = typer.Option("sbo-baccarat,sbo-tiger,triple-face-id",
                                  help="One table per profile, comma-separated."),
-    betting_pause: float = typer.Option(2.0, help="Seconds the betting window stays open."),
+    betting_pause: float = typer.Option(2.0, help="Seconds the betting window stays open (the "
+                                        "tables' timer, unless CROUPIER_BETTING_WINDOW_SECONDS "
+                                        "is set)."),
     bets_per_player: int = typer.Option(1, help="Bets each player places on each round."),
     seed: int = typer.Option(7, help="Seed of the shuffles and the players' choices."),
     workers: int = typer.Option(1, min=1, max=9, help="Workers (processes) per service; "
@@ -46,9 +48,9 @@ def demo(
     console = Console()
     names = tuple(p.strip() for p in profiles.split(",") if p.strip())
     settings = get_settings()
-    if settings.betting_window_seconds is None:  # the dealer closes first; the timer is a backstop
+    if settings.betting_window_seconds is None:  # the timer closes betting (seed 002)
         settings = settings.model_copy(update={"betting_window_seconds":
-                                               int(betting_pause) + 30})
+                                               max(1, round(betting_pause))})
     config = DemoConfig(rounds=rounds, forever=forever, players=players, profiles=names,
                         betting_pause=betting_pause, bets_per_player=bets_per_player, seed=seed)
     console.print(f"[bold]croupier demo[/] run {config.run_id}: tables "

@@ -28,7 +28,8 @@ def register(app: typer.Typer) -> None:
 def sign_input(
     command: str = typer.Argument(..., help="new_shoe, shoe_first_card, burn, cut_card, "
                                             "end_shoe, open_round, close_betting, scan_card, "
-                                            "void_round"),
+                                            "void_round, report_misdeal, report_burn_error, "
+                                            "annul_rounds, reopen_table"),
     table: str = typer.Option(..., help="Table id."),
     field: list[str] = typer.Option([], "--set", help="A field as name=value (repeatable)."),
     role: str | None = typer.Option(None, help="device or supervisor (default by command)."),
@@ -58,7 +59,8 @@ def simulate_table(
     table: str = typer.Option("T1", help="Table id."),
     dealer: str = typer.Option("Ayu", help="Dealer name written on each round."),
     faults: str = typer.Option("", help=f"Comma-separated: {', '.join(sorted(FAULTS))}."),
-    betting_pause: float = typer.Option(0.0, help="Seconds betting stays open before closing."),
+    betting_pause: float = typer.Option(
+        0.0, help="Seconds betting stays open at least; the table's timer closes it (seed 002)."),
     cut_card_from_end: int | None = typer.Option(
         None, help="Place the cut card this many cards from the end (default: the profile's)."),
     url: str | None = typer.Option(None, help="dealer-event URL (default from settings)."),

@@ -35,6 +35,7 @@ from services.infra.table_keys import table_key
 from shared.events.table import (
     TABLE_EVENT_TYPES,
     RoundCompleted,
+    RoundOpened,
     RoundVoided,
     TableEventBase,
     VoidReason,
@@ -320,4 +321,7 @@ def init_metrics() -> None:
 
 
 def _brief(event: TableEventBase) -> dict:
-    return {"seq": event.seq, "type": event.type, "event_id": event.event_id}
+    brief = {"seq": event.seq, "type": event.type, "event_id": event.event_id}
+    if isinstance(event, RoundOpened):  # a device waits for the timer (seed 002)
+        brief["betting_closes_at"] = event.betting_closes_at.isoformat()
+    return brief

@@ -17,14 +17,19 @@ from shared.events.table import (
     CardBurned,
     CardDealt,
     CutCardReached,
+    MisdealCorrected,
+    RoundAnnulled,
     RoundCompleted,
     RoundOpened,
+    RoundRedealt,
     RoundVoided,
     ShoeEnded,
     ShoeStartBurned,
     ShoeStarted,
     SurplusCardRecorded,
+    TableClosed,
     TableEventBase,
+    TableReopened,
 )
 from shared.profile import BaccaratProfile, TripleFaceProfile, load_profile
 
@@ -92,7 +97,10 @@ class TableState:
     head_hash: str = GENESIS_HASH
     shoe: ShoeState | None = None
     round: RoundState | None = None
-    round_status: dict[str, str] = field(default_factory=dict)  # round id -> open|completed|voided
+    # round id -> open|completed|voided|annulled, and -> its shoe id (both in log order)
+    round_status: dict[str, str] = field(default_factory=dict)
+    round_shoe: dict[str, str] = field(default_factory=dict)
+    closed: str | None = None  # why the table is out of play until a supervisor reopens it
     applied_inputs: set[str] = field(default_factory=set)
     refused_inputs: dict[str, str] = field(default_factory=dict)  # input id -> reason code
     corrupt: str | None = None  # why the log does not continue this table's chain
@@ -102,6 +110,7 @@ class TableState:
         shoe = None if self.shoe is None else replace(self.shoe, remaining=dict(self.shoe.remaining))
         rnd = None if self.round is None else replace(self.round, cards=list(self.round.cards))
         return replace(self, shoe=shoe, round=rnd, round_status=dict(self.round_status),
+                       round_shoe=dict(self.round_shoe),
                        applied_inputs=set(self.applied_inputs),
                        refused_inputs=dict(self.refused_inputs))
 
@@ -117,6 +126,7 @@ class TableState:
             "seq": self.seq,
             "head_hash": self.head_hash,
             "corrupt": self.corrupt,
+            "closed": self.closed,
             "shoe": None if shoe is None else {
                 "shoe_id": shoe.shoe_id, "profile": shoe.profile, "decks": shoe.decks,
                 "cards_out": shoe.position, "cards_left": shoe.cards_left,
@@ -200,6 +210,7 @@ def _round_opened(state: TableState, e: RoundOpened) -> None:
     state.round = RoundState(round_id=e.round_id, round_number=e.round_number, dealer=e.dealer,
                              profile=e.profile, betting_closes_at=e.betting_closes_at)
     state.round_status[e.round_id] = "open"
+    state.round_shoe[e.round_id] = e.shoe_id
 
 
 def _betting_closed(state: TableState, e: BettingClosed) -> None:
@@ -221,6 +232,32 @@ def _round_completed(state: TableState, e: RoundCompleted) -> None:
 
 def _round_voided(state: TableState, e: RoundVoided) -> None:
     _end_round(state, "voided", "voided")
+
+
+def _round_annulled(state: TableState, e: RoundAnnulled) -> None:
+    state.round_status[e.round_id] = "annulled"
+
+
+def _round_redealt(state: TableState, e: RoundRedealt) -> None:
+    """The cards so far are set aside and the deck reshuffled: the round is dealt again,
+    burns first."""
+    rnd, shoe = _round(state), _shoe(state)
+    rnd.cards = []
+    shoe.pending_burns = 0
+    if isinstance(shoe.rules, TripleFaceProfile):
+        shoe.renew_deck()
+
+
+def _misdeal_corrected(state: TableState, e: MisdealCorrected) -> None:
+    pass  # recorded; the cards' order out of the shoe already placed them
+
+
+def _table_closed(state: TableState, e: TableClosed) -> None:
+    state.closed = f"{e.reason_code}: {e.reason_text}"
+
+
+def _table_reopened(state: TableState, e: TableReopened) -> None:
+    state.closed = None
 
 
 def _end_round(state: TableState, phase: str, status: str) -> None:
@@ -251,4 +288,7 @@ _APPLY = {
     CutCardReached: _cut_card, ShoeEnded: _shoe_ended, RoundOpened: _round_opened,
     BettingClosed: _betting_closed, CardDealt: _card_dealt, SurplusCardRecorded: _surplus,
     RoundCompleted: _round_completed, RoundVoided: _round_voided,
+    RoundAnnulled: _round_annulled, RoundRedealt: _round_redealt,
+    MisdealCorrected: _misdeal_corrected, TableClosed: _table_closed,
+    TableReopened: _table_reopened,
 }

@@ -17,6 +17,7 @@ from services.dealer_event.refusals import Refusal
 from services.dealer_event.state import TableState, fold_into
 from shared.cards import parse_card
 from shared.events.inputs import (
+    AnnulRounds,
     Burn,
     CloseBetting,
     CutCard,
@@ -24,6 +25,9 @@ from shared.events.inputs import (
     InputBase,
     NewShoe,
     OpenRound,
+    ReopenTable,
+    ReportBurnError,
+    ReportMisdeal,
     ScanCard,
     ShoeFirstCard,
     VoidRound,
@@ -33,19 +37,37 @@ from shared.events.table import (
     CardBurned,
     CardDealt,
     CutCardReached,
+    MisdealCorrected,
+    RoundAnnulled,
     RoundCompleted,
     RoundOpened,
+    RoundRedealt,
     RoundVoided,
     ShoeEnded,
     ShoeStartBurned,
     ShoeStarted,
     SurplusCardRecorded,
+    TableClosed,
     TableEventBase,
+    TableReopened,
+    VoidReason,
     seal,
 )
-from shared.profile import BaccaratProfile, TripleFaceProfile, UnknownProfileError, load_profile
+from shared.profile import (
+    BaccaratProfile,
+    TripleFaceProfile,
+    UnknownProfileError,
+    load_profile,
+    pinned,
+)
 from shared.rounds import cards_needed
 from shared.shoe import start_burn_count
+from shared.triple_face import dealing_order
+
+# who a void decided by the rule book itself is recorded under (no person decided it)
+BY_THE_RULES = "dealer-event"
+# what a closed table still takes: management's decisions, and its reopening
+_WHILE_CLOSED = frozenset({"reopen_table", "void_round", "annul_rounds", "end_shoe"})
 
 
 @dataclass(frozen=True)
@@ -108,7 +130,7 @@ def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfi
     if refusal is not None:
         return Outcome(state, (), refusal)
     em = _Emitter(state.copy(), now, inp.input_id)
-    refusal = _DECIDE[type(inp)](em, inp, config)
+    refusal = _table_open(state, inp) or _DECIDE[type(inp)](em, inp, config)
     if refusal is None:
         return Outcome(em.state, tuple(em.events))
     refused = state.copy()
@@ -173,6 +195,14 @@ def _burn(em: _Emitter, inp: Burn, config: MachineConfig) -> Refusal | None:
     if rnd is not None and rnd.cards:
         return Refusal("burn_during_deal", f"round {rnd.round_id} is being dealt; "
                                            "burns come before its first card")
+    allowed = shoe.rules.burn_per_round
+    if allowed == 0:
+        return Refusal("no_burn_at_table", f"profile {shoe.profile} burns no card "
+                                           "(seed 002: \"Tidak ada Burn Card\")")
+    if shoe.pending_burns >= allowed:
+        return Refusal("too_many_burns", f"profile {shoe.profile} burns {allowed} card(s) "
+                                         f"before each round; {shoe.pending_burns} already "
+                                         "burned")
     position = 0 if shoe.fresh_deck_due else shoe.position
     if inp.card is not None and not shoe.fresh_deck_due \
             and shoe.remaining.get(str(inp.card), 0) <= 0:
@@ -194,6 +224,13 @@ def _cut_card(em: _Emitter, inp: CutCard, config: MachineConfig) -> Refusal | No
                        f"the cut card of shoe {shoe.shoe_id} already came out")
     rnd = state.round if state.round_in_progress else None
     em.emit(CutCardReached, shoe_id=shoe.shoe_id, round_id=rnd.round_id if rnd else None)
+    if rnd is not None and not rnd.cards and shoe.rules.burn_per_round > 0:
+        # seed 004 §3: out in the burn for this round, so the round is not started
+        em.emit(RoundVoided, round_id=rnd.round_id, reason_code=VoidReason.CUT_CARD_IN_BURN,
+                reason_text="the cut card came out in the burn for this round (seed 004 §3): "
+                            "the round is not started, every bet is refunded",
+                supervisor=BY_THE_RULES)
+        em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason="cut card came out in the burn")
     return None
 
 
@@ -220,9 +257,11 @@ def _open_round(em: _Emitter, inp: OpenRound, config: MachineConfig) -> Refusal 
         return Refusal("round_id_reused", f"round id {inp.round_id} was already used on table "
                                           f"{state.table_id}; every round needs a new id")
     window = config.betting_window_override or shoe.rules.betting_window_seconds
+    version, digest = pinned(shoe.profile)  # the rules this round settles by, for good
     em.emit(RoundOpened, shoe_id=shoe.shoe_id, round_id=inp.round_id,
             round_number=shoe.round_count + 1, dealer=inp.dealer, profile=shoe.profile,
-            betting_closes_at=em.now + timedelta(seconds=window))
+            betting_closes_at=em.now + timedelta(seconds=window),
+            profile_version=version, profile_digest=digest)
     return None
 
 
@@ -230,10 +269,24 @@ def _close_betting(em: _Emitter, inp: CloseBetting, config: MachineConfig) -> Re
     refusal = _current_round(em.state, inp.round_id)
     if refusal is not None:
         return refusal
-    if em.state.round.phase != "betting":
+    rnd = em.state.round
+    if rnd.phase != "betting":
         return Refusal("betting_already_closed",
                        f"betting on round {inp.round_id} is already closed")
-    em.emit(BettingClosed, round_id=inp.round_id, reason="dealer")
+    if em.now >= rnd.betting_closes_at:
+        em.emit(BettingClosed, round_id=inp.round_id, reason="dealer")
+        return None
+    # seed 002: players bet until the timer ends; only a supervisor closes early
+    if inp.role != "supervisor":
+        return Refusal("betting_window_open", f"betting on round {inp.round_id} is open until "
+                                              f"{rnd.betting_closes_at.isoformat()}; the timer "
+                                              "closes it (a supervisor may close early, with "
+                                              "a reason)")
+    if inp.reason_text is None:
+        return Refusal("close_reason_required", f"closing round {inp.round_id} before its "
+                                                "timer ends needs a reason_text")
+    em.emit(BettingClosed, round_id=inp.round_id, reason="supervisor", supervisor=inp.signer,
+            reason_text=inp.reason_text)
     return None
 
 
@@ -261,6 +314,9 @@ def _scan_card(em: _Emitter, inp: ScanCard, config: MachineConfig) -> Refusal | 
                                                     "next round's burns have begun")
         em.emit(SurplusCardRecorded, round_id=rnd.round_id, card=inp.card,
                 shoe_position=shoe.position)
+        if shoe.rules.extra_card_ends_shoe:  # seed 002: the result stands, the shoe goes
+            em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason="an extra card after the game: "
+                                                            "the shoe is replaced")
         return None
     em.emit(CardDealt, round_id=rnd.round_id, card=inp.card, shoe_position=shoe.position,
             round_position=len(rnd.cards))
@@ -277,14 +333,163 @@ def _void_round(em: _Emitter, inp: VoidRound, config: MachineConfig) -> Refusal 
     if status == "completed":
         return Refusal("void_after_completion", f"round {inp.round_id} is complete and its "
                                                 "result is final; it can no longer be voided")
+    refusal = _not_ended(inp.round_id, status)
+    if refusal is not None:
+        return refusal
+    _void(em, inp.round_id, inp.reason_code, inp.reason_text, inp.signer)
+    return None
+
+
+def _void(em: _Emitter, round_id: str, reason: VoidReason, text: str, supervisor: str) -> None:
+    """Void the round in progress; the profile says which reasons also end the shoe or
+    close the table (seeds 002 and 004 §4)."""
+    rules, shoe_id = em.state.shoe.rules, em.state.shoe.shoe_id
+    em.emit(RoundVoided, round_id=round_id, reason_code=reason, reason_text=text,
+            supervisor=supervisor)
+    if reason in rules.shoe_ends_on:
+        em.emit(ShoeEnded, shoe_id=shoe_id, reason=f"round voided ({reason}): the shoe is "
+                                                   "replaced")
+    if reason in rules.table_closes_on:
+        em.emit(TableClosed, reason_code=reason, reason_text=text, supervisor=supervisor)
+
+
+def _not_ended(round_id: str, status: str) -> Refusal | None:
     if status == "voided":
-        return Refusal("round_already_voided", f"round {inp.round_id} was already voided")
-    em.emit(RoundVoided, round_id=inp.round_id, reason_code=inp.reason_code,
-            reason_text=inp.reason_text, supervisor=inp.signer)
+        return Refusal("round_already_voided", f"round {round_id} was already voided")
+    if status == "annulled":
+        return Refusal("round_already_annulled", f"round {round_id} was already annulled")
+    return None
+
+
+def _report_misdeal(em: _Emitter, inp: ReportMisdeal, config: MachineConfig) -> Refusal | None:
+    """Seed 001 voids every misdeal; seeds 000, 002 and 004 correct the layout."""
+    refusal = _dealt_round(em.state, inp.round_id)
+    if refusal is not None:
+        return refusal
+    rnd, rules = em.state.round, em.state.shoe.rules
+    if rules.misdeal_policy == "correct":
+        em.emit(MisdealCorrected, round_id=rnd.round_id, reason_text=inp.reason_text,
+                supervisor=inp.signer)
+    elif rnd.phase == "complete":
+        em.emit(RoundAnnulled, round_id=rnd.round_id, reason_code=VoidReason.MISDEAL,
+                reason_text=inp.reason_text, supervisor=inp.signer)
+    else:
+        _void(em, rnd.round_id, VoidReason.MISDEAL, inp.reason_text, inp.signer)
+    return None
+
+
+def _report_burn_error(em: _Emitter, inp: ReportBurnError, config: MachineConfig
+                       ) -> Refusal | None:
+    """Seed 004 §2 voids the hand; seed 000 §1 reshuffles and redeals it when the error is
+    found before Player 1's second card, and management voids it otherwise."""
+    state = em.state
+    if state.shoe is not None and state.shoe.rules.burn_error_policy == "none":
+        return Refusal("no_burn_at_table", f"profile {state.shoe.profile} burns no card; "
+                                           "there is no burning error to report")
+    refusal = _dealt_round(state, inp.round_id, allow_betting=True)
+    if refusal is not None:
+        return refusal
+    rnd, rules = state.round, state.shoe.rules
+    if rnd.phase == "complete":
+        em.emit(RoundAnnulled, round_id=rnd.round_id, reason_code=VoidReason.BURN_ERROR,
+                reason_text=inp.reason_text, supervisor=inp.signer)
+    elif rules.burn_error_policy == "redeal" and _before_player1_second_card(rules, rnd.cards):
+        em.emit(RoundRedealt, round_id=rnd.round_id,
+                set_aside=tuple(parse_card(c) for c in rnd.cards),
+                reason_text=inp.reason_text, supervisor=inp.signer)
+    else:
+        _void(em, rnd.round_id, VoidReason.BURN_ERROR, inp.reason_text, inp.signer)
+    return None
+
+
+def _before_player1_second_card(rules: TripleFaceProfile, cards: list[str]) -> bool:
+    """Has Player 1 not yet received its second card (seed 000 §1's limit for a redeal)?"""
+    first_card = rules.procedure == "first_card"
+    if first_card and not cards:
+        return True
+    order = dealing_order(rules.procedure, parse_card(cards[0]) if first_card else None)
+    second = [i for i, hand in enumerate(order) if hand == "player1"][1]
+    return len(cards) - first_card <= second
+
+
+def _annul_rounds(em: _Emitter, inp: AnnulRounds, config: MachineConfig) -> Refusal | None:
+    """Management's void after completion: the round, or every completed round of its shoe
+    from it on (a round of it still in progress is voided) and no further round of it."""
+    state = em.state
+    status = state.round_status.get(inp.round_id)
+    if status is None:
+        return _round_not_found(state, inp.round_id)
+    if inp.scope == "round":
+        refusal = _not_ended(inp.round_id, status)
+        if refusal is None and status != "completed":
+            refusal = Refusal("round_not_completed", f"round {inp.round_id} is not complete; "
+                                                     "void it (void_round) instead")
+        if refusal is not None:
+            return refusal
+        em.emit(RoundAnnulled, round_id=inp.round_id, reason_code=inp.reason_code,
+                reason_text=inp.reason_text, supervisor=inp.signer)
+        return None
+    rest = _rest_of_shoe(state, inp.round_id)
+    shoe_id = state.round_shoe[inp.round_id]
+    current = state.shoe is not None and state.shoe.shoe_id == shoe_id
+    if not current and all(state.round_status[r] != "completed" for r in rest):
+        return Refusal("round_already_annulled", f"shoe {shoe_id} holds no completed round "
+                                                 f"from {inp.round_id} on left to annul")
+    for round_id in rest:
+        if state.round_status[round_id] == "completed":
+            em.emit(RoundAnnulled, round_id=round_id, reason_code=inp.reason_code,
+                    reason_text=inp.reason_text, supervisor=inp.signer)
+        elif state.round_status[round_id] == "open":
+            _void(em, round_id, inp.reason_code, inp.reason_text, inp.signer)
+    if em.state.shoe is not None and em.state.shoe.shoe_id == shoe_id:
+        em.emit(ShoeEnded, shoe_id=shoe_id, reason=f"rest of the shoe annulled from round "
+                                                   f"{inp.round_id}")
+    return None
+
+
+def _rest_of_shoe(state: TableState, round_id: str) -> list[str]:
+    """`round_id` and the rounds after it, in log order, while they belong to its shoe."""
+    shoe_id, rounds = state.round_shoe[round_id], list(state.round_shoe)
+    rest = []
+    for later in rounds[rounds.index(round_id):]:
+        if state.round_shoe[later] != shoe_id:
+            break
+        rest.append(later)
+    return rest
+
+
+def _reopen_table(em: _Emitter, inp: ReopenTable, config: MachineConfig) -> Refusal | None:
+    if em.state.closed is None:
+        return Refusal("table_not_closed", f"table {em.state.table_id} is not closed")
+    em.emit(TableReopened, reason_text=inp.reason_text, supervisor=inp.signer)
     return None
 
 
 # --- shared checks ---------------------------------------------------------------------
+
+def _table_open(state: TableState, inp: InputBase) -> Refusal | None:
+    if state.closed is not None and inp.command not in _WHILE_CLOSED:
+        return Refusal("table_closed", f"table {state.table_id} is closed ({state.closed}); "
+                                       "a supervisor reopens it (reopen_table)")
+    return None
+
+
+def _dealt_round(state: TableState, round_id: str, allow_betting: bool = False
+                 ) -> Refusal | None:
+    """`round_id` is the table's current round: being dealt (or betting), or just complete."""
+    status = state.round_status.get(round_id)
+    if status is None:
+        return _round_not_found(state, round_id)
+    refusal = _not_ended(round_id, status)
+    if refusal is not None:
+        return refusal
+    rnd = state.round
+    phases = ("betting", "dealing", "complete") if allow_betting else ("dealing", "complete")
+    if rnd is None or rnd.round_id != round_id or rnd.phase not in phases:
+        return Refusal("round_not_in_progress", f"round {round_id} is not the round on the "
+                                                f"table (it is {status})")
+    return None
+
 
 def _shoe_playable(state: TableState) -> Refusal | None:
     shoe = state.shoe
@@ -336,5 +541,6 @@ def _not_in_shoe(card: str, shoe_id: str) -> Refusal:
 _DECIDE: dict[type[InputBase], Callable[..., Refusal | None]] = {
     NewShoe: _new_shoe, ShoeFirstCard: _shoe_first_card, Burn: _burn, CutCard: _cut_card,
     EndShoe: _end_shoe, OpenRound: _open_round, CloseBetting: _close_betting,
-    ScanCard: _scan_card, VoidRound: _void_round,
+    ScanCard: _scan_card, VoidRound: _void_round, ReportMisdeal: _report_misdeal,
+    ReportBurnError: _report_burn_error, AnnulRounds: _annul_rounds, ReopenTable: _reopen_table,
 }

@@ -1,10 +1,13 @@
 """The simulated table: shuffles with the rule engine and sends what a live table sends.
 
-Shoe start (and the seed-004 first-card burn), per-round burns, open round, a
-betting pause (during which `on_betting_open` lets another component act, e.g. a
-player simulator placing bets), close betting, exactly the cards the rules need
-(`cards_needed`), the cut card and the shoe change. Faults are injected on
-request: a duplicate scan, a voided round, a surplus card, a card not in the shoe.
+Shoe start (and the seed-004 first-card burn), per-round burns, open round, the
+betting window (during which `on_betting_open` lets another component act, e.g. a
+player simulator placing bets), exactly the cards the rules need (`cards_needed`),
+the cut card and the shoe change. Betting ends with the table's timer (seed 002: a
+device may not close it early), so the simulator waits until the window has ended
+and deals: the first card after the deadline finds betting closed. Faults are
+injected on request: a duplicate scan, a voided round, a surplus card, a card not in
+the shoe; a fault the table's sheet ends the shoe on makes the simulator start a new one.
 """
 
 from __future__ import annotations
@@ -14,13 +17,13 @@ import random
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from services.table_simulator.inputs import InputFactory
 from services.table_simulator.transport import Transport
 from shared.cards import Card
 from shared.events.inputs import (
     Burn,
-    CloseBetting,
     CutCard,
     InputBase,
     NewShoe,
@@ -34,6 +37,8 @@ from shared.rounds import cards_needed
 from shared.shoe import Shoe, start_burn_count
 
 FAULTS = frozenset({"duplicate_scan", "void", "surplus", "foreign_card"})
+TIMER_MARGIN_S = 0.1  # dealt this long after the window ends, so betting is surely closed
+VOID_REASON = "card_exposed"  # the `void` fault's reason
 
 
 @dataclass(frozen=True)
@@ -44,8 +49,11 @@ class SimConfig:
     seed: int | None = None
     dealer: str = "Ayu"
     faults: frozenset[str] = frozenset()
-    betting_pause: float = 0.0
+    betting_pause: float = 0.0  # at least this long; the table's timer decides the rest
     cut_card_from_end: int | None = None  # override the profile's (shorter shoes in tests)
+    # the table's window when the answer to open_round does not say when it ends (a Kafka
+    # transport, a retried request); None: the profile's
+    betting_window: float | None = None
 
     def __post_init__(self) -> None:
         unknown = set(self.faults) - FAULTS
@@ -120,12 +128,10 @@ class TableSimulator:
 
     async def run(self) -> SimSummary:
         baccarat = isinstance(self.profile, BaccaratProfile)
-        if not baccarat:
-            await self._new_shoe()  # Triple Face: one "shoe" (table session), a deck per round
         number = 0
         while (self.summary.rounds_completed + self.summary.rounds_voided < self.config.rounds
                and not self._stopping):
-            if baccarat and self._shoe_over:
+            if self._shoe_over:  # Triple Face: one "shoe" (table session), a deck per round
                 await self._new_shoe()
             if not baccarat:
                 self._shoe = self._fresh_shoe()
@@ -181,15 +187,13 @@ class TableSimulator:
     # --- round --------------------------------------------------------------------------
 
     async def _round(self, round_id: str) -> None:
-        await self.send(OpenRound, round_id=round_id, dealer=self.config.dealer)
-        info = RoundInfo(self.config.table_id, round_id, self.profile.name,
-                         self.config.betting_pause)
-        pause = [asyncio.sleep(self.config.betting_pause)]
+        opened = await self.send(OpenRound, round_id=round_id, dealer=self.config.dealer)
+        window = self._betting_left(opened)
+        info = RoundInfo(self.config.table_id, round_id, self.profile.name, window)
+        pause = [asyncio.sleep(window)]
         if self.on_betting_open is not None:
             pause.append(self.on_betting_open(info))
         await asyncio.gather(*pause)
-        await self.send(CloseBetting, expect=frozenset({"betting_already_closed"}),
-                        round_id=round_id)
         cards: list[Card] = []
         while needed := cards_needed(self.profile, cards):
             for _ in range(needed):
@@ -205,20 +209,38 @@ class TableSimulator:
         self.summary.round_cards[round_id] = [str(c) for c in cards]
         if self._take_fault("surplus"):
             await self._scan(round_id, await self._draw())
+            if self.profile.extra_card_ends_shoe:  # seed 002: the shoe is replaced
+                self._pending_cut, self._shoe_over = False, True
             await self._announce_cut()
 
+    def _betting_left(self, opened: dict) -> float:
+        """Seconds until the round's betting window has ended (seed 002's timer)."""
+        closes_at = next((e["betting_closes_at"] for e in opened.get("events", [])
+                          if e.get("type") == "round_opened" and "betting_closes_at" in e), None)
+        if closes_at is not None:
+            left = (datetime.fromisoformat(closes_at) - self.factory.now()).total_seconds()
+        else:
+            left = self.config.betting_window or self.profile.betting_window_seconds
+        return max(self.config.betting_pause, left + TIMER_MARGIN_S)
+
     async def _scan(self, round_id: str, card: Card) -> None:
-        inp = self.factory.make(ScanCard, round_id=round_id, card=card)
-        await self.send(ScanCard, inp=inp)
+        for _ in range(40):  # a first card a hair before the deadline waits for the timer
+            inp = self.factory.make(ScanCard, round_id=round_id, card=card)
+            report = await self.send(ScanCard, inp=inp, expect=frozenset({"betting_still_open"}))
+            if report.get("reason_code") != "betting_still_open":
+                break
+            await asyncio.sleep(0.25)
         if self._take_fault("duplicate_scan"):
             await self.send(ScanCard, inp=inp, expect=frozenset({"duplicate_input"}))
 
     async def _maybe_void(self, round_id: str) -> bool:
         if not self._take_fault("void"):
             return False
-        await self.send(VoidRound, round_id=round_id, reason_code="card_exposed",
+        await self.send(VoidRound, round_id=round_id, reason_code=VOID_REASON,
                         reason_text="simulated fault: a card was exposed during the deal")
         self.summary.rounds_voided += 1
+        if VOID_REASON in self.profile.shoe_ends_on:  # seed 004 §4: the shoe goes too
+            self._pending_cut, self._shoe_over = False, True
         return True
 
     async def _maybe_foreign(self, round_id: str, cards: list[Card]) -> None:

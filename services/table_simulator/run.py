@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from services.infra.clock import SystemClock
 from services.infra.settings import Settings, get_settings
@@ -16,6 +17,8 @@ def make_simulator(config: SimConfig, transport: Transport, settings: Settings |
                    on_betting_open: BettingHook | None = None,
                    run_tag: str | None = None) -> TableSimulator:
     settings = settings or get_settings()
+    if config.betting_window is None and settings.betting_window_seconds:
+        config = replace(config, betting_window=settings.betting_window_seconds)
 
     def key_for(table_id: str, role: str) -> bytes:
         return table_key(settings.table_signing_secret, table_id, role)

@@ -77,8 +77,13 @@ class OpenRound(InputBase):
 
 
 class CloseBetting(InputBase):
+    """Ends betting. Before the window ends only a supervisor may, with a reason (seed 002:
+    players bet until the 30-second timer ends)."""
+
     command: Literal["close_betting"] = "close_betting"
     round_id: RoundId
+    reason_text: str | None = Field(default=None, min_length=1, max_length=500,
+                                    exclude_if=lambda v: v is None)
 
 
 class ScanCard(InputBase):
@@ -94,16 +99,53 @@ class VoidRound(InputBase):
     reason_text: str = Field(min_length=1, max_length=500)
 
 
+class ReportMisdeal(InputBase):
+    """A card dealt in the wrong order or laid in the wrong place: the profile's
+    `misdeal_policy` voids the round (seed 001) or records the correction."""
+
+    command: Literal["report_misdeal"] = "report_misdeal"
+    round_id: RoundId
+    reason_text: str = Field(min_length=1, max_length=500)
+
+
+class ReportBurnError(InputBase):
+    """A burning error in a round: the profile's `burn_error_policy` voids the hand (seed
+    004 §2) or, before Player 1's second card, reshuffles and redeals it (seed 000 §1)."""
+
+    command: Literal["report_burn_error"] = "report_burn_error"
+    round_id: RoundId
+    reason_text: str = Field(min_length=1, max_length=500)
+
+
+class AnnulRounds(InputBase):
+    """Management's void of a completed round, or of the rest of a shoe: every completed
+    round of that shoe from `round_id` on, and no further round of it (seeds 000 §1,
+    004 §1 and §4)."""
+
+    command: Literal["annul_rounds"] = "annul_rounds"
+    round_id: RoundId
+    scope: Literal["round", "rest_of_shoe"] = "round"
+    reason_code: VoidReason
+    reason_text: str = Field(min_length=1, max_length=500)
+
+
+class ReopenTable(InputBase):
+    command: Literal["reopen_table"] = "reopen_table"
+    reason_text: str = Field(min_length=1, max_length=500)
+
+
 DealerInput = Annotated[
     NewShoe | ShoeFirstCard | Burn | CutCard | EndShoe | OpenRound | CloseBetting | ScanCard
-    | VoidRound,
+    | VoidRound | ReportMisdeal | ReportBurnError | AnnulRounds | ReopenTable,
     Field(discriminator="command"),
 ]
 DEALER_INPUT: TypeAdapter[DealerInput] = TypeAdapter(DealerInput)
 INPUT_TYPES: tuple[type[InputBase], ...] = (
     NewShoe, ShoeFirstCard, Burn, CutCard, EndShoe, OpenRound, CloseBetting, ScanCard, VoidRound,
+    ReportMisdeal, ReportBurnError, AnnulRounds, ReopenTable,
 )
-SUPERVISOR_ONLY = frozenset({"new_shoe", "end_shoe", "void_round"})
+SUPERVISOR_ONLY = frozenset({"new_shoe", "end_shoe", "void_round", "report_misdeal",
+                             "report_burn_error", "annul_rounds", "reopen_table"})
 
 
 def make_input(command_type: type[InputBase], *, key: bytes, sent_at: datetime,

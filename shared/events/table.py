@@ -22,7 +22,7 @@ ShoeId = Annotated[str, Field(min_length=1, max_length=96, pattern=r"^[A-Za-z0-9
 
 
 class VoidReason(StrEnum):
-    """Why a supervisor voided a round (RULES §5)."""
+    """Why a round was voided or annulled (RULES §5; docs/decisions/procedures.md)."""
 
     CARD_DROPPED = "card_dropped"
     CARD_EXPOSED = "card_exposed"
@@ -30,6 +30,9 @@ class VoidReason(StrEnum):
     MISDEAL = "misdeal"
     SHUFFLER_STUCK = "shuffler_stuck"
     SYSTEM_FAILURE = "system_failure"
+    CUT_CARD_IN_BURN = "cut_card_in_burn"  # seed 004 §3: the round is not started
+    BURN_ERROR = "burn_error"  # seeds 000 §1, 004 §2
+    MANAGEMENT_DECISION = "management_decision"  # seeds 000 §1, 004 §1: after review
     OTHER = "other"
 
 
@@ -87,6 +90,10 @@ class ShoeEnded(TableEventBase):
     reason: str
 
 
+def _absent(value) -> bool:
+    return value is None
+
+
 class RoundOpened(TableEventBase):
     type: Literal["round_opened"] = "round_opened"
     shoe_id: ShoeId
@@ -95,12 +102,27 @@ class RoundOpened(TableEventBase):
     dealer: str = Field(min_length=1, max_length=64)
     profile: str
     betting_closes_at: AwareDatetime
+    # absent in older records: left out of the hash when absent, so their hashes still hold
+    profile_version: int | None = Field(
+        default=None, ge=1, exclude_if=_absent,
+        description="The profile's version the round is played under; absent in older "
+                    "records (version 1).")
+    profile_digest: str | None = Field(
+        default=None, min_length=64, max_length=64, exclude_if=_absent,
+        description="SHA-256 of that version's canonical JSON; absent in older records.")
 
 
 class BettingClosed(TableEventBase):
+    """The betting window ended: by the timer, by the dealer after it (the timer closes
+    first), or early by a supervisor with a reason (seed 002's 30-second timer)."""
+
     type: Literal["betting_closed"] = "betting_closed"
     round_id: RoundId
-    reason: Literal["timer", "dealer"]
+    reason: Literal["timer", "dealer", "supervisor"]
+    # only on a supervisor's early close; absent fields are left out of the hash
+    supervisor: str | None = Field(default=None, exclude_if=_absent)
+    reason_text: str | None = Field(default=None, min_length=1, max_length=500,
+                                    exclude_if=_absent)
 
 
 class CardDealt(TableEventBase):
@@ -134,15 +156,70 @@ class RoundVoided(TableEventBase):
     supervisor: str
 
 
+class RoundRedealt(TableEventBase):
+    """Seed 000 §1: a burning error found before Player 1's second card. The round's cards
+    so far are set aside, the deck is reshuffled and the same round is dealt again (burns
+    first), its bets intact."""
+
+    type: Literal["round_redealt"] = "round_redealt"
+    round_id: RoundId
+    set_aside: tuple[Card, ...]
+    reason_text: str = Field(min_length=1, max_length=500)
+    supervisor: str
+
+
+class MisdealCorrected(TableEventBase):
+    """A card laid in the wrong place, corrected to the position the system shows (seeds
+    000 §5, 002, 004 §5): the cards' order out of the shoe already decides the hands, so
+    the result is unchanged; the correction is recorded."""
+
+    type: Literal["misdeal_corrected"] = "misdeal_corrected"
+    round_id: RoundId
+    reason_text: str = Field(min_length=1, max_length=500)
+    supervisor: str
+
+
+class TableClosed(TableEventBase):
+    """The table is out of play (seed 002: an operator system failure) until a supervisor
+    reopens it."""
+
+    type: Literal["table_closed"] = "table_closed"
+    reason_code: VoidReason
+    reason_text: str = Field(min_length=1, max_length=500)
+    supervisor: str
+
+
+class TableReopened(TableEventBase):
+    type: Literal["table_reopened"] = "table_reopened"
+    reason_text: str = Field(min_length=1, max_length=500)
+    supervisor: str
+
+
+class RoundAnnulled(TableEventBase):
+    """A management void of a round already completed (seeds 000 §1, 004 §1 and §4).
+
+    The round's result stands in the log; downstream reverses its settlement with
+    compensating transactions and refunds every bet. A round is annulled at most once.
+    """
+
+    type: Literal["round_annulled"] = "round_annulled"
+    round_id: RoundId
+    reason_code: VoidReason
+    reason_text: str = Field(min_length=1, max_length=500)
+    supervisor: str
+
+
 TableEvent = Annotated[
     ShoeStarted | ShoeStartBurned | CardBurned | CutCardReached | ShoeEnded | RoundOpened
-    | BettingClosed | CardDealt | SurplusCardRecorded | RoundCompleted | RoundVoided,
+    | BettingClosed | CardDealt | SurplusCardRecorded | RoundCompleted | RoundVoided
+    | RoundAnnulled | RoundRedealt | MisdealCorrected | TableClosed | TableReopened,
     Field(discriminator="type"),
 ]
 TABLE_EVENT: TypeAdapter[TableEvent] = TypeAdapter(TableEvent)
 TABLE_EVENT_TYPES: tuple[type[TableEventBase], ...] = (
     ShoeStarted, ShoeStartBurned, CardBurned, CutCardReached, ShoeEnded, RoundOpened,
-    BettingClosed, CardDealt, SurplusCardRecorded, RoundCompleted, RoundVoided,
+    BettingClosed, CardDealt, SurplusCardRecorded, RoundCompleted, RoundVoided, RoundAnnulled,
+    RoundRedealt, MisdealCorrected, TableClosed, TableReopened,
 )
 
 

@@ -163,6 +163,13 @@ class HandDriver:
         assert report["status"] == "accepted", report
         return report
 
+    def close(self, round_id: str) -> dict:
+        """A supervisor's early close, with a reason (a device may not, seed 002)."""
+        from shared.events.inputs import CloseBetting
+
+        return self.ok(CloseBetting, round_id=round_id, role="supervisor",
+                       reason_text="test: close before the timer")
+
     def code(self, command_type, **fields) -> str:
         report = self.send(self.make.make(command_type, **fields))
         assert report["status"] == "refused", report

@@ -23,12 +23,14 @@ from services.table_simulator.run import run_tables
 from shared.cards import parse_card, parse_cards
 from shared.events.chain import verify_chain
 from shared.events.inputs import (
+    AnnulRounds,
     Burn,
     CloseBetting,
     CutCard,
     EndShoe,
     NewShoe,
     OpenRound,
+    ReopenTable,
     ScanCard,
     ShoeFirstCard,
     VoidRound,
@@ -94,6 +96,7 @@ def test_every_profile_plays_shoes_and_results_equal_the_rule_engine(services, p
 def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_kafka):
     bac = HandDriver(services["dealer-event"].base_url, _table("BAD"))
     tf = HandDriver(services["dealer-event"].base_url, _table("BADTF"))
+    six = HandDriver(services["dealer-event"].base_url, _table("BADSIX"))
     mk = bac.make.make
     seen: list[str] = []
 
@@ -124,18 +127,24 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
     bac.ok(OpenRound, round_id="R1", dealer="Ayu")
     refused(bac, OpenRound, round_id="R2", dealer="Ayu")
     refused(bac, ScanCard, round_id="R1", card=parse_card("9S"))
-    bac.ok(CloseBetting, round_id="R1")
+    refused(bac, CloseBetting, round_id="R1")  # a device, before the timer (seed 002)
+    refused(bac, CloseBetting, round_id="R1", role="supervisor")  # early, with no reason
+    refused(bac, AnnulRounds, round_id="R1", reason_code="other", reason_text="not complete")
+    bac.close("R1")
     refused(bac, CloseBetting, round_id="R1")
     refused(bac, ScanCard, round_id="R1", card=parse_card("9S"))
     bac.ok(Burn, card=parse_card("4D"))
+    refused(bac, Burn, card=parse_card("4H"))  # seed 004: one burn per hand
     for card in parse_cards("9S,2H,KD,5C"):
         bac.ok(ScanCard, round_id="R1", card=card)
     refused(bac, VoidRound, round_id="R1", reason_code="misdeal", reason_text="too late")
+    bac.ok(AnnulRounds, round_id="R1", reason_code="other", reason_text="management review")
+    refused(bac, AnnulRounds, round_id="R1", reason_code="other", reason_text="again")
     refused(bac, OpenRound, round_id="R1", dealer="Ayu")
     refused(bac, CloseBetting, round_id="nope")
     bac.ok(Burn, card=parse_card("4C"))
     bac.ok(OpenRound, round_id="R2", dealer="Ayu")
-    bac.ok(CloseBetting, round_id="R2")
+    bac.close("R2")
     bac.ok(ScanCard, round_id="R2", card=parse_card("7S"))
     refused(bac, Burn, card=parse_card("8S"))
     void = mk(VoidRound, round_id="R2", reason_code="card_dropped", reason_text="card fell")
@@ -153,10 +162,18 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
     for card in parse_cards("2C,3C,4C,5C"):
         tf.ok(Burn, card=card)
     tf.ok(OpenRound, round_id="R1", dealer="Sari")
-    tf.ok(CloseBetting, round_id="R1")
+    tf.close("R1")
     refused(tf, ScanCard, round_id="R1", card=parse_card("2C"))
     tf.ok(ScanCard, round_id="R1", card=parse_card("JS"))
     refused(tf, ScanCard, round_id="R1", card=parse_card("JS"))
+
+    six.ok(NewShoe, shoe_id="S1", profile="sbo-super-six")
+    refused(six, Burn)  # seed 002: "Tidak ada Burn Card"
+    refused(six, ReopenTable, reason_text="not closed")
+    six.ok(OpenRound, round_id="R1", dealer="Dewi")
+    six.ok(VoidRound, round_id="R1", reason_code="system_failure", reason_text="server down")
+    refused(six, OpenRound, round_id="R2", dealer="Dewi")  # the table is closed
+    six.ok(ReopenTable, reason_text="server restored")
 
     codes = Counter(seen)
     assert len(codes) == len(seen), f"each bad input has its own code: {codes}"
@@ -170,7 +187,7 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
     bac.ok(ShoeFirstCard, card=parse_card("AH"))
     bac.ok(Burn, card=parse_card("2D"))
     bac.ok(OpenRound, round_id="R3", dealer="Ayu")
-    bac.ok(CloseBetting, round_id="R3")
+    bac.close("R3")
     for card in parse_cards("9S,2H,KD,5C"):
         bac.ok(ScanCard, round_id="R3", card=card)
     for card in parse_cards("QS,KS,AH,2H,3H,4H,5H,6H,7H,8H,9H"):
@@ -179,9 +196,9 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
 
     status, body = bac.post(b'{"table_id": "' + bac.table_id.encode() + b'", "command": "x"}')
     assert status == 400 and "command" in body["message"]
-    recorded = rejections(platform_kafka, {bac.table_id, tf.table_id, "unknown"})
+    recorded = rejections(platform_kafka, {bac.table_id, tf.table_id, six.table_id, "unknown"})
     assert set(codes) <= {r.reason_code for r in recorded if bac.table_id in r.raw
-                          or r.table_id == tf.table_id}
+                          or r.table_id in (tf.table_id, six.table_id)}
     assert any(r.reason_code == "malformed_input" and r.table_id == bac.table_id
                for r in recorded), "a readable table id keys the rejection to its table"
     assert all(r.message for r in recorded)
@@ -210,7 +227,7 @@ def test_the_betting_timer_closes_the_window(services, platform_kafka):
 def _play(hand: HandDriver, shoe: Shoe, round_id: str, stop_after: int | None = None) -> list:
     """Open, close and deal a round from `shoe`; stop after `stop_after` cards if given."""
     hand.ok(OpenRound, round_id=round_id, dealer="Ayu")
-    hand.ok(CloseBetting, round_id=round_id)
+    hand.close(round_id)
     return _deal(hand, shoe, round_id, [], stop_after)
 
 

@@ -66,6 +66,12 @@ class World:
         return [v for t, k, v in self.log.records if t == "table.events" and k == table.encode()]
 
 
+def close(w: World, round_id: str) -> tuple[bytes, int]:
+    """A supervisor's early close (a device may not close before the timer, seed 002)."""
+    return w.raw("A", CloseBetting, round_id=round_id, role="supervisor",
+                 reason_text="test: close now")
+
+
 def run(coro):
     return asyncio.run(coro)
 
@@ -77,7 +83,7 @@ def test_a_batch_is_decided_in_order_published_once_and_then_adopted():
         batch = [w.raw("A", NewShoe, shoe_id="S1", profile="sbo-baccarat"),
                  w.raw("A", OpenRound, round_id="R1", dealer="Ayu"),
                  w.raw("B", OpenRound, round_id="R1", dealer="Ayu"),  # no shoe: refused
-                 w.raw("A", CloseBetting, round_id="R1")]
+                 close(w, "R1")]
         return await w.runtime.handle_batch(batch)
 
     reports = run(go())
@@ -95,7 +101,7 @@ def test_a_failed_publish_adopts_nothing_and_the_retry_decides_from_the_log():
     async def go():
         await w.runtime.handle_batch([w.raw("A", NewShoe, shoe_id="S1", profile="sbo-baccarat")])
         opened = w.raw("A", OpenRound, round_id="R1", dealer="Ayu")
-        closed = w.raw("A", CloseBetting, round_id="R1")
+        closed = close(w, "R1")
         w.log.fail_after = 1  # the open is written, the close is not, the batch fails
         with pytest.raises(ConnectionError):
             await w.runtime.handle_batch([opened, closed])
@@ -180,7 +186,7 @@ def test_a_scan_is_answered_to_its_waiter_only_after_the_publish():
     async def go():
         await w.runtime.handle_batch([w.raw("A", NewShoe, shoe_id="S1", profile="sbo-baccarat"),
                                       w.raw("A", OpenRound, round_id="R1", dealer="Ayu"),
-                                      w.raw("A", CloseBetting, round_id="R1")])
+                                      close(w, "R1")])
         scan = w.make["A"].make(ScanCard, round_id="R1", card=parse_card("9S"))
         futures.append(w.runtime.expect(scan.input_id))
         await w.runtime.handle_batch([(scan.model_dump_json().encode(), 0)])

@@ -59,6 +59,11 @@ class Table:
         assert outcome.refusal is not None and not outcome.events
         return outcome.refusal.code
 
+    def close(self, round_id: str):
+        """A supervisor closes betting early, with a reason (a device may not, seed 002)."""
+        return self.ok(CloseBetting, round_id=round_id, role="supervisor",
+                       reason_text="unit test: close before the timer")
+
     def shoe(self, profile: str, shoe_id: str = "S1") -> None:
         self.ok(NewShoe, shoe_id=shoe_id, profile=profile)
 
@@ -67,7 +72,7 @@ class Table:
             self.ok(Burn)
         self.ok(OpenRound, round_id=round_id, dealer="Ayu")
         if close:
-            self.ok(CloseBetting, round_id=round_id)
+            self.close(round_id)
         out = []
         for card in parse_cards(cards):
             out += self.ok(ScanCard, round_id=round_id, card=card)
@@ -92,8 +97,9 @@ def test_a_baccarat_round_completes_by_the_tableau_and_chains():
 
 def test_surplus_card_after_completion_is_recorded_not_dealt():
     t = Table()
-    t.shoe("sbo-baccarat")
-    t.round("R1", "9S,2H,KD,5C")
+    t.shoe("baccarat-big-small")  # seed 002's tables replace the shoe after an extra card
+    t.ok(ShoeFirstCard, card=parse_card("5H"))
+    t.round("R1", "9S,2H,KD,5C", burns=1)
     assert types(t.ok(ScanCard, round_id="R1", card=parse_card("3H"))) == [
         "surplus_card_recorded"]
 
@@ -110,7 +116,7 @@ def test_refusal_codes_of_the_round_lifecycle():
     assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "round_in_progress"
     assert t.refused(EndShoe) == "round_in_progress"
     assert t.refused(ScanCard, round_id="R1", card=parse_card("5H")) == "betting_still_open"
-    t.ok(CloseBetting, round_id="R1")
+    t.close("R1")
     assert t.refused(CloseBetting, round_id="R1") == "betting_already_closed"
     t.ok(ScanCard, round_id="R1", card=parse_card("5H"))
     assert t.refused(Burn) == "burn_during_deal"
@@ -216,12 +222,12 @@ def test_a_ninth_ace_of_spades_is_not_in_an_eight_deck_shoe():
     while t.state.shoe.remaining.get("AS"):
         n += 1
         t.ok(OpenRound, round_id=f"R{n}", dealer="Ayu")
-        t.ok(CloseBetting, round_id=f"R{n}")
+        t.close(f"R{n}")
         t.ok(ScanCard, round_id=f"R{n}", card=parse_card("AS"))
         t.ok(VoidRound, round_id=f"R{n}", reason_code="misdeal", reason_text="test")
     assert n == 8
     t.ok(OpenRound, round_id="R9", dealer="Ayu")
-    t.ok(CloseBetting, round_id="R9")
+    t.close("R9")
     assert t.refused(ScanCard, round_id="R9", card=parse_card("AS")) == "card_not_in_shoe"
     assert t.refused(ShoeFirstCard, card=parse_card("AS")) == "start_burn_not_expected"
 
@@ -235,7 +241,7 @@ def test_seed_004_shoe_start_burn_and_round_burn():
     assert burned.burn_count == 10 and t.state.shoe.position == 11
     assert t.refused(ShoeFirstCard, card=parse_card("AH")) == "start_burn_already_done"
     t.ok(OpenRound, round_id="R1", dealer="Ayu")
-    t.ok(CloseBetting, round_id="R1")
+    t.close("R1")
     assert t.refused(ScanCard, round_id="R1", card=parse_card("9S")) == "burns_required"
     burn = t.ok(Burn, card=parse_card("4D"))[0]
     assert burn.round_id == "R1" and burn.shoe_position == 11
@@ -252,7 +258,7 @@ def test_triple_face_fixed_needs_four_burns_and_takes_a_fresh_deck_each_round():
     t = Table()
     t.shoe("triple-face-id")
     t.ok(OpenRound, round_id="R1", dealer="Sari")
-    t.ok(CloseBetting, round_id="R1")
+    t.close("R1")
     assert t.refused(ScanCard, round_id="R1", card=parse_card("JS")) == "burns_required"
     for card in parse_cards("2C,3C,4C,5C"):
         t.ok(Burn, card=card)
@@ -314,4 +320,4 @@ def test_a_table_whose_log_breaks_its_chain_is_out_of_play_and_others_play_on():
     t1.state = states["T1"]
     assert t1.refused(CloseBetting, round_id="T1-R1") == "chain_corrupt"
     t2.state = states["T2"]
-    t2.ok(CloseBetting, round_id="T2-R1")
+    t2.close("T2-R1")

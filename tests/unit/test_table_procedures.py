@@ -1,0 +1,419 @@
+"""Table procedures as the operator sheets state them (issue 12), one test per clause.
+
+Each test is named after its sheet and clause: `seed004_s3` is seed 004, section 3
+(`/work/shared/seeds/`); seed 002 and seed 001 have no numbered sections where the
+clause is quoted by its heading. Decisions: docs/decisions/procedures.md.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+
+import pytest
+
+from services.dealer_event.state import TableState, fold_into
+from services.game_evaluation.evaluator import TableView, observe
+from shared.cards import parse_card, parse_cards
+from shared.events.chain import verify_chain
+from shared.events.inputs import (
+    AnnulRounds,
+    Burn,
+    CloseBetting,
+    CutCard,
+    NewShoe,
+    OpenRound,
+    ReopenTable,
+    ReportBurnError,
+    ReportMisdeal,
+    ScanCard,
+    ShoeFirstCard,
+    VoidRound,
+)
+from shared.events.table import BettingClosed, RoundAnnulled, parse_table_event
+from shared.profile import ProfileError, load_profile, parse_profile
+from tests.unit.test_table_machine import Table, types
+
+TF_ROUND = "JS,QS,KS,AH,2H,3H,4H,5H,6H,7H,8H,9H"  # 12 cards, fixed deal
+
+
+def big_small() -> Table:
+    """A seed-004 table after its shoe start burn."""
+    t = Table()
+    t.shoe("baccarat-big-small")
+    t.ok(ShoeFirstCard, card=parse_card("5H"))
+    return t
+
+
+def scan(t: Table, round_id: str, cards: str) -> list:
+    out = []
+    for card in parse_cards(cards):
+        out += t.ok(ScanCard, round_id=round_id, card=card)
+    return out
+
+
+def assert_rebuilds(t: Table) -> None:
+    """A restart folds the log into the very same state (refusals live on their own topic)."""
+    assert verify_chain(t.events) == []
+    rebuilt = TableState(t.state.table_id)
+    for event in t.events:
+        fold_into(rebuilt, parse_table_event(event.model_dump_json()))
+    rebuilt.refused_inputs = dict(t.state.refused_inputs)
+    assert rebuilt == t.state
+
+
+# --- item 1: seed 004 §3, the cut card burned for the next game ---------------------------
+
+def test_seed004_s3_cut_card_in_the_burn_voids_the_next_round():
+    """"Jika permainan berakhir dan kartu kuning terbakar untuk game berikutnya, permainan
+    yang terakhir tidak akan di mulai." """
+    t = big_small()
+    t.round("R1", "9S,2H,KD,5C", burns=1)
+    t.ok(OpenRound, round_id="R2", dealer="Ayu")
+    t.close("R2")
+    events = t.ok(CutCard)  # the yellow card came out while burning for R2
+    assert types(events) == ["cut_card_reached", "round_voided", "shoe_ended"]
+    assert events[1].round_id == "R2" and events[1].reason_code == "cut_card_in_burn"
+    assert t.state.round_status == {"R1": "completed", "R2": "voided"}
+    assert t.refused(OpenRound, round_id="R3", dealer="Ayu") == "no_shoe"
+    assert types(t.ok(NewShoe, shoe_id="S2", profile="baccarat-big-small")) == ["shoe_started"]
+    assert_rebuilds(t)
+
+
+def test_seed004_s3_cut_card_between_two_cards_still_makes_the_round_the_last():
+    """"Jika kartu kuning tertutup diantara 2 kartu, permainan pada kartu yang berjalan akan
+    menjadi hand terakhir": a round already being dealt is finished."""
+    t = big_small()
+    t.round("R1", "9S", burns=1)
+    assert types(t.ok(CutCard)) == ["cut_card_reached"]
+    assert types(scan(t, "R1", "2H,KD,5C"))[-1] == "round_completed"
+    assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "shoe_finished"
+
+
+# --- item 3: seed 002, the 30-second betting timer ----------------------------------------
+
+def test_seed002_betting_timer_a_device_cannot_close_before_the_30_seconds_end():
+    """"Pemain harus memasang taruhan sebelum Betting Timer (Waktu Bertaruh) 30 detik pada
+    bagian tengah layar berakhir." """
+    t = Table()
+    t.shoe("sbo-baccarat")
+    t.ok(OpenRound, round_id="R1", dealer="Ayu")
+    t.clock.advance(5)
+    assert t.refused(CloseBetting, round_id="R1") == "betting_window_open"
+    assert t.refused(CloseBetting, round_id="R1", role="supervisor") == "close_reason_required"
+    t.clock.advance(25)  # the window ends: the timer closes it, a device's close finds it so
+    outcome = t.send(t.make.make(CloseBetting, round_id="R1"))
+    assert outcome.refusal.code == "betting_already_closed"
+    assert types(outcome.events) == ["betting_closed"] and outcome.events[0].reason == "timer"
+    assert_rebuilds(t)
+
+
+def test_seed002_betting_timer_a_supervisor_may_close_early_with_a_reason():
+    t = Table()
+    t.shoe("sbo-baccarat")
+    t.ok(OpenRound, round_id="R1", dealer="Ayu")
+    closed = t.ok(CloseBetting, round_id="R1", role="supervisor",
+                  reason_text="studio evacuation drill")[0]
+    assert closed.reason == "supervisor" and closed.supervisor == "supervisor-1"
+    assert closed.reason_text == "studio evacuation drill"
+    # a close without the supervisor's fields hashes as it did before they existed
+    timer = BettingClosed(event_id="T1:9", table_id="T1", seq=9, occurred_at=closed.occurred_at,
+                          prev_hash="0" * 64, hash="0" * 64, round_id="R1", reason="timer")
+    assert "supervisor" not in timer.model_dump() and "reason_text" not in timer.model_dump()
+    assert_rebuilds(t)
+
+
+def test_seed002_betting_timer_a_device_may_close_once_the_window_has_ended():
+    t = Table()
+    t.shoe("sbo-baccarat")
+    t.ok(OpenRound, round_id="R1", dealer="Ayu")
+    t.clock.advance(30)
+    from services.dealer_event.table_machine import apply  # no timer tick before the input
+
+    outcome = apply(t.state, t.make.make(CloseBetting, round_id="R1"), t.clock.now(), t.config)
+    assert outcome.refusal is None and outcome.events[0].reason == "dealer"
+
+
+# --- item 5: seed 001, a misdeal voids the round at triple-face-jp -------------------------
+
+def test_seed001_misdeal_voids_the_round_and_refunds_every_bet():
+    """"カードを落としたり、間違った配り順序やカードの配置をした場合、このラウンドは無効となり、
+    すべての賭け金を返金する必要があります" """
+    t = Table()
+    t.shoe("triple-face-jp")
+    t.round("R1", "AS,2S,3S")
+    assert t.refused(ReportMisdeal, round_id="R1", role="device",
+                     reason_text="wrong box") == "role_not_allowed"
+    events = t.ok(ReportMisdeal, round_id="R1", reason_text="P2's card laid in P3's box")
+    assert types(events) == ["round_voided"] and events[0].reason_code == "misdeal"
+    # a misdeal seen once the round was complete annuls it: its bets are refunded too
+    t.round("R2", "AS,2S,3S,4S,5S,6S,7S,8S,9S,TS,JS,QS,KS")
+    events = t.ok(ReportMisdeal, round_id="R2", reason_text="dealt in the wrong order")
+    assert types(events) == ["round_annulled"] and events[0].reason_code == "misdeal"
+    assert t.refused(ReportMisdeal, round_id="R2", reason_text="again") \
+        == "round_already_annulled"
+    assert_rebuilds(t)
+
+
+def test_seed002_and_seed000_s5_a_misplaced_card_is_corrected_not_voided():
+    """Seed 002: "pengawas akan memperbaiki posisi kartu sesuai dengan posisi pada layar
+    komputer"; seed 000 §5 "Penyusunan ulang kartu akan dilakukan"."""
+    for profile, burns in (("sbo-baccarat", 0), ("triple-face-id", 4)):
+        t = Table()
+        t.shoe(profile)
+        t.round("R1", "9S,2H", burns=burns)
+        events = t.ok(ReportMisdeal, round_id="R1", reason_text="card in the wrong box")
+        assert types(events) == ["misdeal_corrected"]
+        assert t.state.round.phase == "dealing" and t.state.round.cards == ["9S", "2H"]
+        assert_rebuilds(t)
+
+
+# --- item 6: burn counts both ways ---------------------------------------------------------
+
+def test_seed004_s2_one_burn_before_each_hand_a_second_is_refused():
+    """"1 kartu akan di buang di sebelum permulaan di setiap hand." """
+    t = big_small()
+    t.ok(Burn, card=parse_card("4D"))
+    assert t.refused(Burn, card=parse_card("4C")) == "too_many_burns"
+    t.ok(OpenRound, round_id="R1", dealer="Ayu")
+    assert t.refused(Burn) == "too_many_burns"
+    t.close("R1")
+    scan(t, "R1", "9S,2H,KD,5C")
+    t.ok(Burn)  # the next hand's burn
+
+
+def test_seed000_s1_four_burns_before_each_hand_a_fifth_is_refused():
+    """"4 kartu akan di – skip (diabaikan) sebelum awal dari tiap hand." """
+    t = Table()
+    t.shoe("triple-face-id")
+    for card in parse_cards("2C,3C,4C,5C"):
+        t.ok(Burn, card=card)
+    assert t.refused(Burn, card=parse_card("6C")) == "too_many_burns"
+
+
+def test_seed002_no_burn_card_any_burn_is_refused():
+    """"Tidak ada Burn Card. Dealer tidak membuang kartu di dalam permainan." """
+    t = Table()
+    t.shoe("sbo-baccarat")
+    assert t.refused(Burn, card=parse_card("4C")) == "no_burn_at_table"
+    t.ok(OpenRound, round_id="R1", dealer="Ayu")
+    assert t.refused(Burn) == "no_burn_at_table"
+    assert t.refused(ReportBurnError, round_id="R1", reason_text="x") == "no_burn_at_table"
+
+
+def test_seed004_s2_a_burning_error_voids_the_hand():
+    """"Kesalahan dalam pembuangan kartu/Burn Card akan mengakibatkan hasil di batalkan pada
+    hand tertentu." """
+    t = big_small()
+    t.round("R1", "9S,2H", burns=1)
+    events = t.ok(ReportBurnError, round_id="R1", reason_text="the burn card was dealt")
+    assert types(events) == ["round_voided"] and events[0].reason_code == "burn_error"
+    assert t.state.shoe is not None  # the shoe goes on
+    assert_rebuilds(t)
+
+
+# --- item 7: seed 000 §1, reshuffle and redeal ----------------------------------------------
+
+def test_seed000_s1_burning_error_before_player1_second_card_reshuffles_and_redeals():
+    """"Kartu akan dikocok ulang apabila kesalahan dalam prosedur card burning sudah
+    diketahui sebelum pembagian kartu kedua pada Hand Player 1." """
+    t = Table()
+    t.shoe("triple-face-id")
+    t.round("R1", "JS,QS,KS,AH", burns=4)  # P1, P2, P3, Banker: P1's second card is next
+    events = t.ok(ReportBurnError, round_id="R1", reason_text="three cards burned, not four")
+    assert types(events) == ["round_redealt"]
+    assert [str(c) for c in events[0].set_aside] == ["JS", "QS", "KS", "AH"]
+    assert t.state.round_status["R1"] == "open" and t.state.round.cards == []
+    assert t.refused(ScanCard, round_id="R1", card=parse_card("JS")) == "burns_required"
+    for card in parse_cards("2C,3C,4C,5C"):  # the reshuffled deck holds every card again
+        t.ok(Burn, card=card)
+    done = scan(t, "R1", TF_ROUND)[-1]
+    assert done.type == "round_completed" and [str(c) for c in done.cards] == TF_ROUND.split(",")
+    assert_rebuilds(t)
+    # game-evaluation settles the redealt cards, not the ones set aside
+    view, results = TableView(table_id="T1"), []
+    for event in t.events:
+        seen = observe(view, event)
+        view, results = seen.view, results + ([seen.result] if seen.result else [])
+    assert len(results) == 1 and [str(c) for c in results[0].cards] == TF_ROUND.split(",")
+
+
+def test_seed000_s1_burning_error_after_player1_second_card_voids_the_hand():
+    """"Sebaliknya, pihak manajemen mempunyai hak untuk membatalkan / void kartu pada Hand
+    yang salah / error." """
+    t = Table()
+    t.shoe("triple-face-id")
+    t.round("R1", "JS,QS,KS,AH,2H", burns=4)  # the fifth card is Player 1's second
+    events = t.ok(ReportBurnError, round_id="R1", reason_text="found late")
+    assert types(events) == ["round_voided"] and events[0].reason_code == "burn_error"
+
+
+# --- item 8 (table side): management voids after completion --------------------------------
+
+def test_seed000_s1_and_seed004_s2_management_annuls_a_completed_round():
+    """Seed 000 §1: "pihak manajemen mempunyai hak untuk membatalkan / void kartu pada Hand
+    yang salah"; seed 004 §2: "Managemen mempunyai wewenang untuk membantalkan pada kesalahan
+    hand"."""
+    t = big_small()
+    t.round("R1", "9S,2H,KD,5C", burns=1)
+    annul = {"round_id": "R1", "reason_code": "burn_error", "reason_text": "video review"}
+    assert t.refused(AnnulRounds, role="device", **annul) == "role_not_allowed"
+    events = t.ok(AnnulRounds, **annul)
+    assert types(events) == ["round_annulled"]
+    assert isinstance(events[0], RoundAnnulled) and events[0].supervisor == "supervisor-1"
+    assert t.refused(AnnulRounds, **annul) == "round_already_annulled"
+    assert t.refused(VoidRound, **annul) == "round_already_annulled"
+    t.round("R2", "9S", burns=1)
+    assert t.refused(AnnulRounds, **{**annul, "round_id": "R2"}) == "round_not_completed"
+    assert t.refused(AnnulRounds, **{**annul, "round_id": "R9"}) == "round_not_found"
+    assert_rebuilds(t)
+
+
+def test_seed004_s1_management_annuls_the_rest_of_a_shoe():
+    """"Tergantung pada situasi, kebijakan managemen untuk membatalkan permainan pada hasil
+    Shoe." """
+    t = big_small()
+    for n in (1, 2, 3):
+        t.round(f"R{n}", "9S,2H,KD,5C", burns=1)
+    t.round("R4", "9S", burns=1)
+    events = t.ok(AnnulRounds, round_id="R2", scope="rest_of_shoe", reason_code="other",
+                  reason_text="shoe found to be short a deck")
+    assert types(events) == ["round_annulled", "round_annulled", "round_voided", "shoe_ended"]
+    assert [e.round_id for e in events[:3]] == ["R2", "R3", "R4"]
+    assert t.state.round_status == {"R1": "completed", "R2": "annulled", "R3": "annulled",
+                                    "R4": "voided"}
+    assert t.refused(OpenRound, round_id="R5", dealer="Ayu") == "no_shoe"
+    assert t.refused(AnnulRounds, round_id="R2", scope="rest_of_shoe", reason_code="other",
+                     reason_text="again") == "round_already_annulled"
+    # a finished shoe: its rounds from R1 on, and the new shoe's rounds are left alone
+    t.ok(NewShoe, shoe_id="S2", profile="baccarat-big-small")
+    t.ok(ShoeFirstCard, card=parse_card("5H"))
+    t.round("R5", "9S,2H,KD,5C", burns=1)
+    events = t.ok(AnnulRounds, round_id="R1", scope="rest_of_shoe", reason_code="other",
+                  reason_text="whole shoe")
+    assert types(events) == ["round_annulled"] and events[0].round_id == "R1"
+    assert t.state.round_status["R5"] == "completed" and t.state.shoe.shoe_id == "S2"
+    assert_rebuilds(t)
+
+
+# --- item 9: events that end a shoe or close the table -------------------------------------
+
+def test_seed002_two_cards_at_once_voids_the_round_and_replaces_the_shoe():
+    """"Jika ada dua kartu atau lebih yang dibagikan secara bersamaan secara tidak sengaja,
+    putaran tersebut akan dibatalkan, semua taruhan akan dikembalikan dan kotak kartu (shoe)
+    terkait akan diganti dengan kotak baru." """
+    for reason in ("two_cards_dealt", "card_dropped"):  # and "kartu yang jatuh dari meja"
+        t = Table()
+        t.shoe("sbo-baccarat")
+        t.round("R1", "9S,2H")
+        events = t.ok(VoidRound, round_id="R1", reason_code=reason, reason_text="seen on video")
+        assert types(events) == ["round_voided", "shoe_ended"]
+        assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "no_shoe"
+        assert types(t.ok(NewShoe, shoe_id="S2", profile="sbo-baccarat")) == ["shoe_started"]
+        assert_rebuilds(t)
+
+
+def test_seed002_an_extra_card_after_the_game_stands_and_replaces_the_shoe():
+    """"Jika dealer memberikan kartu tambahan setelah permainan saat ini selesai, hasil
+    permainan saat ini akan dianggap sah dan kotak tersebut akan diganti dengan kotak yang
+    baru." """
+    t = Table()
+    t.shoe("sbo-super-six")
+    t.round("R1", "9S,2H,KD,5C")
+    events = t.ok(ScanCard, round_id="R1", card=parse_card("3H"))
+    assert types(events) == ["surplus_card_recorded", "shoe_ended"]
+    assert t.state.round_status["R1"] == "completed"
+    assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "no_shoe"
+    assert_rebuilds(t)
+
+
+def test_seed004_s4_an_exposed_card_voids_the_hand_and_the_shoe():
+    """"adanya kartu yang terbuka( Sedikit kartu tebuka) selama permainan akan menyebabkan
+    pembatalan pada hand dan shoe." """
+    t = big_small()
+    t.round("R1", "9S,2H", burns=1)
+    events = t.ok(VoidRound, round_id="R1", reason_code="card_exposed", reason_text="flashed")
+    assert types(events) == ["round_voided", "shoe_ended"]
+    assert t.refused(Burn) == "no_shoe"
+
+
+def test_seed000_s4_a_dropped_card_voids_the_hand_and_the_shoe_goes_on():
+    """"hand yang bersangkutan akan di void dan shoe akan dilanjutkan." """
+    t = Table()
+    t.shoe("triple-face-id")
+    t.round("R1", "JS,QS", burns=4)
+    events = t.ok(VoidRound, round_id="R1", reason_code="card_dropped", reason_text="floor")
+    assert types(events) == ["round_voided"]
+    t.round("R2", TF_ROUND, burns=4)
+    assert t.state.round_status["R2"] == "completed"
+
+
+def test_seed002_an_operator_system_failure_closes_the_table_until_a_supervisor_reopens():
+    """"Kerusakan sistem operator dan/atau kegagalan perangkat keras selama Live Baccarat
+    berlangsung akan membatalkan permainan dan meja terkait akan ditutup." """
+    t = Table()
+    t.shoe("sbo-tiger")
+    t.round("R1", "9S,2H")
+    events = t.ok(VoidRound, round_id="R1", reason_code="system_failure",
+                  reason_text="scanner server down")
+    assert types(events) == ["round_voided", "table_closed"]
+    assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "table_closed"
+    assert t.refused(NewShoe, shoe_id="S2", profile="sbo-tiger") == "table_closed"
+    assert t.refused(ReopenTable, role="device", reason_text="fixed") == "role_not_allowed"
+    assert types(t.ok(ReopenTable, reason_text="server restored")) == ["table_reopened"]
+    assert t.refused(ReopenTable, reason_text="again") == "table_not_closed"
+    t.round("R2", "9S,2H,KD,5C")
+    assert t.state.round_status["R2"] == "completed"
+    assert_rebuilds(t)
+
+
+# --- item 11: profile validation -----------------------------------------------------------
+
+def _profile_data(name: str) -> dict:
+    return json.loads(resources.files("shared.profiles").joinpath(f"{name}.json")
+                      .read_text("utf-8"))
+
+
+def test_seed002_super_six_only_on_no_commission_tables():
+    """"Jenis taruhan Super Six hanya tersedia di meja Super Six (Baccarat Non Komisi)." """
+    data = _profile_data("sbo-super-six")
+    commission = {**data, "banker_mode": "commission",
+                  "bets": {**data["bets"], "banker": {"min_stake": 1000, "max_stake": 5000000,
+                                                      "pays": {"win": {"num": 19, "den": 20}}}}}
+    with pytest.raises(ProfileError, match="super_six is offered only at no-commission"):
+        parse_profile(commission)
+
+
+def test_burn_error_policy_fits_the_burn_count():
+    data = _profile_data("sbo-baccarat")
+    with pytest.raises(ProfileError, match="burn_error_policy"):
+        parse_profile({**data, "burn_error_policy": "void"})
+    with pytest.raises(ProfileError, match="burn_error_policy"):
+        parse_profile({**data, "burn_per_round": 1, "burn_error_policy": "none"})
+    with pytest.raises(ProfileError, match="Triple Face procedure"):
+        parse_profile({**data, "burn_per_round": 1, "burn_error_policy": "redeal"})
+
+
+STATED = ("decks", "burn_per_round", "betting_window_seconds", "misdeal_policy",
+          "burn_error_policy", "shoe_ends_on", "table_closes_on", "extra_card_ends_shoe")
+SHEETS = {  # profile: burns, decks, timer, misdeal, burn error, shoe ends on, table closes on
+    "sbo-baccarat": (0, 8, 30, "correct", "none", {"two_cards_dealt", "card_dropped"}),
+    "sbo-super-six": (0, 8, 30, "correct", "none", {"two_cards_dealt", "card_dropped"}),
+    "sbo-tiger": (0, 8, 30, "correct", "none", {"two_cards_dealt", "card_dropped"}),
+    "baccarat-big-small": (1, 8, 30, "correct", "void", {"card_exposed", "two_cards_dealt"}),
+    "triple-face-id": (4, 1, 30, "correct", "redeal", set()),
+    "triple-face-jp": (0, 1, 30, "void", "none", set()),
+}
+
+
+def test_each_seed_profile_states_its_burns_decks_timer_and_void_policy():
+    for name, (burns, decks, window, misdeal, burn_error, shoe_ends) in SHEETS.items():
+        data = _profile_data(name)
+        assert set(STATED) <= set(data), (name, set(STATED) - set(data))
+        profile = load_profile(name)
+        assert (profile.burn_per_round, profile.decks, profile.betting_window_seconds,
+                profile.misdeal_policy, profile.burn_error_policy) \
+            == (burns, decks, window, misdeal, burn_error), name
+        assert set(profile.shoe_ends_on) == shoe_ends, name
+        assert set(profile.table_closes_on) == {"system_failure"}, name
+        assert profile.extra_card_ends_shoe == name.startswith("sbo-"), name
