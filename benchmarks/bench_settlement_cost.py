@@ -49,6 +49,10 @@ class JsonStore:
             def bet_at(self, k):
                 raw = store.data.get(intake.order_key(table_id, round_id, k))
                 return None if raw is None else json.loads(raw)
+
+            def spot(self, key):
+                raw = store.data.get(key)
+                return None if raw is None else intake.SpotTotal.model_validate(json.loads(raw))
         return Bets()
 
     def header(self, table_id: str, round_id: str) -> intake.RoundHeader | None:
@@ -61,6 +65,8 @@ class JsonStore:
                   for k, b in t.order.items()}
         writes.update({intake.bet_key(h.table_id, h.round_id, b): json.dumps(e.model_dump(
             mode="json")) for b, e in t.entries.items()})
+        writes.update({key: json.dumps(spot.model_dump(mode="json"))
+                       for key, spot in t.spots.items()})
         writes[intake.round_key(h.table_id, h.round_id)] = json.dumps(h.model_dump(mode="json"))
         self.data.update(writes)
         out = [record.model_dump_json().encode() for _, _, record in t.out]

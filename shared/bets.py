@@ -31,6 +31,13 @@ ALL_POSITIONS: tuple[Position, ...] = (1, 2, 3, "banker")
 #   single  - the chosen hand's own three cards (Triple Face)
 Basis = Literal["points", "pairs", "versus", "single"]
 
+# Seed 002, Tiger Baccarat: "the casino may limit the placement of any or all of the Tiger
+# wagers to those players who also have a Baccarat wager on the Player's Hand, Banker's
+# Hand or Tie" (profile setting `tiger_needs_main_bet`).
+TIGER_WAGERS: frozenset[str] = frozenset(
+    {"tiger", "big_tiger", "small_tiger", "tiger_tie", "tiger_pair"})
+MAIN_BETS: tuple[str, ...] = ("player", "banker", "tie")
+
 
 class Resolution(NamedTuple):
     outcome: Outcome

@@ -29,9 +29,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.events.wallet_events import TxKind, WalletTransaction, tx_id
 
 CREDITS: frozenset[str] = frozenset({"deposit", "bet_refund", "payout"})
+# the one debit applied in full even when the balance cannot cover it: a management void
+# takes a payout back whatever the player did with it since (docs/decisions/acceptance.md)
+UNCOVERED_DEBITS: frozenset[str] = frozenset({"payout_reversal"})
 RECENT_TXS = 16  # movements an account remembers; the wallet's batches never apply more
 #                  than this many commands of one player between two flushes
-BetStatus = Literal["placed", "rejected", "settled", "voided"]
+# "reversed": a settled bet whose settlement a management void took back; its refund
+# (`voided`) follows
+BetStatus = Literal["placed", "rejected", "settled", "reversed", "voided"]
 
 
 class BetRecord(BaseModel):
@@ -55,7 +60,8 @@ class Account(BaseModel):
 
     player_id: str
     currency: str
-    balance: int = Field(default=0, ge=0)
+    balance: int = Field(default=0, description="Minor units; below zero only after a "
+                                                "payout_reversal it could not cover")
     tx_count: int = 0
     recent: dict[str, tuple[int, int]] = Field(
         default_factory=dict, description="tx_id -> (seq, balance_after) of the last "
@@ -135,7 +141,8 @@ def apply(account: Account, movement: Movement, now: datetime, indexed: int | No
     if movement.amount <= 0:
         return Refusal("bad_amount", f"amount must be a positive integer, got {movement.amount}")
     credit = movement.kind in CREDITS
-    if not credit and movement.amount > account.balance:
+    if not credit and movement.kind not in UNCOVERED_DEBITS \
+            and movement.amount > account.balance:
         return Refusal(
             "insufficient_funds",
             f"balance {account.balance} does not cover {movement.kind} of {movement.amount}",
@@ -153,6 +160,38 @@ def apply(account: Account, movement: Movement, now: datetime, indexed: int | No
         recent = dict(list(recent.items())[-RECENT_TXS:])
     updated = account.model_copy(update={"balance": balance, "tx_count": seq, "recent": recent})
     return Applied(updated, seq, tx)
+
+
+class SpotRecord(BaseModel):
+    """A player's running total on one spot (table, round, bet id, position): seed 002's
+    table maximum applies to it. `recent`: (debit seq, stake) of its last RECENT_TXS
+    contributions, so a contribution whose account write a crash lost (its seq is past the
+    account's `tx_count`) is not counted. Bounded; the key expires like the bet records."""
+
+    model_config = ConfigDict(frozen=True)
+
+    total: int = 0
+    recent: tuple[tuple[int, int], ...] = ()
+
+
+def spot_total(account: Account, record: SpotRecord | None) -> int:
+    """The spot's total as the account knows it (contributions past tx_count never happened)."""
+    if record is None:
+        return 0
+    return record.total - sum(stake for seq, stake in record.recent if seq > account.tx_count)
+
+
+def add_to_spot(account: Account, record: SpotRecord | None, seq: int, stake: int
+                ) -> SpotRecord | None:
+    """The spot with the stake debited under `seq` added (`account`: as it was before the
+    debit), or None when it is counted already (the debit was applied before, and so was
+    its spot write; only the bet record was lost in a crash)."""
+    recent = record.recent if record else ()
+    if seq <= account.tx_count and any(s == seq for s, _ in recent):
+        return None
+    kept = tuple((s, a) for s, a in recent if s <= account.tx_count)
+    recent = (*kept, (seq, stake))[-RECENT_TXS:]
+    return SpotRecord(total=spot_total(account, record) + stake, recent=recent)
 
 
 def signed_sum(txs: list[WalletTransaction]) -> int:

@@ -12,7 +12,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from shared.baccarat import BaccaratResult
-from shared.bets import BetRule, Outcome, Position, resolve, rule_for
+from shared.bets import TIGER_WAGERS, BetRule, Outcome, Position, resolve, rule_for
 from shared.money import returned_on_win
 from shared.profile import BaccaratProfile, TripleFaceProfile
 from shared.triple_face import TripleFaceResult
@@ -20,7 +20,7 @@ from shared.triple_face import TripleFaceResult
 AnyProfile = BaccaratProfile | TripleFaceProfile
 BetErrorCode = Literal[
     "unknown_bet", "bet_not_offered", "bad_position", "below_minimum", "above_maximum",
-    "wrong_game", "bad_stake", "malformed_bet",
+    "wrong_game", "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",
 ]
 
 
@@ -94,6 +94,31 @@ def validate_bet(bet: Bet, profile: AnyProfile) -> None:
         raise BetError(
             "above_maximum",
             f"stake {bet.stake} is above the {bet.bet!r} maximum of {spec.max_stake}",
+        )
+
+
+def validate_in_round(bet: Bet, profile: AnyProfile, spot_before: int,
+                      has_main_bet: bool) -> None:
+    """Acceptance within the round, after `validate_bet`: seed 002's table maximum applies
+    to the player's total on one spot (bet id and position) in one round ("hingga nilai
+    taruhan maksimal di meja itu"): `spot_before` is what the player already has there. A
+    Tiger wager needs a Player, Banker or Tie bet of the same player in the round when the
+    profile says so (`has_main_bet`)."""
+    spec = profile.bets[bet.bet]
+    if spot_before + bet.stake > spec.max_stake:
+        raise BetError(
+            "spot_maximum",
+            f"{spot_before} already on {bet.bet!r}"
+            + (f" position {bet.position!r}" if bet.position is not None else "")
+            + f" this round: {bet.stake} more would pass the table maximum of "
+              f"{spec.max_stake} per spot",
+        )
+    if bet.bet in TIGER_WAGERS and getattr(profile, "tiger_needs_main_bet", False) \
+            and not has_main_bet:
+        raise BetError(
+            "needs_main_bet",
+            f"{bet.bet!r} is taken at this table only from a player with a Player, Banker "
+            "or Tie bet in the round (seed 002, Tiger Baccarat)",
         )
 
 

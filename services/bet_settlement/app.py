@@ -32,7 +32,7 @@ from services.infra.batching import Record, processing, publish_all, run_batches
 from services.infra.clock import SystemClock
 from services.infra.faust_app import make_app, recovering
 from services.infra.settings import get_settings
-from shared.events.bet_events import BetPlaced
+from shared.events.bet_events import BET_INTAKE, IntakeMark
 from shared.events.results import RoundResultPublished
 from shared.events.table import RoundOpened, RoundVoided, parse_table_event
 
@@ -80,6 +80,22 @@ class StoredBets:
     def bet_at(self, ordinal: int) -> str | None:
         return rounds.get(intake.order_key(self.table_id, self.round_id, ordinal))
 
+    def spot(self, key: str) -> intake.SpotTotal | None:
+        """The spot's total as the header knows it. Spot totals are written before the
+        header in the same changelog partition, so a crash can keep a total whose last
+        contributors are past the header's count (never recorded): walk back through their
+        entries (each holds the total before it and the previous contributor)."""
+        raw = rounds.get(key)
+        spot = None if raw is None else intake.SpotTotal.model_validate(raw)
+        return intake.effective_spot(spot, self.received, self._written_at)
+
+    def _written_at(self, ordinal: int) -> intake.BetEntry | None:
+        """The entry last written for `ordinal`, even one its header never counted."""
+        bet_id = self.bet_at(ordinal)
+        raw = None if bet_id is None else rounds.get(
+            intake.bet_key(self.table_id, self.round_id, bet_id))
+        return None if raw is None else intake.BetEntry.model_validate(raw)
+
 
 def load(table_id: str, round_id: str) -> intake.RoundHeader | None:
     raw = rounds.get(intake.round_key(table_id, round_id))
@@ -92,6 +108,8 @@ def save(before: intake.RoundHeader | None, t: intake.Transition) -> None:
         rounds[intake.order_key(h.table_id, h.round_id, ordinal)] = bet_id
     for bet_id, entry in t.entries.items():
         rounds[intake.bet_key(h.table_id, h.round_id, bet_id)] = entry.model_dump(mode="json")
+    for key, spot in t.spots.items():  # after the entries they walk back through
+        rounds[key] = spot.model_dump(mode="json")
     if h != before:
         rounds[intake.round_key(h.table_id, h.round_id)] = h.model_dump(mode="json")
     waiting = pending_rounds.get(h.table_id) or []
@@ -123,10 +141,12 @@ def step(source: str, raw: bytes, published_at: datetime | None = None
          ) -> list[intake.Output]:
     now = clock.now()
     if source == "bets.placed":
-        bet = BetPlaced.model_validate_json(raw)
-        before = load(bet.table_id, bet.round_id)
-        bets = StoredBets(bet.table_id, bet.round_id, before)
-        return commit(before, bets, intake.place(before, bets, bet, now))
+        record = BET_INTAKE.validate_json(raw)
+        before = load(record.table_id, record.round_id)
+        bets = StoredBets(record.table_id, record.round_id, before)
+        if isinstance(record, IntakeMark):
+            return commit(before, bets, intake.apply_mark(before, bets, record, now))
+        return commit(before, bets, intake.place(before, bets, record, now))
     if source == "round.results":
         result = RoundResultPublished.model_validate_json(raw)
         before = load(result.table_id, result.round_id)

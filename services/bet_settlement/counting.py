@@ -26,7 +26,7 @@ KNOWN_BETS = frozenset(bet for rules in GAME_RULES.values() for bet in rules)
 REJECTION_REASONS = (
     "unknown_round", "round_closed", "duplicate_bet_id", "unknown_profile", "unknown_bet",
     "bet_not_offered", "bad_position", "below_minimum", "above_maximum", "wrong_game",
-    "bad_stake", "malformed_bet",
+    "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",
 )
 
 
@@ -51,7 +51,9 @@ def fresh(before: RoundBets | None, after: HasProfile, published: Iterable[BaseM
             continue
         known = before.entry(record.bet_id) if before is not None else None
         if isinstance(record, BetSettled):
-            if known is None or known.settlement is None:
+            if known is None or known.settlement is None or (  # or an annulment's refund
+                    known.refund is None
+                    and record.settlement_id != known.settlement.settlement_id):
                 out.settlements.append(record)
         elif known is None or known.decision != record:
             out.decisions.append(record)

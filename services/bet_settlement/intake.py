@@ -18,18 +18,36 @@ have been lost in a crash; consumers are idempotent on the ids), and never decid
 Bets that arrive before their round's RoundOpened (the topics are read independently) are
 stored undecided ("pending"); they are decided when the round opens, or rejected
 `unknown_round` when the table opens another round.
+
+A bet counts by its time (`placed_at`), not by when it is read (docs/decisions/acceptance.md):
+while the round is open, a bet placed before the announced close (`betting_closes_at`) is
+decided at once; one placed at or after it waits, undecided, for the round's BettingClosed.
+From the close (time C, status "closing") a bet placed before C is decided as it is read and
+one placed at or after C is rejected `round_closed`. The round is "closed" (its manifest
+written, every later bet rejected) once the wallet's intake marks on `bets.placed` cover
+every wallet-commands partition (each mark is written after every bet its worker stamped
+before the close), or when the round's result or void arrives, whichever is first.
+
+Seed 002's table maximum applies per spot (player, bet id, position) per round: each spot's
+running total of accepted stakes is kept under its own key (`SpotTotal`), and a Tiger wager
+needs a main bet of the same player when the profile says so (`validate_in_round`).
+
+A management void after completion (RoundAnnulled) reverses every settlement of the round
+with a `SettlementReversed`, then refunds the stake with a `void_refund` BetSettled of its
+own id: compensating records, the original settlements stay in the log.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Annotated, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from shared.bets import MAIN_BETS, TIGER_WAGERS
 from shared.events.bet_events import (
     EMPTY_DIGEST,
     BetAccepted,
@@ -37,17 +55,28 @@ from shared.events.bet_events import (
     BetPlaced,
     BetRejected,
     BetSettled,
+    IntakeMark,
     RoundManifest,
+    SettlementReversed,
+    annul_refund_id,
     digest_add,
+    reversal_id,
     settlement_id,
 )
 from shared.events.results import RoundResultPublished
-from shared.events.table import BettingClosed, RoundOpened, RoundVoided, TableEventBase
-from shared.profile import ProfileError, load_profile
-from shared.settlement import Bet, BetError, settle, validate_bet
+from shared.events.table import (
+    BettingClosed,
+    RoundAnnulled,
+    RoundOpened,
+    RoundVoided,
+    TableEventBase,
+)
+from shared.profile import ProfileError, round_profile
+from shared.settlement import Bet, BetError, settle, validate_bet, validate_in_round
 
 log = logging.getLogger(__name__)
-Status = Literal["pending", "open", "closed", "settled", "voided", "unknown"]
+Status = Literal["pending", "open", "closing", "closed", "settled", "voided", "annulled",
+                 "unknown"]
 Output = tuple[str, str, BaseModel]  # topic, key, record
 Decision = Annotated[BetAccepted | BetRejected, Field(discriminator="type")]
 
@@ -61,12 +90,31 @@ class RoundHeader(BaseModel):
     round_id: str
     status: Status = "pending"
     profile: str | None = None
+    profile_version: int | None = None  # pinned by RoundOpened: the round's rules
     received: int = 0  # distinct bet ids stored (the ordinal index runs 1..received)
     accepted: int = 0
     total_stake: int = 0  # of the accepted bets, minor units
     digest: str = EMPTY_DIGEST  # manifest digest of the accepted bet ids, kept incrementally
     manifest: RoundManifest | None = None
     cause: str | None = None  # the result id or "void:<table>:<round>" that settled it
+    closes_at: datetime | None = None  # the announced close (RoundOpened.betting_closes_at)
+    closed_at: datetime | None = None  # the close's time (BettingClosed.occurred_at)
+    deferred: int = 0  # bets placed at/after closes_at, waiting undecided for the close
+    # wallet-commands partitions whose intake marks were read (bounded by the count)
+    covered: tuple[int, ...] = ()
+    partition_count: int | None = None
+    annulled_by: str | None = None  # the RoundAnnulled's event id
+    latest_accepted: datetime | None = None  # the latest placed_at among the accepted bets
+
+
+class SpotTotal(BaseModel):
+    """A player's accepted stake on one spot (bet id, position) of the round, and the
+    ordinal of the last bet that added to it (its entry holds the total before it)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    total: int
+    last: int
 
 
 class BetEntry(BaseModel):
@@ -78,6 +126,14 @@ class BetEntry(BaseModel):
     bet: BetPlaced
     decision: Decision | None = None
     settlement: BetSettled | None = None
+    # accepted bets: the spot's total before this bet, and the ordinal of the spot's
+    # previous contributor (0: none), so a spot total a crash kept ahead of its header can
+    # be walked back
+    spot_before: int | None = None
+    spot_prev: int = 0
+    # a management void after completion: the reversal of `settlement`, then the refund
+    reversal: SettlementReversed | None = None
+    refund: BetSettled | None = None
 
 
 class RoundBets(Protocol):
@@ -87,15 +143,22 @@ class RoundBets(Protocol):
 
     def bet_at(self, ordinal: int) -> str | None: ...
 
+    def spot(self, key: str) -> SpotTotal | None:
+        """The spot's total as the round's header knows it (a total written by a write the
+        header never saw is walked back)."""
+        ...
+
 
 @dataclass(frozen=True)
 class Transition:
-    """A round's new header, the bet entries and ordinals to write, the records to publish."""
+    """A round's new header, the bet entries, ordinals and spot totals to write, the records
+    to publish."""
 
     header: RoundHeader
     entries: dict[str, BetEntry] = field(default_factory=dict)
     order: dict[int, str] = field(default_factory=dict)
     out: list[Output] = field(default_factory=list)
+    spots: dict[str, SpotTotal] = field(default_factory=dict)
 
 
 def round_key(table_id: str, round_id: str) -> str:
@@ -111,6 +174,12 @@ def order_key(table_id: str, round_id: str, ordinal: int) -> str:
     return f"{table_id}:{round_id}/n/{ordinal}"
 
 
+def spot_key(table_id: str, round_id: str, player_id: str, bet: str, position) -> str:
+    """A player's spot in the round; the player id last (it is the only part that may hold
+    '/')."""
+    return f"{table_id}:{round_id}/s/{bet}/{'-' if position is None else position}/{player_id}"
+
+
 def _facts(bet: BetFacts) -> dict:
     return {name: getattr(bet, name) for name in _FACT_FIELDS}
 
@@ -122,8 +191,26 @@ def _reject(bet: BetPlaced, code: str, message: str, now: datetime) -> BetReject
     return BetRejected(**_facts(bet), reason_code=code, message=message, decided_at=now)
 
 
+def effective_spot(spot: SpotTotal | None, received: int,
+                   written_at: Callable[[int], BetEntry | None]) -> SpotTotal | None:
+    """A stored spot total as a header that counted `received` bets knows it. Spot totals
+    are written after their entries and before the header, in one changelog partition: a
+    crash can keep a total whose last contributors are past the header's count (never
+    recorded, their bets are redelivered). Walk back through those contributors' entries
+    (`written_at(ordinal)`: each holds the total before it and the previous contributor)."""
+    while spot is not None and spot.last > received:
+        entry = written_at(spot.last)
+        if entry is None or entry.spot_before is None:
+            log.error("spot total: contributor #%d unreadable; counting from 0", spot.last)
+            return None
+        spot = SpotTotal(total=entry.spot_before, last=entry.spot_prev) \
+            if entry.spot_prev else None
+    return spot
+
+
 def _out(record: BaseModel, table_id: str) -> Output:
-    topic = "bets.settled" if isinstance(record, BetSettled) else "bets.decisions"
+    topic = "bets.settled" if isinstance(record, BetSettled | SettlementReversed) \
+        else "bets.decisions"
     return topic, table_id, record
 
 
@@ -136,6 +223,11 @@ class _Writer:
         self.entries: dict[str, BetEntry] = {}
         self.order: dict[int, str] = {}
         self.out: list[Output] = []
+        self.spots: dict[str, SpotTotal] = {}
+
+    def spot(self, key: str) -> SpotTotal | None:
+        written = self.spots.get(key)
+        return written if written is not None else self.bets.spot(key)
 
     def entry(self, bet_id: str) -> BetEntry | None:
         written = self.entries.get(bet_id)
@@ -159,28 +251,80 @@ class _Writer:
         self.out.append(_out(record, self.header.table_id))
 
     def done(self) -> Transition:
-        return Transition(self.header, self.entries, self.order, self.out)
+        return Transition(self.header, self.entries, self.order, self.out, self.spots)
 
     def decide(self, entry: BetEntry, now: datetime) -> None:
-        """Accept while open and valid for the table, else reject naming why."""
+        """Decide by the bet's time: accept if placed before the close and valid for the
+        table and the round, reject naming why; a bet placed at or after the announced
+        close while the close is not read yet waits (stored undecided)."""
         h, bet = self.header, entry.bet
         decision: BetAccepted | BetRejected
-        if h.status != "open":
+        if h.status == "open" and h.closes_at is not None and bet.placed_at >= h.closes_at:
+            self.update(deferred=h.deferred + 1)  # the close decides it
+            self.entries[bet.bet_id] = entry
+            return
+        if h.status == "closing" and h.closed_at is not None and bet.placed_at >= h.closed_at:
+            decision = _reject(bet, "round_closed",
+                               f"bet placed at {bet.placed_at.isoformat()}, at or after "
+                               f"betting on round {bet.round_id!r} closed at "
+                               f"{h.closed_at.isoformat()}", now)
+        elif h.status not in ("open", "closing"):
             reason = "unknown_round" if h.status in ("pending", "unknown") else "round_closed"
             decision = _reject(bet, reason, f"round {bet.round_id!r} is {h.status}: "
                                             "bets are accepted only while it is open", now)
         else:
-            try:
-                validate_bet(Bet(bet=bet.bet, position=bet.position, stake=bet.stake),
-                             load_profile(h.profile))
-                decision = BetAccepted(**_facts(bet), decided_at=now)
-            except (BetError, ProfileError) as exc:
-                decision = _reject(bet, getattr(exc, "code", "unknown_profile"), str(exc), now)
-        if isinstance(decision, BetAccepted):
-            self.update(accepted=h.accepted + 1, total_stake=h.total_stake + bet.stake,
-                        digest=digest_add(h.digest, bet.bet_id))
-        self.entries[bet.bet_id] = entry.model_copy(update={"decision": decision})
+            decision = self._judge(entry, now)
+        self.entries[bet.bet_id] = self.entries.get(bet.bet_id, entry).model_copy(
+            update={"decision": decision})
         self.publish(decision)
+
+    def _judge(self, entry: BetEntry, now: datetime) -> BetAccepted | BetRejected:
+        """A bet placed in time: the table's rules, then the round's (spot maximum, Tiger
+        with a main bet)."""
+        h, bet = self.header, entry.bet
+        key = spot_key(h.table_id, h.round_id, bet.player_id, bet.bet, bet.position)
+        spot = self.spot(key)
+        before = spot.total if spot is not None else 0
+        try:
+            profile = round_profile(h.profile, h.profile_version)
+            b = Bet(bet=bet.bet, position=bet.position, stake=bet.stake)
+            validate_bet(b, profile)
+            needs_main = bet.bet in TIGER_WAGERS and getattr(profile, "tiger_needs_main_bet",
+                                                             False)
+            validate_in_round(b, profile, before,
+                              not needs_main or self._has_main_bet(bet.player_id))
+        except (BetError, ProfileError) as exc:
+            return _reject(bet, getattr(exc, "code", "unknown_profile"), str(exc), now)
+        self.update(accepted=h.accepted + 1, total_stake=h.total_stake + bet.stake,
+                    digest=digest_add(h.digest, bet.bet_id),
+                    latest_accepted=max(filter(None, (h.latest_accepted, bet.placed_at))))
+        self.spots[key] = SpotTotal(total=before + bet.stake, last=entry.ordinal)
+        self.entries[bet.bet_id] = entry.model_copy(
+            update={"spot_before": before, "spot_prev": spot.last if spot else 0})
+        return BetAccepted(**_facts(bet), decided_at=now)
+
+    def _has_main_bet(self, player_id: str) -> bool:
+        h = self.header
+        return any((s := self.spot(spot_key(h.table_id, h.round_id, player_id, main, None)))
+                   is not None and s.total > 0 for main in MAIN_BETS)
+
+    def cut(self, closed_at: datetime, now: datetime) -> None:
+        """Betting closed at `closed_at`: the bets that waited for it are decided by it."""
+        h = self.header
+        if h.latest_accepted is not None and h.latest_accepted >= closed_at:
+            # an early close (before the announced time) read after bets stamped after it
+            # were accepted: they stand (a bet is final once accepted); reported
+            log.warning("round %s of table %s closed early at %s, after bets placed as late "
+                        "as %s were accepted; they stand", h.round_id, h.table_id,
+                        closed_at.isoformat(), h.latest_accepted.isoformat())
+        waiting = h.deferred
+        self.update(status="closing", closed_at=closed_at, deferred=0)
+        if waiting:
+            self.decide_pending(now)
+
+    def intake_complete(self) -> bool:
+        h = self.header
+        return h.partition_count is not None and set(range(h.partition_count)) <= set(h.covered)
 
     def decide_pending(self, now: datetime) -> None:
         for entry in self.walk():
@@ -194,10 +338,11 @@ class _Writer:
             self.decide_pending(now)
 
     def close(self, closed_at: datetime) -> None:
+        """The manifest: no bet is accepted from now on."""
         h = self.header
         manifest = RoundManifest(table_id=h.table_id, round_id=h.round_id,
                                  bet_count=h.accepted, total_stake=h.total_stake,
-                                 digest=h.digest, closed_at=closed_at)
+                                 digest=h.digest, closed_at=h.closed_at or closed_at)
         self.update(status="closed", manifest=manifest)
         self.publish(manifest)
 
@@ -222,6 +367,10 @@ class _Writer:
         for entry in self.walk():
             if entry.settlement is not None:
                 self.publish(entry.settlement)
+            if entry.reversal is not None:
+                self.publish(entry.reversal)
+            if entry.refund is not None:
+                self.publish(entry.refund)
 
 
 def _new(header: RoundHeader | None, table_id: str, round_id: str) -> RoundHeader:
@@ -264,15 +413,38 @@ def apply_table_event(header: RoundHeader | None, bets: RoundBets, event: TableE
     status = w.header.status
     if isinstance(event, RoundOpened):
         if status == "pending":
-            w.update(status="open", profile=event.profile)
+            w.update(status="open", profile=event.profile, profile_version=event.profile_version,
+                     closes_at=event.betting_closes_at)
             w.decide_pending(now)
     elif isinstance(event, BettingClosed):
         if status == "open":
-            w.close(event.occurred_at)
+            w.cut(event.occurred_at, now)
+            if w.intake_complete():  # the wallet's marks were read before the close
+                w.close(event.occurred_at)
         elif w.header.manifest is not None:
             w.publish(w.header.manifest)
     elif isinstance(event, RoundVoided):
         _void(w, event, now)
+    elif isinstance(event, RoundAnnulled):
+        _annul(w, event, now)
+    return w.done()
+
+
+def apply_mark(header: RoundHeader | None, bets: RoundBets, mark: IntakeMark, now: datetime
+               ) -> Transition:
+    """A wallet worker's intake mark: its partitions' bets placed before the close are all
+    read. When the marks cover every partition after the close, the round closes."""
+    w = _Writer(_new(header, mark.table_id, mark.round_id), bets)
+    h = w.header
+    if h.status not in ("pending", "open", "closing"):
+        if h.manifest is not None and h.status == "closed":
+            w.publish(h.manifest)
+        return w.done()
+    covered = tuple(sorted(set(h.covered) | set(mark.partitions)))
+    if covered != h.covered or h.partition_count != mark.partition_count:
+        w.update(covered=covered, partition_count=mark.partition_count)
+    if h.status == "closing" and w.intake_complete():
+        w.close(h.closed_at or mark.through)
     return w.done()
 
 
@@ -284,12 +456,62 @@ def _void(w: _Writer, event: RoundVoided, now: datetime) -> None:
         w.republish_settlements()
         return
     w.give_up_if_pending(now)
+    if h.status == "open":  # the bets that waited for the close are decided by the void
+        w.cut(event.occurred_at, now)
     w.settle_all(lambda bet: ("void_refund", bet.stake), "voided",
                  f"void:{h.table_id}:{h.round_id}", now, result_at=event.occurred_at)
 
 
-def _by_rules(profile_name: str, published: RoundResultPublished):
-    profile = load_profile(profile_name)
+def annul_cause(table_id: str, round_id: str) -> str:
+    return f"annul:{table_id}:{round_id}"
+
+
+def _annul(w: _Writer, event: RoundAnnulled, now: datetime) -> None:
+    """A management void of a completed round: every settlement is taken back by a
+    SettlementReversed, then the stake refunded by a `void_refund` BetSettled of its own id,
+    in that order, bet by bet. Seen again: the same records again. A round annulled before
+    its result was read here is refunded like a void (no settlement to take back); its
+    result, when read, is ignored."""
+    h = w.header
+    cause = annul_cause(h.table_id, h.round_id)
+    if h.status in ("annulled", "voided"):
+        if h.status == "voided" and h.cause != cause:
+            log.error("annulment of round %s, already voided, ignored", h.round_id)
+        w.republish_settlements()
+        return
+    if h.status != "settled":
+        if h.status == "open":
+            w.cut(event.occurred_at, now)
+        w.give_up_if_pending(now)
+        w.settle_all(lambda bet: ("void_refund", bet.stake), "voided", cause, now,
+                     result_at=event.occurred_at)
+        w.update(annulled_by=event.event_id)
+        return
+    seen = 0
+    for entry in w.walk():
+        if entry.settlement is None:
+            continue
+        seen += 1
+        bet, original = entry.bet, entry.settlement
+        reversal = SettlementReversed(
+            **_facts(bet), reversal_id=reversal_id(original.settlement_id),
+            settlement_id=original.settlement_id, original_outcome=original.outcome,
+            amount=original.returned, reason_code=str(event.reason_code),
+            reason_text=event.reason_text, supervisor=event.supervisor, cause=cause,
+            reversed_at=now)
+        refund = BetSettled(**_facts(bet), settlement_id=annul_refund_id(bet.bet_id),
+                            outcome="void_refund", returned=bet.stake, cause=cause,
+                            settled_at=now, result_at=event.occurred_at,
+                            last_of_round=seen == h.accepted)
+        w.entries[bet.bet_id] = entry.model_copy(update={"reversal": reversal,
+                                                         "refund": refund})
+        w.publish(reversal)
+        w.publish(refund)
+    w.update(status="annulled", annulled_by=event.event_id)
+
+
+def _by_rules(profile_name: str, published: RoundResultPublished, version: int | None = None):
+    profile = round_profile(profile_name, version or published.profile_version)
 
     def amounts(bet: BetPlaced) -> tuple[str, int]:
         s = settle(Bet(bet=bet.bet, position=bet.position, stake=bet.stake),
@@ -303,29 +525,36 @@ def apply_result(header: RoundHeader | None, bets: RoundBets, published: RoundRe
     """Settle every accepted bet with the rule engine, once. `result_at`: when the result was
     published (the record's broker timestamp), else the result's own time."""
     w = _Writer(_new(header, published.table_id, published.round_id), bets)
-    if w.header.status in ("settled", "voided"):
-        if w.header.status == "voided":
+    if w.header.status in ("settled", "voided", "annulled"):
+        if w.header.status == "voided" and not _annulled(w.header):
             log.error("result %s for voided round %s ignored", published.result_id,
                       w.header.round_id)
         w.republish_settlements()
         return w.done()
     if w.header.status == "open":  # the result came before the close: close first
+        w.cut(w.header.closes_at or published.occurred_at, now)
+    if w.header.status == "closing":  # the result ends the wait for late bets
         w.close(published.occurred_at)
     w.give_up_if_pending(now)
-    w.settle_all(_by_rules(w.header.profile or published.profile, published), "settled",
+    w.settle_all(_by_rules(w.header.profile or published.profile, published,
+                           w.header.profile_version), "settled",
                  published.result_id, now, result_at=result_at or published.occurred_at,
                  last_card_at=published.last_card_at)
     return w.done()
+
+
+def _annulled(header: RoundHeader) -> bool:
+    return header.annulled_by is not None
 
 
 def conflicts(header: RoundHeader | None, bets: RoundBets,
               record: RoundResultPublished | RoundVoided) -> list[str]:
     """Bets of an already settled (or voided) round that `record` would settle for a
     different amount: the round is being asked to settle twice, differently."""
-    if header is None or header.status not in ("settled", "voided"):
+    if header is None or header.status not in ("settled", "voided") or _annulled(header):
         return []
     amounts = ((lambda bet: ("void_refund", bet.stake)) if isinstance(record, RoundVoided)
-               else _by_rules(header.profile or record.profile, record))
+               else _by_rules(header.profile or record.profile, record, header.profile_version))
     return sorted(e.bet.bet_id for e in _Writer(header, bets).walk()
                   if e.settlement is not None and e.settlement.returned != amounts(e.bet)[1])
 
@@ -340,6 +569,7 @@ class RoundState:
     header: RoundHeader
     entries: Mapping[str, BetEntry] = field(default_factory=dict)
     order: Mapping[int, str] = field(default_factory=dict)
+    spots: Mapping[str, SpotTotal] = field(default_factory=dict)
 
     def entry(self, bet_id: str) -> BetEntry | None:
         return self.entries.get(bet_id)
@@ -347,10 +577,14 @@ class RoundState:
     def bet_at(self, ordinal: int) -> str | None:
         return self.order.get(ordinal)
 
+    def spot(self, key: str) -> SpotTotal | None:
+        return self.spots.get(key)
+
     def apply(self, t: Transition) -> RoundState:
-        if not t.entries and not t.order:
-            return RoundState(t.header, self.entries, self.order)
-        return RoundState(t.header, {**self.entries, **t.entries}, {**self.order, **t.order})
+        if not t.entries and not t.order and not t.spots:
+            return RoundState(t.header, self.entries, self.order, self.spots)
+        return RoundState(t.header, {**self.entries, **t.entries}, {**self.order, **t.order},
+                          {**self.spots, **t.spots})
 
     @property
     def status(self) -> Status:
@@ -405,6 +639,12 @@ def on_result(state: RoundState | None, published: RoundResultPublished, now: da
               result_at: datetime | None = None) -> tuple[RoundState, list[Output]]:
     bets = state or _NO_BETS
     return _run(state, apply_result(state and state.header, bets, published, now, result_at))
+
+
+def on_mark(state: RoundState | None, mark: IntakeMark, now: datetime
+            ) -> tuple[RoundState, list[Output]]:
+    bets = state or _NO_BETS
+    return _run(state, apply_mark(state and state.header, bets, mark, now))
 
 
 def expire_pending(state: RoundState, now: datetime) -> tuple[RoundState, list[Output]]:

@@ -97,7 +97,8 @@ class CurrentRound(_Body):
 class ErrorDetail(_Body):
     code: str = Field(description="Machine-readable: unknown_round, round_closed, "
                                   "bet_not_offered, bad_position, below_minimum, "
-                                  "above_maximum, insufficient_funds, malformed_body, ...")
+                                  "above_maximum, spot_maximum, needs_main_bet, "
+                                  "insufficient_funds, malformed_body, ...")
     message: str
 
 
@@ -146,7 +147,8 @@ _ERRORS = {"400": "malformed JSON", "401": "missing or invalid credentials",
            "402": "insufficient funds", "403": "not allowed for this caller",
            "404": "unknown account, table or round",
            "409": "round closed or conflicting idempotency key",
-           "422": "invalid body or bet (not offered, bad position, limits)"}
+           "422": "invalid body or bet (not offered, bad position, limits, the "
+                  "table maximum per spot, a Tiger wager without a main bet)"}
 
 
 def _ref(model: type[BaseModel], schemas: dict) -> dict:

@@ -12,13 +12,17 @@ State that does not grow with history (every key lives in the player's partition
 - `tx-ids`        `<player>:<tx_id>`   -> seq (idempotency): compact,delete
 - `bets`          `<player>:<bet_id>`  -> BetRecord (retry answers, ending once):
                                           compact,delete
+- `spots`         `<player>/<table>/<round>/<bet>/<position>` -> SpotRecord (seed 002's
+                                          table maximum per spot per round): compact,delete
 The per-item idempotency keys expire from their changelogs after twice the topics'
 retention (`ITEM_RETENTION_MS`); nothing can be redelivered from older than that.
 
 Several workers: each owns some partitions of the commands topic; the HTTP views
 forward a player's request to the worker owning the player's partition
 (`services.infra.routing`). Every worker folds the whole of `table.events` itself into
-an in-memory view (`TableViews`), so any worker can refuse a bet at the door.
+an in-memory view (`TableViews`), so any worker can refuse a bet at the door; when it
+reads a round's BettingClosed it writes an intake mark on `bets.placed` between two of its
+agent's batches, for the partitions it owns (docs/decisions/acceptance.md).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ from pydantic import ValidationError
 from services.infra import metrics, observability
 from services.infra.batching import flush_all, processing, publish_all, run_batches
 from services.infra.clock import SystemClock
-from services.infra.faust_app import make_app
+from services.infra.faust_app import make_app, recovering
 from services.infra.settings import get_settings
 from services.wallet import counting, handlers
 from services.wallet.commands import (
@@ -45,13 +49,20 @@ from services.wallet.commands import (
     EndBet,
     Envelope,
     PlaceBet,
+    ReverseSettlement,
     Withdraw,
 )
 from services.wallet.rounds_view import TableView, fold
-from shared.events.bet_events import BET_DECISION, BetRejected, BetSettled
-from shared.events.table import parse_table_event
+from shared.events.bet_events import (
+    BET_DECISION,
+    BET_ENDING,
+    BetRejected,
+    IntakeMark,
+    SettlementReversed,
+)
+from shared.events.table import BettingClosed, parse_table_event
 from shared.events.wallet_events import WalletTransaction
-from shared.ledger import RECENT_TXS, Account, BetRecord
+from shared.ledger import RECENT_TXS, UNCOVERED_DEBITS, Account, BetRecord, SpotRecord
 
 log = logging.getLogger("croupier.wallet")
 settings = get_settings()
@@ -73,6 +84,7 @@ accounts = app.Table("accounts", **_tables)
 transactions = app.Table("transactions", **_tables)  # "<player>:<seq>" -> tx
 tx_ids = app.Table("tx-ids", extra_topic_configs=_expiring, **_tables)  # "<p>:<tx_id>" -> seq
 bets = app.Table("bets", extra_topic_configs=_expiring, **_tables)  # "<p>:<bet_id>" -> record
+spots = app.Table("spots", extra_topic_configs=_expiring, **_tables)  # spot key -> SpotRecord
 
 COMMANDS_TOPIC = f"{settings.instance}-wallet-commands"
 commands_topic = app.topic(COMMANDS_TOPIC, key_type=bytes, value_type=bytes,
@@ -128,7 +140,12 @@ def bet_of(player_id: str, bet_id: str) -> BetRecord | None:
     return None if raw is None else BetRecord.model_validate(raw)
 
 
-LOOKUPS = handlers.Lookups(tx_at=tx_at, seq_of=seq_of, bet_of=bet_of)
+def spot_of(key: str) -> SpotRecord | None:
+    raw = spots.get(key)
+    return None if raw is None else SpotRecord.model_validate(raw)
+
+
+LOOKUPS = handlers.Lookups(tx_at=tx_at, seq_of=seq_of, bet_of=bet_of, spot_of=spot_of)
 
 
 def load_account(player_id: str) -> Account | None:
@@ -144,6 +161,8 @@ def handle(account: Account | None, env: Envelope, now: datetime) -> handlers.Ou
         return handlers.operator_movement(account, cmd, now, LOOKUPS)
     if isinstance(cmd, PlaceBet):
         return handlers.place_bet(account, cmd, now, LOOKUPS)
+    if isinstance(cmd, ReverseSettlement):
+        return handlers.reverse_settlement(account, cmd, now, LOOKUPS)
     return handlers.end_bet(account, cmd, now, LOOKUPS)
 
 
@@ -155,6 +174,8 @@ def store(player_id: str, outcome: handlers.Outcome) -> None:
         tx_ids[item_key(player_id, tx.tx_id)] = seq
     for bet_id, record in outcome.bets.items():
         bets[item_key(player_id, bet_id)] = record.model_dump(mode="json")
+    for key, spot in outcome.spots.items():
+        spots[key] = spot.model_dump(mode="json")
     if outcome.account is not None:
         accounts[player_id] = outcome.account.model_dump(mode="json")
 
@@ -217,7 +238,18 @@ async def flush(pending: Pending) -> None:
         replies.resolve(env.reply_id, outcome.answer)
 
 
+# held while a batch is applied and flushed: an intake mark is stamped and sent between
+# batches, so every bet stamped before it is acknowledged first, and every later one is
+# stamped after it
+batch_lock = asyncio.Lock()
+
+
 async def apply_batch(events) -> None:
+    async with batch_lock:
+        await _apply_batch(events)
+
+
+async def _apply_batch(events) -> None:
     now = clock.now()
     pending = Pending()
     for event in events:
@@ -243,8 +275,13 @@ async def apply_batch(events) -> None:
 
 def guarded(outcome: handlers.Outcome) -> handlers.Outcome:
     """The last line of defence: an account change that would leave a negative balance is
-    never stored (the ledger rules make it impossible; if it happens, it is a breach)."""
+    never stored (the ledger rules make it impossible; if it happens, it is a breach). The
+    one exception: a payout reversal (a management void) the balance could not cover, and
+    credits after it while the balance is still below zero."""
     if outcome.account is None or outcome.account.balance >= 0:
+        return outcome
+    if outcome.txs and all(tx.kind in UNCOVERED_DEBITS or tx.signed_amount > 0
+                           for tx in outcome.txs):
         return outcome
     log.error("MONEY: a command would leave %r at balance %d; nothing stored",
               outcome.account.player_id, outcome.account.balance)
@@ -253,10 +290,15 @@ def guarded(outcome: handlers.Outcome) -> handlers.Outcome:
                             breach="negative_balance")
 
 
-def ending_command(raw: bytes) -> EndBet | None:
+def ending_command(raw: bytes) -> EndBet | ReverseSettlement | None:
     """The wallet's side of a bet-settlement record: refund or pay, or nothing to do."""
-    if b'"bet_settled"' in raw:
-        s = BetSettled.model_validate_json(raw)
+    if b'"settlement_reversed"' in raw or b'"bet_settled"' in raw:
+        s = BET_ENDING.validate_json(raw)
+        if isinstance(s, SettlementReversed):
+            return ReverseSettlement(player_id=s.player_id, bet_id=s.bet_id,
+                                     reversal_id=s.reversal_id, settlement_id=s.settlement_id,
+                                     amount=s.amount, table_id=s.table_id,
+                                     round_id=s.round_id)
         ending = "voided" if s.outcome == "void_refund" else "settled"
         return EndBet(player_id=s.player_id, bet_id=s.bet_id, ending=ending,
                       returned=s.returned, settlement_id=s.settlement_id,
@@ -302,6 +344,7 @@ class TableViews:
     def __init__(self) -> None:
         self.views: dict[str, TableView] = {}
         self.ready = asyncio.Event()
+        self.on_close = None  # (table_id, round_id) -> None: a round's betting closed
 
     def get(self, table_id: str) -> TableView | None:
         return self.views.get(table_id)
@@ -309,7 +352,24 @@ class TableViews:
     def apply(self, raw: bytes) -> None:
         event = parse(raw, parse_table_event, "table_event")
         if event is not None:
-            self.views[event.table_id] = fold(self.views.get(event.table_id), event)
+            before = self.views.get(event.table_id)
+            self.views[event.table_id] = fold(before, event)
+            if isinstance(event, BettingClosed) and self.ready.is_set() \
+                    and (before is None or event.seq > before.last_seq):
+                self.closed(event.table_id, event.round_id)
+
+    def closed(self, table_id: str, round_id: str) -> None:
+        if self.on_close is not None:
+            self.on_close(table_id, round_id)
+
+    def caught_up(self) -> None:
+        """Ready: rounds closed and not yet completed may still wait for this worker's
+        intake mark (it restarted meanwhile): mark them."""
+        self.ready.set()
+        for view in self.views.values():
+            for info in view.rounds.values():
+                if info.status == "closed":
+                    self.closed(view.table_id, info.round_id)
 
     async def follow(self, bootstrap: str, horizon_s: float = VIEW_HORIZON_S) -> None:
         consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
@@ -342,12 +402,61 @@ class TableViews:
                     positions = [await consumer.position(tp) for tp in tps]
                     if all(pos >= ends[tp] for pos, tp in zip(positions, tps, strict=True)):
                         log.info("table views caught up: %d tables", len(self.views))
-                        self.ready.set()
+                        self.caught_up()
         finally:
             await consumer.stop()
 
 
 table_views = TableViews()
+
+
+def owned_command_partitions() -> tuple[int, ...]:
+    """The wallet-commands partitions (players) this worker's agent applies."""
+    return tuple(sorted(tp.partition for tp in app.assignor.assigned_actives()
+                        if tp.topic == COMMANDS_TOPIC))
+
+
+MARK_TRIES = 20
+
+
+async def send_mark(table_id: str, round_id: str) -> None:
+    """This worker's intake mark for a round whose betting closed: taken between batches,
+    so every bet its agent stamped before `through` is already acknowledged on bets.placed,
+    and every bet it stamps later is stamped after `through` (docs/decisions/acceptance.md)."""
+    for _ in range(MARK_TRIES):  # (re)starting: wait for the assignment and the recovery
+        if owned_command_partitions() and not recovering(app):
+            break
+        await asyncio.sleep(0.5)
+    async with batch_lock:
+        partitions = owned_command_partitions()
+        if not partitions:
+            log.info("no wallet partitions here: no intake mark for %s/%s", table_id, round_id)
+            return
+        mark = IntakeMark(table_id=table_id, round_id=round_id, partitions=partitions,
+                          partition_count=settings.topic_partitions,
+                          worker=f"{settings.instance}-wallet-{settings.worker_id}",
+                          through=clock.now())
+        await publish_all(app, [("bets.placed", table_id.encode(),
+                                 mark.model_dump_json().encode())])
+
+
+_marks: set[asyncio.Task] = set()
+
+
+def schedule_mark(table_id: str, round_id: str) -> None:
+    task = asyncio.ensure_future(send_mark(table_id, round_id))
+    _marks.add(task)
+    task.add_done_callback(_mark_sent)
+
+
+def _mark_sent(task: asyncio.Task) -> None:
+    _marks.discard(task)
+    if not task.cancelled() and task.exception() is not None:
+        log.error("intake mark not sent (the round closes at its result instead): %s",
+                  task.exception())
+
+
+table_views.on_close = schedule_mark
 
 
 def load_view(table_id: str) -> TableView | None:

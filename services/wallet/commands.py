@@ -49,6 +49,11 @@ class PlaceBet(_Command):
     bet: str
     position: Position | None = None
     stake: Amount
+    # the round's rules the door read from the table's profile (not part of the bet)
+    spot_max: int | None = Field(default=None, description="Seed 002: the table maximum on "
+                                                           "one spot per round.")
+    needs_main_bet: bool = Field(default=False, description="A Tiger wager at a table that "
+                                                            "takes it only with a main bet.")
 
     def fingerprint(self) -> str:
         return f"{self.table_id}|{self.round_id}|{self.bet}|{self.position}|{self.stake}"
@@ -70,7 +75,20 @@ class EndBet(_Command):
     last_of_round: bool = False
 
 
-Command = Annotated[CreateAccount | Deposit | Withdraw | PlaceBet | EndBet,
+class ReverseSettlement(_Command):
+    """A management void took a settled bet's return back (SettlementReversed); its refund
+    (an EndBet `voided`) follows."""
+
+    type: Literal["reverse_settlement"] = "reverse_settlement"
+    bet_id: str
+    reversal_id: str
+    settlement_id: str
+    amount: int = Field(ge=0)
+    table_id: str
+    round_id: str
+
+
+Command = Annotated[CreateAccount | Deposit | Withdraw | PlaceBet | EndBet | ReverseSettlement,
                     Field(discriminator="type")]
 
 

@@ -16,15 +16,46 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from services.wallet.commands import CreateAccount, Deposit, EndBet, PlaceBet, Withdraw
+from services.wallet.commands import (
+    CreateAccount,
+    Deposit,
+    EndBet,
+    PlaceBet,
+    ReverseSettlement,
+    Withdraw,
+)
+from shared.bets import MAIN_BETS
 from shared.events.bet_events import BetPlaced
 from shared.events.wallet_events import WalletTransaction, tx_id
-from shared.ledger import Account, Applied, BetRecord, Movement, apply, known_bet, restore_tx
+from shared.ledger import (
+    Account,
+    Applied,
+    BetRecord,
+    Movement,
+    SpotRecord,
+    add_to_spot,
+    applied_seq,
+    apply,
+    known_bet,
+    restore_tx,
+    spot_total,
+)
 
 log = logging.getLogger(__name__)
 TxAt = Callable[[str, int], WalletTransaction | None]  # (player_id, seq) -> tx, if stored
 SeqOf = Callable[[str, str], int | None]  # (player_id, tx_id) -> seq it was applied under
 BetOf = Callable[[str, str], BetRecord | None]  # (player_id, bet_id) -> record
+SpotOf = Callable[[str], SpotRecord | None]  # spot key -> the player's total on it
+
+
+def spot_key(player_id: str, table_id: str, round_id: str, bet: str, position) -> str:
+    """A player's spot in a round (table and round ids and bet names hold no '/', so the
+    key reads one way even when the player id does)."""
+    return f"{player_id}/{table_id}/{round_id}/{bet}/{'-' if position is None else position}"
+
+
+def _no_spots(key: str) -> SpotRecord | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -34,6 +65,7 @@ class Lookups:
     tx_at: TxAt
     seq_of: SeqOf
     bet_of: BetOf
+    spot_of: SpotOf = _no_spots
 
 
 @dataclass(frozen=True)
@@ -53,6 +85,7 @@ class Outcome:
     txs: list[WalletTransaction] = field(default_factory=list)  # new ones
     seqs: list[int] = field(default_factory=list)  # the seq of each new tx (same order)
     bets: dict[str, BetRecord] = field(default_factory=dict)  # bet_id -> new/changed record
+    spots: dict[str, SpotRecord] = field(default_factory=dict)  # spot key -> new total
     # history records lost in a crash and rebuilt from the account (stored again, not
     # counted: no money moved now)
     restored: list[tuple[int, WalletTransaction]] = field(default_factory=list)
@@ -149,6 +182,13 @@ def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Looku
                                     f"bet {cmd.bet_id!r} was already placed with different "
                                     "table, round, bet, position or stake"))
     movement = Movement("stake_debit", cmd.bet_id, cmd.stake, cmd.table_id, cmd.round_id)
+    key = spot_key(cmd.player_id, cmd.table_id, cmd.round_id, cmd.bet, cmd.position)
+    spot = look.spot_of(key)
+    debited = applied_seq(account, movement.tx_id, look.seq_of(cmd.player_id, movement.tx_id))
+    if existing is None and debited is None:  # a new bet: the round's rules at the door
+        refused = _round_rules(account, cmd, spot, look)
+        if refused is not None:
+            return Outcome(refused)
     result = _apply(account, movement, now, look)
     if not isinstance(result, Applied):
         return Outcome(Answer.error(402 if result.code == "insufficient_funds" else 422,
@@ -166,7 +206,31 @@ def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Looku
     outcome = _moved(result, answer, debit, [("bets.placed", cmd.table_id, placed)], restored)
     if existing is None:
         outcome.bets[cmd.bet_id] = record
+        counted = add_to_spot(account, spot, result.seq, cmd.stake)
+        if counted is not None:
+            outcome.spots[key] = counted
     return outcome
+
+
+def _round_rules(account: Account, cmd: PlaceBet, spot: SpotRecord | None, look: Lookups
+                 ) -> Answer | None:
+    """Seed 002 at the wallet's door, in the agent (one player's bets in order, so two
+    bets sent at once cannot both pass): the table maximum on the player's total on one
+    spot this round, and Tiger wagers only with a main bet when the table says so.
+    Advisory like the rest of the door: bet-settlement's decision binds."""
+    before = spot_total(account, spot)
+    if cmd.spot_max is not None and before + cmd.stake > cmd.spot_max:
+        return Answer.error(422, "spot_maximum",
+                            f"{before} already on {cmd.bet!r} this round: {cmd.stake} more "
+                            f"would pass the table maximum of {cmd.spot_max} per spot")
+    if cmd.needs_main_bet and not any(
+            spot_total(account, look.spot_of(spot_key(cmd.player_id, cmd.table_id,
+                                                      cmd.round_id, main, None))) > 0
+            for main in MAIN_BETS):
+        return Answer.error(422, "needs_main_bet",
+                            f"{cmd.bet!r} is taken at this table only with a Player, Banker "
+                            "or Tie bet in the round: place that first")
+    return None
 
 
 def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups) -> Outcome:
@@ -177,12 +241,13 @@ def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups) 
                   cmd.ending, cmd.bet_id, cmd.player_id)
         return Outcome(Answer.error(409, "unknown_bet", "bet was never debited"),
                        breach="ending_for_unknown_bet")
-    if record.status not in ("placed", cmd.ending):
+    annulled = record.status == "reversed" and cmd.ending == "voided"  # refund after reversal
+    if record.status not in ("placed", cmd.ending) and not annulled:
         log.error("MONEY: bet %r already ended %s; refusing to also end it %s",
                   cmd.bet_id, record.status, cmd.ending)
         return Outcome(Answer.error(409, "bet_already_ended", record.status),
                        breach="bet_ended_twice")
-    ended_now = record.status == "placed"
+    ended_now = record.status == "placed" or annulled
     changed = {cmd.bet_id: record.model_copy(update={"status": cmd.ending})} if ended_now \
         else {}
     answer = Answer(200, {"bet_id": cmd.bet_id, "status": cmd.ending})
@@ -203,6 +268,37 @@ def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups) 
                   "the first stands", cmd.ending, cmd.bet_id, cmd.returned, tx.tx_id, tx.amount)
         outcome.breach = "tx_id_conflict"
     outcome.ended_now = ended_now
+    return outcome
+
+
+def reverse_settlement(account: Account | None, cmd: ReverseSettlement, now: datetime,
+                       look: Lookups) -> Outcome:
+    """Take a settled bet's return back (a management void after completion), once: a
+    `payout_reversal` of what the settlement returned, applied in full even when the
+    balance cannot cover it (docs/decisions/acceptance.md); the bet's refund follows."""
+    record = known_bet(account, look.bet_of(cmd.player_id, cmd.bet_id)) if account else None
+    if account is None or record is None or record.status not in ("settled", "reversed",
+                                                                   "voided"):
+        status = record.status if record else "unknown"
+        log.error("MONEY: reversal %s of bet %r of player %r, whose bet is %s",
+                  cmd.reversal_id, cmd.bet_id, cmd.player_id, status)
+        return Outcome(Answer.error(409, "not_settled", f"bet is {status}"),
+                       breach="reversal_of_unsettled_bet")
+    first = record.status == "settled"
+    changed = {cmd.bet_id: record.model_copy(update={"status": "reversed"})} if first else {}
+    answer = Answer(200, {"bet_id": cmd.bet_id, "status": "reversed"})
+    if cmd.amount == 0:  # a lost bet returned nothing: nothing to take back
+        return Outcome(answer, bets=changed)
+    movement = Movement("payout_reversal", cmd.reversal_id, cmd.amount, cmd.table_id,
+                        cmd.round_id)
+    result = _apply(account, movement, now, look)
+    assert isinstance(result, Applied), "a reversal is never refused"
+    tx, restored = _tx_of(account, movement, result, now, look)
+    outcome = _moved(result, answer, tx, restored=restored)
+    outcome.bets = changed
+    if not result.duplicate and result.account.balance < 0:
+        log.warning("MONEY: reversal %s left player %r at %d (the payout was spent); reported",
+                    cmd.reversal_id, cmd.player_id, result.account.balance)
     return outcome
 
 

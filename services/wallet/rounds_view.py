@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from shared.bets import rule_for
+from shared.bets import TIGER_WAGERS, rule_for
 from shared.events.table import (
     BettingClosed,
     RoundCompleted,
@@ -21,7 +21,7 @@ from shared.events.table import (
     RoundVoided,
     TableEventBase,
 )
-from shared.profile import ProfileError, load_profile
+from shared.profile import ProfileError, round_profile
 from shared.settlement import Bet, BetError, validate_bet
 
 KEEP_ROUNDS = 100  # per table: the view stays a few KB, whatever the table's history
@@ -34,6 +34,7 @@ class RoundInfo(BaseModel):
     round_id: str
     status: RoundStatus
     profile: str
+    profile_version: int | None = None  # as the round opened (None: an older record, v1)
     betting_closes_at: datetime
     seq: int
 
@@ -60,6 +61,7 @@ def fold(view: TableView | None, event: TableEventBase) -> TableView:
     if isinstance(event, RoundOpened):
         rounds[event.round_id] = RoundInfo(round_id=event.round_id, status="open",
                                            profile=event.profile,
+                                           profile_version=event.profile_version,
                                            betting_closes_at=event.betting_closes_at,
                                            seq=event.seq)
         current = event.round_id
@@ -92,7 +94,7 @@ def check_bet(view: TableView | None, *, table_id: str, round_id: str, bet: str,
         raise BetRefused(409, "round_closed",
                          f"betting on round {round_id!r} is closed ({info.status})")
     try:
-        profile = load_profile(info.profile)
+        profile = round_profile(info.profile, info.profile_version)
     except ProfileError as exc:
         raise BetRefused(503, "unknown_profile", str(exc)) from exc
     if profile.currency and profile.currency != currency:
@@ -105,12 +107,28 @@ def check_bet(view: TableView | None, *, table_id: str, round_id: str, bet: str,
         raise BetRefused(422, code, str(exc)) from exc
 
 
+def round_rules(view: TableView | None, round_id: str, bet: str) -> tuple[int | None, bool]:
+    """What the agent checks against the player's own bets of the round: the table maximum
+    on one spot (seed 002), and whether this bet is a Tiger wager the table takes only with
+    a main bet. (None, False) when the round or bet is unknown (the door refused already)."""
+    info = view.rounds.get(round_id) if view is not None else None
+    if info is None:
+        return None, False
+    try:
+        profile = round_profile(info.profile, info.profile_version)
+    except ProfileError:
+        return None, False
+    spec = profile.bets.get(bet)
+    needs_main = bet in TIGER_WAGERS and getattr(profile, "tiger_needs_main_bet", False)
+    return (spec.max_stake if spec is not None else None), needs_main
+
+
 def current_round_body(view: TableView) -> dict | None:
     """What a player needs to bet on the open round: ids, deadline, bets and limits."""
     info = view.rounds.get(view.current_round or "")
     if info is None:
         return None
-    profile = load_profile(info.profile)
+    profile = round_profile(info.profile, info.profile_version)
     bets = {
         name: {"min_stake": spec.min_stake, "max_stake": spec.max_stake,
                "positions": list(rule_for(profile.game, name).positions)}

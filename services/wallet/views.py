@@ -31,7 +31,7 @@ from services.wallet.api_models import (
 )
 from services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
 from services.wallet.handlers import Answer, account_body, no_account
-from services.wallet.rounds_view import BetRefused, check_bet, current_round_body
+from services.wallet.rounds_view import BetRefused, check_bet, current_round_body, round_rules
 
 log = logging.getLogger("croupier.wallet.http")
 app = w.app
@@ -235,15 +235,24 @@ class Bets:
         here(player_id)  # before reading the body: the owner reads it
         body = await parse(request, PlaceBetRequest)
         account = account_or_404(player_id, checked=True)
+        rules: dict = {}
         if w.bet_of(player_id, body.bet_id) is None:  # a retry gets its original answer
+            view = w.load_view(body.table_id)
             try:
-                check_bet(w.load_view(body.table_id), table_id=body.table_id,
+                check_bet(view, table_id=body.table_id,
                           round_id=body.round_id, bet=body.bet, position=body.position,
                           stake=body.stake, currency=account.currency, now=w.clock.now())
             except BetRefused as exc:
                 counting.refused_at_the_door(exc.code)
                 raise Problem(exc.status, exc.code, exc.message) from None
-        return await ask(Envelope(command=PlaceBet(player_id=player_id, **body.model_dump())))
+            spot_max, needs_main = round_rules(view, body.round_id, body.bet)
+            rules = {"spot_max": spot_max, "needs_main_bet": needs_main}
+        answer = await ask(Envelope(command=PlaceBet(player_id=player_id, **body.model_dump(),
+                                                     **rules)))
+        if answer.status == 422 and answer.body["error"]["code"] in ("spot_maximum",
+                                                                     "needs_main_bet"):
+            counting.refused_at_the_door(answer.body["error"]["code"])
+        return answer
 
 
 @route("/tables/{table_id}/current-round")

@@ -20,6 +20,17 @@ def settlement_id(bet_id: str) -> str:
     return f"settle:{bet_id}"
 
 
+def reversal_id(original_settlement_id: str) -> str:
+    """The id of the record that takes an original settlement back (a management void)."""
+    return f"reverse:{original_settlement_id}"
+
+
+def annul_refund_id(bet_id: str) -> str:
+    """The settlement id of the stake refund that follows a reversal: distinct from the
+    original settlement's (`settle:<bet>`), so both stand in the log."""
+    return f"annul-refund:{bet_id}"
+
+
 DIGEST_MODULUS = 2 ** 256
 EMPTY_DIGEST = "0" * 64  # the digest of a round with no accepted bet
 
@@ -57,6 +68,26 @@ class BetFacts(BaseModel):
     currency: str
 
 
+class IntakeMark(BaseModel):
+    """A wallet worker's progress marker on `bets.placed` (keyed by table id), written once
+    it has seen the round's BettingClosed: every bet it stamped before `through` is earlier
+    in this partition, every bet it stamps from now on is stamped after `through`. The
+    `partitions` are the wallet-commands partitions (players) the worker owns; when the
+    marks of a round cover all `partition_count` of them, bet-settlement knows every bet
+    placed before the close is in hand and writes the round's manifest."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    type: Literal["intake_mark"] = "intake_mark"
+    table_id: str
+    round_id: str
+    partitions: tuple[int, ...] = Field(description="Wallet-commands partitions covered.")
+    partition_count: int = Field(ge=1)
+    worker: str
+    through: AwareDatetime
+
+
 class BetPlaced(BetFacts):
     type: Literal["bet_placed"] = "bet_placed"
     debit_tx_id: str
@@ -90,6 +121,9 @@ class RoundManifest(BaseModel):
     closed_at: AwareDatetime
 
 
+BetIntake = Annotated[BetPlaced | IntakeMark, Field(discriminator="type")]
+BET_INTAKE: TypeAdapter[BetIntake] = TypeAdapter(BetIntake)
+
 BetDecision = Annotated[BetAccepted | BetRejected | RoundManifest, Field(discriminator="type")]
 BET_DECISION: TypeAdapter[BetDecision] = TypeAdapter(BetDecision)
 
@@ -110,3 +144,25 @@ class BetSettled(BetFacts):
     last_of_round: bool = Field(
         default=False, description="True on exactly one settlement of each round's batch: "
                                    "the wallet measures the round's latency when it applies it.")
+
+
+class SettlementReversed(BetFacts):
+    """A management void after completion (RoundAnnulled) takes a settled bet's return
+    back: a compensating record, never an edit of the original. Published on `bets.settled`
+    before the bet's `void_refund` BetSettled (settlement id `annul-refund:<bet>`)."""
+
+    type: Literal["settlement_reversed"] = "settlement_reversed"
+    reversal_id: str = Field(description="reverse:<original settlement id>")
+    settlement_id: str = Field(description="The original settlement this takes back.")
+    original_outcome: Literal["win", "lose", "push", "void_refund"]
+    amount: int = Field(ge=0, description="Minor units taken back: what the original "
+                                          "settlement returned (0 for a loss).")
+    reason_code: str
+    reason_text: str
+    supervisor: str
+    cause: str = Field(description="'annul:<table>:<round>'.")
+    reversed_at: AwareDatetime
+
+
+BetEnding = Annotated[BetSettled | SettlementReversed, Field(discriminator="type")]
+BET_ENDING: TypeAdapter[BetEnding] = TypeAdapter(BetEnding)

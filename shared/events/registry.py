@@ -10,7 +10,15 @@ import json
 
 from pydantic import BaseModel
 
-from shared.events.bet_events import BetAccepted, BetPlaced, BetRejected, BetSettled, RoundManifest
+from shared.events.bet_events import (
+    BetAccepted,
+    BetPlaced,
+    BetRejected,
+    BetSettled,
+    IntakeMark,
+    RoundManifest,
+    SettlementReversed,
+)
 from shared.events.inputs import INPUT_TYPES
 from shared.events.rejections import InputRefused
 from shared.events.results import RoundResultPublished
@@ -22,9 +30,9 @@ EVENTS_BY_TOPIC: dict[str, tuple[type[BaseModel], ...]] = {
     "table.events": TABLE_EVENT_TYPES,
     "dealer.rejections": (InputRefused,),
     "round.results": (RoundResultPublished,),
-    "bets.placed": (BetPlaced,),
+    "bets.placed": (BetPlaced, IntakeMark),
     "bets.decisions": (BetAccepted, BetRejected, RoundManifest),
-    "bets.settled": (BetSettled,),
+    "bets.settled": (BetSettled, SettlementReversed),
     "wallet.transactions": (WalletTransaction,),
 }
 

@@ -7,7 +7,8 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-TxKind = Literal["deposit", "withdrawal", "stake_debit", "bet_refund", "payout"]
+TxKind = Literal["deposit", "withdrawal", "stake_debit", "bet_refund", "payout",
+                 "payout_reversal"]
 
 
 def tx_id(kind: TxKind, cause_id: str) -> str:
@@ -23,9 +24,12 @@ class WalletTransaction(BaseModel):
     player_id: str
     kind: TxKind
     amount: int = Field(ge=0, description="Minor units; the direction is given by `kind`.")
-    balance_after: int = Field(ge=0)
+    balance_after: int = Field(description="Minor units. Never negative, except after a "
+                                           "payout_reversal the balance could not cover "
+                                           "(docs/decisions/acceptance.md).")
     currency: str
-    cause_id: str = Field(description="Bet id, settlement id or operator request id.")
+    cause_id: str = Field(description="Bet id, settlement id, reversal id or operator "
+                                      "request id.")
     table_id: str | None = None
     round_id: str | None = None
     occurred_at: AwareDatetime

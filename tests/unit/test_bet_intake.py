@@ -4,7 +4,7 @@ import random
 from datetime import UTC, datetime, timedelta
 
 from services.bet_settlement import intake
-from shared.events.bet_events import BetPlaced, manifest_digest
+from shared.events.bet_events import BetPlaced, IntakeMark, manifest_digest
 from shared.events.canonical import GENESIS_HASH
 from shared.events.results import RoundResultPublished
 from shared.events.table import BettingClosed, RoundOpened, RoundVoided, seal
@@ -72,15 +72,26 @@ def test_redelivered_bet_gets_the_same_decision_and_a_clashing_id_is_rejected():
     assert kinds(clash) == ["BetRejected:duplicate_bet_id"]
 
 
+def mark(partitions=(0,), count=1, round_id="R1"):
+    return IntakeMark(table_id="T1", round_id=round_id, partitions=partitions,
+                      partition_count=count, worker="w0", through=NOW + timedelta(seconds=31))
+
+
 def test_close_writes_the_manifest_once_and_late_bets_are_rejected():
     state, _ = intake.on_bet(open_round(), placed("a"), NOW)
     state, _ = intake.on_bet(state, placed("b", stake=3000), NOW)
-    closed_state, out = intake.on_table_event(state, event(BettingClosed, 2, reason="timer"), NOW)
+    closing, out = intake.on_table_event(state, event(BettingClosed, 2, reason="timer"), NOW)
+    assert out == [] and closing.status == "closing"  # waits for the wallet's marks
+    closing, out = intake.on_mark(closing, mark((0,), 2), NOW)
+    assert out == [] and closing.header.covered == (0,)
+    closed_state, out = intake.on_mark(closing, mark((1,), 2), NOW)
     manifest = out[0][2]
     assert (manifest.bet_count, manifest.total_stake) == (2, 5000)
     assert manifest.digest == manifest_digest(["b", "a"]) == closed_state.header.digest
     assert closed_state.manifest == manifest and closed_state.header.received == 2
     _, again = intake.on_table_event(closed_state, event(BettingClosed, 2, reason="timer"), NOW)
+    assert again == out
+    _, again = intake.on_mark(closed_state, mark((1,), 2), NOW)
     assert again == out
     _, late = intake.on_bet(closed_state, placed("late"), NOW)
     assert kinds(late) == ["BetRejected:round_closed"]

@@ -11,12 +11,13 @@ from shared.events.bet_events import (
     EMPTY_DIGEST,
     BetAccepted,
     BetSettled,
+    IntakeMark,
     RoundManifest,
     digest_add,
     manifest_digest,
 )
 from shared.events.table import BettingClosed, RoundVoided
-from tests.unit.test_bet_intake import NOW, event, opened, placed, result
+from tests.unit.test_bet_intake import NOW, event, kinds, opened, placed, result
 
 VOID = dict(reason_code="misdeal", reason_text="x", supervisor="S")
 
@@ -28,6 +29,7 @@ class CountingStore:
         self.header: intake.RoundHeader | None = None
         self.entries: dict[str, intake.BetEntry] = {}
         self.order: dict[int, str] = {}
+        self.spots: dict[str, intake.SpotTotal] = {}
         self.reads = 0
 
     def entry(self, bet_id):
@@ -38,12 +40,17 @@ class CountingStore:
         self.reads += 1
         return self.order.get(k)
 
+    def spot(self, key):
+        self.reads += 1
+        return self.spots.get(key)
+
     def run(self, transition_of) -> intake.Transition:
         self.reads = 0
         t = transition_of(self.header, self)
         self.header = t.header
         self.entries.update(t.entries)
         self.order.update(t.order)
+        self.spots.update(t.spots)
         return t
 
 
@@ -65,16 +72,21 @@ def test_a_bet_costs_a_constant_number_of_reads_and_writes_of_bounded_size():
     store.run(lambda h, b: intake.apply_table_event(h, b, opened(), NOW))
     sizes, reads = [], []
     for i in range(2000):
-        t = store.run(lambda h, b, i=i: intake.place(h, b, placed(f"b{i}", stake=1000 + i % 7),
-                                                     NOW))
+        t = store.run(lambda h, b, i=i: intake.place(h, b, placed(f"b{i}", stake=1000 + i % 7,
+                                                                    player=f"p{i % 50}"), NOW))
         assert len(t.entries) == len(t.order) == 1 and len(t.out) == 1
         reads.append(store.reads)
         sizes.append(len(t.header.model_dump_json()))
         sizes += [len(e.model_dump_json()) for e in t.entries.values()]
-    assert set(reads) == {1}  # one point read per bet, whatever the round's size
+    # two point reads per bet (its entry, its spot's total), whatever the round's size
+    assert set(reads) == {2}
     assert max(sizes) < 2048
     t = store.run(lambda h, b: intake.apply_table_event(h, b, event(BettingClosed, 2,
                                                                     reason="timer"), NOW))
+    assert store.reads == 0 and t.out == []  # closing: waits for the wallet's intake mark
+    t = store.run(lambda h, b: intake.apply_mark(h, b, IntakeMark(
+        table_id="T1", round_id="R1", partitions=(0,), partition_count=1, worker="w",
+        through=NOW), NOW))
     assert store.reads == 0  # the manifest comes from the header alone
     manifest = t.out[0][2]
     assert isinstance(manifest, RoundManifest)
@@ -140,7 +152,8 @@ def test_rejected_and_late_bets_are_kept_but_never_settled():
     _, again = intake.on_bet(state, placed("late"), NOW + timedelta(seconds=3))
     assert again == late  # the stored rejection, not a new one
     settled, out = intake.on_result(state, result(), NOW)
-    assert [r.bet_id for _, _, r in out] == ["a", "b"] and out[-1][2].last_of_round
+    assert kinds(out) == ["RoundManifest", "BetSettled", "BetSettled"]  # the result closed it
+    assert [r.bet_id for _, _, r in out[1:]] == ["a", "b"] and out[-1][2].last_of_round
     assert settled.header.received == 4 and settled.header.accepted == 2
 
 
