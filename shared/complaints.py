@@ -16,7 +16,8 @@ REQUIRED = ("player_id", "played_at", "dealer", "table_id", "round_id")
 
 
 class ComplaintError(ValueError):
-    """A complaint that cannot be handled; `code` says why (incomplete, out_of_window)."""
+    """A complaint that cannot be handled; `code` says why (incomplete, out_of_window,
+    before_round)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -45,8 +46,14 @@ def complaint_from(fields: dict, filed_at: datetime, override: str | None = None
 
 
 def check_window(complaint: Complaint, round_at: datetime) -> str | None:
-    """None when in time; the override note when an operator overrode a late complaint."""
+    """None when in time; the override note when an operator overrode a late complaint.
+    A complaint filed before its round began complains about nothing that had happened:
+    refused whatever the override."""
     late = complaint.filed_at - round_at
+    if late < timedelta(0):
+        raise ComplaintError("before_round",
+                             f"complaint refused: filed at {complaint.filed_at.isoformat()}, "
+                             f"before its round began ({round_at.isoformat()})")
     if late <= COMPLAINT_WINDOW:
         return None
     hours = late.total_seconds() / 3600
