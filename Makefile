@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 CROUPIER := $(VENV)/bin/croupier
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv demo test test-unit test-integration lint bench bench-e2e schemas kafka-up kafka-down kafka-status topics clean
+.PHONY: help venv demo test test-unit test-integration lint bench bench-e2e schemas profiles-release profiles-check kafka-up kafka-down kafka-status topics clean
 
 help:
 	@echo "make demo        Kafka, topics, the four services, 3 tables and 50 players, then a"
@@ -18,6 +18,8 @@ help:
 	@echo "                 the end-to-end one last (BENCH_E2E_ARGS='--quick' to shorten)"
 	@echo "make bench-e2e   the end-to-end benchmark alone: broker, four services, players, tables"
 	@echo "make schemas     write the JSON Schema of every event to schemas/"
+	@echo "make profiles-release  freeze each profile's version in shared/profiles/released/"
+	@echo "                 (refused if a released version's content changed: bump its version)"
 	@echo "make kafka-up | kafka-down | kafka-status | topics"
 	@echo "make clean       stop the broker and remove runtime state and the venv"
 
@@ -59,6 +61,12 @@ lint: venv
 
 schemas: venv
 	$(CROUPIER) schemas
+
+profiles-release: venv
+	$(CROUPIER) profiles release
+
+profiles-check: venv
+	$(CROUPIER) profiles check
 
 bench: venv
 	BENCH_E2E_ARGS="$(BENCH_E2E_ARGS)" $(PY) benchmarks/run.py

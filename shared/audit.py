@@ -15,15 +15,23 @@ from fractions import Fraction
 
 from pydantic import BaseModel
 
-from shared.events.bet_events import BetAccepted, BetPlaced, BetRejected, BetSettled, RoundManifest
+from shared.events.bet_events import (
+    BetAccepted,
+    BetPlaced,
+    BetRejected,
+    BetSettled,
+    RoundManifest,
+    SettlementReversed,
+    annul_refund_id,
+)
 from shared.events.results import RoundResultPublished
 from shared.events.wallet_events import WalletTransaction
-from shared.profile import load_profile
+from shared.profile import pin_mismatch, round_profile
 from shared.rtp import exact_rtp
 from shared.settlement import Bet, settle
 
 AuditRecord = (BetPlaced | BetAccepted | BetRejected | RoundManifest | BetSettled
-               | RoundResultPublished | WalletTransaction)
+               | SettlementReversed | RoundResultPublished | WalletTransaction)
 
 
 class InvariantCheck(BaseModel):
@@ -35,6 +43,7 @@ class InvariantCheck(BaseModel):
 
 class BetTypeReturn(BaseModel):
     profile: str
+    version: int = 1  # the profile version the rounds were settled under
     bet: str
     bets: int
     stake: int
@@ -55,6 +64,8 @@ class AuditReport(BaseModel):
     payout: int
     refunds: int
     house_result: int
+    annulled: int = 0  # settled, then reversed and refunded (a management void after completion)
+    reversals: int = 0  # payouts taken back by the wallet (payout_reversal), minor units
     deposits: int
     withdrawals: int
     balances: dict[str, int]
@@ -73,7 +84,11 @@ class Books:
     placed: dict[str, BetPlaced] = field(default_factory=dict)
     accepted: dict[str, BetAccepted] = field(default_factory=dict)
     rejected: dict[str, BetRejected] = field(default_factory=dict)
-    settled: dict[str, BetSettled] = field(default_factory=dict)
+    settled: dict[str, BetSettled] = field(default_factory=dict)  # bet id -> its settlement
+    # a management void after completion: bet id -> the reversal of its settlement, and the
+    # refund that follows it (a BetSettled `void_refund`, settlement id `annul-refund:<bet>`)
+    reversals: dict[str, SettlementReversed] = field(default_factory=dict)
+    refunds: dict[str, BetSettled] = field(default_factory=dict)
     manifests: dict[tuple[str, str], RoundManifest] = field(default_factory=dict)
     results: dict[tuple[str, str], RoundResultPublished] = field(default_factory=dict)
     txs: dict[str, WalletTransaction] = field(default_factory=dict)
@@ -91,8 +106,12 @@ class Books:
                 self._keep(self.accepted, record.bet_id, record, "bet accepted")
             case BetRejected():
                 self._keep(self.rejected, record.bet_id, record, "bet rejected")
+            case BetSettled() if record.settlement_id == annul_refund_id(record.bet_id):
+                self._keep(self.refunds, record.bet_id, record, "refund after a reversal")
             case BetSettled():
                 self._keep(self.settled, record.bet_id, record, "settlement")
+            case SettlementReversed():
+                self._keep(self.reversals, record.bet_id, record, "settlement reversal")
             case RoundManifest():
                 self._keep(self.manifests, (record.table_id, record.round_id), record, "manifest")
             case RoundResultPublished():
@@ -101,7 +120,7 @@ class Books:
     def only(self, tables: set[str], players: set[str]) -> Books:
         """The part of the books about these tables and these players (one demo session)."""
         part = Books()
-        for index in ("placed", "accepted", "rejected", "settled"):
+        for index in ("placed", "accepted", "rejected", "settled", "reversals", "refunds"):
             getattr(part, index).update({k: r for k, r in getattr(self, index).items()
                                          if r.table_id in tables})
         for index in ("manifests", "results"):
@@ -127,31 +146,42 @@ class Books:
 def _facts(record: BaseModel) -> dict:
     """A record's content without the times a redelivery may restamp."""
     return record.model_dump(exclude={"occurred_at", "decided_at", "settled_at", "placed_at",
-                                      "closed_at"})
+                                      "closed_at", "reversed_at"})
 
 
 def audit(books: Books, allow_pending: bool = True) -> AuditReport:
     sums = _sums(books)  # one pass over the ledger for every kind's total
     stake_debits, payouts, refunds = sums["stake_debit"], sums["payout"], sums["bet_refund"]
+    reversals = sums["payout_reversal"]
     voided = [s for s in books.settled.values() if s.outcome == "void_refund"]
-    settled = [s for s in books.settled.values() if s.outcome != "void_refund"]
-    pending = [b for b in books.placed if b not in books.settled and b not in books.rejected]
-    house_by_round = sum(s.stake - s.returned for s in settled)
+    # settled and standing; a settled bet later reversed and refunded counts as annulled
+    settled = [s for s in books.settled.values()
+               if s.outcome != "void_refund" and s.bet_id not in books.reversals]
+    annulled = [b for b in books.reversals if b in books.refunds]
+    unsettled = [b for b in books.placed if b not in books.settled and b not in books.rejected]
+    # in flight: never settled, or reversed and not refunded yet
+    pending = unsettled + [b for b in books.reversals
+                           if b in books.placed and b not in books.refunds]
+    house_by_round = (sum(s.stake - s.returned for s in books.settled.values()
+                          if s.outcome != "void_refund")
+                      + sum(r.amount for r in books.reversals.values())
+                      - sum(r.returned for r in books.refunds.values()))
     checks = [
         _balances_never_negative(books),
         _ledger_adds_up(books),
         _each_bet_ends_once(books, allow_pending),
         _settlements_match_rules(books),
         _wallet_follows_decisions(books),
-        _house_result_adds_up(books, stake_debits, payouts, refunds, house_by_round, pending),
+        _house_result_adds_up(books, stake_debits, payouts, refunds, reversals, house_by_round,
+                              unsettled),
         InvariantCheck(name="no conflicting records", ok=not books.conflicts,
                        checked=len(books.txs) + len(books.settled), problems=books.conflicts[:20]),
     ]
     return AuditReport(
         rounds=len(books.results), bets=len(books.placed), rejected=len(books.rejected),
-        settled=len(settled), voided=len(voided), pending=len(pending),
-        stake=stake_debits, payout=payouts, refunds=refunds,
-        house_result=stake_debits - payouts - refunds,
+        settled=len(settled), voided=len(voided), pending=len(pending), annulled=len(annulled),
+        stake=stake_debits, payout=payouts, refunds=refunds, reversals=reversals,
+        house_result=stake_debits - payouts - refunds + reversals,
         deposits=sums["deposit"], withdrawals=sums["withdrawal"],
         balances={p: txs[-1].balance_after for p, txs in sorted(books.ledger.items())},
         returns=_returns(settled, books), invariants=checks,
@@ -167,10 +197,28 @@ def _sums(books: Books) -> dict[str, int]:
 
 
 def _balances_never_negative(books: Books) -> InvariantCheck:
+    """Money a player takes out (a stake, a withdrawal) never leaves the balance negative; only
+    a payout reversal the balance could not cover may (the player owes it, and what follows
+    pays it back)."""
     bad = [f"{tx.tx_id}: balance_after {tx.balance_after}" for tx in books.txs.values()
-           if tx.balance_after < 0]
+           if tx.balance_after < 0 and tx.kind != "payout_reversal"
+           and (tx.kind in ("stake_debit", "withdrawal") or not _in_debt_by_reversal(books, tx))]
     return InvariantCheck(name="a balance never goes negative", ok=not bad,
                           checked=len(books.txs), problems=bad[:20])
+
+
+def _in_debt_by_reversal(books: Books, tx: WalletTransaction) -> bool:
+    """Whether the player's balance was last made negative by a payout reversal (a credit
+    after it may leave the balance negative still)."""
+    debt_from = None
+    for earlier in books.ledger.get(tx.player_id, []):
+        if earlier.tx_id == tx.tx_id:
+            return debt_from == "payout_reversal"
+        if earlier.balance_after >= 0:
+            debt_from = None
+        elif debt_from is None:
+            debt_from = earlier.kind
+    return False
 
 
 def _ledger_adds_up(books: Books) -> InvariantCheck:
@@ -189,14 +237,28 @@ def _ledger_adds_up(books: Books) -> InvariantCheck:
 
 
 def _each_bet_ends_once(books: Books, allow_pending: bool) -> InvariantCheck:
+    """A bet ends rejected, settled, voided, or annulled: settled, that settlement reversed,
+    then refunded (one reversal and one refund at most, only after a settlement)."""
     bad = []
-    for bet_id in books.placed:
+    for bet_id, placed in books.placed.items():
         ends = (bet_id in books.rejected) + (bet_id in books.settled)
+        reversed_, refunded = bet_id in books.reversals, bet_id in books.refunds
         if ends > 1:
             bad.append(f"bet {bet_id}: both rejected and settled")
         elif ends == 0 and not allow_pending:
-            bad.append(f"bet {bet_id}: never rejected, settled or voided")
-    for bet_id in set(books.settled) | set(books.rejected):
+            where = (placed.table_id, placed.round_id)
+            bad.append(f"bet {bet_id}: never rejected, settled or voided (round {where[1]} of "
+                       f"table {where[0]}: {'accepted' if bet_id in books.accepted else 'undecided'}"
+                       f", {'a result' if where in books.results else 'no result'} on record)")
+        if reversed_ and bet_id not in books.settled:
+            bad.append(f"bet {bet_id}: reversed, but never settled")
+        if refunded and not reversed_:
+            bad.append(f"bet {bet_id}: refunded ({annul_refund_id(bet_id)}) after its settlement "
+                       "without a reversal: paid twice")
+        elif reversed_ and not refunded and not allow_pending:
+            bad.append(f"bet {bet_id}: its settlement was reversed, the refund never followed")
+    for bet_id in set(books.settled) | set(books.rejected) | set(books.reversals) \
+            | set(books.refunds):
         if bet_id not in books.placed:
             bad.append(f"bet {bet_id}: decided but never placed")
     return InvariantCheck(name="every bet ends in exactly one of rejected, settled, voided",
@@ -214,65 +276,106 @@ def _settlements_match_rules(books: Books) -> InvariantCheck:
         if recorded is None:
             bad.append(f"{s.settlement_id}: no result for round {s.table_id}/{s.round_id}")
             continue
+        mismatch = pin_mismatch(recorded.profile, recorded.profile_version,
+                                recorded.profile_digest)
+        if mismatch:
+            bad.append(f"{s.settlement_id}: {mismatch}")
+            continue
+        # the rules the round was played under, not today's (a paytable may have changed)
         want = settle(Bet(bet=s.bet, position=s.position, stake=s.stake), recorded.result,
-                      load_profile(recorded.profile))
+                      round_profile(recorded.profile, recorded.profile_version))
         if (want.outcome, want.returned) != (s.outcome, s.returned):
             bad.append(f"{s.settlement_id}: recorded {s.outcome} {s.returned}, "
                        f"rule engine says {want.outcome} {want.returned}")
+    for r in books.reversals.values():  # takes back exactly what the settlement returned
+        original = books.settled.get(r.bet_id)
+        if original is not None and (r.settlement_id, r.original_outcome, r.amount) != (
+                original.settlement_id, original.outcome, original.returned):
+            bad.append(f"{r.reversal_id}: reverses {r.settlement_id} {r.original_outcome} "
+                       f"{r.amount}, the settlement was {original.settlement_id} "
+                       f"{original.outcome} {original.returned}")
+    for f in books.refunds.values():  # then refunds the stake
+        if (f.outcome, f.returned) != ("void_refund", f.stake):
+            bad.append(f"{f.settlement_id}: refund after a reversal {f.outcome} {f.returned}, "
+                       f"expected void_refund {f.stake}")
     return InvariantCheck(name="every settlement equals the rule engine's", ok=not bad,
-                          checked=len(books.settled), problems=bad[:20])
+                          checked=len(books.settled) + len(books.reversals) + len(books.refunds),
+                          problems=bad[:20])
 
 
 def _wallet_follows_decisions(books: Books) -> InvariantCheck:
-    """Each bet debited once for its stake; each rejection refunded, each settlement credited."""
+    """Each bet debited once for its stake; each rejection refunded, each settlement credited,
+    each reversal debited, each refund after a reversal credited: every one exactly once."""
     bad = []
     by_cause: dict[tuple[str, str], list[WalletTransaction]] = defaultdict(list)
     for tx in books.txs.values():
         by_cause[(tx.kind, tx.cause_id)].append(tx)
+
+    def moved(*causes: tuple[str, str]) -> list[int]:
+        return [tx.amount for cause in causes for tx in by_cause.get(cause, [])]
+
     for bet in books.placed.values():
-        debits = by_cause.get(("stake_debit", bet.bet_id), [])
-        if [d.amount for d in debits] != [bet.stake]:
-            bad.append(f"bet {bet.bet_id}: stake debits {[d.amount for d in debits]}, "
-                       f"stake {bet.stake}")
+        debits = moved(("stake_debit", bet.bet_id))
+        if debits != [bet.stake]:
+            bad.append(f"bet {bet.bet_id}: stake debits {debits}, stake {bet.stake}")
     for rej in books.rejected.values():
-        refunds = by_cause.get(("bet_refund", rej.bet_id), [])
-        if [r.amount for r in refunds] != [rej.stake]:
-            bad.append(f"rejected bet {rej.bet_id}: refunds {[r.amount for r in refunds]}")
+        refunds = moved(("bet_refund", rej.bet_id))
+        if refunds != [rej.stake]:
+            bad.append(f"rejected bet {rej.bet_id}: refunds {refunds}")
     for s in books.settled.values():
-        credits = (by_cause.get(("payout", s.settlement_id), [])
-                   + by_cause.get(("bet_refund", s.bet_id), [])
-                   + by_cause.get(("payout", s.bet_id), []))
+        if s.outcome == "void_refund":
+            credits = moved(("bet_refund", s.bet_id), ("payout", s.settlement_id))
+        else:  # an annulled bet's refund may also be keyed by its bet id: not counted here
+            credits = moved(("payout", s.settlement_id), ("payout", s.bet_id))
+            if s.bet_id not in books.refunds:
+                credits += moved(("bet_refund", s.bet_id))
         want = [s.returned] if s.returned else []
-        if [c.amount for c in credits] != want:
-            bad.append(f"{s.settlement_id}: credits {[c.amount for c in credits]}, "
-                       f"settlement returned {s.returned}")
+        if credits != want:
+            bad.append(f"{s.settlement_id}: credits {credits}, settlement returned {s.returned}")
+    for r in books.reversals.values():
+        debits = moved(("payout_reversal", r.reversal_id))
+        if debits != ([r.amount] if r.amount else []):
+            bad.append(f"{r.reversal_id}: wallet took back {debits}, the reversal says {r.amount}")
+    for f in books.refunds.values():
+        original = books.settled.get(f.bet_id)
+        credits = moved(("bet_refund", f.settlement_id), ("payout", f.settlement_id))
+        if original is None or original.outcome != "void_refund":
+            credits += moved(("bet_refund", f.bet_id))
+        if credits != ([f.returned] if f.returned else []):
+            bad.append(f"{f.settlement_id}: credits {credits}, refund returned {f.returned}")
     return InvariantCheck(name="the wallet moved each bet's money exactly once", ok=not bad,
-                          checked=len(books.placed) + len(books.settled), problems=bad[:20])
+                          checked=len(books.placed) + len(books.settled) + len(books.reversals)
+                          + len(books.refunds), problems=bad[:20])
 
 
 def _house_result_adds_up(books: Books, stakes: int, payouts: int, refunds: int,
-                          house_by_round: int, pending: list[str]) -> InvariantCheck:
-    in_play = sum(books.placed[b].stake for b in pending)
-    ledger = stakes - payouts - refunds
+                          reversals: int, house_by_round: int, unsettled: list[str]
+                          ) -> InvariantCheck:
+    """The ledger's house result equals the rounds': stakes less what settlements returned, plus
+    what reversals took back less what refunds after them returned (0 for an annulled bet)."""
+    in_play = sum(books.placed[b].stake for b in unsettled)
+    ledger = stakes - payouts - refunds + reversals
     ok = ledger == house_by_round + in_play
-    problem = [] if ok else [f"stakes - payouts - refunds = {ledger}, settled rounds give "
-                             f"{house_by_round} with {in_play} still in play"]
+    problem = [] if ok else [f"stakes - payouts - refunds + payout reversals = {ledger}, settled "
+                             f"rounds give {house_by_round} with {in_play} still in play"]
     return InvariantCheck(name="stakes - payouts - refunds = house result = sum over settled "
                                "rounds", ok=ok, checked=len(books.settled), problems=problem)
 
 
 def _returns(settled: list[BetSettled], books: Books) -> list[BetTypeReturn]:
-    groups: dict[tuple[str, str], list[BetSettled]] = defaultdict(list)
+    groups: dict[tuple[str, int, str], list[BetSettled]] = defaultdict(list)
     for s in settled:
         result = books.results.get((s.table_id, s.round_id))
         if result is not None:
-            groups[(result.profile, s.bet)].append(s)
-    exact_cache: dict[str, dict] = {}
+            version = round_profile(result.profile, result.profile_version).version
+            groups[(result.profile, version, s.bet)].append(s)
+    exact_cache: dict[tuple[str, int], dict] = {}
     rows = []
-    for (profile_name, bet), items in sorted(groups.items()):
-        if profile_name not in exact_cache:
-            exact_cache[profile_name] = exact_rtp(load_profile(profile_name)).bets
-        exact = exact_cache[profile_name][bet]
+    for (profile_name, version, bet), items in sorted(groups.items()):
+        if (profile_name, version) not in exact_cache:
+            exact_cache[(profile_name, version)] = exact_rtp(
+                round_profile(profile_name, version)).bets
+        exact = exact_cache[(profile_name, version)][bet]
         stake = sum(s.stake for s in items)
         returned = sum(s.returned for s in items)
         # bets on one outcome in one round win or lose together: their stakes add before
@@ -283,7 +386,8 @@ def _returns(settled: list[BetSettled], books: Books) -> list[BetTypeReturn]:
         se = math.sqrt(float(exact.variance) * sum(v * v for v in per_round.values())) / stake
         realised = Fraction(returned, stake)
         rows.append(BetTypeReturn(
-            profile=profile_name, bet=bet, bets=len(items), stake=stake, returned=returned,
+            profile=profile_name, version=version, bet=bet, bets=len(items), stake=stake,
+            returned=returned,
             realised_rtp=float(realised), exact_rtp=float(exact.rtp),
             z_score=float(realised - exact.rtp) / se if se > 0 else None,
         ))

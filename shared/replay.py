@@ -20,7 +20,10 @@ from shared.events.bet_events import (
     BetRejected,
     BetSettled,
     RoundManifest,
+    SettlementReversed,
+    annul_refund_id,
     manifest_digest,
+    reversal_id,
     settlement_id,
 )
 from shared.events.chain import verify_chain
@@ -29,14 +32,16 @@ from shared.events.table import (
     BettingClosed,
     CardBurned,
     CardDealt,
+    RoundAnnulled,
     RoundCompleted,
     RoundOpened,
+    RoundRedealt,
     RoundVoided,
     SurplusCardRecorded,
     TableEventBase,
 )
 from shared.events.wallet_events import WalletTransaction, tx_id
-from shared.profile import UnknownProfileError, load_profile
+from shared.profile import LEGACY_VERSION, ProfileError, round_profile, shipped_digest
 from shared.rounds import RoundError, evaluate_round
 from shared.settlement import Bet, settle
 
@@ -66,6 +71,11 @@ class BetLine(BaseModel):
     expected_outcome: str | None
     expected_returned: int | None
     wallet: list[str]
+    # a round annulled after it was settled: the settlement's reversal, then the stake refund
+    reversed: int | None = None
+    expected_reversed: int | None = None
+    refund: int | None = None
+    expected_refund: int | None = None
 
 
 class ReplayReport(BaseModel):
@@ -73,6 +83,8 @@ class ReplayReport(BaseModel):
     round_id: str
     player_id: str | None
     profile: str | None
+    profile_version: int | None = None  # the version the round opened with: it is settled by it
+    profile_digest: str | None = None
     game: str | None
     dealer: str | None
     shoe_id: str | None
@@ -88,6 +100,7 @@ class ReplayReport(BaseModel):
     scores: dict[str, int | str]
     winner: str | dict[str, str] | None
     void_reason: str | None
+    annul_reason: str | None = None  # a management void after completion (RoundAnnulled)
     timeline: list[TimelineEntry]
     bets: list[BetLine]
     differences: list[Difference]
@@ -115,6 +128,12 @@ def _describe(event: TableEventBase) -> str:
             return f"round complete with {len(event.cards)} cards"
         case RoundVoided():
             return f"VOIDED by {event.supervisor}: {event.reason_code} - {event.reason_text}"
+        case RoundRedealt():
+            return (f"REDEALT by {event.supervisor}: {event.reason_text}; set aside "
+                    f"{' '.join(map(str, event.set_aside)) or 'no cards'}")
+        case RoundAnnulled():
+            return (f"ANNULLED after completion by {event.supervisor}: {event.reason_code} - "
+                    f"{event.reason_text}; settlements reversed, stakes refunded")
     return getattr(event, "type", "event").replace("_", " ")
 
 
@@ -125,12 +144,15 @@ def replay_round(
     anchor: TableEventBase | None,
     result: RoundResultPublished | None,
     decisions: Sequence[BetAccepted | BetRejected | RoundManifest],
-    settlements: Sequence[BetSettled],
+    settlements: Sequence[BetSettled | SettlementReversed],
     wallet: Sequence[WalletTransaction],
     player_id: str | None = None,
+    annulment: RoundAnnulled | None = None,
 ) -> ReplayReport:
     """`events` are the table's events from the anchor's successor through the round's end;
-    `anchor` is the event just before them (None when the run starts at seq 1)."""
+    `anchor` is the event just before them (None when the run starts at seq 1). `annulment`:
+    the round's RoundAnnulled when it was read further on in the log than `events` (its own
+    hash is checked; the events between are not read)."""
     diffs: list[Difference] = []
     notes: list[str] = []
     breaks = verify_chain(events, prev_hash=anchor.hash if anchor else None,
@@ -145,20 +167,25 @@ def replay_round(
     opened = next((e for e in mine if isinstance(e, RoundOpened)), None)
     voided = next((e for e in mine if isinstance(e, RoundVoided)), None)
     completed = next((e for e in mine if isinstance(e, RoundCompleted)), None)
-    cards = [e.card for e in mine if isinstance(e, CardDealt)]
+    annulled = next((e for e in mine if isinstance(e, RoundAnnulled)), None) or annulment
+    if annulled is not None and annulled is annulment and annulment.computed_hash() != annulment.hash:
+        breaks.append(f"round_annulled at seq {annulment.seq}: altered (its hash does not match "
+                      "its content)")
+    # a redeal (seed 000 §1) sets the cards so far aside: the round is the cards after it
+    redealt = max((i for i, e in enumerate(mine) if isinstance(e, RoundRedealt)), default=-1)
+    cards = [e.card for e in mine[redealt + 1:] if isinstance(e, CardDealt)]
     surplus = [e.card for e in mine if isinstance(e, SurplusCardRecorded)]
     burns = [e.card for e in mine if isinstance(e, CardBurned)]
     if opened is None:
         diffs.append(Difference(where="table.events", expected=f"round {round_id} opened",
                                 recorded="no round_opened event in the log window"))
-    profile = None
-    if opened is not None:
-        try:
-            profile = load_profile(opened.profile)
-        except UnknownProfileError as exc:
-            diffs.append(Difference(where="round_opened.profile", expected="a known profile",
-                                    recorded=str(exc)))
-    status = "voided" if voided else "complete" if completed else "open" if opened else "unknown"
+    profile = _pinned_profile(opened, result, diffs)
+    status = ("voided" if voided else "annulled" if annulled and completed
+              else "complete" if completed else "open" if opened else "unknown")
+    if annulled is not None and completed is None:
+        diffs.append(Difference(where=f"round_annulled (seq {annulled.seq})",
+                                expected="an annulment of a completed round",
+                                recorded="the round never completed"))
 
     recomputed = None
     if profile is not None and not voided:
@@ -173,22 +200,60 @@ def replay_round(
                                 recorded=" ".join(map(str, completed.cards))))
     _compare_result(recomputed, result, voided, diffs)
 
-    bets = _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id, diffs)
+    bets = _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id, diffs,
+                 annulled)
     _compare_manifest(decisions, diffs)
     hands, scores, winner = _hands(recomputed)
     return ReplayReport(
         table_id=table_id, round_id=round_id, player_id=player_id,
-        profile=opened.profile if opened else None, game=profile.game if profile else None,
+        profile=opened.profile if opened else None,
+        profile_version=(opened.profile_version or LEGACY_VERSION) if opened else None,
+        profile_digest=opened.profile_digest if opened else None,
+        game=profile.game if profile else None,
         dealer=opened.dealer if opened else None, shoe_id=opened.shoe_id if opened else None,
         opened_at=opened.occurred_at if opened else None, status=status,
         chain_checked=len(events), chain_anchor_seq=anchor.seq if anchor else None,
         chain_breaks=[str(b) for b in breaks], cards=cards, surplus=surplus, burns=burns,
         hands=hands, scores=scores, winner=winner,
         void_reason=f"{voided.reason_code}: {voided.reason_text}" if voided else None,
+        annul_reason=(f"{annulled.reason_code}: {annulled.reason_text} (supervisor "
+                      f"{annulled.supervisor})") if annulled else None,
         timeline=[TimelineEntry(seq=e.seq, at=e.occurred_at, what=e.type, detail=_describe(e))
-                  for e in mine],
+                  for e in [*mine, *([annulment] if annulment and annulment not in mine else [])]],
         bets=bets, differences=diffs, notes=notes,
     )
+
+
+def _pinned_profile(opened: RoundOpened | None, result: RoundResultPublished | None,
+                    diffs: list[Difference]):
+    """The profile as it was when the round opened (its version; a round recorded before
+    versions: version 1), checked against the digest the round recorded. A digest that differs
+    from the shipped version's is a difference naming both; the shipped version is still used
+    to recompute, so the report shows what those rules give."""
+    if opened is None:
+        return None
+    version = opened.profile_version or LEGACY_VERSION
+    try:
+        profile = round_profile(opened.profile, opened.profile_version)
+        shipped = shipped_digest(opened.profile, version)
+    except ProfileError as exc:
+        diffs.append(Difference(where=f"round_opened (seq {opened.seq}).profile",
+                                expected=f"a shipped profile {opened.profile} v{version}",
+                                recorded=str(exc)))
+        return None
+    if opened.profile_digest is not None and opened.profile_digest != shipped:
+        diffs.append(Difference(
+            where=f"round_opened (seq {opened.seq}).profile_digest",
+            expected=f"{opened.profile} v{version} as shipped: digest {shipped}",
+            recorded=f"digest {opened.profile_digest} (the rules the round was played under "
+                     "are not the shipped version: edited in place?)"))
+    if result is not None and (result.profile, result.profile_version or LEGACY_VERSION) != (
+            opened.profile, version):
+        diffs.append(Difference(
+            where=f"round.results {result.result_id}: profile",
+            expected=f"{opened.profile} v{version} (as the round opened)",
+            recorded=f"{result.profile} v{result.profile_version or LEGACY_VERSION}"))
+    return profile
 
 
 def _compare_result(recomputed, result: RoundResultPublished | None, voided,
@@ -212,13 +277,21 @@ def _compare_result(recomputed, result: RoundResultPublished | None, voided,
 
 
 def _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id,
-          diffs: list[Difference]) -> list[BetLine]:
-    by_bet = {s.bet_id: s for s in settlements}
+          diffs: list[Difference], annulled: RoundAnnulled | None = None) -> list[BetLine]:
+    by_bet = {s.bet_id: s for s in settlements
+              if isinstance(s, BetSettled) and s.settlement_id != annul_refund_id(s.bet_id)}
+    refunds = {s.bet_id: s for s in settlements
+               if isinstance(s, BetSettled) and s.settlement_id == annul_refund_id(s.bet_id)}
+    reversals = {s.bet_id: s for s in settlements if isinstance(s, SettlementReversed)}
     txs = {tx.tx_id: tx for tx in wallet}
     lines = []
+    listed: set[str] = set()
     for d in decisions:
         if isinstance(d, RoundManifest) or (player_id and d.player_id != player_id):
             continue
+        if d.bet_id in listed:  # a decision published again after a crash: the same bet
+            continue
+        listed.add(d.bet_id)
         recorded = by_bet.get(d.bet_id)
         expected_outcome = expected_returned = None
         if isinstance(d, BetRejected):
@@ -245,20 +318,63 @@ def _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id
                     diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
                                             expected=f"{expected_outcome} {expected_returned}",
                                             recorded=f"{recorded.outcome} {recorded.returned}"))
-        moves = _check_wallet(d, recorded, expected_returned, txs, diffs)
+        reversal, refund = reversals.get(d.bet_id), refunds.get(d.bet_id)
+        annul = _annulment_of(d, recorded, expected_returned, reversal, refund,
+                              annulled is not None and isinstance(d, BetAccepted), diffs)
+        moves = _check_wallet(d, recorded, expected_returned, txs, diffs, annul)
         lines.append(BetLine(
             bet_id=d.bet_id, player_id=d.player_id, bet=d.bet, position=d.position,
             stake=d.stake, decision=decision,
             outcome=recorded.outcome if recorded else None,
             returned=recorded.returned if recorded else None,
             expected_outcome=expected_outcome, expected_returned=expected_returned,
-            wallet=moves))
+            wallet=moves, reversed=reversal.amount if reversal else None,
+            expected_reversed=annul[0] if annul else None,
+            refund=refund.returned if refund else None,
+            expected_refund=annul[1] if annul else None))
     return lines
 
 
+def _annulment_of(decision, recorded: BetSettled | None, expected_returned: int | None,
+                  reversal: SettlementReversed | None, refund: BetSettled | None,
+                  annulled: bool, diffs: list[Difference]) -> tuple[int, int] | None:
+    """For a bet of an annulled round, (what the reversal must take back, the refund): the
+    recorded settlement's return, taken back whole, then the stake. Elsewhere a reversal or a
+    refund is itself the difference."""
+    reversal_where = f"bets.settled {reversal_id(settlement_id(decision.bet_id))}"
+    refund_where = f"bets.settled {annul_refund_id(decision.bet_id)}"
+    if not annulled:
+        for record, where in ((reversal, reversal_where), (refund, refund_where)):
+            if record is not None:
+                diffs.append(Difference(where=where, expected="nothing: the round was not "
+                                        "annulled (or its annulment was not read)",
+                                        recorded=record.type))
+        return None
+    take_back = recorded.returned if recorded is not None else expected_returned or 0
+    if reversal is None:
+        diffs.append(Difference(where=reversal_where,
+                                expected=f"{settlement_id(decision.bet_id)} reversed: "
+                                         f"{take_back} taken back", recorded="no reversal"))
+    elif (reversal.settlement_id, reversal.amount) != (settlement_id(decision.bet_id), take_back):
+        diffs.append(Difference(where=reversal_where,
+                                expected=f"{settlement_id(decision.bet_id)} reversed: "
+                                         f"{take_back} taken back",
+                                recorded=f"{reversal.settlement_id} reversed: {reversal.amount} "
+                                         "taken back"))
+    if refund is None:
+        diffs.append(Difference(where=refund_where, expected=f"void_refund {decision.stake}",
+                                recorded="no refund"))
+    elif (refund.outcome, refund.returned) != ("void_refund", decision.stake):
+        diffs.append(Difference(where=refund_where, expected=f"void_refund {decision.stake}",
+                                recorded=f"{refund.outcome} {refund.returned}"))
+    return take_back, decision.stake
+
+
 def _check_wallet(decision, recorded: BetSettled | None, expected_returned: int | None,
-                  txs: dict[str, WalletTransaction], diffs: list[Difference]) -> list[str]:
-    """The stake debit, and the refund or credit the decision calls for, each exactly once."""
+                  txs: dict[str, WalletTransaction], diffs: list[Difference],
+                  annul: tuple[int, int] | None = None) -> list[str]:
+    """The stake debit, and the refund or credit the decision calls for, each exactly once;
+    for an annulled round also the reversal's debit and the refund that follows it."""
     moves = []
     wanted = [(tx_id("stake_debit", decision.bet_id), decision.stake)]
     if isinstance(decision, BetRejected):
@@ -268,6 +384,16 @@ def _check_wallet(decision, recorded: BetSettled | None, expected_returned: int 
                       tx_id("bet_refund", decision.bet_id)]
         found = next((c for c in candidates if c in txs), candidates[0])
         wanted.append((found, expected_returned))
+    if annul is not None:
+        take_back, refund = annul
+        if take_back:
+            wanted.append((tx_id("payout_reversal", reversal_id(settlement_id(decision.bet_id))),
+                           take_back))
+        candidates = [tx_id("bet_refund", annul_refund_id(decision.bet_id)),
+                      tx_id("bet_refund", decision.bet_id),
+                      tx_id("payout", annul_refund_id(decision.bet_id))]
+        found = next((c for c in candidates if c in txs and c not in dict(wanted)), candidates[0])
+        wanted.append((found, refund))
     for wanted_id, amount in wanted:
         tx = txs.get(wanted_id)
         if tx is None:
@@ -282,14 +408,18 @@ def _check_wallet(decision, recorded: BetSettled | None, expected_returned: int 
 
 
 def _compare_manifest(decisions, diffs: list[Difference]) -> None:
-    """The manifest lists exactly the bets accepted before it in the log."""
+    """The manifest lists exactly the bets accepted before it in the log, each once: a
+    decision published again (a bet redelivered after a crash) is the same bet."""
     at = next((i for i, d in enumerate(decisions) if isinstance(d, RoundManifest)), None)
     if at is None:
         return
     manifest = decisions[at]
-    accepted = [d for d in decisions[:at] if isinstance(d, BetAccepted)]
-    want = (len(accepted), sum(d.stake for d in accepted),
-            manifest_digest(d.bet_id for d in accepted))
+    accepted: dict[str, BetAccepted] = {}
+    for d in decisions[:at]:
+        if isinstance(d, BetAccepted):
+            accepted.setdefault(d.bet_id, d)
+    want = (len(accepted), sum(d.stake for d in accepted.values()),
+            manifest_digest(accepted))
     got = (manifest.bet_count, manifest.total_stake, manifest.digest)
     if want != got:
         diffs.append(Difference(where="bets.decisions round_manifest",

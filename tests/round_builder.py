@@ -11,7 +11,10 @@ from shared.events.bet_events import (
     BetAccepted,
     BetSettled,
     RoundManifest,
+    SettlementReversed,
+    annul_refund_id,
     manifest_digest,
+    reversal_id,
     settlement_id,
 )
 from shared.events.canonical import GENESIS_HASH
@@ -19,6 +22,7 @@ from shared.events.results import RoundResultPublished, result_id
 from shared.events.table import (
     BettingClosed,
     CardDealt,
+    RoundAnnulled,
     RoundCompleted,
     RoundOpened,
     ShoeStarted,
@@ -26,7 +30,7 @@ from shared.events.table import (
     seal,
 )
 from shared.events.wallet_events import WalletTransaction, tx_id
-from shared.profile import load_profile
+from shared.profile import load_profile, pinned, shipped_digest
 from shared.rounds import evaluate_round
 from shared.settlement import Bet, settle
 
@@ -38,6 +42,10 @@ class RecordedRound:
     table_id: str = "T1"
     round_id: str = "R1"
     profile: str = "sbo-baccarat"
+    # the profile version the round is played under (None: the current one); pin=False records
+    # no version, as rounds logged before profiles had versions
+    profile_version: int | None = None
+    pin: bool = True
     cards: str = "AS,3H,2D,3C,9S"
     t0: datetime = T0
     bets: tuple[tuple[str, str, str, int], ...] = (
@@ -50,11 +58,15 @@ class RecordedRound:
     wallet: list[WalletTransaction] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        profile = load_profile(self.profile)
+        version = self.profile_version or pinned(self.profile)[0]
+        profile = load_profile(self.profile, version)
+        pins = {"profile_version": version, "profile_digest": shipped_digest(self.profile, version)
+                } if self.pin else {}
         cards = parse_cards(self.cards)
         self._add(ShoeStarted, shoe_id="S1", profile=self.profile, decks=profile.decks)
         self._add(RoundOpened, shoe_id="S1", round_id=self.round_id, round_number=1,
-                  dealer="Ana", profile=self.profile, betting_closes_at=self.t0 + timedelta(seconds=30))
+                  dealer="Ana", profile=self.profile, betting_closes_at=self.t0 + timedelta(seconds=30),
+                  **pins)
         balances = {p: 100_000 for p in self.players}
         for bet_id, player, bet, stake in self.bets:
             balances[player] -= stake
@@ -77,7 +89,7 @@ class RecordedRound:
             result_id=result_id(self.table_id, self.round_id), table_id=self.table_id,
             round_id=self.round_id, shoe_id="S1", profile=self.profile, dealer="Ana",
             cards=tuple(cards), completed_seq=completed.seq, completed_hash=completed.hash,
-            occurred_at=self.t0, result=outcome)
+            occurred_at=self.t0, result=outcome, **pins)
         for d in accepted:
             s = settle(Bet(bet=d.bet, stake=d.stake), outcome, profile)
             self.settlements.append(BetSettled(
@@ -88,6 +100,42 @@ class RecordedRound:
                 self.wallet.append(self._tx(d.player_id, "payout", s.returned,
                                             settlement_id(d.bet_id), balances[d.player_id]))
 
+    def annul(self, supervisor: str = "Sari", after: timedelta | None = None,
+              refund_key: str = "bet") -> RoundAnnulled:
+        """A supervisor annuls the settled round (`after` the round's last event, default 1 s):
+        each settlement reversed (its return taken back by the wallet), then the stake refunded,
+        as bet-settlement and the wallet write it (the wallet keys the refund's credit by the
+        bet id, `bet_refund:<bet>`; refund_key="settlement" keys it `bet_refund:annul-refund:<bet>`)."""
+        self._completed_at = self.events[-1].occurred_at
+        event = self._add(RoundAnnulled, round_id=self.round_id, reason_code="card_exposed",
+                          reason_text="a card was exposed during the deal", supervisor=supervisor,
+                          at=self.events[-1].occurred_at + after if after else None)
+        balances = {tx.player_id: tx.balance_after for tx in self.wallet}
+        for original in list(self.settlements):
+            facts = original.model_dump(include={"bet_id", "player_id", "table_id", "round_id",
+                                                 "bet", "position", "stake", "currency"})
+            reversal = SettlementReversed(
+                **facts, reversal_id=reversal_id(original.settlement_id),
+                settlement_id=original.settlement_id, original_outcome=original.outcome,
+                amount=original.returned, reason_code=event.reason_code,
+                reason_text=event.reason_text, supervisor=supervisor,
+                cause=f"annul:{self.table_id}:{self.round_id}", reversed_at=event.occurred_at)
+            refund = BetSettled(**facts, settlement_id=annul_refund_id(original.bet_id),
+                                outcome="void_refund", returned=original.stake,
+                                cause=reversal.cause, settled_at=event.occurred_at)
+            self.settlements += [reversal, refund]
+            player = original.player_id
+            if reversal.amount:
+                balances[player] -= reversal.amount
+                self.wallet.append(self._tx(player, "payout_reversal", reversal.amount,
+                                            reversal.reversal_id, balances[player],
+                                            event.occurred_at))
+            balances[player] += refund.returned
+            self.wallet.append(self._tx(player, "bet_refund", refund.returned,
+                                        refund.bet_id if refund_key == "bet" else refund.settlement_id,
+                                        balances[player], event.occurred_at))
+        return event
+
     @property
     def players(self) -> list[str]:
         return sorted({player for _, player, _, _ in self.bets})
@@ -96,25 +144,28 @@ class RecordedRound:
         """(topic, key, value, timestamp) of every record, as the services would produce them."""
         out = [("table.events", self.table_id, e.model_dump_json().encode(), e.occurred_at)
                for e in self.events]
-        out.append(("round.results", self.table_id, self.result.model_dump_json().encode(),
-                    self.events[-1].occurred_at))
+        done = getattr(self, "_completed_at", None) or self.events[-1].occurred_at
+        out.append(("round.results", self.table_id, self.result.model_dump_json().encode(), done))
         out += [("bets.decisions", self.table_id, d.model_dump_json().encode(), self.t0)
                 for d in self.decisions]
         out += [("bets.settled", self.table_id, s.model_dump_json().encode(),
-                 self.events[-1].occurred_at) for s in self.settlements]
+                 s.reversed_at if s.type == "settlement_reversed" else
+                 s.settled_at if s.settlement_id.startswith("annul-refund:") else done)
+                for s in self.settlements]
         out += [("wallet.transactions", tx.player_id, tx.model_dump_json().encode(),
                  tx.occurred_at) for tx in self.wallet]
         return out
 
-    def _add(self, kind, **fields) -> TableEventBase:
+    def _add(self, kind, at: datetime | None = None, **fields) -> TableEventBase:
         prev = self.events[-1].hash if self.events else GENESIS_HASH
         event = seal(kind, table_id=self.table_id, seq=len(self.events) + 1, prev_hash=prev,
-                     occurred_at=self.t0 + timedelta(seconds=len(self.events)), **fields)
+                     occurred_at=at or self.t0 + timedelta(seconds=len(self.events)), **fields)
         self.events.append(event)
         return event
 
-    def _tx(self, player, kind, amount, cause, balance) -> WalletTransaction:
+    def _tx(self, player, kind, amount, cause, balance, at: datetime | None = None
+            ) -> WalletTransaction:
         return WalletTransaction(tx_id=tx_id(kind, cause), player_id=player, kind=kind,
                                  amount=amount, balance_after=balance, currency="IDR",
                                  cause_id=cause, table_id=self.table_id, round_id=self.round_id,
-                                 occurred_at=self.t0)
+                                 occurred_at=at or self.t0)

@@ -16,8 +16,8 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def profile_or_fail(name: str) -> BaccaratProfile | TripleFaceProfile:
+def profile_or_fail(name: str, version: int | None = None) -> BaccaratProfile | TripleFaceProfile:
     try:
-        return load_profile(name)
+        return load_profile(name, version)
     except ProfileError as exc:
         fail(str(exc))

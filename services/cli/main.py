@@ -7,6 +7,7 @@ from services.cli import (
     evaluate_cmd,
     kafka_cmd,
     operator_api_cmd,
+    profiles_cmd,
     rebuild_cmd,
     replay_cmd,
     rtp_cmd,
@@ -34,3 +35,4 @@ simulate_players_cmd.register(app)
 demo_cmd.register(app)
 rebuild_cmd.register(app)
 operator_api_cmd.register(app)
+profiles_cmd.register(app)

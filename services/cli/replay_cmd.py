@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from enum import StrEnum
 from pathlib import Path
 
@@ -31,6 +32,9 @@ def replay(
                    "time of play, dealer, table and round are then required, and the 24 h "
                    "window applies."),
     override: str = typer.Option(None, help="Operator override of the 24 h window, with a reason."),
+    annulled_within: float = typer.Option(
+        None, help="Minutes past the round to look for a supervisor's annulment of it (by "
+                   "default only until the next round opens or 2 minutes after its end)."),
     fmt: Format = typer.Option(Format.text, "--format", help="text, json or html."),
     out: Path = typer.Option(None, help="Write the report to this file instead of stdout."),
 ) -> None:
@@ -43,6 +47,8 @@ def replay(
     try:
         request = ReplayRequest.from_text(table, round_id, at, player, dealer, complaint_at,
                                           override)
+        if annulled_within is not None:
+            request.annulled_within = timedelta(minutes=annulled_within)
         report, notes, _ = run_replay(get_settings().bootstrap_servers, request)
     except (ComplaintError, RoundNotFoundError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)

@@ -32,8 +32,12 @@ def rtp(
         typer.Option("--simulate", help="Also deal this many rounds and compare.", metavar="N"),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the simulated shoe.")] = 1,
+    version: Annotated[
+        int | None,
+        typer.Option("--profile-version", help="A released version (default: the current one)."),
+    ] = None,
 ) -> None:
-    table = profile_or_fail(profile)
+    table = profile_or_fail(profile, version)
     if rounds is not None and rounds < 1:
         fail(f"--simulate needs a positive number of rounds, got {rounds}")
     report = exact_rtp(table)

@@ -25,7 +25,6 @@ from services.infra.batching import processing, publish_all, run_batches, until_
 from services.infra.faust_app import make_app, recovering, topic
 from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
-from shared.profile import load_profile
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +78,7 @@ async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
     await publish_all(app, [("round.results", r.table_id.encode(),
                              r.model_dump_json().encode()) for r in results])
     for result in results:
-        metrics.RESULTS.labels(result.table_id, load_profile(result.profile).game).inc()
+        metrics.RESULTS.labels(result.table_id, result.result.game).inc()
         log.info("result %s published", result.result_id)
     for key, (view, record) in progress.items():
         with processing(record):

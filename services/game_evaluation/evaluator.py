@@ -20,10 +20,11 @@ from shared.events.table import (
     CardDealt,
     RoundCompleted,
     RoundOpened,
+    RoundRedealt,
     RoundVoided,
     TableEventBase,
 )
-from shared.profile import load_profile
+from shared.profile import pin_mismatch, round_profile
 from shared.rounds import cards_needed, evaluate_round
 
 
@@ -33,6 +34,8 @@ class RoundView(BaseModel):
     round_id: str
     shoe_id: str
     profile: str
+    profile_version: int | None = None  # as the round opened: it is evaluated by that version
+    profile_digest: str | None = None
     dealer: str
     cards: tuple[str, ...] = ()
     status: Literal["open", "complete", "voided"] = "open"
@@ -72,8 +75,12 @@ def observe(view: TableView, event: TableEventBase) -> Observation:
 def _follow(rnd: RoundView | None, event: TableEventBase, problems: list[str]
             ) -> tuple[RoundView | None, RoundResultPublished | None]:
     if isinstance(event, RoundOpened):
+        mismatch = pin_mismatch(event.profile, event.profile_version, event.profile_digest)
+        if mismatch:
+            problems.append(f"table {event.table_id}: round {event.round_id}: {mismatch}")
         return RoundView(round_id=event.round_id, shoe_id=event.shoe_id, profile=event.profile,
-                         dealer=event.dealer), None
+                         profile_version=event.profile_version,
+                         profile_digest=event.profile_digest, dealer=event.dealer), None
     if isinstance(event, (CardDealt, RoundCompleted, RoundVoided)) and (
             rnd is None or rnd.round_id != event.round_id):
         problems.append(f"table {event.table_id}: {event.type} at seq {event.seq} for round "
@@ -81,6 +88,9 @@ def _follow(rnd: RoundView | None, event: TableEventBase, problems: list[str]
         return rnd, None
     if isinstance(event, CardDealt):
         return _card(rnd, event)
+    if isinstance(event, RoundRedealt) and rnd is not None and rnd.round_id == event.round_id \
+            and rnd.status == "open":  # seed 000 §1: the cards so far are set aside
+        return rnd.model_copy(update={"cards": ()}), None
     if isinstance(event, RoundCompleted):
         _cross_check(rnd, event, problems)
     elif isinstance(event, RoundVoided):
@@ -95,14 +105,15 @@ def _card(rnd: RoundView, event: CardDealt) -> tuple[RoundView, RoundResultPubli
     if rnd.status != "open":
         return rnd, None  # after completion (or a void) a card is never used
     rnd = rnd.model_copy(update={"cards": (*rnd.cards, str(event.card))})
-    profile = load_profile(rnd.profile)
+    profile = round_profile(rnd.profile, rnd.profile_version)
     cards = [parse_card(c) for c in rnd.cards]
     if cards_needed(profile, cards):
         return rnd, None
     rnd = rnd.model_copy(update={"status": "complete"})
     return rnd, RoundResultPublished(
         result_id=result_id(event.table_id, rnd.round_id), table_id=event.table_id,
-        round_id=rnd.round_id, shoe_id=rnd.shoe_id, profile=rnd.profile, dealer=rnd.dealer,
+        round_id=rnd.round_id, shoe_id=rnd.shoe_id, profile=rnd.profile,
+        profile_version=rnd.profile_version, profile_digest=rnd.profile_digest, dealer=rnd.dealer,
         cards=tuple(cards), completed_seq=event.seq, completed_hash=event.hash,
         occurred_at=event.occurred_at, last_card_at=event.occurred_at,
         result=evaluate_round(profile, cards),

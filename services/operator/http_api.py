@@ -9,6 +9,7 @@ Reading the log is blocking (kafka-python), so each replay runs in a worker thre
 from __future__ import annotations
 
 import asyncio
+from datetime import timedelta
 
 from aiohttp import web
 
@@ -52,13 +53,15 @@ def make_app(settings: Settings) -> web.Application:
             replay = ReplayRequest.from_text(
                 request.match_info["table_id"], request.match_info["round_id"], q.get("at"),
                 q.get("player"), q.get("dealer"), q.get("complaint_at"), q.get("override"))
+            if q.get("annulled_within"):  # minutes past the round to look for its annulment
+                replay.annulled_within = timedelta(minutes=float(q["annulled_within"]))
             result, notes, _ = await asyncio.to_thread(run_replay, settings.bootstrap_servers,
                                                        replay)
         except ComplaintError as exc:
             return _problem(422, exc.code, str(exc))
         except RoundNotFoundError as exc:
             return _problem(404, "unknown_round", str(exc))
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             return _problem(422, "bad_request", str(exc))
         body = {"text": lambda: to_text(result, notes),
                 "json": lambda: to_json(result, {"notes_extra": notes}),

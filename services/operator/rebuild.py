@@ -18,8 +18,15 @@ from pydantic import BaseModel
 from services.operator.log_reader import Unparsed, read_books, read_topic
 from shared.audit import AuditReport, Books, audit
 from shared.events.chain import verify_chain
-from shared.events.table import CardDealt, RoundOpened, RoundVoided, TableEventBase
-from shared.profile import load_profile
+from shared.events.table import (
+    CardDealt,
+    RoundAnnulled,
+    RoundOpened,
+    RoundRedealt,
+    RoundVoided,
+    TableEventBase,
+)
+from shared.profile import ProfileError, check_pin
 from shared.rounds import evaluate_round
 
 Progress = Callable[[str, int, int], None]
@@ -40,9 +47,15 @@ class RebuildReport(BaseModel):
 
 def _rounds_from_table_events(events_by_table: dict[str, list[TableEventBase]], books: Books
                               ) -> tuple[int, list[str]]:
-    """Verify each table's chain and recompute each completed round's result from its cards."""
+    """Verify each table's chain and recompute each completed round's result from its cards;
+    a settlement reversal needs its round's annulment on the table's log."""
     differences: list[str] = []
     recomputed = 0
+    annulled = {(e.table_id, e.round_id) for events in events_by_table.values() for e in events
+                if isinstance(e, RoundAnnulled)}
+    differences += [f"{r.reversal_id}: reverses a settlement of {r.table_id}/{r.round_id}, which "
+                    "was never annulled" for r in books.reversals.values()
+                    if (r.table_id, r.round_id) not in annulled]
     for table_id, events in sorted(events_by_table.items()):
         differences += [f"table {table_id}: {b}" for b in verify_chain(events)]
         opened: dict[str, RoundOpened] = {}
@@ -53,6 +66,8 @@ def _rounds_from_table_events(events_by_table: dict[str, list[TableEventBase]], 
                 opened[event.round_id] = event
             elif isinstance(event, CardDealt):
                 cards[event.round_id].append(event.card)
+            elif isinstance(event, RoundRedealt):  # the cards so far are set aside
+                cards[event.round_id] = []
             elif isinstance(event, RoundVoided):
                 voided.add(event.round_id)
         for round_id, opening in opened.items():
@@ -64,7 +79,12 @@ def _rounds_from_table_events(events_by_table: dict[str, list[TableEventBase]], 
             if recorded is None:
                 continue  # still in play, or never completed; the audit counts its bets as pending
             recomputed += 1
-            fresh = evaluate_round(load_profile(opening.profile), cards[round_id])
+            try:  # the rules the round opened with, as shipped
+                rules = check_pin(opening.profile, opening.profile_version, opening.profile_digest)
+            except ProfileError as exc:
+                differences.append(f"{table_id}/{round_id}: {exc}")
+                continue
+            fresh = evaluate_round(rules, cards[round_id])
             if fresh.model_dump(mode="json") != recorded.result.model_dump(mode="json"):
                 differences.append(f"{table_id}/{round_id}: recorded result differs from the "
                                    "result recomputed from its cards")

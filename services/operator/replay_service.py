@@ -6,7 +6,7 @@ Shared by `croupier replay` and the operator HTTP endpoint so both give the same
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from services.operator.round_reader import RoundReader
 from shared.complaints import Complaint, check_window, complaint_from
@@ -20,6 +20,7 @@ class ReplayRequest:
     played_at: datetime
     player_id: str | None = None
     complaint: Complaint | None = None
+    annulled_within: timedelta | None = None  # look this far past the round for an annulment
 
     @classmethod
     def from_text(cls, table_id: str, round_id: str, at: str | None, player_id: str | None = None,
@@ -41,13 +42,23 @@ class ReplayRequest:
         return cls(table_id, round_id, played_at, player_id, complaint)
 
 
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # nothing croupier logged can be older
+LATEST_AHEAD = timedelta(days=1)
+
+
 def parse_time(text: str) -> datetime:
-    """ISO 8601; a time without a zone is taken as UTC."""
+    """ISO 8601; a time without a zone is taken as UTC. A time before 2000 or more than a
+    day ahead names no round croupier could have logged (and `0001-01-01` used to overflow
+    the log seek into a 500)."""
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
     except ValueError as exc:
         raise ValueError(f"bad time {text!r}: use ISO 8601, e.g. 2026-11-30T08:30:00Z") from exc
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if not EARLIEST <= moment <= datetime.now(UTC) + LATEST_AHEAD:
+        raise ValueError(f"time {text!r} is out of range: between {EARLIEST:%Y-%m-%d} and "
+                         "tomorrow")
+    return moment
 
 
 def run_replay(bootstrap: str, request: ReplayRequest) -> tuple[ReplayReport, list[str], int]:
@@ -57,12 +68,12 @@ def run_replay(bootstrap: str, request: ReplayRequest) -> tuple[ReplayReport, li
     reader = RoundReader(bootstrap)
     try:
         records = reader.read_round(request.table_id, request.round_id, request.played_at,
-                                    request.player_id)
+                                    request.player_id, request.annulled_within)
     finally:
         reader.close()
     report = replay_round(request.table_id, request.round_id, records.events, records.anchor,
                           records.result, records.decisions, records.settlements, records.wallet,
-                          player_id=request.player_id)
+                          player_id=request.player_id, annulment=records.annulment)
     if complaint is not None and report.opened_at is not None:
         override_note = check_window(complaint, report.opened_at)
         if override_note:

@@ -6,7 +6,7 @@ import html
 import json
 
 from shared.cards import Card
-from shared.replay import ReplayReport, winner_text
+from shared.replay import BetLine, ReplayReport, winner_text
 
 SUIT_SYMBOL = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 
@@ -22,6 +22,15 @@ def card_text(card: Card | None) -> str:
     return rank + SUIT_SYMBOL[card.suit]
 
 
+def profile_text(report: ReplayReport) -> str:
+    """`sbo-baccarat v2 (digest 3fe54ee084d4)`: the rules the round was played and settled by."""
+    if report.profile is None:
+        return "-"
+    version = f" v{report.profile_version}" if report.profile_version else ""
+    digest = f" (digest {report.profile_digest[:12]})" if report.profile_digest else ""
+    return f"{report.profile}{version}{digest}"
+
+
 def to_json(report: ReplayReport, extra: dict | None = None) -> str:
     data = report.model_dump(mode="json")
     data["verdict"] = report.verdict
@@ -32,9 +41,10 @@ def to_json(report: ReplayReport, extra: dict | None = None) -> str:
 def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
     lines = [
         f"Round {report.round_id} at table {report.table_id}",
-        f"  profile {report.profile}, dealer {report.dealer}, shoe {report.shoe_id}, "
+        f"  profile {profile_text(report)}, dealer {report.dealer}, shoe {report.shoe_id}, "
         f"opened {report.opened_at:%Y-%m-%d %H:%M:%S %Z}" if report.opened_at else "  (not opened)",
-        f"  status: {report.status}" + (f" ({report.void_reason})" if report.void_reason else ""),
+        f"  status: {report.status}" + (f" ({report.void_reason})" if report.void_reason else "")
+        + (f" after completion ({report.annul_reason})" if report.annul_reason else ""),
         f"  hash chain: {report.chain_checked} events checked"
         + (f" from the event after seq {report.chain_anchor_seq}" if report.chain_anchor_seq else "")
         + (": intact" if not report.chain_breaks else ": BROKEN"),
@@ -58,6 +68,10 @@ def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
         lines.append(f"  {b.bet_id}  {b.player_id}  {b.bet}{where}  stake {_money(b.stake)}  "
                      f"{b.decision}  -> {b.outcome or '-'} returned {_money(b.returned)} "
                      f"(rule engine: {b.expected_outcome or '-'} {_money(b.expected_returned)})")
+        if annulled(b):
+            lines.append(f"      annulled: settlement reversed, {_money(b.reversed)} taken back "
+                         f"(rule engine: {_money(b.expected_reversed)}); then refunded "
+                         f"{_money(b.refund)} (rule engine: {_money(b.expected_refund)})")
         lines += [f"      wallet: {m}" for m in b.wallet]
     for note in [*report.notes, *(notes or [])]:
         lines.append(f"note: {note}")
@@ -65,6 +79,18 @@ def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
     for d in report.differences:
         lines.append(f"  - {d.where}: expected {d.expected}; recorded {d.recorded}")
     return "\n".join(lines) + "\n"
+
+
+def annulled(b: BetLine) -> bool:
+    """The bet's settlement was reversed and refunded (or should have been)."""
+    return b.reversed is not None or b.expected_reversed is not None or b.refund is not None
+
+
+def _annul_cell(b: BetLine) -> str:
+    if not annulled(b):
+        return "-"
+    return (f"reversed {_money(b.reversed)} (engine {_money(b.expected_reversed)}), refunded "
+            f"{_money(b.refund)} (engine {_money(b.expected_refund)})")
 
 
 def card_svg(card: Card | None) -> str:
@@ -99,6 +125,7 @@ def to_html(report: ReplayReport, notes: list[str] | None = None) -> str:
         f"<td class=num>{_money(b.stake)}</td><td>{esc(b.decision)}</td>"
         f"<td>{esc(b.outcome or '-')}</td><td class=num>{_money(b.returned)}</td>"
         f"<td>{esc(b.expected_outcome or '-')} {_money(b.expected_returned)}</td>"
+        f"<td>{esc(_annul_cell(b))}</td>"
         f"<td>{'<br>'.join(esc(m) for m in b.wallet)}</td></tr>" for b in report.bets)
     diffs = "".join(f"<li><b>{esc(d.where)}</b>: expected {esc(d.expected)}; recorded "
                     f"{esc(d.recorded)}</li>" for d in report.differences)
@@ -123,9 +150,10 @@ dl{{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}}
 </style></head><body>
 <div class="verdict">{report.verdict}</div>
 <h1>Round {esc(report.round_id)} &middot; table {esc(report.table_id)}</h1>
-<dl><dt>Profile</dt><dd>{esc(report.profile or '-')}</dd><dt>Dealer</dt><dd>{esc(report.dealer or '-')}</dd>
+<dl><dt>Profile</dt><dd>{esc(profile_text(report))}</dd><dt>Dealer</dt><dd>{esc(report.dealer or '-')}</dd>
 <dt>Shoe</dt><dd>{esc(report.shoe_id or '-')}</dd><dt>Opened</dt><dd>{opened}</dd>
-<dt>Status</dt><dd>{esc(report.status)}{' - ' + esc(report.void_reason) if report.void_reason else ''}</dd>
+<dt>Status</dt><dd>{esc(report.status)}{' - ' + esc(report.void_reason) if report.void_reason else ''}\
+{' after completion - ' + esc(report.annul_reason) if report.annul_reason else ''}</dd>
 <dt>Result</dt><dd>{esc(winner_text(report.winner))}</dd>
 <dt>Hash chain</dt><dd>{report.chain_checked} events checked: {chain}</dd></dl>
 <ul>{breaks}</ul>
@@ -134,7 +162,7 @@ dl{{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}}
 <h2>Timeline</h2><table><tr><th>seq</th><th>time (UTC)</th><th>event</th></tr>{timeline}</table>
 <h2>Bets{' of player ' + esc(report.player_id) if report.player_id else ''}</h2>
 <table><tr><th>bet id</th><th>player</th><th>bet</th><th>stake</th><th>decision</th><th>outcome</th>
-<th>returned</th><th>rule engine</th><th>wallet movements</th></tr>{bets}</table>
+<th>returned</th><th>rule engine</th><th>annulment</th><th>wallet movements</th></tr>{bets}</table>
 {f'<h2>Differences</h2><ul>{diffs}</ul>' if diffs else ''}
 {f'<h2>Notes</h2><ul>{all_notes}</ul>' if all_notes else ''}
 </body></html>

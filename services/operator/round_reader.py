@@ -35,9 +35,21 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
 from services.operator.log_reader import PARSERS, Unparsed
-from shared.events.bet_events import BetAccepted, BetRejected, BetSettled, RoundManifest
+from shared.events.bet_events import (
+    BetAccepted,
+    BetRejected,
+    BetSettled,
+    RoundManifest,
+    SettlementReversed,
+)
 from shared.events.results import RoundResultPublished
-from shared.events.table import RoundCompleted, RoundOpened, RoundVoided, TableEventBase
+from shared.events.table import (
+    RoundAnnulled,
+    RoundCompleted,
+    RoundOpened,
+    RoundVoided,
+    TableEventBase,
+)
 from shared.events.wallet_events import WalletTransaction
 
 LEAD = timedelta(minutes=2)      # read this long before the round's time
@@ -60,7 +72,8 @@ class RoundRecords:
     events: list[TableEventBase] = field(default_factory=list)
     result: RoundResultPublished | None = None
     decisions: list[BetAccepted | BetRejected | RoundManifest] = field(default_factory=list)
-    settlements: list[BetSettled] = field(default_factory=list)
+    settlements: list[BetSettled | SettlementReversed] = field(default_factory=list)
+    annulment: RoundAnnulled | None = None  # found past the round's events (annulled_within)
     wallet: list[WalletTransaction] = field(default_factory=list)
     unparsed: list[Unparsed] = field(default_factory=list)
     records_read: int = 0
@@ -200,9 +213,14 @@ class RoundReader:
         return values, self.records_by_topic[topic] - before
 
     def read_round(self, table_id: str, round_id: str, at: datetime,
-                   player_id: str | None = None) -> RoundRecords:
+                   player_id: str | None = None, annulled_within: timedelta | None = None
+                   ) -> RoundRecords:
         """The round's table events (with the event before them as the chain's anchor), its
-        result, decisions, settlements and the wallet movements of its players."""
+        result, decisions, settlements and the wallet movements of its players. An annulment
+        read with the round's events (before the next round opens, or 2 minutes past its
+        end) is part of them; `annulled_within` looks that much further for one (a second read
+        of `table.events`, parsing only this round's `round_annulled`), and the money windows
+        then reach past it."""
         records = RoundRecords(table_id, round_id)
         lead = LEAD
         while True:
@@ -225,7 +243,11 @@ class RoundReader:
         records.anchor = events[start - 1] if start > 0 else None
         records.events = [e for e in events[start:] if not isinstance(e, Unparsed)]
         records.unparsed += [e for e in events if isinstance(e, Unparsed)]
-        start_at, end_ms = self.money_span(records.events, round_id)
+        if annulled_within is not None and not any(
+                isinstance(e, RoundAnnulled) and e.round_id == round_id for e in records.events):
+            records.annulment = self._annulment(table_id, round_id, records.events,
+                                                annulled_within)
+        start_at, end_ms = self.money_span(records.events, round_id, records.annulment)
 
         windows = self.money_windows(table_id, round_id, end_ms, player_id)
         before = sum(self.records_by_topic.values())
@@ -273,12 +295,33 @@ class RoundReader:
                                   (lambda _k, v: needle in v) if needle else None))
         return windows
 
+    def _annulment(self, table_id: str, round_id: str, events: list[TableEventBase],
+                   within: timedelta) -> RoundAnnulled | None:
+        """The round's RoundAnnulled within `within` after its last event read, if any."""
+        last = events[-1]
+        until_ms = int((last.occurred_at + within).timestamp() * 1000)
+        wanted, needle = table_id.encode(), _needle(round_id)
+
+        def keep(key: bytes | None, value: bytes) -> bool:
+            return key == wanted and b"round_annulled" in value and (
+                needle is None or needle in value)
+
+        window = Window("table.events", [self._tp("table.events", table_id).partition],
+                        lambda _v, ts: ts > until_ms, keep)
+        found = self.read_windows([window], last.occurred_at)["table.events"]
+        return next((e for e in found if isinstance(e, RoundAnnulled)
+                     and e.round_id == round_id and e.seq > last.seq), None)
+
     @staticmethod
-    def money_span(events: list[TableEventBase], round_id: str) -> tuple[datetime, int]:
+    def money_span(events: list[TableEventBase], round_id: str,
+                   annulment: RoundAnnulled | None = None) -> tuple[datetime, int]:
         """(start, end in epoch ms) of the money topics' window: from `START_SLACK` before the
-        round's first event to `SETTLE_SLACK` after its end (or its last event read)."""
-        ended = next((e for e in events if isinstance(e, RoundCompleted | RoundVoided)
-                      and e.round_id == round_id), None)
+        round's first event to `SETTLE_SLACK` after its end (or its last event read); for an
+        annulled round, after the annulment (its reversals and refunds follow it)."""
+        ends = [e for e in [*events, *([annulment] if annulment else [])]
+                if isinstance(e, RoundCompleted | RoundVoided | RoundAnnulled)
+                and e.round_id == round_id]
+        ended = ends[-1] if ends else None
         last = ended or next((e for e in reversed(events)
                               if getattr(e, "round_id", None) == round_id), events[-1])
         return (events[0].occurred_at - START_SLACK,

@@ -24,6 +24,11 @@ class RoundResultPublished(BaseModel):
     round_id: str
     shoe_id: str
     profile: str
+    profile_version: int | None = Field(
+        default=None, ge=1, description="The profile version the round opened with (settle "
+                                        "with it); absent in older records (version 1).")
+    profile_digest: str | None = Field(
+        default=None, description="That version's digest as the round recorded it.")
     dealer: str
     cards: tuple[Card, ...] = Field(description="The round's cards in shoe order, burns excluded.")
     completed_seq: int = Field(description="seq of the table event that completed the round.")

@@ -8,7 +8,15 @@ import pytest
 
 from shared.audit import Books, audit
 from shared.cards import parse_cards
-from shared.events.bet_events import BetPlaced, BetRejected, BetSettled, settlement_id
+from shared.events.bet_events import (
+    BetPlaced,
+    BetRejected,
+    BetSettled,
+    SettlementReversed,
+    annul_refund_id,
+    reversal_id,
+    settlement_id,
+)
 from shared.events.results import RoundResultPublished, result_id
 from shared.events.wallet_events import WalletTransaction, tx_id
 from shared.profile import load_profile
@@ -133,3 +141,89 @@ def test_realised_rtp_is_reported_per_profile_and_bet(ledger):
     assert banker.stake == 1_000 and banker.returned == 1_950
     assert banker.realised_rtp == 1.95 and 0.98 < banker.exact_rtp < 0.99
     assert banker.z_score is not None and banker.z_score > 0
+
+
+# --- issue 12 item 8: a management void after completion (RoundAnnulled) -------------------
+
+def _annul(book: Ledger, bet_id: str, refund_cause: str = "settlement", reverse: bool = True,
+           refund: bool = True) -> None:
+    """What bet-settlement and the wallet write when a settled round is annulled: the
+    settlement reversed (the wallet takes its return back), then the stake refunded."""
+    original = book.books.settled[bet_id]
+    facts = original.model_dump(include={"bet_id", "player_id", "table_id", "round_id", "bet",
+                                         "position", "stake", "currency"})
+    if reverse:
+        reversal = SettlementReversed(
+            **facts, reversal_id=reversal_id(original.settlement_id),
+            settlement_id=original.settlement_id, original_outcome=original.outcome,
+            amount=original.returned, reason_code="card_exposed", reason_text="exposed card",
+            supervisor="Sari", cause="annul:T1:R1", reversed_at=NOW)
+        book.books.add(reversal)
+        if reversal.amount:
+            book.move(original.player_id, "payout_reversal", reversal.amount, reversal.reversal_id)
+    if refund:
+        record = BetSettled(**facts, settlement_id=annul_refund_id(bet_id), outcome="void_refund",
+                            returned=original.stake, cause="annul:T1:R1", settled_at=NOW)
+        book.books.add(record)
+        book.move(original.player_id, "bet_refund", record.returned,
+                  record.settlement_id if refund_cause == "settlement" else bet_id)
+
+
+@pytest.mark.parametrize("refund_cause", ["settlement", "bet"])
+def test_issue12_item8_an_annulled_round_reverses_then_refunds_and_the_books_hold(ledger,
+                                                                                refund_cause):
+    for bet_id in ("b1", "b2", "b3"):  # all of round R1: b1 won 1,950, b2 won 1,300, b3 lost
+        _annul(ledger, bet_id, refund_cause)
+    report = audit(ledger.books, allow_pending=False)
+    assert report.invariants_ok, [c for c in report.invariants if not c.ok]
+    assert (report.settled, report.annulled, report.rejected, report.pending) == (0, 3, 1, 0)
+    assert report.reversals == 1_950 + 1_300
+    # the annulled round's bets cost nobody anything: stakes refunded, payouts taken back
+    assert report.house_result == 0
+    assert report.balances == {"alice": 100_000, "bob": 50_000}
+    assert report.returns == []  # an annulled round's bets do not count in the realised RTP
+
+
+def test_issue12_item8_a_refund_without_a_reversal_is_money_paid_twice(ledger):
+    _annul(ledger, "b1", reverse=False)
+    failed = {c.name for c in audit(ledger.books).invariants if not c.ok}
+    assert "every bet ends in exactly one of rejected, settled, voided" in failed
+
+
+def test_issue12_item8_a_reversal_without_its_refund_is_pending(ledger):
+    _annul(ledger, "b1", refund=False)
+    assert audit(ledger.books, allow_pending=True).invariants_ok
+    assert audit(ledger.books, allow_pending=True).pending == 1
+    assert not audit(ledger.books, allow_pending=False).invariants_ok
+
+
+def test_issue12_item8_a_reversal_of_the_wrong_amount_or_taken_twice_is_caught(ledger):
+    _annul(ledger, "b1")
+    wrong = ledger.books.reversals["b1"].model_copy(update={"amount": 1_000})
+    ledger.books.reversals["b1"] = wrong
+    failed = {c.name for c in audit(ledger.books).invariants if not c.ok}
+    assert "every settlement equals the rule engine's" in failed
+    assert "the wallet moved each bet's money exactly once" in failed
+
+    again = Ledger()
+    again.move("alice", "deposit", 100_000, "dep-1")
+    again.settle(again.bet("alice", "b1", "banker", 1_000))
+    _annul(again, "b1")
+    again.move("alice", "payout_reversal", 1_950, "reverse:settle:b1-again")
+    tx = again.books.txs.pop("payout_reversal:reverse:settle:b1-again")
+    again.books.txs[tx.tx_id] = tx.model_copy(update={"cause_id": "reverse:settle:b1"})
+    failed = {c.name for c in audit(again.books).invariants if not c.ok}
+    assert "the wallet moved each bet's money exactly once" in failed
+
+
+def test_issue12_item8_a_reversal_may_leave_a_balance_negative_a_stake_may_not():
+    book = Ledger()
+    book.move("alice", "deposit", 1_000, "dep-1")
+    book.settle(book.bet("alice", "b1", "banker", 1_000))  # wins: balance 1,950
+    book.move("alice", "withdrawal", 1_950, "wd-1")        # withdraws it all
+    _annul(book, "b1")                                     # -1,950, then +1,000
+    assert book.balance["alice"] == -950
+    assert audit(book.books, allow_pending=False).invariants_ok
+    book.move("alice", "stake_debit", 100, "b9")           # a stake from a negative balance
+    failed = {c.name for c in audit(book.books).invariants if not c.ok}
+    assert "a balance never goes negative" in failed

@@ -86,3 +86,27 @@ def test_events_are_frozen():
     event = _chain()[0]
     with pytest.raises(ValidationError):
         event.seq = 9
+
+
+# A RoundOpened and a BettingClosed exactly as croupier wrote them before RoundOpened gained
+# profile_version/profile_digest and BettingClosed a supervisor and reason_text.
+RECORDED_BEFORE_THE_NEW_FIELDS = [
+    b'{"schema_version":1,"event_id":"T1:1","table_id":"T1","seq":1,'
+    b'"occurred_at":"2026-01-01T00:00:00Z","input_id":null,"prev_hash":"' + b"0" * 64 + b'",'
+    b'"hash":"1545c3041b9611d27c754df18d3207ed72ced3133f975869f51c042e057a8783",'
+    b'"type":"round_opened","shoe_id":"S1","round_id":"R1","round_number":1,"dealer":"D",'
+    b'"profile":"sbo-baccarat","betting_closes_at":"2026-01-01T00:00:30Z"}',
+    b'{"schema_version":1,"event_id":"T1:2","table_id":"T1","seq":2,'
+    b'"occurred_at":"2026-01-01T00:00:00Z","input_id":null,'
+    b'"prev_hash":"1545c3041b9611d27c754df18d3207ed72ced3133f975869f51c042e057a8783",'
+    b'"hash":"9cdb4b8f57569128c8e26fc86d695de0b292eca6bf5c8b54d92c7be5a67328e3",'
+    b'"type":"betting_closed","round_id":"R1","reason":"timer"}',
+]
+
+
+def test_events_recorded_before_a_field_was_added_keep_their_hashes():
+    """An optional field added to an event must be left out of the hash when absent, or
+    every log written before it fails its chain check."""
+    events = [parse_table_event(raw) for raw in RECORDED_BEFORE_THE_NEW_FIELDS]
+    assert [e.computed_hash() for e in events] == [e.hash for e in events]
+    assert verify_chain(events) == []

@@ -97,6 +97,18 @@ def test_a_manifest_that_lists_other_bets_is_caught():
     assert any("manifest" in d.where for d in _replay(rec, decisions=decisions).differences)
 
 
+def test_a_decision_published_again_after_a_crash_is_the_same_bet_in_the_manifest():
+    """The e2e run's kill -9 of a wallet worker made it publish some bets again; bet-settlement
+    re-published their acceptances (as it must) and replay counted each twice."""
+    rec = RecordedRound()
+    accepted = [d for d in rec.decisions if d.type == "bet_accepted"]
+    at = next(i for i, d in enumerate(rec.decisions) if d.type == "round_manifest")
+    decisions = [*rec.decisions[:at], *accepted, *rec.decisions[at:]]
+    report = _replay(rec, decisions=decisions)
+    assert report.verdict == "MATCH", report.differences
+    assert len(report.bets) == len(accepted)
+
+
 def test_reports_render_for_people_and_systems():
     report = _replay(RecordedRound())
     text = to_text(report)
@@ -176,3 +188,91 @@ def test_the_money_window_runs_from_the_rounds_first_event_to_past_its_end():
     still_open = [e for e in rec.events if e.type in ("shoe_started", "round_opened")]
     _, open_end = RoundReader.money_span(still_open, rec.round_id)
     assert open_end == int((still_open[-1].occurred_at + SETTLE_SLACK).timestamp() * 1000)
+
+
+# --- issue 12 item 8: a round annulled after completion ------------------------------------
+
+@pytest.mark.parametrize("refund_key", ["bet", "settlement"])
+def test_issue12_item8_replay_shows_the_settlement_its_reversal_and_the_annulment(refund_key):
+    rec = RecordedRound()
+    rec.annul(refund_key=refund_key)
+    report = _replay(rec)
+    assert report.verdict == "MATCH", report.differences
+    assert report.status == "annulled" and "card_exposed" in report.annul_reason
+    assert "Sari" in report.annul_reason and report.timeline[-1].what == "round_annulled"
+    assert [b.returned for b in report.bets] == [1_950, 0, 1_300]     # the original settlement
+    assert [b.reversed for b in report.bets] == [1_950, 0, 1_300]     # taken back
+    assert [b.expected_reversed for b in report.bets] == [1_950, 0, 1_300]
+    assert [b.refund for b in report.bets] == [1_000, 500, 100]       # then the stake refunded
+    assert report.bets[0].wallet[1:] == [
+        "payout 1950 -> balance 100450 (payout:settle:b1)",  # alice staked 1,000 + 500
+        "payout_reversal 1950 -> balance 98500 (payout_reversal:reverse:settle:b1)",
+        f"bet_refund 1000 -> balance 99500 (bet_refund:{'' if refund_key == 'bet' else 'annul-refund:'}b1)"]
+    text = to_text(report)
+    assert "ANNULLED after completion by Sari" in text
+    assert "annulled: settlement reversed, 1,950 taken back (rule engine: 1,950); then refunded " \
+           "1,000 (rule engine: 1,000)" in text
+    page = to_html(report)
+    assert "<th>annulment</th>" in page and "reversed 1,950 (engine 1,950)" in page
+    assert to_json(report)
+
+
+def test_issue12_item8_an_annulment_read_further_on_in_the_log_is_checked_by_its_hash():
+    rec = RecordedRound()
+    annulment = rec.annul()
+    events = rec.events[:-1]  # the chain run ends with the round; the annulment came later
+    report = replay_round(rec.table_id, rec.round_id, events, None, rec.result, rec.decisions,
+                          rec.settlements, rec.wallet, annulment=annulment)
+    assert report.verdict == "MATCH" and report.status == "annulled", report.differences
+    forged = annulment.model_copy(update={"supervisor": "Mallory"})
+    report = replay_round(rec.table_id, rec.round_id, events, None, rec.result, rec.decisions,
+                          rec.settlements, rec.wallet, annulment=forged)
+    assert report.verdict == "DIFFERENCES" and "altered" in report.chain_breaks[-1]
+
+
+def test_issue12_item8_a_missing_or_short_reversal_and_a_missing_refund_are_named():
+    rec = RecordedRound()
+    rec.annul()
+    settlements = [s for s in rec.settlements if s.type != "settlement_reversed" or s.bet_id != "b1"]
+    settlements = [s.model_copy(update={"amount": 1_000}) if s.type == "settlement_reversed"
+                   and s.bet_id == "b3" else s for s in settlements]
+    settlements = [s for s in settlements if s.settlement_id != "annul-refund:b2"]
+    report = _replay(rec, settlements=settlements)
+    where = {d.where: d for d in report.differences}
+    assert where["bets.settled reverse:settle:b1"].recorded == "no reversal"
+    assert where["bets.settled reverse:settle:b3"].expected == "settle:b3 reversed: 1300 taken back"
+    assert where["bets.settled annul-refund:b2"].expected == "void_refund 500"
+
+
+def test_issue12_item8_a_reversal_without_an_annulment_is_a_difference():
+    rec = RecordedRound()
+    rec.annul()
+    report = _replay(rec, events=rec.events[:-1])  # the annulment is not in the log
+    assert report.verdict == "DIFFERENCES" and report.status == "complete"
+    assert "bets.settled reverse:settle:b1" in {d.where for d in report.differences}
+
+
+def test_a_redealt_round_replays_with_the_cards_dealt_after_the_redeal():
+    """Seed 000 §1 (item 7): the cards before a redeal are set aside, never part of the round."""
+    from shared.events.table import CardDealt, RoundRedealt, seal
+
+    rec = RecordedRound()
+    base = {"schema_version", "event_id", "table_id", "seq", "occurred_at", "input_id",
+            "prev_hash", "hash", "type"}
+    specs = [(type(e), {k: getattr(e, k) for k in type(e).model_fields if k not in base})
+             for e in rec.events]
+    at = next(i for i, (kind, _) in enumerate(specs) if kind is CardDealt)
+    aside = [parse_card("KD"), parse_card("QD")]
+    specs[at:at] = [*[(CardDealt, {"round_id": rec.round_id, "card": c, "shoe_position": 90 + i,
+                                   "round_position": i}) for i, c in enumerate(aside)],
+                    (RoundRedealt, {"round_id": rec.round_id, "set_aside": tuple(aside),
+                                    "reason_text": "burning error", "supervisor": "Sari"})]
+    events, prev = [], "0" * 64
+    for seq, (kind, fields) in enumerate(specs, start=1):
+        events.append(seal(kind, table_id=rec.table_id, seq=seq, prev_hash=prev,
+                           occurred_at=T0 + timedelta(seconds=seq), **fields))
+        prev = events[-1].hash
+    report = _replay(rec, events=events)
+    assert report.verdict == "MATCH", report.differences
+    assert [str(c) for c in report.cards] == ["AS", "3H", "2D", "3C", "9S"]
+    assert any("REDEALT by Sari" in e.detail and "KD QD" in e.detail for e in report.timeline)
