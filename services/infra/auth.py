@@ -83,6 +83,8 @@ class Authenticator:
         if scheme.lower() != "bearer" or not token.strip():
             raise _unauthenticated("missing bearer token")
         token = token.strip()
+        if not token.isascii():  # a token is ASCII; other bytes arrive as surrogates
+            raise _unauthenticated("invalid bearer token")
         if hmac.compare_digest(token.encode(), self._operator):
             return Caller("operator")
         return Caller("player", self._player_of(token))

@@ -3,11 +3,17 @@ their keys rotate without logging anyone out."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from services.infra.auth import Authenticator, AuthError
 from services.infra.settings import DEVELOPMENT_SECRETS, InsecureSettings, Settings
 
+ROOT = Path(__file__).resolve().parents[2]
 OWN = {"table_signing_secret": "t-" + "x" * 30, "operator_token": "o-" + "y" * 30,
        "player_token_secret": "p-" + "z" * 30}
 
@@ -100,3 +106,26 @@ def test_a_minted_token_under_the_development_key_fails_against_a_real_key():
     real = Authenticator(OWN["player_token_secret"], "o", now=clock)
     with pytest.raises(AuthError):
         real.caller(f"Bearer {minted.player_token('bob')}")
+
+
+@pytest.mark.parametrize("package", ["services.wallet", "services.dealer_event"])
+def test_a_service_process_refuses_to_start_on_development_secrets(package, tmp_path):
+    """The worker exits before it touches Kafka, naming the variables to set."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROUPIER_")}
+    env.update(CROUPIER_ENV="production", CROUPIER_HOME=str(tmp_path),
+               KAFKA_BOOTSTRAP_SERVERS="127.0.0.1:1", CROUPIER_OPERATOR_TOKEN=OWN["operator_token"])
+    done = subprocess.run([sys.executable, "-m", package, "worker"], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0
+    assert "CROUPIER_TABLE_SIGNING_SECRET" in done.stderr
+    assert "CROUPIER_PLAYER_TOKEN_SECRET" in done.stderr
+    assert "CROUPIER_OPERATOR_TOKEN" not in done.stderr
+
+
+def test_a_header_with_bytes_that_are_not_utf8_is_a_401_not_a_500():
+    """Issue 11 finding 9: aiohttp hands such bytes over as surrogates."""
+    auth = _auth(Clock())
+    for header in ("Bearer \udcff\udcfe", "Bearer caf\u00e9", "Bearer k1.\udc80abc"):
+        with pytest.raises(AuthError) as refused:
+            auth.caller(header)
+        assert refused.value.status == 401
