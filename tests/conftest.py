@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# The tests run the platform with its development secrets (production refuses them).
+os.environ.setdefault("CROUPIER_ENV", "development")
+
 from services.infra.local_broker import LocalBroker
 from services.infra.settings import Settings
 

@@ -43,6 +43,7 @@ class Platform:
                                       port=free_port(), controller_port=free_port())
             self.broker.start()
         self.settings = Settings(
+            env="development",  # a benchmark platform runs on the development secrets
             kafka_bootstrap_servers=external or self.broker.bootstrap, home=self.home / "home",
             instance=f"bench-{uuid.uuid4().hex[:8]}", betting_window_seconds=self.betting_window_s,
             dealer_event_port=free_port(), game_evaluation_port=free_port(),

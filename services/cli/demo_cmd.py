@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import typer
@@ -48,6 +49,8 @@ def demo(
     console = Console()
     names = tuple(p.strip() for p in profiles.split(",") if p.strip())
     settings = get_settings()
+    if "CROUPIER_ENV" not in os.environ:  # a demo on this machine: its development secrets
+        settings = settings.model_copy(update={"env": "development"})
     if settings.betting_window_seconds is None:  # the timer closes betting (seed 002)
         settings = settings.model_copy(update={"betting_window_seconds":
                                                max(1, round(betting_pause))})

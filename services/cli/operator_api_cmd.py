@@ -18,5 +18,6 @@ def operator_api(port: int = typer.Option(None, help="Default: CROUPIER_OPERATOR
     from services.operator.http_api import make_app
 
     settings = get_settings()
+    settings.require_production_secrets("operator-api")
     web.run_app(make_app(settings), host=settings.web_bind,
                 port=port or settings.operator_api_port, print=typer.echo)

@@ -1,20 +1,29 @@
-"""Who is calling: a player (HMAC-signed token of their id) or the operator.
+"""Who is calling: a player (a signed, expiring token of their id) or the operator.
 
-Player tokens are itsdangerous-signed (HMAC-SHA256, key from
-`settings.player_token_secret`, a salt of our own so the signature means
-nothing elsewhere). The operator presents `settings.operator_token`, compared in
-constant time. Secrets are never logged and never echoed in an answer.
+A player token is `<key id>.<payload>.<signature>`: the payload (player id and expiry,
+seconds since the epoch) is itsdangerous-signed (HMAC-SHA256, a salt of our own so the
+signature means nothing elsewhere) with the key the id names. New tokens are signed with
+the current key (`settings.player_token_secret`, id `player_token_key_id`); tokens of the
+previous keys (`player_token_previous_keys`) are still accepted, so a key is rotated
+without logging anyone out, and dropped once its tokens have expired. The operator
+presents `settings.operator_token`, compared in constant time. Secrets are never logged
+and never echoed in an answer.
 """
 
 from __future__ import annotations
 
 import hmac
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 from itsdangerous import BadSignature, URLSafeSerializer
 
-_SALT = "croupier.wallet.player-token.v1"
+from services.infra.settings import Settings
+
+_SALT = "croupier.wallet.player-token.v2"
 
 
 @dataclass(frozen=True)
@@ -23,37 +32,78 @@ class Caller:
     player_id: str | None = None
 
 
+@dataclass(frozen=True)
+class PlayerToken:
+    token: str
+    expires_at: datetime
+
+
 class AuthError(Exception):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
         self.status, self.code, self.message = status, code, message
 
 
+def _unauthenticated(message: str, code: str = "unauthenticated") -> AuthError:
+    return AuthError(401, code, message)
+
+
 class Authenticator:
-    def __init__(self, player_token_secret: str, operator_token: str) -> None:
+    def __init__(self, player_token_secret: str, operator_token: str, *,
+                 key_id: str = "k1", previous_keys: Mapping[str, str] | None = None,
+                 ttl_seconds: int = 12 * 3600, now: Callable[[], float] = time.time) -> None:
         if not player_token_secret or not operator_token:
             raise ValueError("player_token_secret and operator_token must be set")
-        self._signer = URLSafeSerializer(player_token_secret, salt=_SALT)
+        if "." in key_id or any("." in kid for kid in previous_keys or {}):
+            raise ValueError("a key id may not contain '.'")
+        keys = {**(previous_keys or {}), key_id: player_token_secret}
+        self._signers = {kid: URLSafeSerializer(key, salt=_SALT) for kid, key in keys.items()}
+        self._key_id, self._ttl, self._now = key_id, ttl_seconds, now
         self._operator = operator_token.encode()
 
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Authenticator:
+        return cls(settings.player_token_secret, settings.operator_token,
+                   key_id=settings.player_token_key_id,
+                   previous_keys=settings.player_token_previous_keys,
+                   ttl_seconds=settings.player_token_ttl_seconds)
+
     def player_token(self, player_id: str) -> str:
-        return self._signer.dumps({"player_id": player_id})
+        return self.issue(player_id).token
+
+    def issue(self, player_id: str) -> PlayerToken:
+        """A token for `player_id`, signed with the current key, valid for the TTL."""
+        expires = int(self._now()) + self._ttl
+        signed = self._signers[self._key_id].dumps({"player_id": player_id, "exp": expires})
+        return PlayerToken(f"{self._key_id}.{signed}", datetime.fromtimestamp(expires, UTC))
 
     def caller(self, authorization: str | None) -> Caller:
         """Operator or player from `Authorization: Bearer <token>`; 401 otherwise."""
         scheme, _, token = (authorization or "").partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
-            raise AuthError(401, "unauthenticated", "missing bearer token")
+            raise _unauthenticated("missing bearer token")
         token = token.strip()
+        if not token.isascii():  # a token is ASCII; other bytes arrive as surrogates
+            raise _unauthenticated("invalid bearer token")
         if hmac.compare_digest(token.encode(), self._operator):
             return Caller("operator")
+        return Caller("player", self._player_of(token))
+
+    def _player_of(self, token: str) -> str:
+        key_id, _, signed = token.partition(".")
+        signer = self._signers.get(key_id)
+        if signer is None:
+            raise _unauthenticated("invalid bearer token (unknown or retired key)")
         try:
-            data = self._signer.loads(token)
+            data = signer.loads(signed)
         except BadSignature:
-            raise AuthError(401, "unauthenticated", "invalid bearer token") from None
-        if not isinstance(data, dict) or not isinstance(data.get("player_id"), str):
-            raise AuthError(401, "unauthenticated", "invalid bearer token")
-        return Caller("player", data["player_id"])
+            raise _unauthenticated("invalid bearer token") from None
+        if not isinstance(data, dict) or not isinstance(data.get("player_id"), str) \
+                or type(data.get("exp")) is not int:
+            raise _unauthenticated("invalid bearer token")
+        if data["exp"] <= self._now():
+            raise _unauthenticated("expired bearer token: ask for a new one", "token_expired")
+        return data["player_id"]
 
     def require_operator(self, authorization: str | None) -> Caller:
         caller = self.caller(authorization)

@@ -46,6 +46,8 @@ def table_configs(table) -> dict[str, str]:
 
 
 def run_worker(app: faust.App, settings: Settings, extra: tuple[str, ...] = ()) -> None:
-    """Every service's `__main__`: its own topics first, then the Faust worker."""
+    """Every service's `__main__`: no development secret in production, its own topics,
+    then the Faust worker."""
+    settings.require_production_secrets(app.conf.id)
     ensure_private_topics(app, settings, extra)
     app.main()

@@ -6,6 +6,7 @@ Each service runs as `python -m services.<package> worker`; readiness is its
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -27,9 +28,11 @@ SERVICES: dict[str, str] = {
 
 
 # settings every service process must share with the demo driver
-SHARED_ENV = ("instance", "home", "kafka_bootstrap_servers", "dealer_event_port", "game_evaluation_port",
-              "bet_settlement_port", "wallet_port", "table_signing_secret", "operator_token",
-              "player_token_secret", "betting_window_seconds", "topic_partitions", "retention_ms")
+SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers", "dealer_event_port",
+              "game_evaluation_port", "bet_settlement_port", "wallet_port",
+              "table_signing_secret", "operator_token", "player_token_secret",
+              "player_token_key_id", "player_token_previous_keys", "player_token_ttl_seconds",
+              "betting_window_seconds", "topic_partitions", "retention_ms")
 
 
 def service_env(settings: Settings) -> dict[str, str]:
@@ -40,7 +43,10 @@ def service_env(settings: Settings) -> dict[str, str]:
             continue
         key = "KAFKA_BOOTSTRAP_SERVERS" if name == "kafka_bootstrap_servers" else \
             f"CROUPIER_{name.upper()}"
-        env[key] = str(value.resolve() if isinstance(value, Path) else value)
+        if isinstance(value, dict):
+            env[key] = json.dumps(value)
+        else:
+            env[key] = str(value.resolve() if isinstance(value, Path) else value)
     env["KAFKA_BOOTSTRAP_SERVERS"] = settings.bootstrap_servers
     return env
 

@@ -8,17 +8,36 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from shared.topics import DEFAULT_PARTITIONS, DEFAULT_RETENTION_MS
 
+# The development defaults of the secrets: fine for a demo on one machine, refused in
+# production (anyone who read this file could mint a player token or sign a card).
+DEVELOPMENT_SECRETS = {
+    "table_signing_secret": "croupier-dev-table-secret",
+    "operator_token": "croupier-dev-operator-token",
+    "player_token_secret": "croupier-dev-player-secret",
+}
+KEY_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
+
+
+class InsecureSettings(SystemExit):
+    """A service asked to start in production with a development secret."""
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="CROUPIER_", env_file=".env", extra="ignore", frozen=True
+        env_prefix="CROUPIER_", env_file=".env", extra="ignore", frozen=True,
+        env_ignore_empty=True,  # an empty variable (compose's `${X:-}`) means the default
     )
+
+    env: Literal["production", "development"] = Field(default="production", description=(
+        "production refuses to start a service with a development default secret; the "
+        "demo and the tests run in development."))
 
     kafka_bootstrap_servers: str | None = Field(
         default=None,
@@ -55,13 +74,22 @@ class Settings(BaseSettings):
     kafka_metrics_port: int = Field(default=19094, description="The local broker's Prometheus "
                                     "endpoint (JMX exporter agent).")
     table_signing_secret: str = Field(
-        default="croupier-dev-table-secret",
+        default=DEVELOPMENT_SECRETS["table_signing_secret"], min_length=1,
         description="Master secret; each table's device and supervisor keys derive from it.",
     )
-    operator_token: str = Field(default="croupier-dev-operator-token",
+    operator_token: str = Field(default=DEVELOPMENT_SECRETS["operator_token"], min_length=1,
                                 description="Operator credential for wallet admin routes.")
-    player_token_secret: str = Field(default="croupier-dev-player-secret",
-                                     description="Signs players' bearer tokens.")
+    player_token_secret: str = Field(default=DEVELOPMENT_SECRETS["player_token_secret"],
+                                     min_length=1,
+                                     description="Signs new player tokens (the current key).")
+    player_token_key_id: str = Field(default="k1", pattern=KEY_ID_PATTERN, description=(
+        "The current key's id, written into every token it signs."))
+    player_token_previous_keys: dict[str, str] = Field(default_factory=dict, description=(
+        "Older keys still accepted, by key id (JSON): rotate by making the current key a "
+        "previous one and setting a new current key; nobody is logged out until their "
+        "token expires or its key is dropped from here."))
+    player_token_ttl_seconds: int = Field(default=12 * 3600, gt=0, description=(
+        "How long a player token is valid after it is issued."))
     betting_window_seconds: int | None = Field(
         default=None, description="Override every profile's betting window (demo, tests).")
     retention_ms: int = DEFAULT_RETENTION_MS
@@ -90,6 +118,27 @@ class Settings(BaseSettings):
     @property
     def uses_external_kafka(self) -> bool:
         return bool(self.kafka_bootstrap_servers)
+
+    def development_secrets_in_use(self) -> list[str]:
+        """The environment variables whose value is still a development default."""
+        in_use = [name for name, default in DEVELOPMENT_SECRETS.items()
+                  if getattr(self, name) == default]
+        in_use += [f"player_token_previous_keys[{kid}]"
+                   for kid, key in self.player_token_previous_keys.items()
+                   if key in DEVELOPMENT_SECRETS.values()]
+        return [f"CROUPIER_{name.upper()}" if "[" not in name else name for name in in_use]
+
+    def require_production_secrets(self, service: str) -> None:
+        """Refuse to start `service` in production with a development default secret."""
+        if self.env != "production":
+            return
+        in_use = self.development_secrets_in_use()
+        if in_use:
+            raise InsecureSettings(
+                f"{service} refuses to start: CROUPIER_ENV=production and "
+                f"{', '.join(in_use)} still {'has its' if len(in_use) == 1 else 'have their'} "
+                "development default. Set a secret of your own for each (or "
+                "CROUPIER_ENV=development for a demo on this machine).")
 
 
 @lru_cache(maxsize=1)

@@ -28,7 +28,7 @@ def _problem(status: int, code: str, message: str) -> web.Response:
 
 
 def make_app(settings: Settings) -> web.Application:
-    auth = Authenticator(settings.player_token_secret, settings.operator_token)
+    auth = Authenticator.from_settings(settings)
 
     @web.middleware
     async def operator_only(request: web.Request, handler):

@@ -5,6 +5,7 @@ what the views validate."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -76,6 +77,7 @@ class TransactionsPage(_Body):
 class TokenResponse(_Body):
     player_id: str
     token: str
+    expires_at: datetime = Field(description="Ask for a new token before this time.")
 
 
 class OfferedBet(_Body):

@@ -35,7 +35,7 @@ from services.wallet.rounds_view import BetRefused, check_bet, current_round_bod
 
 log = logging.getLogger("croupier.wallet.http")
 app = w.app
-auth = Authenticator(w.settings.player_token_secret, w.settings.operator_token)
+auth = Authenticator.from_settings(w.settings)
 REPLY_TIMEOUT_S = 15.0
 MAX_PAGE = 500
 
@@ -197,7 +197,9 @@ class Token:
     async def post(request, player_id):
         auth.require_operator(authorization(request))
         account_or_404(player_id)
-        return Answer(200, {"player_id": player_id, "token": auth.player_token(player_id)})
+        issued = auth.issue(player_id)
+        return Answer(200, {"player_id": player_id, "token": issued.token,
+                            "expires_at": issued.expires_at.isoformat()})
 
 
 @route("/players/{player_id}/balance")

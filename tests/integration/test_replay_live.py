@@ -151,7 +151,7 @@ def test_operator_endpoint_serves_reports_to_operators_only(operator_api, record
     path = f"{operator_api}/rounds/{recorded.table_id}/{recorded.round_id}/report"
     params = {"at": recorded.t0.isoformat()}
     assert httpx.get(path, params=params).status_code == 401
-    player = Authenticator(settings.player_token_secret, settings.operator_token)
+    player = Authenticator.from_settings(settings)
     as_player = {"Authorization": f"Bearer {player.player_token('alice')}"}
     assert httpx.get(path, params=params, headers=as_player).status_code == 403
     assert httpx.get(path, params=params, headers={"Authorization": "Bearer forged"}

@@ -15,19 +15,34 @@ yaml = pytest.importorskip("yaml", reason="pyyaml is needed to read docker-compo
 
 from services.infra.faust_app import service_port  # noqa: E402
 from services.infra.ops_jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
-from services.infra.settings import Settings  # noqa: E402
+from services.infra.settings import DEVELOPMENT_SECRETS, Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
 CROUPIER = ("dealer-event", "game-evaluation", "bet-settlement", "wallet")
 ONE_SHOT = ("kafka-jmx-agent", "topics")
-_INTERPOLATION = re.compile(r"\$\{(\w+)(?::?-([^}]*))?\}")
+_INTERPOLATION = re.compile(r"\$\{(\w+)(?::?([-?])([^}]*))?\}")
+GIVEN_SECRET = "a-secret-the-operator-set"
 
 
 def interpolate(value: object) -> str:
-    """Compose's `${VAR:-default}` with nothing set in the environment."""
-    return _INTERPOLATION.sub(lambda m: m.group(2) or "", str(value))
+    """Compose's `${VAR:-default}` with nothing set in the environment, and a value of the
+    operator's for `${VAR:?error}` (compose refuses to start without one)."""
+    return _INTERPOLATION.sub(
+        lambda m: GIVEN_SECRET if m.group(2) == "?" else (m.group(3) or ""), str(value))
+
+
+@pytest.mark.parametrize("service", CROUPIER)
+def test_compose_runs_production_and_requires_every_secret(service: str) -> None:
+    """Issue 11 finding 6: compose used to fall back to the development secrets."""
+    raw = SERVICES[service]["environment"]
+    assert env(service)["CROUPIER_ENV"] == "production"
+    for name in DEVELOPMENT_SECRETS:
+        variable = f"CROUPIER_{name.upper()}"
+        assert re.fullmatch(rf"\$\{{{variable}:\?[^}}]+\}}", raw[variable]), raw[variable]
+    assert not any(secret in (ROOT / "docker-compose.yml").read_text()
+                   for secret in DEVELOPMENT_SECRETS.values())
 
 
 def env(service: str) -> dict[str, str]:
