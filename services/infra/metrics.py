@@ -81,6 +81,9 @@ HTTP_REQUESTS = Counter("croupier_http_requests_total", "HTTP requests by route 
 HTTP_LATENCY = Histogram("croupier_http_request_duration_seconds", "HTTP request duration.",
                          ["service", "route"], buckets=LATENCY_BUCKETS)
 UP = Gauge("croupier_service_up", "1 while the service runs.", ["service"])
+DEAD_LETTERS = Counter("croupier_dead_letters_total",
+                       "Records a service could not apply, written to dead.letters, by source "
+                       "topic and error type.", ["service", "topic", "error"])
 MALFORMED = Counter("croupier_malformed_records_total",
                     "Records skipped because they do not parse, by service and source.",
                     ["service", "source"])

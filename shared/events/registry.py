@@ -11,6 +11,7 @@ import json
 from pydantic import BaseModel
 
 from shared.events.bet_events import BetAccepted, BetPlaced, BetRejected, BetSettled, RoundManifest
+from shared.events.dead_letters import DeadLetter
 from shared.events.inputs import INPUT_TYPES
 from shared.events.rejections import InputRefused
 from shared.events.results import RoundResultPublished
@@ -26,6 +27,7 @@ EVENTS_BY_TOPIC: dict[str, tuple[type[BaseModel], ...]] = {
     "bets.decisions": (BetAccepted, BetRejected, RoundManifest),
     "bets.settled": (BetSettled,),
     "wallet.transactions": (WalletTransaction,),
+    "dead.letters": (DeadLetter,),
 }
 
 
