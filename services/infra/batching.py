@@ -30,6 +30,8 @@ import faust
 from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
 
+from services.infra.observability import progress_of
+
 log = logging.getLogger(__name__)
 BATCH_MAX = 1000  # records at most per batch
 Record = tuple[str, bytes, bytes]  # topic, key, value
@@ -44,6 +46,7 @@ async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
     manual = stream.noack()
     track_buffer(stream.app.producer)
     apply = until_applied(apply, f"{stream.app.conf.id}: applying a batch")
+    progress = progress_of(stream.app)
     queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
 
     async def read() -> None:
@@ -66,6 +69,7 @@ async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
             await flush_all(stream.app.producer)
             for event in batch:
                 await manual.ack(event)
+            progress.batch_finished()
     finally:
         reader.cancel()
 

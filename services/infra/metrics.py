@@ -74,7 +74,8 @@ END_TO_END_LATENCY = Histogram("croupier_end_to_end_latency_seconds",
                                buckets=LATENCY_BUCKETS)
 
 # every service
-CONSUMER_LAG = Gauge("croupier_consumer_lag_records", "Records not yet consumed, per topic.",
+CONSUMER_LAG = Gauge("croupier_consumer_lag_records", "Records not yet consumed from this "
+                     "worker's partitions, per topic (sum over workers: the group's lag).",
                      ["service", "topic"])
 HTTP_REQUESTS = Counter("croupier_http_requests_total", "HTTP requests by route and status.",
                         ["service", "route", "method", "status"])
