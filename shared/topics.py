@@ -48,6 +48,8 @@ _TOPICS: tuple[tuple[str, str, str, str], ...] = (
      "one settlement per accepted bet: win, lose, push or void refund"),
     ("wallet.transactions", "player id", "wallet",
      "every debit, credit and refund, with its idempotency key"),
+    ("dead.letters", "source topic and partition", "every service",
+     "records a service could not apply: where from, the error, the bytes or their digest"),
 )
 
 TOPIC_NAMES: tuple[str, ...] = tuple(name for name, *_ in _TOPICS)

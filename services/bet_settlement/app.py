@@ -24,12 +24,12 @@ import logging
 from datetime import UTC, datetime
 
 import faust
-from pydantic import ValidationError
 
 from services.bet_settlement import counting, intake
 from services.infra import metrics, observability
-from services.infra.batching import Record, processing, publish_all, run_batches
+from services.infra.batching import Record, publish_all, run_batches
 from services.infra.clock import SystemClock
+from services.infra.dead_letters import apply_each
 from services.infra.faust_app import make_app, recovering
 from services.infra.settings import get_settings
 from shared.events.bet_events import BET_INTAKE, IntakeMark
@@ -176,22 +176,16 @@ def broker_time(event) -> datetime | None:
     return datetime.fromtimestamp(timestamp, UTC) if timestamp else None
 
 
+def apply_one(event) -> list[Record]:
+    out = step(event.message.topic, event.value, broker_time(event))
+    return [(name, key.encode(), record.model_dump_json().encode()) for name, key, record in out]
+
+
 def apply_batch(events) -> list[Record]:
-    """Apply a batch's records in order; every record they produced, ready to send."""
-    records: list[Record] = []
-    for event in events:
-        source = event.message.topic
-        with processing(event):
-            try:
-                out = step(source, event.value, broker_time(event))
-            except ValidationError as exc:
-                metrics.MALFORMED.labels("bet-settlement", source).inc()
-                log.error("malformed record on %s at offset %s ignored (logged, counted): %s",
-                          source, event.message.offset, exc)
-                continue
-        records += [(name, key.encode(), record.model_dump_json().encode())
-                    for name, key, record in out]
-    return records
+    """Apply a batch's records in order; every record they produced, ready to send. A
+    record that cannot be applied (unparseable, an unknown profile, any error) is
+    dead-lettered and the others are applied."""
+    return apply_each("bet-settlement", events, apply_one, clock.now)
 
 
 async def settle_batch(events) -> None:

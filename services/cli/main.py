@@ -3,6 +3,7 @@
 import typer
 
 from services.cli import (
+    dead_letters_cmd,
     demo_cmd,
     evaluate_cmd,
     kafka_cmd,
@@ -36,3 +37,4 @@ demo_cmd.register(app)
 rebuild_cmd.register(app)
 operator_api_cmd.register(app)
 profiles_cmd.register(app)
+dead_letters_cmd.register(app)

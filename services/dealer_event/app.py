@@ -18,6 +18,7 @@ from services.dealer_event.runtime import DealerRuntime, init_metrics, machine_c
 from services.infra import observability
 from services.infra.batching import publish_all, run_batches, until_applied
 from services.infra.clock import SystemClock
+from services.infra.dead_letters import give_up_on
 from services.infra.faust_app import make_app, topic
 from services.infra.settings import get_settings
 
@@ -48,7 +49,8 @@ async def _rebuild(partitions):
     return await asyncio.to_thread(rebuild, settings.bootstrap_servers, partitions)
 
 
-runtime = DealerRuntime(machine_config(settings), SystemClock(), partial(publish_all, app), _rebuild,
+clock = SystemClock()
+runtime = DealerRuntime(machine_config(settings), clock, partial(publish_all, app), _rebuild,
                         owned_partitions, joined=False)
 
 
@@ -66,8 +68,14 @@ async def rebuild_on_assign(sender, assigned, **kwargs) -> None:
 
 async def decide_batch(events) -> None:
     """A failed publish leaves the states unadopted and marks them for a rebuild from the
-    log; the batch is then decided again."""
-    await runtime.handle_batch([(event.value, event.message.partition) for event in events])
+    log; the batch is then decided again. An input that cannot be decided at all is
+    dead-lettered."""
+
+    def give_up(index: int, error: BaseException):
+        return give_up_on("dealer-event", events[index], error, clock.now())
+
+    await runtime.handle_batch([(event.value, event.message.partition) for event in events],
+                               give_up)
 
 
 @app.agent(inputs_topic, concurrency=1)

@@ -23,12 +23,17 @@ from shared.events.table import parse_table_event
 log = logging.getLogger(__name__)
 
 
-def fold_events(states: dict[str, TableState], raws) -> None:
-    """Fold each table's chain. A table whose log does not continue its chain is put out of
+def fold_events(states: dict[str, TableState], records) -> None:
+    """Fold each table's chain from `(key, value)` records. A table whose log does not
+    continue its chain, or holds a record that cannot be read or folded, is put out of
     play (its inputs are refused `chain_corrupt` until an operator has looked); the other
     tables play on."""
-    for raw in raws:
-        event = parse_table_event(raw)
+    for key, raw in records:
+        try:
+            event = parse_table_event(raw)
+        except Exception as error:  # noqa: BLE001 - one table out of play, not the service
+            _out_of_play(states, _table_of(key), f"unreadable record: {_brief(error)}")
+            continue
         state = states.setdefault(event.table_id, TableState(event.table_id))
         if state.corrupt:
             continue
@@ -37,12 +42,37 @@ def fold_events(states: dict[str, TableState], raws) -> None:
                         event.table_id, event.seq, state.seq)
             continue
         if event.seq != state.seq + 1 or event.prev_hash != state.head_hash:
-            state.corrupt = (f"event seq {event.seq} does not continue seq {state.seq} "
-                             f"(hash {state.head_hash[:12]}…)")
-            log.error("TABLE OUT OF PLAY: table %s: %s; run `croupier replay` on its last "
-                      "round and repair the log before dealing on", event.table_id, state.corrupt)
+            _out_of_play(states, event.table_id,
+                         f"event seq {event.seq} does not continue seq {state.seq} "
+                         f"(hash {state.head_hash[:12]}…)")
             continue
-        fold_into(state, event)
+        try:
+            fold_into(state, event)
+        except Exception as error:  # noqa: BLE001 - schema-valid but impossible here
+            _out_of_play(states, event.table_id,
+                         f"event seq {event.seq} ({event.type}) cannot follow: {_brief(error)}")
+
+
+def _table_of(key: bytes | None) -> str | None:
+    try:
+        return key.decode("utf-8") if key else None
+    except UnicodeDecodeError:
+        return None
+
+
+def _brief(error: BaseException) -> str:
+    return f"{type(error).__name__}: {str(error)[:200]}"
+
+
+def _out_of_play(states: dict[str, TableState], table_id: str | None, why: str) -> None:
+    if table_id is None:
+        log.error("table.events holds a record with no readable key (%s); skipped", why)
+        return
+    state = states.setdefault(table_id, TableState(table_id))
+    if not state.corrupt:
+        state.corrupt = why
+        log.error("TABLE OUT OF PLAY: table %s: %s; run `croupier replay` on its last round "
+                  "and repair the log before dealing on", table_id, why)
 
 
 def fold_rejections(states: dict[str, TableState], raws) -> None:
@@ -64,8 +94,8 @@ def rebuild(bootstrap: str, partitions: Iterable[int] | None = None) -> dict[str
     with one partition count), or of every table when `partitions` is None."""
     wanted = None if partitions is None else sorted(set(partitions))
     states: dict[str, TableState] = {}
-    fold_events(states, (r.value for r in read_to_end(bootstrap, "table.events",
-                                                      partitions=wanted)))
+    fold_events(states, ((r.key, r.value) for r in read_to_end(bootstrap, "table.events",
+                                                                partitions=wanted)))
     fold_rejections(states, (r.value for r in read_to_end(bootstrap, "dealer.rejections",
                                                           partitions=wanted)))
     log.info("rebuilt %d table(s) of partition(s) %s from the log", len(states),

@@ -50,6 +50,7 @@ Rebuild = Callable[[frozenset[int] | None], Awaitable[dict[str, TableState]]]
 # the partitions of dealer.inputs this worker consumes now (None: all, a single process)
 Owned = Callable[[], frozenset[int] | None]
 Item = tuple[bytes, int | None]  # a raw input and its partition of dealer.inputs (None: ours)
+GiveUp = Callable[[int, BaseException], Record]  # an item's dead letter
 
 MOVED = "moved"  # a waiter's table went to another worker before its input was decided
 
@@ -195,21 +196,30 @@ class DealerRuntime:
 
     # --- decisions --------------------------------------------------------------------
 
-    async def handle_batch(self, items: Sequence[Item]) -> list[dict | None]:
+    async def handle_batch(self, items: Sequence[Item], give_up: GiveUp | None = None
+                           ) -> list[dict | None]:
         """Decide `items` in order, publish everything they produced, await the acks, then
         adopt the states and answer the waiters. An item of a partition this worker does
-        not own (any more) is skipped (None): its new owner reads it from the log. Raises
-        if the publish fails; the states are then rebuilt before the next decision."""
+        not own (any more) is skipped (None): its new owner reads it from the log. An item
+        that cannot be decided at all (an error, not a refusal) is `give_up(index, error)`:
+        its dead letter is published with the batch and the others are decided (None).
+        Raises if the publish fails; the states are then rebuilt before the next decision."""
         async with self._lock:
             await self._ensure_ready_locked(decide=True)
             owned = self._rebuilt_for
             plan = _Plan()
             out: list[dict | None] = []
-            for raw, partition in items:
+            for index, (raw, partition) in enumerate(items):
                 if owned is not None and partition is not None and partition not in owned:
                     out.append(None)
                     continue
-                out.append(self._decide(plan, raw))
+                try:
+                    out.append(self._decide(plan, raw))
+                except Exception as error:  # the input, not the service, failed
+                    if give_up is None:
+                        raise
+                    plan.records.append(give_up(index, error))
+                    out.append(None)
             await self._publish(plan)
             self._adopt(plan)
         for input_id, report in plan.reports:

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 import faust
 from faust import web
 
 from services.game_evaluation.evaluator import TableView, observe
 from services.infra import metrics, observability
-from services.infra.batching import processing, publish_all, run_batches, until_applied
+from services.infra.batching import Record, processing, publish_all, run_batches, until_applied
+from services.infra.dead_letters import give_up_on
 from services.infra.faust_app import make_app, recovering, topic
 from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
@@ -50,39 +52,51 @@ async def _joined(sender, assigned, **kwargs) -> None:
 
 
 async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
+    """Follow each table's chain through the batch; publish the results, then store the
+    progress. A record that cannot be read or followed is dead-lettered (its table's
+    progress stays where it was) and the others are evaluated."""
     progress: dict[bytes, tuple[TableView, faust.EventT]] = {}  # changed in this batch
+    out: list[Record] = []
     results: list[RoundResultPublished] = []
     for record in records:
         try:
-            event = parse_table_event(record.value)
-        except ValueError as exc:
-            metrics.MALFORMED.labels("game-evaluation", "table.events").inc()
-            log.error("unreadable record on table.events skipped: %s", exc)
+            seen = _observe(record, progress)
+        except Exception as error:  # the record, not the service, failed
+            out.append(give_up_on("game-evaluation", record, error, datetime.now(UTC)))
             continue
-        key = event.table_id.encode()
-        if key in progress:
-            view = progress[key][0]
-        else:
-            with processing(record):
-                stored = views.get(key)
-            view = TableView.model_validate_json(stored) if stored else TableView(
-                table_id=event.table_id)
-        seen = observe(view, event)
-        for problem in seen.problems:
+        if seen is None:
+            continue
+        key, view, observation = seen
+        for problem in observation.problems:
             metrics.EVALUATION_PROBLEMS.inc()
             log.error("EVALUATION PROBLEM: %s", problem)
-        if seen.result is not None:
-            results.append(seen.result)
-        if seen.view != view:
-            progress[key] = (seen.view, record)
-    await publish_all(app, [("round.results", r.table_id.encode(),
-                             r.model_dump_json().encode()) for r in results])
+        if observation.result is not None:
+            results.append(observation.result)
+            out.append(("round.results", observation.result.table_id.encode(),
+                        observation.result.model_dump_json().encode()))
+        if observation.view != view:
+            progress[key] = (observation.view, record)
+    await publish_all(app, out)
     for result in results:
         metrics.RESULTS.labels(result.table_id, result.result.game).inc()
         log.info("result %s published", result.result_id)
     for key, (view, record) in progress.items():
         with processing(record):
             views[key] = view.model_dump_json().encode()
+
+
+def _observe(record: faust.EventT, progress: dict[bytes, tuple[TableView, faust.EventT]]):
+    """(table key, the view before, what the evaluator saw) for one record."""
+    event = parse_table_event(record.value)
+    key = event.table_id.encode()
+    if key in progress:
+        view = progress[key][0]
+    else:
+        with processing(record):
+            stored = views.get(key)
+        view = TableView.model_validate_json(stored) if stored else TableView(
+            table_id=event.table_id)
+    return key, view, observe(view, event)
 
 
 @app.agent(events_topic, concurrency=1)

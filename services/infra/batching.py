@@ -27,7 +27,10 @@ from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import faust
+from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
+
+from services.infra.observability import progress_of
 
 log = logging.getLogger(__name__)
 BATCH_MAX = 1000  # records at most per batch
@@ -42,6 +45,8 @@ async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
     the producer is flushed (table changelogs included)."""
     manual = stream.noack()
     track_buffer(stream.app.producer)
+    apply = until_applied(apply, f"{stream.app.conf.id}: applying a batch")
+    progress = progress_of(stream.app)
     queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
 
     async def read() -> None:
@@ -64,6 +69,7 @@ async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
             await flush_all(stream.app.producer)
             for event in batch:
                 await manual.ack(event)
+            progress.batch_finished()
     finally:
         reader.cancel()
 
@@ -107,19 +113,34 @@ async def flush_all(producer) -> None:
         await asyncio.gather(*pending)
 
 
-def until_applied(apply: ApplyBatch, what: str, pause_s: float = 1.0) -> ApplyBatch:
-    """`apply`, tried again after a pause for as long as it raises: for consumers whose
-    batch fails only when publishing does (the broker away), and that are safe to run again
-    on the same batch (they adopt nothing until every record is acknowledged)."""
+def transient(error: BaseException) -> bool:
+    """A broker error that goes away by itself (connection lost, leader moving, a send
+    timed out): worth retrying. Anything else is not the broker's fault."""
+    return getattr(error, "retriable", False) or isinstance(
+        error, KafkaTimeoutError | ConnectionError | TimeoutError)
+
+
+def until_applied(apply: ApplyBatch, what: str, first_pause_s: float = 0.5,
+                  max_pause_s: float = 30.0) -> ApplyBatch:
+    """`apply`, tried again while it fails with a transient broker error (pausing twice as
+    long each time, at most `max_pause_s`); any other error is raised at once. Safe because
+    applying a batch again is what a redelivery does: every consumer is idempotent. A
+    record the domain code cannot apply never gets here: it is dead-lettered
+    (`services.infra.dead_letters.apply_each`), so no record is retried forever."""
 
     async def retried(batch: Sequence[faust.EventT]) -> None:
+        pause = first_pause_s
         while True:
             try:
                 await apply(batch)
                 return
-            except Exception:  # noqa: BLE001 - logged; the same batch is applied again
-                log.exception("%s of %d record(s) failed; retrying", what, len(batch))
-                await asyncio.sleep(pause_s)
+            except Exception as error:
+                if not transient(error):
+                    raise
+                log.warning("%s of %d record(s): broker error %r; retrying in %.1f s", what,
+                            len(batch), error, pause)
+                await asyncio.sleep(pause)
+                pause = min(2 * pause, max_pause_s)
 
     return retried
 

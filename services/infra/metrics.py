@@ -74,13 +74,17 @@ END_TO_END_LATENCY = Histogram("croupier_end_to_end_latency_seconds",
                                buckets=LATENCY_BUCKETS)
 
 # every service
-CONSUMER_LAG = Gauge("croupier_consumer_lag_records", "Records not yet consumed, per topic.",
+CONSUMER_LAG = Gauge("croupier_consumer_lag_records", "Records not yet consumed from this "
+                     "worker's partitions, per topic (sum over workers: the group's lag).",
                      ["service", "topic"])
 HTTP_REQUESTS = Counter("croupier_http_requests_total", "HTTP requests by route and status.",
                         ["service", "route", "method", "status"])
 HTTP_LATENCY = Histogram("croupier_http_request_duration_seconds", "HTTP request duration.",
                          ["service", "route"], buckets=LATENCY_BUCKETS)
 UP = Gauge("croupier_service_up", "1 while the service runs.", ["service"])
+DEAD_LETTERS = Counter("croupier_dead_letters_total",
+                       "Records a service could not apply, written to dead.letters, by source "
+                       "topic and error type.", ["service", "topic", "error"])
 MALFORMED = Counter("croupier_malformed_records_total",
                     "Records skipped because they do not parse, by service and source.",
                     ["service", "source"])

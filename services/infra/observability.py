@@ -3,8 +3,11 @@
 - `GET /metrics`: the Prometheus text exposition of `services.infra.metrics`;
 - an HTTP sensor counting requests by route template, method and status, with durations;
 - a consumer-lag timer: every few seconds, in a thread, the group's committed offsets
-  (`KafkaAdminClient.list_group_offsets`) against the partitions' end offsets, summed
-  per topic into `croupier_consumer_lag_records{service,topic}`. A Kafka hiccup is
+  (`KafkaAdminClient.list_group_offsets`) of the partitions assigned to this worker
+  against their end offsets, summed per topic into
+  `croupier_consumer_lag_records{service,topic}` (summed over workers, the group's lag);
+- `health_problems(app)`: what /health reports: recovering, or stalled (records wait
+  and no batch finished for `stall_seconds`). A Kafka hiccup is
   logged and the next tick tries again with fresh clients; it never stops the service;
 - `croupier_service_up{service} = 1`.
 """
@@ -76,6 +79,53 @@ def lag_by_topic(committed: Mapping[TopicPartition, int | None],
     return lag
 
 
+class Progress:
+    """Whether this worker's consumer moves: when it last finished a batch, and how far
+    behind its partitions are. Idle with nothing to read is fine; records waiting while
+    no batch finishes for `stall_s` seconds is a stuck consumer (a poison record retried
+    forever, a wedged agent), and /health must say so instead of 200."""
+
+    def __init__(self) -> None:
+        self.finished_at = monotonic()
+        self.lag = 0
+        self.behind_since: float | None = None
+
+    def batch_finished(self) -> None:
+        self.finished_at = monotonic()
+
+    def lag_measured(self, lag: int) -> None:
+        if lag > 0 and self.lag == 0:
+            self.behind_since = monotonic()
+        self.lag = lag
+
+    def stalled_for(self, now: float | None = None) -> float:
+        """Seconds with records waiting and no batch finished (0 when none wait)."""
+        if self.lag <= 0:
+            return 0.0
+        now = monotonic() if now is None else now
+        return max(0.0, now - max(self.finished_at, self.behind_since or 0.0))
+
+
+_progress: dict[str, Progress] = {}
+
+
+def progress_of(app: faust.App) -> Progress:
+    return _progress.setdefault(app.conf.id, Progress())
+
+
+def health_problems(app: faust.App, settings: Settings | None = None) -> list[str]:
+    """Why this worker should not be sent traffic right now (empty: healthy)."""
+    settings = settings or get_settings()
+    problems = []
+    if app.rebalancing or not app.tables.recovery.completed.is_set():
+        problems.append("recovering: partitions moving or tables still recovering")
+    stalled = progress_of(app).stalled_for()
+    if stalled > settings.stall_seconds:
+        problems.append(f"stalled: {progress_of(app).lag} record(s) waiting and no batch "
+                        f"finished for {stalled:.0f} s")
+    return problems
+
+
 class LagProbe:
     """Blocking Kafka clients, used from a thread; recreated after any failure."""
 
@@ -84,8 +134,10 @@ class LagProbe:
         self.group_id = group_id
         self._admin: KafkaAdminClient | None = None
         self._consumer: KafkaConsumer | None = None
+        self.reported: set[str] = set()  # topics whose lag gauge this worker set
 
-    def measure(self) -> dict[str, int]:
+    def measure(self, assigned: set[TopicPartition] | None = None) -> dict[str, int]:
+        """Lag per topic of the group's partitions (only `assigned` ones, if given)."""
         if self._admin is None:
             self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap,
                                            client_id=f"{self.group_id}-lag",
@@ -96,7 +148,8 @@ class LagProbe:
                                            client_id=f"{self.group_id}-lag",
                                            request_timeout_ms=5000)
         offsets = self._admin.list_group_offsets(self.group_id).get(self.group_id, {})
-        committed = {tp: meta.offset for tp, meta in offsets.items()}
+        committed = {tp: meta.offset for tp, meta in offsets.items()
+                     if assigned is None or tp in assigned}
         ends = self._consumer.end_offsets(list(committed)) if committed else {}
         return lag_by_topic(committed, ends)
 
@@ -110,16 +163,23 @@ class LagProbe:
         self._admin = self._consumer = None
 
 
-async def update_lag(probe: LagProbe, service: str) -> None:
+async def update_lag(probe: LagProbe, service: str, app: faust.App | None = None) -> None:
     try:
-        lag = await asyncio.to_thread(probe.measure)
+        assigned = None if app is None else {
+            TopicPartition(tp.topic, tp.partition) for tp in app.consumer.assignment()}
+        lag = await asyncio.to_thread(probe.measure, assigned)
     except Exception as exc:  # noqa: BLE001 - Kafka may hiccup; the next tick retries
         log.warning("measuring consumer lag of %s failed (next tick retries): %s",
                     probe.group_id, exc)
         await asyncio.to_thread(probe.close)
         return
+    for topic in probe.reported - set(lag):  # no longer assigned here: nothing waits here
+        metrics.CONSUMER_LAG.labels(service, topic).set(0)
     for topic, records in lag.items():
         metrics.CONSUMER_LAG.labels(service, topic).set(records)
+    probe.reported = set(lag)
+    if app is not None:
+        progress_of(app).lag_measured(sum(lag.values()))
 
 
 # ---------------------------------------------------------------------- install
@@ -142,7 +202,7 @@ def install(app: faust.App, service: str, settings: Settings | None = None, *,
     probe = LagProbe(settings.bootstrap_servers, app.conf.id)
 
     async def consumer_lag() -> None:
-        await update_lag(probe, service)
+        await update_lag(probe, service, app)
 
     consumer_lag.__qualname__ = consumer_lag.__name__ = f"consumer_lag_{service}"
     app.timer(interval=settings.lag_interval_seconds)(consumer_lag)

@@ -105,6 +105,8 @@ class Settings(BaseSettings):
     # operations
     lag_interval_seconds: float = Field(
         default=5.0, description="How often each service measures its consumer lag.")
+    stall_seconds: float = Field(default=60.0, gt=0, description=(
+        "/health answers 503 when records wait and no batch finished for this long."))
 
     @property
     def local_bootstrap(self) -> str:

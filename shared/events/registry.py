@@ -19,6 +19,7 @@ from shared.events.bet_events import (
     RoundManifest,
     SettlementReversed,
 )
+from shared.events.dead_letters import DeadLetter
 from shared.events.inputs import INPUT_TYPES
 from shared.events.rejections import InputRefused
 from shared.events.results import RoundResultPublished
@@ -34,6 +35,7 @@ EVENTS_BY_TOPIC: dict[str, tuple[type[BaseModel], ...]] = {
     "bets.decisions": (BetAccepted, BetRejected, RoundManifest),
     "bets.settled": (BetSettled, SettlementReversed),
     "wallet.transactions": (WalletTransaction,),
+    "dead.letters": (DeadLetter,),
 }
 
 

@@ -39,11 +39,11 @@ class FakeLog:
 
     async def rebuild(self, partitions):
         def mine(topic):
-            return [v for t, k, v in self.records if t == topic and (
+            return [(k, v) for t, k, v in self.records if t == topic and (
                 partitions is None or PARTITIONS[k.decode()] in partitions)]
         states: dict = {}
         fold_events(states, mine("table.events"))
-        fold_rejections(states, mine("dealer.rejections"))
+        fold_rejections(states, [v for _, v in mine("dealer.rejections")])
         return states
 
 

@@ -312,7 +312,8 @@ def test_a_table_whose_log_breaks_its_chain_is_out_of_play_and_others_play_on():
         table.ok(NewShoe, shoe_id=f"{table.state.table_id}-S1", profile="sbo-baccarat")
         table.ok(OpenRound, round_id=f"{table.state.table_id}-R1", dealer="Ayu")
     foreign = t1.events[1].model_copy(update={"seq": 2, "prev_hash": "f" * 64})  # another writer
-    raws = [e.model_dump_json().encode() for e in (t1.events[0], foreign, *t2.events)]
+    raws = [(e.table_id.encode(), e.model_dump_json().encode())
+            for e in (t1.events[0], foreign, *t2.events)]
     states: dict = {}
     fold_events(states, raws)
     assert states["T1"].corrupt and "seq 2" in states["T1"].corrupt

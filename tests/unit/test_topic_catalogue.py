@@ -13,6 +13,7 @@ from shared.topics import (
 ARCHITECTURE_TOPICS = {
     "dealer.inputs", "table.events", "dealer.rejections", "round.results",
     "bets.placed", "bets.decisions", "bets.settled", "wallet.transactions",
+    "dead.letters",  # issue 11: what a consumer could not apply, never dropped silently
 }
 
 
