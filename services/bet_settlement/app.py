@@ -30,7 +30,8 @@ from services.infra import metrics, observability
 from services.infra.batching import Record, publish_all, run_batches
 from services.infra.clock import SystemClock
 from services.infra.dead_letters import apply_each
-from services.infra.faust_app import make_app, recovering
+from services.infra.faust_app import make_app
+from services.infra.observability import health_problems
 from services.infra.settings import get_settings
 from shared.events.bet_events import BET_INTAKE, IntakeMark
 from shared.events.results import RoundResultPublished
@@ -201,5 +202,6 @@ async def settlement_agent(stream):
 
 @app.page("/health")
 async def health(web, request):
-    ready = not recovering(app)
-    return web.json({"status": "ok" if ready else "recovering"}, status=200 if ready else 503)
+    problems = health_problems(app)
+    return web.json({"status": "ok" if not problems else "unavailable", "problems": problems},
+                    status=503 if problems else 200)

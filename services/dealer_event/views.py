@@ -23,6 +23,7 @@ from services.dealer_event.app import app, forward, input_partition, inputs_topi
 from services.dealer_event.intake import parse_raw
 from services.dealer_event.runtime import MOVED
 from services.infra import routing
+from services.infra.observability import health_problems
 
 AUTH_CODES = frozenset({"unsigned", "bad_signature", "role_not_allowed"})
 
@@ -95,8 +96,9 @@ class TableView(web.View):
 class HealthView(web.View):
     async def get(self, request: web.Request) -> web.Response:
         partitions = runtime.partitions
-        ready = runtime.ready
-        return self.json({"service": "dealer-event", "ready": ready,
+        problems = [] if runtime.ready else ["rebuilding its tables from the log"]
+        problems += [p for p in health_problems(app) if p.startswith("stalled")]
+        return self.json({"service": "dealer-event", "ready": not problems,
                           "partitions": None if partitions is None else sorted(partitions),
-                          "tables": len(runtime.tables)},
-                         status=200 if ready else 503)
+                          "tables": len(runtime.tables), "problems": problems},
+                         status=503 if problems else 200)

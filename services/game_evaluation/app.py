@@ -24,7 +24,8 @@ from services.game_evaluation.evaluator import TableView, observe
 from services.infra import metrics, observability
 from services.infra.batching import Record, processing, publish_all, run_batches, until_applied
 from services.infra.dead_letters import give_up_on
-from services.infra.faust_app import make_app, recovering, topic
+from services.infra.faust_app import make_app, topic
+from services.infra.observability import health_problems
 from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
 
@@ -113,7 +114,7 @@ class HealthView(web.View):
         partitions = sorted(tp.partition for tp in app.consumer.assignment()
                             if tp.topic == "table.events") if group.joined else []
         recovered = app.tables.recovery.completed.is_set()
-        ready = group.joined and not recovering(app)
+        problems = health_problems(app) if group.joined else ["not in the consumer group yet"]
         return self.json({"service": "game-evaluation", "joined": group.joined,
-                          "recovered": recovered, "partitions": partitions},
-                         status=200 if ready else 503)
+                          "recovered": recovered, "partitions": partitions,
+                          "problems": problems}, status=503 if problems else 200)

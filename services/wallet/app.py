@@ -34,11 +34,11 @@ from datetime import datetime
 
 import faust
 from aiokafka import AIOKafkaConsumer, TopicPartition
-from pydantic import ValidationError
 
 from services.infra import metrics, observability
 from services.infra.batching import flush_all, processing, publish_all, run_batches
 from services.infra.clock import SystemClock
+from services.infra.dead_letters import give_up_on
 from services.infra.faust_app import make_app, recovering
 from services.infra.settings import get_settings
 from services.wallet import counting, handlers
@@ -253,8 +253,10 @@ async def _apply_batch(events) -> None:
     now = clock.now()
     pending = Pending()
     for event in events:
-        env = parse(event.value, ENVELOPE.validate_json, "command")
-        if env is None:
+        try:
+            env = ENVELOPE.validate_json(event.value)
+        except Exception as error:  # unreadable: dead-lettered, nothing moved
+            pending.records.append(give_up_on("wallet", event, error, now))
             continue
         if pending.full_for(env.command.player_id):
             await flush(pending)
@@ -262,10 +264,10 @@ async def _apply_batch(events) -> None:
         with processing(event):
             try:
                 outcome = apply_command(env, now)
-            except Exception:  # never stop the consumer on one command; count it, say so
-                metrics.MALFORMED.labels("wallet", "command_failed").inc()
+            except Exception as error:  # never stop the consumer on one command
                 log.exception("command %s for %r could not be applied (nothing stored)",
                               env.command.type, env.command.player_id)
+                pending.records.append(give_up_on("wallet", event, error, now))
                 outcome = handlers.Outcome(handlers.Answer.error(
                     500, "command_failed", "the command could not be applied; retrying with "
                                            "the same id is safe"))
@@ -312,17 +314,6 @@ def ending_command(raw: bytes) -> EndBet | ReverseSettlement | None:
     return None
 
 
-def parse(value: bytes, parser, what: str):
-    """The parsed record, or None when it does not parse (logged and counted, never
-    silent)."""
-    try:
-        return parser(value)
-    except ValidationError as exc:
-        metrics.MALFORMED.labels("wallet", what).inc()
-        log.error("unreadable %s record skipped (nothing moved): %s", what, exc)
-        return None
-
-
 @app.agent(endings_topic)
 async def bet_endings_agent(stream):
     """Re-key bet endings by player id onto the commands topic, a batch at a time (the
@@ -331,9 +322,17 @@ async def bet_endings_agent(stream):
 
 
 async def forward_endings(events) -> None:
-    commands = [parse(event.value, ending_command, "bet_ending") for event in events]
-    await publish_all(app, [command_record(Envelope(command=cmd))
-                            for cmd in commands if cmd is not None])
+    """Each ending as a command, in order; a record that is not one is dead-lettered."""
+    records = []
+    for event in events:
+        try:
+            command = ending_command(event.value)
+        except Exception as error:  # the record, not the wallet, failed
+            records.append(give_up_on("wallet", event, error, clock.now()))
+            continue
+        if command is not None:
+            records.append(command_record(Envelope(command=command)))
+    await publish_all(app, records)
 
 
 class TableViews:
@@ -350,13 +349,20 @@ class TableViews:
         return self.views.get(table_id)
 
     def apply(self, raw: bytes) -> None:
-        event = parse(raw, parse_table_event, "table_event")
-        if event is not None:
+        """Fold one record; one that cannot be read or folded is skipped, counted and
+        logged (game-evaluation and bet-settlement dead-letter the same record)."""
+        try:
+            event = parse_table_event(raw)
             before = self.views.get(event.table_id)
             self.views[event.table_id] = fold(before, event)
-            if isinstance(event, BettingClosed) and self.ready.is_set() \
-                    and (before is None or event.seq > before.last_seq):
-                self.closed(event.table_id, event.round_id)
+        except Exception as error:  # noqa: BLE001 - a hostile record must not stop the view
+            metrics.MALFORMED.labels("wallet", "table_event").inc()
+            log.error("table.events record skipped by the wallet's view: %s: %s",
+                      type(error).__name__, str(error)[:300])
+            return
+        if isinstance(event, BettingClosed) and self.ready.is_set() \
+                and (before is None or event.seq > before.last_seq):
+            self.closed(event.table_id, event.round_id)
 
     def closed(self, table_id: str, round_id: str) -> None:
         if self.on_close is not None:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from services.infra import routing
 from services.infra.auth import Authenticator, AuthError
 from services.infra.faust_app import recovering
+from services.infra.observability import health_problems
 from services.wallet import app as w
 from services.wallet import counting
 from services.wallet.api_models import (
@@ -145,8 +146,11 @@ def _error_args(answer: Answer) -> tuple[int, str, str]:
 class Health:
     @staticmethod
     async def get(request):
-        ready = not recovering(app) and w.table_views.ready.is_set()
-        return Answer(200 if ready else 503, {"status": "ok" if ready else "recovering"})
+        problems = health_problems(app)
+        if not w.table_views.ready.is_set():
+            problems.append("recovering: still reading table.events")
+        return Answer(503 if problems else 200,
+                      {"status": "ok" if not problems else "unavailable", "problems": problems})
 
 
 @route("/openapi.json")
