@@ -39,6 +39,8 @@ def parse_raw(raw: bytes | str) -> Parsed:
         data = json.loads(text)
     except ValueError as exc:
         return _malformed(f"not JSON: {exc}", {})
+    except RecursionError:  # "[[[[...]]]]": a hostile record, not a reason to stop
+        return _malformed("JSON nested too deep", {})
     if not isinstance(data, dict):
         return _malformed(f"expected a JSON object, got {type(data).__name__}", {})
     try:

@@ -64,6 +64,13 @@ def machine_config(settings: Settings) -> MachineConfig:
     return MachineConfig(policy, settings.betting_window_seconds)
 
 
+_SEP = "\x1f"
+
+
+def waiter_key(input_id: str | None, signature: str | None) -> str:
+    return f"{input_id or ''}{_SEP}{signature or ''}"
+
+
 @dataclass
 class _Plan:
     """What a batch (or a timer tick) decided, not yet in the log."""
@@ -71,7 +78,7 @@ class _Plan:
     states: dict[str, TableState] = field(default_factory=dict)
     records: list[Record] = field(default_factory=list)
     events: list[tuple[TableEventBase, TableState]] = field(default_factory=list)
-    reports: list[tuple[str | None, dict]] = field(default_factory=list)
+    reports: list[tuple[str, dict]] = field(default_factory=list)  # waiter key, report
     refused: list[tuple[str, Parsed, Refusal]] = field(default_factory=list)  # metric label
     accepted: list[str] = field(default_factory=list)  # table ids, one per accepted input
 
@@ -169,28 +176,32 @@ class DealerRuntime:
         owned = self._owned()
         if owned is None:
             return
-        for input_id, waiting in list(self._waiters.items()):
+        for key, waiting in list(self._waiters.items()):
             for fut, partition in list(waiting):
                 if partition is not None and partition not in owned and not fut.done():
-                    fut.set_result({"status": MOVED, "input_id": input_id})
+                    fut.set_result({"status": MOVED, "input_id": key.partition(_SEP)[0]})
 
     # --- HTTP waiters -----------------------------------------------------------------
 
-    def expect(self, input_id: str, partition: int | None = None) -> asyncio.Future:
-        """A future the HTTP door awaits: resolved with the decision on `input_id`."""
+    def expect(self, input_id: str, partition: int | None = None, signature: str = ""
+               ) -> asyncio.Future:
+        """A future the HTTP door awaits: resolved with the decision on the input with this
+        id AND this signature (a forged input reusing a genuine one's id is answered to its
+        own sender only, never to the genuine device)."""
         fut = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(input_id, []).append((fut, partition))
+        self._waiters.setdefault(waiter_key(input_id, signature), []).append((fut, partition))
         return fut
 
-    def forget(self, input_id: str, fut: asyncio.Future) -> None:
-        waiting = [w for w in self._waiters.get(input_id, []) if w[0] is not fut]
+    def forget(self, input_id: str, fut: asyncio.Future, signature: str = "") -> None:
+        key = waiter_key(input_id, signature)
+        waiting = [w for w in self._waiters.get(key, []) if w[0] is not fut]
         if waiting:
-            self._waiters[input_id] = waiting
+            self._waiters[key] = waiting
         else:
-            self._waiters.pop(input_id, None)
+            self._waiters.pop(key, None)
 
-    def _answer(self, input_id: str | None, report: dict) -> None:
-        for fut, _ in self._waiters.pop(input_id or "", []):
+    def _answer(self, key: str, report: dict) -> None:
+        for fut, _ in self._waiters.pop(key, []):
             if not fut.done():
                 fut.set_result(report)
 
@@ -222,8 +233,8 @@ class DealerRuntime:
                     out.append(None)
             await self._publish(plan)
             self._adopt(plan)
-        for input_id, report in plan.reports:
-            self._answer(input_id, report)
+        for key, report in plan.reports:
+            self._answer(key, report)
         return out
 
     async def tick_all(self) -> None:
@@ -258,7 +269,7 @@ class DealerRuntime:
         plan.accepted.append(inp.table_id)
         report = {"status": "accepted", "input_id": inp.input_id, "table_id": inp.table_id,
                   "events": [_brief(e) for e in outcome.events]}
-        plan.reports.append((inp.input_id, report))
+        plan.reports.append((waiter_key(inp.input_id, inp.signature), report))
         return report
 
     def _add_events(self, plan: _Plan, table_id: str, events, state: TableState) -> None:
@@ -277,7 +288,8 @@ class DealerRuntime:
         report = {"status": "refused", "input_id": parsed.input_id,
                   "table_id": parsed.table_id, "reason_code": refusal.code,
                   "message": refusal.message, "rejection_id": record.rejection_id}
-        plan.reports.append((parsed.input_id, report))
+        signature = parsed.input.signature if parsed.input is not None else ""
+        plan.reports.append((waiter_key(parsed.input_id, signature), report))
         return report
 
     async def _publish(self, plan: _Plan) -> None:

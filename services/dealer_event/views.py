@@ -50,10 +50,29 @@ async def _elsewhere(view: web.View, request: web.Request, table_id: str
     return await routing.forward(app, owner, request, view.web)
 
 
+async def _body_within_limit(request: web.Request) -> bytes | None:
+    """The body, or None when it is over `input_max_bytes` (checked before anything is
+    written to dealer.inputs: 20 posts of 1 MB used to write 18 MB in a second)."""
+    limit = settings.input_max_bytes
+    if request.content_length is not None and request.content_length > limit:
+        return None
+    chunks, size = [], 0
+    while chunk := await request.content.read(limit + 1 - size):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            return None
+    return b"".join(chunks)
+
+
 @app.page("/inputs")
 class InputsView(web.View):
     async def post(self, request: web.Request) -> web.Response:
-        raw = await request.read()
+        raw = await _body_within_limit(request)
+        if raw is None:
+            return self.json({"status": "refused", "reason_code": "body_too_large",
+                              "message": f"an input is at most {settings.input_max_bytes} "
+                                         "bytes; nothing was written"}, status=413)
         parsed = parse_raw(raw)
         if parsed.input is None:  # any worker may log it: it moves no table
             await forward(raw, parsed.table_id)
@@ -63,7 +82,8 @@ class InputsView(web.View):
         routed = await _elsewhere(self, request, parsed.table_id)
         if routed is not None:
             return routed
-        waiter = runtime.expect(parsed.input_id, input_partition(parsed.table_id))
+        signature = parsed.input.signature
+        waiter = runtime.expect(parsed.input_id, input_partition(parsed.table_id), signature)
         try:
             await forward(raw, parsed.table_id)
             report = await asyncio.wait_for(asyncio.shield(waiter),
@@ -71,7 +91,7 @@ class InputsView(web.View):
         except TimeoutError:
             return self.json({"status": "queued", "input_id": parsed.input_id}, status=202)
         finally:
-            runtime.forget(parsed.input_id, waiter)
+            runtime.forget(parsed.input_id, waiter, signature)
         if report["status"] == MOVED:
             return routing.unavailable(self.web, "the table moved to another worker before "
                                                  "this input was decided; resend it")

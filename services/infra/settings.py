@@ -100,6 +100,10 @@ class Settings(BaseSettings):
         default=5.0, description="Dealer inputs dated further ahead than this are refused.")
     betting_timer_interval_seconds: float = Field(
         default=0.5, description="How often dealer-event closes overdue betting windows.")
+    max_amount_minor_units: int = Field(default=10**15, gt=0, description=(
+        "The largest deposit or withdrawal an operator may make, in minor units."))
+    input_max_bytes: int = Field(default=16 * 1024, gt=0, description=(
+        "POST /inputs refuses a larger body (413) before anything is written."))
     decision_wait_seconds: float = Field(
         default=10.0, description="How long POST /inputs waits for the decision before 202.")
     # operations

@@ -53,6 +53,8 @@ async def parse(request, model: type[BaseModel]) -> BaseModel:
         json.loads(raw or b"null")
     except ValueError as exc:
         raise Problem(400, "malformed_body", f"body is not JSON: {exc}") from exc
+    except RecursionError:  # "[[[[...]]]]" deeper than any body of ours
+        raise Problem(400, "malformed_body", "body is JSON nested too deep") from None
     try:
         return model.model_validate_json(raw or b"null")
     except ValidationError as exc:
@@ -187,6 +189,11 @@ def _movement_route(path: str, command: type[Deposit] | type[Withdraw]) -> None:
             auth.require_operator(authorization(request))
             here(player_id)
             body = await parse(request, MovementRequest)
+            limit = w.settings.max_amount_minor_units
+            if body.amount > limit:
+                raise Problem(422, "amount_too_large",
+                              f"the amount is above the limit of {limit} minor units "
+                              "(CROUPIER_MAX_AMOUNT_MINOR_UNITS)")
             return await ask(Envelope(command=command(player_id=player_id,
                                                       **body.model_dump())))
 

@@ -10,10 +10,19 @@ import hashlib
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
 
 BetId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")]
-Position = Literal[1, 2, 3, "banker"]
+
+
+def _no_lookalike(value: object) -> object:
+    """`true` and `1.0` equal 1 in Python and would pass as position 1: refused."""
+    if isinstance(value, bool | float):
+        raise ValueError('a position is 1, 2, 3 or "banker", not a boolean or a decimal')
+    return value
+
+
+Position = Annotated[Literal[1, 2, 3, "banker"], BeforeValidator(_no_lookalike)]
 
 
 def settlement_id(bet_id: str) -> str:

@@ -188,9 +188,32 @@ def test_a_scan_is_answered_to_its_waiter_only_after_the_publish():
                                       w.raw("A", OpenRound, round_id="R1", dealer="Ayu"),
                                       close(w, "R1")])
         scan = w.make["A"].make(ScanCard, round_id="R1", card=parse_card("9S"))
-        futures.append(w.runtime.expect(scan.input_id))
+        futures.append(w.runtime.expect(scan.input_id, signature=scan.signature))
         await w.runtime.handle_batch([(scan.model_dump_json().encode(), 0)])
         return futures[0]
 
     answered = run(go())
     assert seen[-1] == [False] and answered.result()["status"] == "accepted"
+
+
+def test_a_forged_input_reusing_an_id_is_never_answered_to_the_genuine_device():
+    """Issue 11 finding 8: waiters were keyed by input id alone, so a forged input with the
+    genuine one's id, decided first, answered the genuine device 403 while its card was
+    applied."""
+    w = World()
+
+    async def go():
+        await w.runtime.handle_batch([w.raw("A", NewShoe, shoe_id="S1", profile="sbo-baccarat"),
+                                      w.raw("A", OpenRound, round_id="R1", dealer="Ayu"),
+                                      close(w, "R1")])
+        genuine = w.make["A"].make(ScanCard, round_id="R1", card=parse_card("9S"))
+        forged = genuine.model_copy(update={"card": parse_card("7C"), "signature": "f" * 64})
+        mine = w.runtime.expect(genuine.input_id, signature=genuine.signature)
+        theirs = w.runtime.expect(forged.input_id, signature=forged.signature)
+        await w.runtime.handle_batch([(forged.model_dump_json().encode(), 0),
+                                      (genuine.model_dump_json().encode(), 0)])
+        return mine, theirs
+
+    mine, theirs = run(go())
+    assert theirs.result()["status"] == "refused"
+    assert mine.result()["status"] == "accepted"
