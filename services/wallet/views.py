@@ -136,6 +136,12 @@ def account_or_404(player_id: str, checked: bool = False):
         here(player_id)
     account = w.load_account(player_id)
     if account is None:
+        # 404 only from a worker that holds the player's partition, recovered: right after
+        # a restart the router may name this worker before its consumer has the partition,
+        # and an account that exists must then be "retry", never "unknown"
+        if recovering(app) or not routing.consumed_here(app, w.commands_topic,
+                                                        player_id.encode()):
+            raise routing.NoOwner("this worker does not hold the account's partition yet")
         raise Problem(*_error_args(no_account(player_id)))
     return account
 

@@ -75,3 +75,9 @@ def test_the_wallet_refuses_hostile_requests_by_name(doors):
                                 b'"bet": "win", "position": ' + position + b', "stake": 1000}')
         assert r.status_code == 422 and "position" in r.text, r.text
     assert wallet.get("/health").status_code == 200
+
+
+def test_an_account_that_does_not_exist_is_404_from_the_worker_that_holds_it(doors):
+    """Finding 5: 404 only from the worker holding the partition (else 503, retry)."""
+    r = doors["wallet"].get(f"/accounts/nobody-{RUN}", headers=OPERATOR)
+    assert (r.status_code, r.json()["error"]["code"]) == (404, "unknown_account"), r.text
