@@ -1,7 +1,8 @@
 """Issue 11 findings 1, 2 and 4 through the real services: poison records on every topic
-dealer-event, game-evaluation and bet-settlement consume are dead-lettered (source,
-offset, error), no service stops or says it is healthy while stuck, and tables still
-play and settle to the rule engine's amounts afterwards."""
+game-evaluation and bet-settlement consume are dead-lettered (source, offset, error), a
+dealer input nested 100,000 deep is refused with its reason instead of hanging
+dealer-event, no service stops or says it is healthy while stuck, dealer-event restarts
+over a log holding them, and tables still play and settle to the rule engine's amounts."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import httpx
 import pytest
 from kafka import KafkaProducer
 
+from services.infra.log_reader import read_to_end
 from services.table_simulator.driver import SimConfig
 from services.table_simulator.run import run_tables
 from shared.events.dead_letters import DeadLetter
@@ -72,8 +74,7 @@ def test_poison_records_are_dead_lettered_and_the_tables_play_on(services, platf
     ]
     where = _poison(platform_kafka, poison)
 
-    expected = {("dealer-event", "dealer.inputs", b"PX-1"),
-                ("game-evaluation", "table.events", b"PX-2"),
+    expected = {("game-evaluation", "table.events", b"PX-2"),
                 ("game-evaluation", "table.events", b"PX-3"),
                 ("bet-settlement", "table.events", b"PX-2"),
                 ("bet-settlement", "table.events", b"PX-3"),
@@ -90,13 +91,30 @@ def test_poison_records_are_dead_lettered_and_the_tables_play_on(services, platf
                     found[(service, topic, key)] = letter
         return found
 
-    wait_for(lambda: set(letters()) == expected, "every poison record dead-lettered", 90)
+    try:
+        wait_for(lambda: set(letters()) == expected, "every poison record dead-lettered", 90)
+    except AssertionError as timed_out:
+        raise AssertionError(f"not dead-lettered: {expected - set(letters())}") from timed_out
     found = letters()
-    assert found[("dealer-event", "dealer.inputs", b"PX-1")].value_b64 is None  # 200 KB: digest
+    assert found[("game-evaluation", "table.events", b"PX-3")].value_b64 is None  # digest only
+    # a dealer input nested 100,000 deep is an input refused with its reason, not a hang
+    wait_for(lambda: any(r.get("reason_code") == "malformed_input" and "too deep" in r["message"]
+                         for r in read_topic(platform_kafka, "dealer.rejections")),
+             "the deep input refused", 60)
     assert found[("bet-settlement", "round.results", b"PX-5")].value_b64 is not None
 
     for proc in services.values():
         assert httpx.get(f"{proc.base_url}/health", timeout=10).status_code == 200, proc.label
+
+    # finding 2: a restart rebuilds the tables from a log holding those records (and a
+    # schema-valid round_opened for a table with no shoe): only their tables are out of play
+    opened = next(json.loads(r.value) for r in read_to_end(platform_kafka, "table.events")
+                  if r.key == table.encode() and b'"round_opened"' in r.value)
+    opened.update(table_id="PX-6", seq=1, event_id="PX-6:1")
+    _poison(platform_kafka, [("table.events", b"PX-6", json.dumps(opened).encode())])
+    dealer = services["dealer-event"]
+    dealer.stop()
+    dealer.start().wait_ready(90)
     table2, completed2 = _play(url, "triple-face-id", 3)
     assert completed2 >= 2
     assert check_results_match_rules(platform_kafka, {table: "sbo-baccarat",
