@@ -30,6 +30,7 @@ import faust
 from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
 
+from services.infra.contiguous import ContiguousReads
 from services.infra.observability import progress_of
 
 log = logging.getLogger(__name__)
@@ -42,16 +43,20 @@ async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
                       max_records: int = BATCH_MAX) -> None:
     """Call `apply(batch)` for every batch of the stream's events, in order; each event
     keeps its topic, partition and offset. The events are acked after `apply` returns and
-    the producer is flushed (table changelogs included)."""
+    the producer is flushed (table changelogs included). No offset of a partition is
+    skipped (`ContiguousReads`)."""
     manual = stream.noack()
     track_buffer(stream.app.producer)
     apply = until_applied(apply, f"{stream.app.conf.id}: applying a batch")
     progress = progress_of(stream.app)
     queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
 
+    reads = ContiguousReads(stream.app.consumer, stream.app.conf.id)
+
     async def read() -> None:
         async for event in manual.events():
-            await queue.put(event)
+            if await reads.admit(event):
+                await queue.put(event)
 
     reader = asyncio.ensure_future(read())
     try:
