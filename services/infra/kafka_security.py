@@ -190,11 +190,12 @@ def faust_credentials(principal: str, settings=None):
 
 # ---------------------------------------------------------------- ACLs
 
-def acl_table(instance: str) -> list[tuple[str, str, str, str, str]]:
+def acl_table(instance: str | None) -> list[tuple[str, str, str, str, str]]:
     """Every ACL the platform needs, as (principal, resource type, pattern type, resource
-    name, operation) rows; all ALLOW. `instance` prefixes the services' consumer groups
-    and private topics (table changelogs, the wallet's command topic, Faust's leader
-    topic: `<instance>-<service>-...`)."""
+    name, operation) rows; all ALLOW. The catalogue topics' rows hold for any instance;
+    `instance` adds that instance's: it prefixes the services' consumer groups and private
+    topics (table changelogs, the wallet's command topic, Faust's leader topic:
+    `<instance>-<service>-...`)."""
     rows: list[tuple[str, str, str, str, str]] = []
     for topic, writers in WRITERS.items():
         for who in writers:
@@ -204,6 +205,8 @@ def acl_table(instance: str) -> list[tuple[str, str, str, str, str]]:
         for who in (*readers, OPERATOR):
             rows.append((who, "TOPIC", "LITERAL", topic, "READ"))
             rows.append((who, "TOPIC", "LITERAL", topic, "DESCRIBE"))
+    if instance is None:
+        return list(dict.fromkeys(rows))
     for service in SERVICE_PRINCIPALS:
         own = f"{instance}-{service}"
         rows.append((service, "GROUP", "PREFIXED", own, "READ"))
@@ -216,7 +219,7 @@ def acl_table(instance: str) -> list[tuple[str, str, str, str, str]]:
     return list(dict.fromkeys(rows))
 
 
-def _acl_objects(instance: str):
+def _acl_objects(instance: str | None):
     from kafka.admin import (
         ACL,
         ACLOperation,
@@ -232,7 +235,7 @@ def _acl_objects(instance: str):
             for who, rtype, ptype, name, op in acl_table(instance)]
 
 
-def apply_acls(admin, instance: str) -> int:
+def apply_acls(admin, instance: str | None) -> int:
     """Create the platform's ACLs (creating an existing ACL changes nothing, so this is
     idempotent). Returns how many were sent; raises if the broker refused any."""
     acls = _acl_objects(instance)

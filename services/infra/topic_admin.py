@@ -66,11 +66,12 @@ def _configs_by_topic(answer) -> dict[str, dict[str, str]]:
 
 def apply(admin: KafkaAdminClient, catalogue: tuple[TopicSpec, ...], *,
           acls_for: str | None = None) -> ApplyReport:
-    """`acls_for`: also apply that platform instance's ACLs (on a secured cluster, when
-    the settings let us manage them); `admin` must then act as the admin principal."""
+    """On a secured cluster (when the settings let us manage ACLs) the catalogue topics'
+    ACLs are applied too, and with `acls_for` that platform instance's (its services'
+    groups and private topics); `admin` must then act as the admin principal."""
     report = ApplyReport()
     settings = kafka_security._settings()
-    if acls_for and kafka_security.secured(settings) and settings.kafka_manage_acls:
+    if kafka_security.secured(settings) and settings.kafka_manage_acls:
         report.acls = kafka_security.apply_acls(admin, acls_for)
     live = describe(admin, [t.name for t in catalogue])
     missing = [t for t in catalogue if t.name not in live]

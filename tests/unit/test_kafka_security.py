@@ -138,3 +138,29 @@ def test_a_started_service_gets_its_own_principal(tmp_path) -> None:
 def test_unknown_protocol_is_refused(tmp_path) -> None:
     with pytest.raises(ValueError):
         settings(tmp_path, kafka_security_protocol="SSL_SOMETHING")
+
+
+def test_the_local_broker_config_authenticates_and_authorises(tmp_path) -> None:
+    from services.infra.local_broker import LocalBroker
+
+    broker = LocalBroker(data_dir=tmp_path / "kafka", cache_dir=tmp_path, port=1, secured=True)
+    props = dict(line.split("=", 1) for line in broker.server_properties().splitlines())
+    assert props["listeners"].startswith("SASL_PLAINTEXT://127.0.0.1:1,CONTROLLER://")
+    assert props["listener.security.protocol.map"] == \
+        "CONTROLLER:SASL_PLAINTEXT,SASL_PLAINTEXT:SASL_PLAINTEXT"
+    assert props["authorizer.class.name"].endswith("StandardAuthorizer")
+    assert props["allow.everyone.if.no.acl.found"] == "false"
+    assert props["super.users"] == "User:admin"
+    for principal in ks.PRINCIPALS:
+        assert f'user_{principal}="' in props["listener.name.sasl_plaintext.plain.sasl.jaas.config"]
+    plain = LocalBroker(data_dir=tmp_path / "k2", cache_dir=tmp_path, port=1, secured=False)
+    assert "sasl" not in plain.server_properties()
+    assert "authorizer" not in plain.server_properties()
+
+
+def test_the_catalogue_rights_hold_without_an_instance() -> None:
+    """`topics apply` without an instance still lets each owner write and the operator read
+    the catalogue topics; the prefixed rights come with an instance."""
+    table = set(ks.acl_table(None))
+    assert {row for row in rights() if row[2] == "LITERAL"} == table
+    assert not any(ptype == "PREFIXED" for _, _, ptype, _, _ in table)
