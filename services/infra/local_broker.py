@@ -194,6 +194,7 @@ class LocalBroker:
         lib, downloaded = ensure_jars(self.cache_dir)
         pid = self.running_pid()
         if pid is not None:
+            self._check_running_config()
             self.wait_ready(timeout_s, pid)
             self.apply_acls()
             return pid, downloaded
@@ -216,6 +217,19 @@ class LocalBroker:
         self.wait_ready(timeout_s, proc.pid)
         self.apply_acls()
         return proc.pid, downloaded
+
+    def _check_running_config(self) -> None:
+        """A broker already running with other security (started before SASL, or with
+        another secret) would only time out at the first client: say why instead."""
+        try:
+            running = self.config_file.read_text()
+        except FileNotFoundError:
+            return
+        if running != self.server_properties():
+            raise BrokerError(
+                f"the broker running from {self.data_dir} was started with other settings "
+                "(ports, security protocol or Kafka secret); stop it (`croupier kafka down`) and "
+                "start it again")
 
     def apply_acls(self) -> None:
         """The instance's ACLs, by the admin principal (idempotent: every start)."""
