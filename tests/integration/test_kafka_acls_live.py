@@ -123,3 +123,18 @@ def test_a_wrong_password_is_refused(bootstrap: str) -> None:
             producer.send("table.events", key=b"T-forged", value=b"{}").get(timeout=10)
         finally:
             producer.close(timeout=2)
+
+
+def test_the_table_simulator_writes_dealer_inputs_as_a_table_device(bootstrap: str) -> None:
+    """`simulate-table --via-kafka` is a device: it may write dealer.inputs, nothing else."""
+    from services.table_simulator.transport import KafkaTransport
+
+    transport = KafkaTransport(bootstrap)
+    producer = transport._producer
+    try:
+        assert producer.config["sasl_plain_username"] == TABLE_DEVICE
+        producer.send("dealer.inputs", key=b"T-device", value=b"{}").get(timeout=30)
+        with pytest.raises(TopicAuthorizationFailedError):
+            producer.send("table.events", key=b"T-device", value=b"{}").get(timeout=30)
+    finally:
+        producer.close(timeout=5)
