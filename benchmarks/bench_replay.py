@@ -39,6 +39,7 @@ sys.path.insert(0, str(ROOT))
 from kafka import KafkaProducer  # noqa: E402
 
 from services.infra import topic_admin  # noqa: E402
+from services.infra.kafka_security import ADMIN, kafka_python_options  # noqa: E402
 from services.infra.local_broker import LocalBroker  # noqa: E402
 from services.infra.settings import Settings  # noqa: E402
 from services.operator.rebuild import rebuild  # noqa: E402
@@ -63,7 +64,8 @@ def produce_filler(bootstrap: str, count: int, start: datetime, end: datetime) -
     values = [e.model_dump_json().encode() for e in sample]
     keys = [f"filler-{i}".encode() for i in range(FILLER_TABLES)]
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, batch_size=512 * 1024,
-                             compression_type=None, acks=1, enable_idempotence=False)
+                             compression_type=None, acks=1, enable_idempotence=False,
+                             **kafka_python_options(ADMIN))
     span_ms = (end - start).total_seconds() * 1000
     base_ms = start.timestamp() * 1000
     for i in range(count):
@@ -74,7 +76,7 @@ def produce_filler(bootstrap: str, count: int, start: datetime, end: datetime) -
 
 
 def produce_round(bootstrap: str, rec: RecordedRound) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, **kafka_python_options(ADMIN))
     for topic, key, value, at in rec.records():
         producer.send(topic, key=key.encode(), value=value, timestamp_ms=int(at.timestamp() * 1000))
     producer.flush()

@@ -17,6 +17,7 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel
 
+from services.infra.kafka_security import ADMIN, kafka_python_options
 from shared.events.bet_events import (
     BetAccepted,
     BetPlaced,
@@ -210,7 +211,7 @@ class Floor:
         # behind a later one, so each partition keeps the order the records were written in
         producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=20, acks="all",
                                  batch_size=1024 * 1024, max_request_size=8 * 1024 * 1024,
-                                 enable_idempotence=True)
+                                 enable_idempotence=True, **kafka_python_options(ADMIN))
         for topic, key, value, ts in self.records:
             producer.send(topic, key=key, value=value, timestamp_ms=ts)
         producer.flush()

@@ -19,13 +19,15 @@ from aiokafka.structs import TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from benchmarks.e2e.stats import summary
+from services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
 
 PAYLOAD_BYTES = 300  # about a BetPlaced record
 WARMUP = 20
 
 
 def _create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="bench-pipe")
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="bench-pipe",
+                             **kafka_python_options(ADMIN))
     try:
         admin.create_topics([NewTopic(n, partitions, 1) for n in names])
     finally:
@@ -35,7 +37,7 @@ def _create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
 async def _consumer(bootstrap: str, topic: str, partitions: int) -> AIOKafkaConsumer:
     """Assigned, not subscribed: no group join, reading from the start of a fresh topic."""
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                auto_offset_reset="earliest")
+                                auto_offset_reset="earliest", **aiokafka_options(ADMIN))
     await consumer.start()
     tps = [TopicPartition(topic, p) for p in range(partitions)]
     consumer.assign(tps)
@@ -79,7 +81,7 @@ async def run_pipe(bootstrap: str, messages: int, rate: float | None, partitions
     deadline = time.monotonic() + timeout_s
     consumers = [await _consumer(bootstrap, n, partitions) for n in names]
     producers = [AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=2,
-                                 max_batch_size=512 * 1024) for _ in range(4)]
+                                 max_batch_size=512 * 1024, **aiokafka_options(ADMIN)) for _ in range(4)]
     for p in producers:
         await p.start()
     filler = b"x" * (PAYLOAD_BYTES - 8)

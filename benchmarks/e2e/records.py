@@ -18,6 +18,8 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 from kafka import KafkaConsumer
 
+from services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
+
 LIMIT_BYTES = 64 * 1024
 
 
@@ -29,7 +31,7 @@ def _size(record) -> int:
 
 def _partitions(bootstrap: str, topics: Iterable[str] | None) -> dict[str, set[int]]:
     """Every (or every named) non-internal topic and its partitions, from the metadata."""
-    meta = KafkaConsumer(bootstrap_servers=bootstrap)
+    meta = KafkaConsumer(bootstrap_servers=bootstrap, **kafka_python_options(ADMIN))
     try:
         names = [t for t in (topics or meta.topics()) if not t.startswith("__")]
         return {t: meta.partitions_for_topic(t) or set() for t in names}
@@ -38,7 +40,9 @@ def _partitions(bootstrap: str, topics: Iterable[str] | None) -> dict[str, set[i
 
 
 async def _scan(bootstrap: str, topics: Iterable[str] | None, timeout_s: float) -> dict:
+    # admin: it scans every topic, the benchmark's own scratch topics included
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                                **aiokafka_options(ADMIN),
                                 auto_offset_reset="earliest",
                                 max_partition_fetch_bytes=16 * 1024 * 1024,
                                 fetch_max_bytes=64 * 1024 * 1024)

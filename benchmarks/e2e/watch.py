@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
+from services.infra.kafka_security import OPERATOR, aiokafka_options
+
 TOPICS = ("table.events", "bets.decisions", "bets.settled", "wallet.transactions")
 CREDIT_KINDS = ("payout", "bet_refund")
 
@@ -80,7 +82,8 @@ class LogWatcher:
 
     async def start(self) -> None:
         self._consumer = AIOKafkaConsumer(bootstrap_servers=self.bootstrap,
-                                          enable_auto_commit=False, max_poll_records=5000)
+                                          enable_auto_commit=False, max_poll_records=5000,
+                                          **aiokafka_options(OPERATOR))
         await self._consumer.start()
         tps = [TopicPartition(t, p) for t in TOPICS
                for p in sorted(self._consumer.partitions_for_topic(t)

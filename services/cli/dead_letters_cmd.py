@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.table import Table
 
 from services.cli.cli_errors import fail
+from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import LogReadError, read_to_end
 from services.infra.settings import get_settings
 from shared.events.dead_letters import DeadLetter
@@ -82,7 +83,9 @@ def redrive(dead_letter_id: str = typer.Argument(..., help="As `list` prints it.
         fail(f"{dead_letter_id}: its value was {letter.value_size} bytes, kept only as its "
              f"digest {letter.value_sha256}; it cannot be re-driven from here")
     key = None if letter.key_b64 is None else base64.b64decode(letter.key_b64)
-    producer = KafkaProducer(bootstrap_servers=get_settings().bootstrap_servers, acks="all")
+    # the record goes back on the topic its owner writes: only admin may do that
+    producer = KafkaProducer(bootstrap_servers=get_settings().bootstrap_servers, acks="all",
+                             **kafka_python_options(ADMIN))
     try:
         sent = producer.send(letter.topic, key=key, value=base64.b64decode(letter.value_b64))
         where = sent.get(timeout=30)

@@ -32,11 +32,13 @@ def _catalogue(retention_ms: int | None):
 def apply(
     retention_ms: int = typer.Option(None, help="Override CROUPIER_RETENTION_MS (min 24 h)."),
 ) -> None:
-    """Create missing topics and align partitions and configs. Safe to run again."""
+    """Create missing topics and align partitions and configs, and apply the platform's
+    ACLs on a secured cluster (as the admin principal). Safe to run again."""
     catalogue = _catalogue(retention_ms)
-    admin = topic_admin.admin_client(get_settings().bootstrap_servers)
+    settings = get_settings()
+    admin = topic_admin.admin_client(settings.bootstrap_servers)
     try:
-        report = topic_admin.apply(admin, catalogue)
+        report = topic_admin.apply(admin, catalogue, acls_for=settings.instance)
     finally:
         admin.close()
     for name in report.created:
@@ -50,6 +52,8 @@ def apply(
         console.print(f"[red]drift:[/] {line}")
     if not report.changed and not report.drift:
         console.print(f"all {len(catalogue)} topics already match the catalogue")
+    if report.acls:
+        console.print(f"ACLs of instance {settings.instance!r} applied ({report.acls} entries)")
     if report.drift:
         raise typer.Exit(1)
 

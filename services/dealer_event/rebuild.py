@@ -88,16 +88,18 @@ def fold_rejections(states: dict[str, TableState], raws) -> None:
         state.refused_inputs.setdefault(refused.input_id, refused.reason_code)
 
 
-def rebuild(bootstrap: str, partitions: Iterable[int] | None = None) -> dict[str, TableState]:
+def rebuild(bootstrap: str, partitions: Iterable[int] | None = None,
+            principal: str = "dealer-event") -> dict[str, TableState]:
     """The states of the tables in `partitions` of `table.events` / `dealer.rejections` (the
     partitions of `dealer.inputs` this worker owns: all three topics are keyed by table id
     with one partition count), or of every table when `partitions` is None."""
     wanted = None if partitions is None else sorted(set(partitions))
     states: dict[str, TableState] = {}
-    fold_events(states, ((r.key, r.value) for r in read_to_end(bootstrap, "table.events",
-                                                                partitions=wanted)))
+    fold_events(states, ((r.key, r.value) for r in read_to_end(
+        bootstrap, "table.events", partitions=wanted, principal=principal)))
     fold_rejections(states, (r.value for r in read_to_end(bootstrap, "dealer.rejections",
-                                                          partitions=wanted)))
+                                                          partitions=wanted,
+                                                          principal=principal)))
     log.info("rebuilt %d table(s) of partition(s) %s from the log", len(states),
              "all" if wanted is None else wanted)
     return states

@@ -23,7 +23,8 @@ def ensure_kafka(settings: Settings) -> str:
         broker_from_settings(settings).start()
     admin = topic_admin.admin_client(settings.bootstrap_servers)
     try:
-        topic_admin.apply(admin, topic_catalogue(settings.retention_ms, settings.topic_partitions))
+        topic_admin.apply(admin, topic_catalogue(settings.retention_ms, settings.topic_partitions),
+                          acls_for=settings.instance)
     finally:
         admin.close()
     return settings.bootstrap_servers

@@ -15,6 +15,7 @@ import socket
 import faust
 from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
 
+from services.infra.kafka_security import faust_credentials
 from services.infra.settings import Settings, get_settings
 
 # Faust asks the broker to hold a fetch up to 1.5 s and aiokafka keeps one fetch in flight
@@ -74,6 +75,7 @@ def make_app(service: str, settings: Settings | None = None, *, persistent: bool
     data_dir.mkdir(parents=True, exist_ok=True)
     config = dict(
         broker=[f"kafka://{host}" for host in settings.bootstrap_servers.split(",")],
+        broker_credentials=faust_credentials(service, settings),  # the service's own principal
         store="rocksdb://" if persistent else "memory://",
         datadir=str(data_dir),
         topic_partitions=settings.topic_partitions,

@@ -4,6 +4,11 @@ No Docker engine exists on developer and CI machines, so the broker is assembled
 from Maven Central (`deploy/kafka/pom.xml`), cached once per machine, and run as
 a plain `java` process with loopback listeners on non-default ports. "Ready"
 means an admin client can list topics, not merely that the port is open.
+
+Unless the settings say PLAINTEXT, the broker authenticates every client (SASL/PLAIN,
+one user per principal, passwords derived from the local secret) and authorises every
+request (the StandardAuthorizer, nothing allowed without an ACL); the platform's ACLs
+are applied by the admin principal once the broker is ready (`kafka_security`).
 """
 
 from __future__ import annotations
@@ -20,6 +25,8 @@ from pathlib import Path
 
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
+
+from services.infra import kafka_security
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_DIR = REPO_ROOT / "deploy" / "kafka"
@@ -58,13 +65,15 @@ def ensure_jars(cache_dir: Path) -> tuple[Path, bool]:
 
 
 def admin_ready(bootstrap: str, timeout_s: float = 5.0) -> list[str] | None:
-    """The topic list if an admin client can talk to the cluster, else None."""
+    """The topic list if an admin client (the admin principal) can talk to the cluster,
+    else None."""
     try:
         admin = KafkaAdminClient(
             bootstrap_servers=bootstrap,
             request_timeout_ms=int(timeout_s * 1000),
             bootstrap_timeout_ms=int(timeout_s * 1000),
             client_id="croupier-probe",
+            **kafka_security.kafka_python_options(kafka_security.ADMIN),
         )
     except (KafkaError, OSError, ValueError):
         return None
@@ -96,6 +105,12 @@ class LocalBroker:
     controller_port: int = 19093
     heap: str = "1g"
     metrics_port: int | None = None  # serve Prometheus metrics via the JMX exporter agent
+    secured: bool | None = None  # SASL + ACLs; None: unless the settings say PLAINTEXT
+    instance: str | None = None  # apply this platform instance's ACLs once ready
+
+    def __post_init__(self) -> None:
+        if self.secured is None:
+            self.secured = kafka_security.secured(_settings())
 
     @property
     def bootstrap(self) -> str:
@@ -136,6 +151,9 @@ class LocalBroker:
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
         }
+        if self.secured:
+            props.update(kafka_security.broker_security_properties(
+                self.port, self.controller_port, kafka_security.local_credentials(_settings())))
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
     def _java(self, lib: Path, main: str, *args: str, heap: str = "256m",
@@ -176,10 +194,15 @@ class LocalBroker:
         lib, downloaded = ensure_jars(self.cache_dir)
         pid = self.running_pid()
         if pid is not None:
+            self._check_running_config()
             self.wait_ready(timeout_s, pid)
+            self.apply_acls()
             return pid, downloaded
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
+        # it holds the users' passwords: readable by this user only
+        self.config_file.touch(mode=0o600, exist_ok=True)
+        self.config_file.chmod(0o600)
         self.config_file.write_text(self.server_properties())
         self._format_storage(lib)
         out = open(self.log_dir / "stdout.log", "ab")  # noqa: SIM115 - owned by the child
@@ -192,7 +215,26 @@ class LocalBroker:
         out.close()
         self.pid_file.write_text(f"{proc.pid}\n")
         self.wait_ready(timeout_s, proc.pid)
+        self.apply_acls()
         return proc.pid, downloaded
+
+    def _check_running_config(self) -> None:
+        """A broker already running with other security (started before SASL, or with
+        another secret) would only time out at the first client: say why instead."""
+        try:
+            running = self.config_file.read_text()
+        except FileNotFoundError:
+            return
+        if running != self.server_properties():
+            raise BrokerError(
+                f"the broker running from {self.data_dir} was started with other settings "
+                "(ports, security protocol or Kafka secret); stop it (`croupier kafka down`) and "
+                "start it again")
+
+    def apply_acls(self) -> None:
+        """The instance's ACLs, by the admin principal (idempotent: every start)."""
+        if self.secured and self.instance:
+            kafka_security.ensure_acls(self.bootstrap, self.instance)
 
     def _metrics_agent(self) -> list[str]:
         """The JMX exporter flag, so Prometheus can scrape the broker; fetched once per machine."""
@@ -266,6 +308,11 @@ def _alive(pid: int) -> bool:
         return True
 
 
+def _settings():
+    from services.infra.settings import get_settings
+    return get_settings()
+
+
 def broker_from_settings(settings) -> LocalBroker:
     """The local broker the settings describe (data under `<home>/kafka`)."""
     return LocalBroker(
@@ -275,4 +322,6 @@ def broker_from_settings(settings) -> LocalBroker:
         controller_port=settings.kafka_controller_port,
         heap=settings.kafka_heap,
         metrics_port=settings.kafka_metrics_port,
+        secured=kafka_security.secured(settings),
+        instance=settings.instance,
     )

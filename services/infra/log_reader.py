@@ -14,14 +14,16 @@ from collections.abc import Callable, Iterable, Iterator
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
+from services.infra.kafka_security import OPERATOR, kafka_python_options
+
 
 class LogReadError(RuntimeError):
     pass
 
 
 def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None] | None = None,
-                stall_s: float = 30.0, partitions: Iterable[int] | None = None
-                ) -> Iterator[ConsumerRecord]:
+                stall_s: float = 30.0, partitions: Iterable[int] | None = None,
+                principal: str = OPERATOR) -> Iterator[ConsumerRecord]:
     """Every record of `topic` up to the end offsets it had when the read started.
 
     `progress(done, total)` is told after each poll; a read that makes no progress for
@@ -32,7 +34,8 @@ def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None]
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                              group_id=None, client_id="croupier-log-reader",
                              max_partition_fetch_bytes=8 * 1024 * 1024,
-                             fetch_max_bytes=64 * 1024 * 1024)
+                             fetch_max_bytes=64 * 1024 * 1024,
+                             **kafka_python_options(principal))
     wanted = None if partitions is None else set(partitions)
     try:
         existing = consumer.partitions_for_topic(topic)

@@ -26,6 +26,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from services.infra import metrics
+from services.infra.kafka_security import kafka_python_options
 from services.infra.settings import Settings, get_settings
 
 log = logging.getLogger("croupier.observability")
@@ -129,9 +130,10 @@ def health_problems(app: faust.App, settings: Settings | None = None) -> list[st
 class LagProbe:
     """Blocking Kafka clients, used from a thread; recreated after any failure."""
 
-    def __init__(self, bootstrap: str, group_id: str) -> None:
+    def __init__(self, bootstrap: str, group_id: str, principal: str) -> None:
         self.bootstrap = bootstrap
         self.group_id = group_id
+        self.principal = principal  # the service's own: it may describe its group
         self._admin: KafkaAdminClient | None = None
         self._consumer: KafkaConsumer | None = None
         self.reported: set[str] = set()  # topics whose lag gauge this worker set
@@ -141,12 +143,14 @@ class LagProbe:
         if self._admin is None:
             self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap,
                                            client_id=f"{self.group_id}-lag",
-                                           request_timeout_ms=5000)
+                                           request_timeout_ms=5000,
+                                           **kafka_python_options(self.principal))
         if self._consumer is None:
             self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
                                            enable_auto_commit=False,
                                            client_id=f"{self.group_id}-lag",
-                                           request_timeout_ms=5000)
+                                           request_timeout_ms=5000,
+                                           **kafka_python_options(self.principal))
         offsets = self._admin.list_group_offsets(self.group_id).get(self.group_id, {})
         committed = {tp: meta.offset for tp, meta in offsets.items()
                      if assigned is None or tp in assigned}
@@ -199,7 +203,7 @@ def install(app: faust.App, service: str, settings: Settings | None = None, *,
     settings = settings or get_settings()
     app.page("/metrics")(MetricsView)
     app.sensors.add(HttpSensor(service))
-    probe = LagProbe(settings.bootstrap_servers, app.conf.id)
+    probe = LagProbe(settings.bootstrap_servers, app.conf.id, principal=service)
 
     async def consumer_lag() -> None:
         await update_lag(probe, service, app)

@@ -25,7 +25,9 @@ def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, 
         # may expire): `app.Table(..., extra_topic_configs={...})`
         wanted[table.changelog_topic_name] = {"cleanup.policy": "compact",
                                               **table_configs(table)}
-    admin = topic_admin.admin_client(settings.bootstrap_servers)
+    # as the service itself: its principal may create topics under its own prefix only
+    service = app.conf.id.removeprefix(f"{settings.instance}-")
+    admin = topic_admin.admin_client(settings.bootstrap_servers, principal=service)
     try:
         missing = {n: c for n, c in wanted.items() if n not in set(admin.list_topics())}
         if not missing:

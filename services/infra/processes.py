@@ -17,6 +17,7 @@ from pathlib import Path
 
 import httpx
 
+from services.infra.kafka_security import principal_env
 from services.infra.settings import Settings
 
 SERVICES: dict[str, str] = {
@@ -32,7 +33,9 @@ SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers", "dealer_even
               "game_evaluation_port", "bet_settlement_port", "wallet_port",
               "table_signing_secret", "operator_token", "player_token_secret",
               "player_token_key_id", "player_token_previous_keys", "player_token_ttl_seconds",
-              "betting_window_seconds", "topic_partitions", "retention_ms")
+              "betting_window_seconds", "topic_partitions", "retention_ms",
+              "kafka_security_protocol", "kafka_sasl_mechanism", "kafka_ssl_cafile",
+              "kafka_local_secret", "cache_dir")
 
 
 def service_env(settings: Settings) -> dict[str, str]:
@@ -49,6 +52,17 @@ def service_env(settings: Settings) -> dict[str, str]:
             env[key] = str(value.resolve() if isinstance(value, Path) else value)
     env["KAFKA_BOOTSTRAP_SERVERS"] = settings.bootstrap_servers
     return env
+
+
+def _overrides(env: dict[str, str]) -> dict:
+    """The settings the child will read from `env` that decide its Kafka credentials."""
+    out = {}
+    for name in ("kafka_security_protocol", "kafka_sasl_mechanism", "kafka_username",
+                 "kafka_password", "kafka_ssl_cafile", "kafka_local_secret", "cache_dir"):
+        key = f"CROUPIER_{name.upper()}"
+        if key in env:
+            out[name] = env[key]
+    return out
 
 
 def worker_name(service: str, worker: int) -> str:
@@ -81,13 +95,20 @@ class ServiceProcess:
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it
         self.proc = subprocess.Popen(
             [sys.executable, "-m", SERVICES[self.name], "worker", "-l", "info"],
-            env={**os.environ, **self.env, "CROUPIER_WORKER_ID": str(self.worker),
-                 "CROUPIER_WEB_PORT": str(self.port)}, stdout=log, stderr=subprocess.STDOUT,
+            # the service's own Kafka principal (never the launcher's: a test or the demo
+            # driver may act as admin or operator, a service only as itself)
+            env={**os.environ, **self.env, **self._principal_env(),
+                 "CROUPIER_WORKER_ID": str(self.worker), "CROUPIER_WEB_PORT": str(self.port)},
+            stdout=log, stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL, start_new_session=True,
             cwd=Path(__file__).resolve().parents[2],
         )
         log.close()
         return self
+
+    def _principal_env(self) -> dict[str, str]:
+        settings = Settings(**_overrides(self.env))
+        return principal_env(self.name, settings)
 
     def wait_ready(self, timeout_s: float = 60.0) -> None:
         deadline = time.monotonic() + timeout_s

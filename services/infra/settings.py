@@ -52,6 +52,27 @@ class Settings(BaseSettings):
     instance: str = Field(default="croupier", pattern=r"^[a-z0-9-]+$", description=(
         "Prefix of the services' consumer groups and private topics: two platforms on one "
         "cluster (say, test runs) must use different instances."))
+    kafka_security_protocol: Literal["PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL"] = Field(
+        default="SASL_PLAINTEXT", description=(
+            "How every client talks to Kafka. The local broker authenticates (SASL/PLAIN) and "
+            "authorises (ACLs) unless this is PLAINTEXT; an external cluster takes its own."))
+    kafka_sasl_mechanism: Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"] = Field(
+        default="PLAIN", description="SASL mechanism (the local broker offers PLAIN).")
+    kafka_username: str | None = Field(default=None, description=(
+        "This process's Kafka principal. Unset: each client acts as the principal its role "
+        "needs (a service its own, tools `operator`, topic admin `admin`), with a password "
+        "derived from `kafka_local_secret`."))
+    kafka_password: str | None = Field(default=None, repr=False, description=(
+        "Password of `kafka_username`; unset: derived from `kafka_local_secret`."))
+    kafka_ssl_cafile: str | None = Field(default=None, description=(
+        "CA bundle for SASL_SSL (default: the system's)."))
+    kafka_local_secret: str | None = Field(default=None, repr=False, description=(
+        "The secret every local principal's password derives from; unset: generated once "
+        "into `<cache_dir>/kafka-local-secret`."))
+    kafka_manage_acls: bool = Field(default=True, description=(
+        "`croupier topics apply` (and the demo, and the local broker at start) also applies "
+        "the platform's ACLs as the admin principal; false where the cluster's own admins "
+        "manage them."))
     kafka_port: int = 19092
     kafka_controller_port: int = 19093
     kafka_heap: str = "1g"

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
+from services.infra import kafka_security
 from shared.topics import TopicSpec
 
 
@@ -29,15 +30,19 @@ class ApplyReport:
     partitions_added: dict[str, tuple[int, int]] = field(default_factory=dict)
     configs_changed: dict[str, dict[str, tuple[str | None, str]]] = field(default_factory=dict)
     drift: list[str] = field(default_factory=list)
+    acls: int = 0  # ACLs sent (creating one that exists changes nothing)
 
     @property
     def changed(self) -> bool:
         return bool(self.created or self.partitions_added or self.configs_changed)
 
 
-def admin_client(bootstrap: str) -> KafkaAdminClient:
+def admin_client(bootstrap: str, principal: str = kafka_security.ADMIN) -> KafkaAdminClient:
+    """An admin client acting as `principal` (the admin principal unless a service creates
+    its own private topics)."""
     return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="croupier-topics",
-                            request_timeout_ms=15000, bootstrap_timeout_ms=15000)
+                            request_timeout_ms=15000, bootstrap_timeout_ms=15000,
+                            **kafka_security.kafka_python_options(principal))
 
 
 def describe(admin: KafkaAdminClient, names: list[str]) -> dict[str, TopicState]:
@@ -59,8 +64,15 @@ def _configs_by_topic(answer) -> dict[str, dict[str, str]]:
             for name, entries in answer.get("topic", {}).items()}
 
 
-def apply(admin: KafkaAdminClient, catalogue: tuple[TopicSpec, ...]) -> ApplyReport:
+def apply(admin: KafkaAdminClient, catalogue: tuple[TopicSpec, ...], *,
+          acls_for: str | None = None) -> ApplyReport:
+    """On a secured cluster (when the settings let us manage ACLs) the catalogue topics'
+    ACLs are applied too, and with `acls_for` that platform instance's (its services'
+    groups and private topics); `admin` must then act as the admin principal."""
     report = ApplyReport()
+    settings = kafka_security._settings()
+    if kafka_security.secured(settings) and settings.kafka_manage_acls:
+        report.acls = kafka_security.apply_acls(admin, acls_for)
     live = describe(admin, [t.name for t in catalogue])
     missing = [t for t in catalogue if t.name not in live]
     if missing:

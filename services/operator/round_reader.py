@@ -34,6 +34,7 @@ from typing import Any
 from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
+from services.infra.kafka_security import OPERATOR, kafka_python_options
 from services.operator.log_reader import PARSERS, Unparsed
 from shared.events.bet_events import (
     BetAccepted,
@@ -105,7 +106,7 @@ class RoundReader:
         # the client's default fetch (1 MB a partition): a window is short, and a larger
         # fetch would mostly carry the records after it on a long log
         self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                                      group_id=None)
+                                      group_id=None, **kafka_python_options(OPERATOR))
         self.window_reads: Counter[str] = Counter()   # topic -> windows read (one per replay)
         self.records_by_topic: Counter[str] = Counter()  # topic -> records fetched
         self._partition_ids: dict[str, list[int]] = {}

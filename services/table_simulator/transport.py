@@ -43,7 +43,11 @@ class KafkaTransport:
     def __init__(self, bootstrap: str) -> None:
         from kafka import KafkaProducer
 
-        self._producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+        from services.infra.kafka_security import TABLE_DEVICE, kafka_python_options
+
+        # a table device's principal: it may write dealer.inputs and nothing else
+        self._producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all",
+                                       **kafka_python_options(TABLE_DEVICE))
 
     async def send(self, inp: InputBase) -> dict:
         def _send() -> None:

@@ -40,6 +40,7 @@ from services.infra.batching import flush_all, processing, publish_all, run_batc
 from services.infra.clock import SystemClock
 from services.infra.dead_letters import give_up_on
 from services.infra.faust_app import make_app, recovering
+from services.infra.kafka_security import aiokafka_options
 from services.infra.settings import get_settings
 from services.wallet import counting, handlers
 from services.wallet.commands import (
@@ -379,7 +380,8 @@ class TableViews:
 
     async def follow(self, bootstrap: str, horizon_s: float = VIEW_HORIZON_S) -> None:
         consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                                    enable_auto_commit=False, auto_offset_reset="earliest")
+                                    enable_auto_commit=False, auto_offset_reset="earliest",
+                                    **aiokafka_options("wallet"))
         await consumer.start()
         try:
             partitions = None

@@ -14,6 +14,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from benchmarks.e2e import cpu
 from benchmarks.e2e.records import LIMIT_BYTES, largest_records
 from benchmarks.e2e.stats import percentile, summary
+from services.infra.kafka_security import ADMIN, kafka_python_options
 
 
 def test_percentiles_interpolate_between_ranks():
@@ -46,12 +47,13 @@ def test_cpu_of_this_process_is_read_and_a_missing_one_is_none():
 @pytest.mark.kafka
 def test_largest_record_scanner_finds_the_biggest_record(kafka_bootstrap):
     topics = [f"bench-smoke-{uuid.uuid4().hex[:8]}-{i}" for i in range(2)]
-    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap)
+    admin = KafkaAdminClient(bootstrap_servers=kafka_bootstrap, **kafka_python_options(ADMIN))
     try:
         admin.create_topics([NewTopic(t, 2, 1) for t in topics])
     finally:
         admin.close()
-    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, max_request_size=2 * 1024 * 1024)
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, max_request_size=2 * 1024 * 1024,
+                             **kafka_python_options(ADMIN))
     for i in range(50):
         producer.send(topics[0], key=b"k%d" % i, value=b"v" * 100)
     producer.send(topics[1], key=b"big", value=b"x" * 70_000)  # over the 64 KB target

@@ -17,6 +17,7 @@ import httpx
 from kafka import KafkaProducer
 
 from services.infra import topic_admin
+from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import read_to_end
 from services.infra.processes import ServiceProcess
 from services.infra.settings import Settings
@@ -60,7 +61,7 @@ class Platform:
         self.settlement = ServiceProcess("bet-settlement", settlement_port,
                                          home / "bet-settlement.log", env)
         self.http = httpx.Client(base_url=self.wallet.base_url, timeout=30)
-        self.producer = KafkaProducer(bootstrap_servers=bootstrap)
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, **kafka_python_options(ADMIN))
         self.tokens: dict[str, str] = {}
 
     def start(self) -> None:
@@ -112,7 +113,7 @@ def money_platform(bootstrap: str, home) -> Iterator[Platform]:
     """The topics applied, the wallet and bet-settlement started (free ports), stopped on
     exit."""
     admin = topic_admin.admin_client(bootstrap)
-    topic_admin.apply(admin, topic_catalogue())
+    topic_admin.apply(admin, topic_catalogue(), acls_for=instance_for(home))
     admin.close()
     platform = Platform(bootstrap, home, free_port(), free_port())
     platform.start()

@@ -46,7 +46,7 @@ def running_workers(bootstrap: str, home: Path, workers: dict[str, int], **env: 
     """Like `running_services`, with `workers[name]` workers of each service (each its own
     port; labels `dealer-event`, `dealer-event/1`, ...), ready; stopped on exit."""
     admin = topic_admin.admin_client(bootstrap)
-    topic_admin.apply(admin, topic_catalogue())
+    topic_admin.apply(admin, topic_catalogue(), acls_for=instance_for(home))
     admin.close()
     base = {name: free_port() for name in workers}
     env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CROUPIER_HOME": str(home),

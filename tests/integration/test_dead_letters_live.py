@@ -14,6 +14,7 @@ import httpx
 import pytest
 from kafka import KafkaProducer
 
+from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import read_to_end
 from services.table_simulator.driver import SimConfig
 from services.table_simulator.run import run_tables
@@ -48,7 +49,7 @@ def _play(url: str, profile: str, rounds: int) -> tuple[str, int]:
 def _poison(bootstrap: str, records: list[tuple[str, bytes, bytes]]) -> dict[tuple, int]:
     """Write the records straight onto the topics; their (topic, key) -> offset."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                             max_request_size=2 * 1024 * 1024)
+                             max_request_size=2 * 1024 * 1024, **kafka_python_options(ADMIN))
     where = {}
     for topic, key, value in records:
         sent = producer.send(topic, key=key, value=value).get(timeout=30)

@@ -8,6 +8,8 @@ import httpx
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
+from services.infra.kafka_security import OPERATOR as OPERATOR_PRINCIPAL
+from services.infra.kafka_security import kafka_python_options
 from tests.integration.money_support import OPERATOR, RUN
 from tests.integration.tables_live_support import running_services
 
@@ -22,7 +24,8 @@ def doors(platform_kafka, tmp_path_factory):
 
 
 def _end_offsets(bootstrap: str, topic: str) -> dict:
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None)
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                             **kafka_python_options(OPERATOR_PRINCIPAL))
     try:
         tps = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic)]
         return consumer.end_offsets(tps)

@@ -13,6 +13,7 @@ import httpx
 import pytest
 from kafka import KafkaAdminClient
 
+from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import read_to_end
 from services.operator.log_reader import read_books
 from shared.audit import audit
@@ -138,7 +139,7 @@ def test_a_2000_bet_round_settles_by_the_rules_with_bounded_records(platform):
         assert platform.balance(player_id) == report.balances[player_id]
 
     # no record above 64 KB: outputs and bet-settlement's changelogs
-    admin = KafkaAdminClient(bootstrap_servers=platform.bootstrap)
+    admin = KafkaAdminClient(bootstrap_servers=platform.bootstrap, **kafka_python_options(ADMIN))
     changelogs = sorted(t for t in admin.list_topics()
                         if "bet-settlement" in t and t.endswith("-changelog"))
     admin.close()

@@ -18,6 +18,7 @@ from kafka import KafkaProducer
 
 from services.infra import topic_admin
 from services.infra.auth import Authenticator
+from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.ops_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from services.infra.settings import Settings
 from shared.topics import topic_catalogue
@@ -29,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _produce(bootstrap: str, rounds: list[RecordedRound]) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5)
+    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, **kafka_python_options(ADMIN))
     for rec in rounds:
         for topic, key, value, at in rec.records():
             producer.send(topic, key=key.encode(), value=value,

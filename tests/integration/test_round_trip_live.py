@@ -8,6 +8,7 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from services.infra import topic_admin
+from services.infra.kafka_security import ADMIN, kafka_python_options
 from shared.topics import topic_catalogue
 
 pytestmark = pytest.mark.kafka
@@ -16,6 +17,7 @@ pytestmark = pytest.mark.kafka
 def _consume(bootstrap: str, group: str, want: int, tables: set[str]) -> list:
     consumer = KafkaConsumer(
         "dealer.rejections", bootstrap_servers=bootstrap, group_id=group,
+        **kafka_python_options(ADMIN),
         auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=8000,
     )
     got = []
@@ -37,7 +39,7 @@ def test_keyed_records_round_trip_in_order_and_the_group_remembers(kafka_bootstr
     admin.close()
     run = uuid.uuid4().hex[:8]
     tables = {f"T{run}-{i}" for i in range(3)}
-    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap)
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, **kafka_python_options(ADMIN))
     for seq in range(10):
         for table in sorted(tables):
             producer.send("dealer.rejections", key=table.encode(), value=f"{table}:{seq}".encode())
@@ -54,7 +56,8 @@ def test_keyed_records_round_trip_in_order_and_the_group_remembers(kafka_bootstr
 
     # The group committed its offsets: a new member of the same group starts after them.
     assert _consume(kafka_bootstrap, group, want=1, tables=tables) == []
-    consumer = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=group)
+    consumer = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=group,
+                             **kafka_python_options(ADMIN))
     partition = got[0].partition
     committed = consumer.committed(TopicPartition("dealer.rejections", partition))
     consumer.close()

@@ -14,6 +14,7 @@ import pytest
 from kafka import KafkaProducer
 
 from services.infra import topic_admin
+from services.infra.kafka_security import ADMIN, ensure_acls, kafka_python_options
 from services.infra.log_reader import read_to_end
 from services.infra.processes import ServiceProcess
 from services.infra.routing import FORWARDED_HEADER
@@ -38,6 +39,7 @@ def wallet_env(bootstrap: str, home, port: int) -> dict[str, str]:
 
 
 def worker(bootstrap: str, home, i: int, port: int) -> ServiceProcess:
+    ensure_acls(bootstrap, instance_for(home))  # this platform instance's groups and topics
     return ServiceProcess("wallet", port, home / f"wallet-{i}.log",
                           wallet_env(bootstrap, home, port), worker=i)
 
@@ -81,7 +83,7 @@ def catalogue(platform_kafka):
     admin = topic_admin.admin_client(platform_kafka)
     topic_admin.apply(admin, topic_catalogue())
     admin.close()
-    producer = KafkaProducer(bootstrap_servers=platform_kafka)
+    producer = KafkaProducer(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))
     yield producer
     producer.close()
 

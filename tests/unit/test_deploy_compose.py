@@ -14,6 +14,7 @@ import pytest
 yaml = pytest.importorskip("yaml", reason="pyyaml is needed to read docker-compose.yml")
 
 from services.infra.faust_app import service_port  # noqa: E402
+from services.infra.kafka_security import PRINCIPALS, broker_security_properties  # noqa: E402
 from services.infra.ops_jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
 from services.infra.settings import DEVELOPMENT_SECRETS, Settings  # noqa: E402
 
@@ -250,7 +251,7 @@ def test_kafka_is_a_single_kraft_node_with_the_jmx_agent() -> None:
     kafka = env("kafka")
     assert kafka["KAFKA_PROCESS_ROLES"] == "broker,controller"
     assert kafka["KAFKA_CONTROLLER_QUORUM_VOTERS"] == f"{kafka['KAFKA_NODE_ID']}@kafka:9093"
-    assert kafka["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://kafka:9092"
+    assert kafka["KAFKA_ADVERTISED_LISTENERS"] == "SASL_PLAINTEXT://kafka:9092"
     assert kafka["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"  # `croupier topics apply` creates them
     assert env("topics")["KAFKA_BOOTSTRAP_SERVERS"] == "kafka:9092"
     agent = re.fullmatch(r"-javaagent:(\S+)=(\d+):(\S+)", kafka["KAFKA_OPTS"])
@@ -289,3 +290,35 @@ def test_dockerfile_builds_the_package_from_what_it_copies() -> None:
     ignored = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
                if line.strip() and not line.startswith("#")}
     assert not copied & ignored, ".dockerignore hides a file the Dockerfile copies"
+
+
+@pytest.mark.parametrize("service", [*CROUPIER, "topics"])
+def test_each_process_is_its_own_kafka_principal(service: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each service authenticates as itself (SASL), the topics job as admin (it applies
+    the ACLs); the password is the one the broker lists for that principal."""
+    settings = settings_for(service, monkeypatch)
+    principal = "admin" if service == "topics" else service
+    assert settings.kafka_security_protocol == "SASL_PLAINTEXT"
+    assert settings.kafka_sasl_mechanism == "PLAIN"
+    assert settings.kafka_username == principal
+    jaas = env("kafka")["KAFKA_LISTENER_NAME_SASL__PLAINTEXT_PLAIN_SASL_JAAS_CONFIG"]
+    assert f'user_{principal}="{settings.kafka_password}"' in jaas
+
+
+def test_the_compose_broker_is_secured_like_the_local_one() -> None:
+    """SASL on both listeners, the StandardAuthorizer denying what no ACL allows, a user
+    for every principal: the same properties `local_broker` writes."""
+    kafka = env("kafka")
+    local = broker_security_properties(9092, 9093, dict.fromkeys(PRINCIPALS, "x"))
+    for key in ("sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol",
+                "sasl.mechanism.controller.protocol", "authorizer.class.name",
+                "allow.everyone.if.no.acl.found", "super.users", "inter.broker.listener.name",
+                "listener.security.protocol.map"):
+        variable = "KAFKA_" + key.upper().replace(".", "_")
+        assert kafka[variable] == local[key], key
+    jaas = kafka["KAFKA_LISTENER_NAME_SASL__PLAINTEXT_PLAIN_SASL_JAAS_CONFIG"]
+    for principal in PRINCIPALS:
+        assert f'user_{principal}="' in jaas
+    assert 'user_admin="' in kafka["KAFKA_LISTENER_NAME_CONTROLLER_PLAIN_SASL_JAAS_CONFIG"]
+    assert "--command-config" in SERVICES["kafka"]["healthcheck"]["test"][1]
