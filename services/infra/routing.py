@@ -61,12 +61,13 @@ def unavailable(web: faust.web.Web, message: str) -> faust.web.Response:
 
 
 async def forward(app: faust.App, owner: URL, request: faust.web.Request,
-                  web: faust.web.Web) -> faust.web.Response:
-    """The owner's answer to the same request, byte for byte."""
+                  web: faust.web.Web, body: bytes | None = None) -> faust.web.Response:
+    """The owner's answer to the same request, byte for byte (`body`: the body, when the
+    caller has already read it from the stream)."""
     if was_forwarded(request):
         return unavailable(web, "the worker this request was sent to no longer owns its key; "
                                 "retry (the same request id is safe)")
-    body = await request.read()
+    body = body if body is not None else await request.read()
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
     headers[FORWARDED_HEADER] = str(app.conf.canonical_url)
     target = request.url.with_scheme(owner.scheme or "http").with_host(

@@ -43,12 +43,12 @@ class ReplayRequest:
 
 
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # nothing croupier logged can be older
-LATEST_AHEAD = timedelta(days=1)
+LATEST_AHEAD = timedelta(days=30)  # a late complaint still parses (the window refuses it)
 
 
 def parse_time(text: str) -> datetime:
     """ISO 8601; a time without a zone is taken as UTC. A time before 2000 or more than a
-    day ahead names no round croupier could have logged (and `0001-01-01` used to overflow
+    month ahead names no round croupier could have logged (and `0001-01-01` used to overflow
     the log seek into a 500)."""
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
@@ -57,7 +57,7 @@ def parse_time(text: str) -> datetime:
     moment = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
     if not EARLIEST <= moment <= datetime.now(UTC) + LATEST_AHEAD:
         raise ValueError(f"time {text!r} is out of range: between {EARLIEST:%Y-%m-%d} and "
-                         "tomorrow")
+                         f"{LATEST_AHEAD.days} days from now")
     return moment
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from services.infra.local_broker import JARS_MARKER, jars_dir
 from services.infra.settings import Settings
+from shared.topics import TOPIC_NAMES
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.kafka
@@ -51,7 +52,8 @@ def test_up_status_down_with_cached_jars(tmp_path, kafka_bootstrap):
         assert again.returncode == 0 and "cached at" in again.stdout
 
         applied = croupier("topics", "apply", env=env)
-        assert applied.returncode == 0 and applied.stdout.count("created") == 8
+        assert applied.returncode == 0 \
+            and applied.stdout.count("created") == len(TOPIC_NAMES), applied.stdout
         reapplied = croupier("topics", "apply", env=env)
         assert "already match" in reapplied.stdout
         refused = croupier("topics", "apply", "--retention-ms", "3600000", env=env)
