@@ -194,3 +194,29 @@ def test_an_account_named_dot_dot_cannot_crash_rebuild(monkeypatch, shared_ids):
     assert asked == ["alice", "bob"]
     assert len(report.differences) == 1 and report.differences[0].startswith("player '..'")
     assert report.audit.balances[".."] == 7
+
+
+# --- replay of one round: two players with the same bet id ---------------------------------
+
+def test_replay_lists_both_players_bets_with_the_same_id_and_matches():
+    from shared.replay import replay_round
+    from tests.round_builder import RecordedRound
+
+    rec = RecordedRound()  # alice's b1 on banker (wins 1,950), alice's b2, bob's b3
+    carol = dict(bet_id="b1", player_id="carol", table_id=rec.table_id, round_id=rec.round_id,
+                 bet="player", stake=700, currency="IDR")
+    manifest_at = next(i for i, d in enumerate(rec.decisions) if isinstance(d, RoundManifest))
+    rec.decisions.insert(manifest_at, BetRejected(**carol, reason_code="duplicate_bet_id",
+                                                  message="taken", decided_at=NOW))
+    rec.wallet += [rec._tx("carol", "stake_debit", 700, "b1", 100_000 - 700),
+                   rec._tx("carol", "bet_refund", 700, "b1", 100_000)]
+    report = replay_round(rec.table_id, rec.round_id, rec.events, None, rec.result,
+                          rec.decisions, rec.settlements, rec.wallet)
+    assert report.verdict == "MATCH", report.differences
+    lines = {(b.player_id, b.bet_id): b for b in report.bets}
+    assert lines[("alice", "b1")].returned == 1_950
+    assert lines[("carol", "b1")].decision == "rejected (duplicate_bet_id)"
+    assert len(lines[("carol", "b1")].wallet) == 2 and len(lines[("alice", "b1")].wallet) == 2
+    only_carol = replay_round(rec.table_id, rec.round_id, rec.events, None, rec.result,
+                              rec.decisions, rec.settlements, rec.wallet, player_id="carol")
+    assert only_carol.verdict == "MATCH" and [b.player_id for b in only_carol.bets] == ["carol"]
