@@ -28,7 +28,7 @@ from shared.events.table import (
     TableEventBase,
 )
 from shared.profile import ProfileError, check_pin
-from shared.rounds import evaluate_round
+from shared.rounds import RoundError, evaluate_round
 
 Progress = Callable[[str, int, int], None]
 
@@ -85,7 +85,11 @@ def _rounds_from_table_events(events_by_table: dict[str, list[TableEventBase]], 
             except ProfileError as exc:
                 differences.append(f"{table_id}/{round_id}: {exc}")
                 continue
-            fresh = evaluate_round(rules, cards[round_id])
+            try:  # a round whose cards cannot make a result is that round's difference
+                fresh = evaluate_round(rules, cards[round_id])
+            except RoundError as exc:
+                differences.append(f"{table_id}/{round_id}: its cards give no result: {exc}")
+                continue
             if fresh.model_dump(mode="json") != recorded.result.model_dump(mode="json"):
                 differences.append(f"{table_id}/{round_id}: recorded result differs from the "
                                    "result recomputed from its cards")

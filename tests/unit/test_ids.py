@@ -220,3 +220,19 @@ def test_replay_lists_both_players_bets_with_the_same_id_and_matches():
     only_carol = replay_round(rec.table_id, rec.round_id, rec.events, None, rec.result,
                               rec.decisions, rec.settlements, rec.wallet, player_id="carol")
     assert only_carol.verdict == "MATCH" and [b.player_id for b in only_carol.bets] == ["carol"]
+
+
+def test_a_round_whose_cards_give_no_result_is_a_difference_not_a_crash(monkeypatch):
+    from services.operator import rebuild as rb
+    from services.operator.log_reader import LogRecord
+    from tests.round_builder import RecordedRound
+
+    rec = RecordedRound()
+    events = [e for e in rec.events if e.type != "card_dealt"]  # the chain breaks too
+    books = Books()
+    books.add(rec.result)
+    monkeypatch.setattr(rb, "read_topic", lambda *a, **k: iter(
+        [LogRecord("table.events", 0, i, 0, e) for i, e in enumerate(events)]))
+    monkeypatch.setattr(rb, "read_books", lambda *a, **k: (books, []))
+    report = rb.rebuild("unused:9092", lambda players: {})
+    assert any(d.startswith("T1/R1: its cards give no result") for d in report.differences)
