@@ -77,41 +77,54 @@ class AuditReport(BaseModel):
         return all(check.ok for check in self.invariants)
 
 
+Key = tuple[str, str]  # (player id, bet id or tx id): ids are the player's, as in the wallet
+
+
+def key_text(key: Key) -> str:
+    """A (player, id) key as a report names it: `<id> of <player>`."""
+    return f"{key[1]} of {key[0]}"
+
+
 @dataclass
 class Books:
-    """Everything the log says, deduplicated by each record's deterministic id."""
+    """Everything the log says, deduplicated by each record's deterministic id.
 
-    placed: dict[str, BetPlaced] = field(default_factory=dict)
-    accepted: dict[str, BetAccepted] = field(default_factory=dict)
-    rejected: dict[str, BetRejected] = field(default_factory=dict)
-    settled: dict[str, BetSettled] = field(default_factory=dict)  # bet id -> its settlement
-    # a management void after completion: bet id -> the reversal of its settlement, and the
-    # refund that follows it (a BetSettled `void_refund`, settlement id `annul-refund:<bet>`)
-    reversals: dict[str, SettlementReversed] = field(default_factory=dict)
-    refunds: dict[str, BetSettled] = field(default_factory=dict)
+    Bets and wallet transactions are keyed by (player id, id), as the wallet keys them
+    (`<player>:<bet id>`, `<player>:<tx id>`): a bet id or a request id is the player's
+    own, so two players may both use `dep-1` or the same bet id."""
+
+    placed: dict[Key, BetPlaced] = field(default_factory=dict)
+    accepted: dict[Key, BetAccepted] = field(default_factory=dict)
+    rejected: dict[Key, BetRejected] = field(default_factory=dict)
+    settled: dict[Key, BetSettled] = field(default_factory=dict)  # (player, bet) -> settlement
+    # a management void after completion: (player, bet) -> the reversal of its settlement, and
+    # the refund that follows it (a BetSettled `void_refund`, settlement id `annul-refund:<bet>`)
+    reversals: dict[Key, SettlementReversed] = field(default_factory=dict)
+    refunds: dict[Key, BetSettled] = field(default_factory=dict)
     manifests: dict[tuple[str, str], RoundManifest] = field(default_factory=dict)
     results: dict[tuple[str, str], RoundResultPublished] = field(default_factory=dict)
-    txs: dict[str, WalletTransaction] = field(default_factory=dict)
+    txs: dict[Key, WalletTransaction] = field(default_factory=dict)
     ledger: dict[str, list[WalletTransaction]] = field(default_factory=lambda: defaultdict(list))
     conflicts: list[str] = field(default_factory=list)
 
     def add(self, record: AuditRecord) -> None:
         match record:
             case WalletTransaction():
-                if self._keep(self.txs, record.tx_id, record, "wallet transaction"):
+                if self._keep(self.txs, (record.player_id, record.tx_id), record,
+                              "wallet transaction"):
                     self.ledger[record.player_id].append(record)
             case BetPlaced():
-                self._keep(self.placed, record.bet_id, record, "bet placed")
+                self._keep(self.placed, bet_key(record), record, "bet placed")
             case BetAccepted():
-                self._keep(self.accepted, record.bet_id, record, "bet accepted")
+                self._keep(self.accepted, bet_key(record), record, "bet accepted")
             case BetRejected():
-                self._keep(self.rejected, record.bet_id, record, "bet rejected")
+                self._keep(self.rejected, bet_key(record), record, "bet rejected")
             case BetSettled() if record.settlement_id == annul_refund_id(record.bet_id):
-                self._keep(self.refunds, record.bet_id, record, "refund after a reversal")
+                self._keep(self.refunds, bet_key(record), record, "refund after a reversal")
             case BetSettled():
-                self._keep(self.settled, record.bet_id, record, "settlement")
+                self._keep(self.settled, bet_key(record), record, "settlement")
             case SettlementReversed():
-                self._keep(self.reversals, record.bet_id, record, "settlement reversal")
+                self._keep(self.reversals, bet_key(record), record, "settlement reversal")
             case RoundManifest():
                 self._keep(self.manifests, (record.table_id, record.round_id), record, "manifest")
             case RoundResultPublished():
@@ -139,8 +152,15 @@ class Books:
             index[key] = record
             return True
         if _facts(known) != _facts(record):
-            self.conflicts.append(f"{what} {key}: two different records with the same id")
+            name = key_text(key) if index is not self.manifests and index is not self.results \
+                else "/".join(key)
+            self.conflicts.append(f"{what} {name}: two different records with the same id")
         return False
+
+
+def bet_key(record: BetPlaced | BetAccepted | BetRejected | BetSettled | SettlementReversed
+            ) -> Key:
+    return record.player_id, record.bet_id
 
 
 def _facts(record: BaseModel) -> dict:
@@ -155,8 +175,8 @@ def audit(books: Books, allow_pending: bool = True) -> AuditReport:
     reversals = sums["payout_reversal"]
     voided = [s for s in books.settled.values() if s.outcome == "void_refund"]
     # settled and standing; a settled bet later reversed and refunded counts as annulled
-    settled = [s for s in books.settled.values()
-               if s.outcome != "void_refund" and s.bet_id not in books.reversals]
+    settled = [s for key, s in books.settled.items()
+               if s.outcome != "void_refund" and key not in books.reversals]
     annulled = [b for b in books.reversals if b in books.refunds]
     unsettled = [b for b in books.placed if b not in books.settled and b not in books.rejected]
     # in flight: never settled, or reversed and not refunded yet
@@ -200,7 +220,8 @@ def _balances_never_negative(books: Books) -> InvariantCheck:
     """Money a player takes out (a stake, a withdrawal) never leaves the balance negative; only
     a payout reversal the balance could not cover may (the player owes it, and what follows
     pays it back)."""
-    bad = [f"{tx.tx_id}: balance_after {tx.balance_after}" for tx in books.txs.values()
+    bad = [f"{tx.tx_id} of {tx.player_id}: balance_after {tx.balance_after}"
+           for tx in books.txs.values()
            if tx.balance_after < 0 and tx.kind != "payout_reversal"
            and (tx.kind in ("stake_debit", "withdrawal") or not _in_debt_by_reversal(books, tx))]
     return InvariantCheck(name="a balance never goes negative", ok=not bad,
@@ -240,27 +261,28 @@ def _each_bet_ends_once(books: Books, allow_pending: bool) -> InvariantCheck:
     """A bet ends rejected, settled, voided, or annulled: settled, that settlement reversed,
     then refunded (one reversal and one refund at most, only after a settlement)."""
     bad = []
-    for bet_id, placed in books.placed.items():
-        ends = (bet_id in books.rejected) + (bet_id in books.settled)
-        reversed_, refunded = bet_id in books.reversals, bet_id in books.refunds
+    for key, placed in books.placed.items():
+        bet_id = key_text(key)
+        ends = (key in books.rejected) + (key in books.settled)
+        reversed_, refunded = key in books.reversals, key in books.refunds
         if ends > 1:
             bad.append(f"bet {bet_id}: both rejected and settled")
         elif ends == 0 and not allow_pending:
             where = (placed.table_id, placed.round_id)
             bad.append(f"bet {bet_id}: never rejected, settled or voided (round {where[1]} of "
-                       f"table {where[0]}: {'accepted' if bet_id in books.accepted else 'undecided'}"
+                       f"table {where[0]}: {'accepted' if key in books.accepted else 'undecided'}"
                        f", {'a result' if where in books.results else 'no result'} on record)")
-        if reversed_ and bet_id not in books.settled:
+        if reversed_ and key not in books.settled:
             bad.append(f"bet {bet_id}: reversed, but never settled")
         if refunded and not reversed_:
-            bad.append(f"bet {bet_id}: refunded ({annul_refund_id(bet_id)}) after its settlement "
+            bad.append(f"bet {bet_id}: refunded ({annul_refund_id(key[1])}) after its settlement "
                        "without a reversal: paid twice")
         elif reversed_ and not refunded and not allow_pending:
             bad.append(f"bet {bet_id}: its settlement was reversed, the refund never followed")
-    for bet_id in set(books.settled) | set(books.rejected) | set(books.reversals) \
+    for key in set(books.settled) | set(books.rejected) | set(books.reversals) \
             | set(books.refunds):
-        if bet_id not in books.placed:
-            bad.append(f"bet {bet_id}: decided but never placed")
+        if key not in books.placed:
+            bad.append(f"bet {key_text(key)}: decided but never placed")
     return InvariantCheck(name="every bet ends in exactly one of rejected, settled, voided",
                           ok=not bad, checked=len(books.placed), problems=bad[:20])
 
@@ -287,8 +309,8 @@ def _settlements_match_rules(books: Books) -> InvariantCheck:
         if (want.outcome, want.returned) != (s.outcome, s.returned):
             bad.append(f"{s.settlement_id}: recorded {s.outcome} {s.returned}, "
                        f"rule engine says {want.outcome} {want.returned}")
-    for r in books.reversals.values():  # takes back exactly what the settlement returned
-        original = books.settled.get(r.bet_id)
+    for key, r in books.reversals.items():  # takes back exactly what the settlement returned
+        original = books.settled.get(key)
         if original is not None and (r.settlement_id, r.original_outcome, r.amount) != (
                 original.settlement_id, original.outcome, original.returned):
             bad.append(f"{r.reversal_id}: reverses {r.settlement_id} {r.original_outcome} "
@@ -307,49 +329,55 @@ def _wallet_follows_decisions(books: Books) -> InvariantCheck:
     """Each bet debited once for its stake; each rejection refunded, each settlement credited,
     each reversal debited, each refund after a reversal credited: every one exactly once."""
     bad = []
-    by_cause: dict[tuple[str, str], list[WalletTransaction]] = defaultdict(list)
+    # (player, kind, cause): a cause id is the player's own, as the wallet keys it
+    by_cause: dict[tuple[str, str, str], list[WalletTransaction]] = defaultdict(list)
     for tx in books.txs.values():
-        by_cause[(tx.kind, tx.cause_id)].append(tx)
+        by_cause[(tx.player_id, tx.kind, tx.cause_id)].append(tx)
 
-    def moved(*causes: tuple[str, str]) -> list[int]:
-        return [tx.amount for cause in causes for tx in by_cause.get(cause, [])]
+    def moved(player: str, *causes: tuple[str, str]) -> list[int]:
+        return [tx.amount for kind, cause in causes
+                for tx in by_cause.get((player, kind, cause), [])]
 
     for bet in books.placed.values():
-        debits = moved(("stake_debit", bet.bet_id))
+        debits = moved(bet.player_id, ("stake_debit", bet.bet_id))
         if debits != [bet.stake]:
-            bad.append(f"bet {bet.bet_id}: stake debits {debits}, stake {bet.stake}")
+            bad.append(f"bet {bet.bet_id} of {bet.player_id}: stake debits {debits}, "
+                       f"stake {bet.stake}")
     for rej in books.rejected.values():
-        refunds = moved(("bet_refund", rej.bet_id))
+        refunds = moved(rej.player_id, ("bet_refund", rej.bet_id))
         if refunds != [rej.stake]:
-            bad.append(f"rejected bet {rej.bet_id}: refunds {refunds}")
-    for s in books.settled.values():
+            bad.append(f"rejected bet {rej.bet_id} of {rej.player_id}: refunds {refunds}")
+    for key, s in books.settled.items():
         if s.outcome == "void_refund":
-            credits = moved(("bet_refund", s.bet_id), ("payout", s.settlement_id))
+            credits = moved(s.player_id, ("bet_refund", s.bet_id), ("payout", s.settlement_id))
         else:  # an annulled bet's refund may also be keyed by its bet id: not counted here
-            credits = moved(("payout", s.settlement_id), ("payout", s.bet_id))
-            if s.bet_id not in books.refunds:
-                credits += moved(("bet_refund", s.bet_id))
+            credits = moved(s.player_id, ("payout", s.settlement_id), ("payout", s.bet_id))
+            if key not in books.refunds:
+                credits += moved(s.player_id, ("bet_refund", s.bet_id))
         want = [s.returned] if s.returned else []
         if credits != want:
-            bad.append(f"{s.settlement_id}: credits {credits}, settlement returned {s.returned}")
+            bad.append(f"{s.settlement_id} of {s.player_id}: credits {credits}, settlement "
+                       f"returned {s.returned}")
     for r in books.reversals.values():
-        debits = moved(("payout_reversal", r.reversal_id))
+        debits = moved(r.player_id, ("payout_reversal", r.reversal_id))
         if debits != ([r.amount] if r.amount else []):
-            bad.append(f"{r.reversal_id}: wallet took back {debits}, the reversal says {r.amount}")
-    for f in books.refunds.values():
-        original = books.settled.get(f.bet_id)
-        credits = moved(("bet_refund", f.settlement_id), ("payout", f.settlement_id))
+            bad.append(f"{r.reversal_id} of {r.player_id}: wallet took back {debits}, the "
+                       f"reversal says {r.amount}")
+    for key, f in books.refunds.items():
+        original = books.settled.get(key)
+        credits = moved(f.player_id, ("bet_refund", f.settlement_id), ("payout", f.settlement_id))
         if original is None or original.outcome != "void_refund":
-            credits += moved(("bet_refund", f.bet_id))
+            credits += moved(f.player_id, ("bet_refund", f.bet_id))
         if credits != ([f.returned] if f.returned else []):
-            bad.append(f"{f.settlement_id}: credits {credits}, refund returned {f.returned}")
+            bad.append(f"{f.settlement_id} of {f.player_id}: credits {credits}, refund returned "
+                       f"{f.returned}")
     return InvariantCheck(name="the wallet moved each bet's money exactly once", ok=not bad,
                           checked=len(books.placed) + len(books.settled) + len(books.reversals)
                           + len(books.refunds), problems=bad[:20])
 
 
 def _house_result_adds_up(books: Books, stakes: int, payouts: int, refunds: int,
-                          reversals: int, house_by_round: int, unsettled: list[str]
+                          reversals: int, house_by_round: int, unsettled: list[Key]
                           ) -> InvariantCheck:
     """The ledger's house result equals the rounds': stakes less what settlements returned, plus
     what reversals took back less what refunds after them returned (0 for an annulled bet)."""

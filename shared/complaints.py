@@ -11,13 +11,15 @@ from datetime import datetime, timedelta
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
+from shared.events.ids import id_problem
+
 COMPLAINT_WINDOW = timedelta(hours=24)
 REQUIRED = ("player_id", "played_at", "dealer", "table_id", "round_id")
 
 
 class ComplaintError(ValueError):
-    """A complaint that cannot be handled; `code` says why (incomplete, out_of_window,
-    before_round)."""
+    """A complaint that cannot be handled; `code` says why (incomplete, bad_id,
+    out_of_window, before_round)."""
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
@@ -42,6 +44,10 @@ def complaint_from(fields: dict, filed_at: datetime, override: str | None = None
     if missing:
         raise ComplaintError("incomplete", "complaint refused: it must name "
                              + ", ".join(missing).replace("_", " "))
+    for name in ("player_id", "table_id", "round_id"):
+        problem = id_problem(fields[name], name.removesuffix("_id"))
+        if problem:
+            raise ComplaintError("bad_id", f"complaint refused: {problem}")
     return Complaint(**{k: fields[k] for k in REQUIRED}, filed_at=filed_at, override=override)
 
 

@@ -278,21 +278,27 @@ def _compare_result(recomputed, result: RoundResultPublished | None, voided,
 
 def _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id,
           diffs: list[Difference], annulled: RoundAnnulled | None = None) -> list[BetLine]:
-    by_bet = {s.bet_id: s for s in settlements
+    # keyed by (player, bet id) and (player, tx id), as the wallet keys them: two players may
+    # use the same bet id (the second is rejected `duplicate_bet_id` and refunded)
+    by_bet = {(s.player_id, s.bet_id): s for s in settlements
               if isinstance(s, BetSettled) and s.settlement_id != annul_refund_id(s.bet_id)}
-    refunds = {s.bet_id: s for s in settlements
+    refunds = {(s.player_id, s.bet_id): s for s in settlements
                if isinstance(s, BetSettled) and s.settlement_id == annul_refund_id(s.bet_id)}
-    reversals = {s.bet_id: s for s in settlements if isinstance(s, SettlementReversed)}
-    txs = {tx.tx_id: tx for tx in wallet}
+    reversals = {(s.player_id, s.bet_id): s for s in settlements
+                 if isinstance(s, SettlementReversed)}
+    txs: dict[str, dict[str, WalletTransaction]] = {}
+    for tx in wallet:
+        txs.setdefault(tx.player_id, {})[tx.tx_id] = tx
     lines = []
-    listed: set[str] = set()
+    listed: set[tuple[str, str]] = set()
     for d in decisions:
         if isinstance(d, RoundManifest) or (player_id and d.player_id != player_id):
             continue
-        if d.bet_id in listed:  # a decision published again after a crash: the same bet
+        key = (d.player_id, d.bet_id)
+        if key in listed:  # a decision published again after a crash: the same bet
             continue
-        listed.add(d.bet_id)
-        recorded = by_bet.get(d.bet_id)
+        listed.add(key)
+        recorded = by_bet.get(key)
         expected_outcome = expected_returned = None
         if isinstance(d, BetRejected):
             decision = f"rejected ({d.reason_code})"
@@ -318,10 +324,11 @@ def _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id
                     diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
                                             expected=f"{expected_outcome} {expected_returned}",
                                             recorded=f"{recorded.outcome} {recorded.returned}"))
-        reversal, refund = reversals.get(d.bet_id), refunds.get(d.bet_id)
+        reversal, refund = reversals.get(key), refunds.get(key)
         annul = _annulment_of(d, recorded, expected_returned, reversal, refund,
                               annulled is not None and isinstance(d, BetAccepted), diffs)
-        moves = _check_wallet(d, recorded, expected_returned, txs, diffs, annul)
+        moves = _check_wallet(d, recorded, expected_returned, txs.get(d.player_id, {}), diffs,
+                              annul)
         lines.append(BetLine(
             bet_id=d.bet_id, player_id=d.player_id, bet=d.bet, position=d.position,
             stake=d.stake, decision=decision,
@@ -374,7 +381,8 @@ def _check_wallet(decision, recorded: BetSettled | None, expected_returned: int 
                   txs: dict[str, WalletTransaction], diffs: list[Difference],
                   annul: tuple[int, int] | None = None) -> list[str]:
     """The stake debit, and the refund or credit the decision calls for, each exactly once;
-    for an annulled round also the reversal's debit and the refund that follows it."""
+    for an annulled round also the reversal's debit and the refund that follows it. `txs`:
+    the decision's player's transactions by tx id."""
     moves = []
     wanted = [(tx_id("stake_debit", decision.bet_id), decision.stake)]
     if isinstance(decision, BetRejected):
@@ -414,12 +422,12 @@ def _compare_manifest(decisions, diffs: list[Difference]) -> None:
     if at is None:
         return
     manifest = decisions[at]
-    accepted: dict[str, BetAccepted] = {}
+    accepted: dict[tuple[str, str], BetAccepted] = {}
     for d in decisions[:at]:
         if isinstance(d, BetAccepted):
-            accepted.setdefault(d.bet_id, d)
+            accepted.setdefault((d.player_id, d.bet_id), d)
     want = (len(accepted), sum(d.stake for d in accepted.values()),
-            manifest_digest(accepted))
+            manifest_digest(bet_id for _, bet_id in accepted))
     got = (manifest.bet_count, manifest.total_stake, manifest.digest)
     if want != got:
         diffs.append(Difference(where="bets.decisions round_manifest",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import httpx
 
 
@@ -11,7 +13,7 @@ def live_balances(wallet_url: str, operator_token: str, players: list[str]) -> d
     out: dict[str, int | None] = {}
     with httpx.Client(base_url=wallet_url, headers=headers, timeout=10) as client:
         for player in players:
-            response = client.get(f"/accounts/{player}")
+            response = client.get(f"/accounts/{quote(player, safe='')}")
             if response.status_code == 404:
                 out[player] = None
                 continue

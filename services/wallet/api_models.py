@@ -9,11 +9,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.wallet.commands import Amount, RequestId
-from shared.events.bet_events import BetId, Position
+from services.wallet.commands import Amount
+from shared.events.bet_events import Position
+from shared.events.ids import BetId, PlayerId, RequestId, RoundId, TableId
 from shared.events.wallet_events import WalletTransaction
-
-PlayerId = str
 
 
 class _Body(BaseModel):
@@ -21,7 +20,7 @@ class _Body(BaseModel):
 
 
 class CreateAccountRequest(_Body):
-    player_id: str = Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")
+    player_id: PlayerId
     currency: str = Field(min_length=3, max_length=3, pattern=r"^[A-Z]{3}$")
 
 
@@ -32,8 +31,8 @@ class MovementRequest(_Body):
 
 class PlaceBetRequest(_Body):
     bet_id: BetId = Field(description="Client-chosen idempotency key (use a UUID).")
-    table_id: str = Field(min_length=1, max_length=64)
-    round_id: str = Field(min_length=1, max_length=96)
+    table_id: TableId
+    round_id: RoundId
     bet: str = Field(min_length=1, max_length=64)
     position: Position | None = None
     stake: Amount

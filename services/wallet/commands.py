@@ -12,10 +12,10 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from shared.events.bet_events import BetId, Position
+from shared.events.bet_events import Position
+from shared.events.ids import BetId, RequestId, RoundId, TableId
 
 Amount = Annotated[int, Field(gt=0, strict=True, description="Minor units.")]
-RequestId = Annotated[str, Field(min_length=1, max_length=128, pattern=r"^[A-Za-z0-9._:-]+$")]
 
 
 class _Command(BaseModel):
@@ -44,8 +44,8 @@ class Withdraw(_Command):
 class PlaceBet(_Command):
     type: Literal["place_bet"] = "place_bet"
     bet_id: BetId
-    table_id: str
-    round_id: str
+    table_id: TableId
+    round_id: RoundId
     bet: str
     position: Position | None = None
     stake: Amount

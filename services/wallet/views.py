@@ -58,9 +58,19 @@ async def parse(request, model: type[BaseModel]) -> BaseModel:
     try:
         return model.model_validate_json(raw or b"null")
     except ValidationError as exc:
+        errors = exc.errors()
         fields = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
-                           for e in exc.errors())
-        raise Problem(422, "malformed_body", fields) from exc
+                           for e in errors)
+        code = "bad_id" if any(_bad_id(e) for e in errors) else "malformed_body"
+        raise Problem(422, code, fields) from exc
+
+
+def _bad_id(error: dict) -> bool:
+    """An id field (`player_id`, `bet_id`, ...) that is a string but not an id
+    (`shared.events.ids`: `..`, `a/b`, whitespace, control characters, too long)."""
+    return (bool(error["loc"]) and str(error["loc"][-1]).endswith("_id")
+            and error["type"] in ("string_pattern_mismatch", "string_too_short",
+                                  "string_too_long"))
 
 
 async def ask(env: Envelope) -> Answer:

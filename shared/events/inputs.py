@@ -15,10 +15,10 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 
 from shared.cards import Card
 from shared.events.canonical import canonical_bytes, hmac_hex, same_digest
-from shared.events.table import RoundId, ShoeId, TableId, VoidReason
+from shared.events.ids import InputId, RoundId, ShoeId, TableId
+from shared.events.table import VoidReason
 
 Role = Literal["device", "supervisor"]
-InputId = Annotated[str, Field(min_length=1, max_length=128)]
 
 
 class InputBase(BaseModel):

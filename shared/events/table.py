@@ -15,10 +15,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 
 from shared.cards import Card
 from shared.events.canonical import canonical_bytes, sha256_hex
-
-TableId = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9._-]+$")]
-RoundId = Annotated[str, Field(min_length=1, max_length=96, pattern=r"^[A-Za-z0-9._:-]+$")]
-ShoeId = Annotated[str, Field(min_length=1, max_length=96, pattern=r"^[A-Za-z0-9._:-]+$")]
+from shared.events.ids import RoundId, ShoeId, TableId
 
 
 class VoidReason(StrEnum):

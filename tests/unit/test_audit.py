@@ -102,16 +102,16 @@ def test_redelivered_records_count_once(ledger):
 
 
 def test_a_wrong_settlement_amount_is_caught(ledger):
-    wrong = ledger.books.settled["b1"].model_copy(update={"returned": 2_000})
-    ledger.books.settled["b1"] = wrong
+    wrong = ledger.books.settled[("alice", "b1")].model_copy(update={"returned": 2_000})
+    ledger.books.settled[("alice", "b1")] = wrong
     failed = {c.name for c in audit(ledger.books).invariants if not c.ok}
     assert "every settlement equals the rule engine's" in failed
 
 
 def test_money_moved_twice_is_caught(ledger):
     ledger.move("alice", "payout", 1_950, "settle:b1-again")
-    ledger.books.txs["payout:settle:b1-again"] = ledger.books.txs.pop("payout:settle:b1-again") \
-        .model_copy(update={"cause_id": "settle:b1"})
+    key = ("alice", "payout:settle:b1-again")
+    ledger.books.txs[key] = ledger.books.txs.pop(key).model_copy(update={"cause_id": "settle:b1"})
     failed = {c.name for c in audit(ledger.books).invariants if not c.ok}
     assert "the wallet moved each bet's money exactly once" in failed
 
@@ -131,7 +131,7 @@ def test_a_bet_without_an_end_is_pending_or_a_breach(ledger):
 
 
 def test_a_conflicting_redelivery_is_reported(ledger):
-    ledger.books.add(ledger.books.settled["b3"].model_copy(update={"returned": 1}))
+    ledger.books.add(ledger.books.settled[("bob", "b3")].model_copy(update={"returned": 1}))
     assert not audit(ledger.books).invariants_ok
 
 
@@ -149,7 +149,7 @@ def _annul(book: Ledger, bet_id: str, refund_cause: str = "settlement", reverse:
            refund: bool = True) -> None:
     """What bet-settlement and the wallet write when a settled round is annulled: the
     settlement reversed (the wallet takes its return back), then the stake refunded."""
-    original = book.books.settled[bet_id]
+    original = next(s for (_, bet), s in book.books.settled.items() if bet == bet_id)
     facts = original.model_dump(include={"bet_id", "player_id", "table_id", "round_id", "bet",
                                          "position", "stake", "currency"})
     if reverse:
@@ -199,8 +199,8 @@ def test_issue12_item8_a_reversal_without_its_refund_is_pending(ledger):
 
 def test_issue12_item8_a_reversal_of_the_wrong_amount_or_taken_twice_is_caught(ledger):
     _annul(ledger, "b1")
-    wrong = ledger.books.reversals["b1"].model_copy(update={"amount": 1_000})
-    ledger.books.reversals["b1"] = wrong
+    wrong = ledger.books.reversals[("alice", "b1")].model_copy(update={"amount": 1_000})
+    ledger.books.reversals[("alice", "b1")] = wrong
     failed = {c.name for c in audit(ledger.books).invariants if not c.ok}
     assert "every settlement equals the rule engine's" in failed
     assert "the wallet moved each bet's money exactly once" in failed
@@ -210,8 +210,8 @@ def test_issue12_item8_a_reversal_of_the_wrong_amount_or_taken_twice_is_caught(l
     again.settle(again.bet("alice", "b1", "banker", 1_000))
     _annul(again, "b1")
     again.move("alice", "payout_reversal", 1_950, "reverse:settle:b1-again")
-    tx = again.books.txs.pop("payout_reversal:reverse:settle:b1-again")
-    again.books.txs[tx.tx_id] = tx.model_copy(update={"cause_id": "reverse:settle:b1"})
+    tx = again.books.txs.pop(("alice", "payout_reversal:reverse:settle:b1-again"))
+    again.books.txs[("alice", tx.tx_id)] = tx.model_copy(update={"cause_id": "reverse:settle:b1"})
     failed = {c.name for c in audit(again.books).invariants if not c.ok}
     assert "the wallet moved each bet's money exactly once" in failed
 
