@@ -46,7 +46,9 @@ def owned_partitions() -> frozenset[int]:
 
 
 async def _rebuild(partitions):
-    return await asyncio.to_thread(rebuild, settings.bootstrap_servers, partitions)
+    return await asyncio.to_thread(rebuild, settings.bootstrap_servers, partitions,
+                                   settings.table_events_key_bytes,
+                                   settings.table_events_accept_unsigned)
 
 
 clock = SystemClock()
