@@ -2,7 +2,9 @@
 
 Each event carries the per-table `seq` and the hash of the previous event; its
 own `hash` is SHA-256 over its canonical JSON without the `hash` field. Any
-change, drop or swap of an event breaks the chain at a `seq` one can name.
+change, drop or swap of an event breaks the chain at a `seq` one can name. The chain
+has no secret, so dealer-event also signs each event: `auth` is an HMAC of its hash under
+the table-events key, outside the hash (shared/events/event_auth.py verifies it).
 """
 
 from __future__ import annotations
