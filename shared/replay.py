@@ -27,6 +27,7 @@ from shared.events.bet_events import (
     settlement_id,
 )
 from shared.events.chain import verify_chain
+from shared.events.event_auth import auth_problem
 from shared.events.results import RoundResultPublished
 from shared.events.table import (
     BettingClosed,
@@ -148,13 +149,26 @@ def replay_round(
     wallet: Sequence[WalletTransaction],
     player_id: str | None = None,
     annulment: RoundAnnulled | None = None,
+    events_key: bytes | None = None,
+    accept_unsigned: bool = False,
 ) -> ReplayReport:
     """`events` are the table's events from the anchor's successor through the round's end;
     `anchor` is the event just before them (None when the run starts at seq 1). `annulment`:
     the round's RoundAnnulled when it was read further on in the log than `events` (its own
-    hash is checked; the events between are not read)."""
+    hash is checked; the events between are not read). With `events_key` (the operator's
+    table-events key) every event's HMAC is checked: one that does not verify (forged, or
+    unsigned when legacy events are not accepted) is a difference, and the round is
+    rebuilt from the authentic events alone."""
     diffs: list[Difference] = []
     notes: list[str] = []
+    if events_key is not None:
+        events = _authentic(events, events_key, accept_unsigned, diffs)
+        if annulment is not None and auth_problem(annulment, events_key, accept_unsigned):
+            diffs.append(Difference(
+                where=f"table.events seq {annulment.seq} (round_annulled)",
+                expected="an event authenticated by dealer-event",
+                recorded=str(auth_problem(annulment, events_key, accept_unsigned))))
+            annulment = None
     breaks = verify_chain(events, prev_hash=anchor.hash if anchor else None,
                           prev_seq=anchor.seq if anchor else None)
     if anchor is None and events and events[0].seq != 1:
@@ -222,6 +236,24 @@ def replay_round(
                   for e in [*mine, *([annulment] if annulment and annulment not in mine else [])]],
         bets=bets, differences=diffs, notes=notes,
     )
+
+
+def _authentic(events: Sequence[TableEventBase], key: bytes, accept_unsigned: bool,
+               diffs: list[Difference]) -> list[TableEventBase]:
+    """The events whose HMAC verifies; each other one is a difference (it is not
+    dealer-event's: forged, altered, or unsigned) and takes no part in the round."""
+    kept = []
+    for event in events:
+        problem = auth_problem(event, key, accept_unsigned)
+        if problem is None:
+            kept.append(event)
+            continue
+        diffs.append(Difference(
+            where=f"table.events seq {event.seq} ({event.type})",
+            expected="an event authenticated by dealer-event (HMAC of its hash under the "
+                     "table-events key)",
+            recorded=f"{problem}; left out of the replay"))
+    return kept
 
 
 def _pinned_profile(opened: RoundOpened | None, result: RoundResultPublished | None,

@@ -42,6 +42,7 @@ from shared.profile import load_profile
 from shared.rounds import evaluate_round
 from shared.settlement import Bet, settle
 from shared.simulate import deal_rounds
+from tests.event_keys import events_key
 
 BETS = ("banker", "player", "tie", "player_pair", "banker_pair")
 DEPOSIT = 1_000_000_000
@@ -90,7 +91,7 @@ class Floor:
     def _event(self, table: _Table, kind, at: datetime, **fields):
         table.seq += 1
         event = seal(kind, table_id=table.table_id, seq=table.seq, prev_hash=table.prev_hash,
-                     occurred_at=at, **fields)
+                     occurred_at=at, key=events_key(), **fields)
         table.prev_hash = event.hash
         self._put("table.events", table.table_id, event, at)
         return event

@@ -33,6 +33,7 @@ from shared.events.wallet_events import WalletTransaction, tx_id
 from shared.profile import load_profile, pinned, shipped_digest
 from shared.rounds import evaluate_round
 from shared.settlement import Bet, settle
+from tests.event_keys import events_key
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 
@@ -159,7 +160,8 @@ class RecordedRound:
     def _add(self, kind, at: datetime | None = None, **fields) -> TableEventBase:
         prev = self.events[-1].hash if self.events else GENESIS_HASH
         event = seal(kind, table_id=self.table_id, seq=len(self.events) + 1, prev_hash=prev,
-                     occurred_at=at or self.t0 + timedelta(seconds=len(self.events)), **fields)
+                     occurred_at=at or self.t0 + timedelta(seconds=len(self.events)),
+                     key=events_key(), **fields)
         self.events.append(event)
         return event
 

@@ -29,13 +29,14 @@ from services.bet_settlement import counting, intake
 from services.infra import metrics, observability
 from services.infra.batching import Record, publish_all, run_batches
 from services.infra.clock import SystemClock
-from services.infra.dead_letters import apply_each
+from services.infra.dead_letters import apply_each, flag_table
 from services.infra.faust_app import make_app
 from services.infra.observability import health_problems
 from services.infra.settings import get_settings
 from shared.events.bet_events import BET_INTAKE, IntakeMark
+from shared.events.event_auth import TableFlagged, TableWatch, advance
 from shared.events.results import RoundResultPublished
-from shared.events.table import RoundOpened, RoundVoided, parse_table_event
+from shared.events.table import RoundOpened, RoundVoided, TableEventBase, parse_table_event
 
 log = logging.getLogger("croupier.bet_settlement")
 settings = get_settings()
@@ -55,6 +56,9 @@ rounds = app.Table("rounds", default=None, partitions=settings.topic_partitions,
                                         "retention.ms": str(ROUND_RETENTION_MS)})
 pending_rounds = app.Table("pending-rounds", default=None,  # table id -> [round ids]
                            partitions=settings.topic_partitions, schema=_schema)
+# table id -> its chain's last authentic event and its flag (shared/events/event_auth.py)
+table_chains = app.Table("table-chains", default=None, partitions=settings.topic_partitions,
+                         schema=_schema)
 inputs = app.topic("bets.placed", "table.events", "round.results",
                    key_type=bytes, value_type=bytes)
 
@@ -150,11 +154,15 @@ def step(source: str, raw: bytes, published_at: datetime | None = None
         return commit(before, bets, intake.place(before, bets, record, now))
     if source == "round.results":
         result = RoundResultPublished.model_validate_json(raw)
+        flagged = TableWatch.from_json(table_chains.get(result.table_id)).flagged
+        if flagged is not None:  # dead-lettered: an operator re-drives it after review
+            raise TableIsFlagged(f"table {result.table_id} is flagged ({flagged}): round "
+                                 f"{result.round_id} is not settled")
         before = load(result.table_id, result.round_id)
         bets = StoredBets(result.table_id, result.round_id, before)
         check_second_settlement(before, bets, result)
         return commit(before, bets, intake.apply_result(before, bets, result, now, published_at))
-    event = parse_table_event(raw)
+    event = verified(parse_table_event(raw))
     round_id = getattr(event, "round_id", None)
     if round_id is None:
         return []
@@ -169,6 +177,28 @@ def step(source: str, raw: bytes, published_at: datetime | None = None
     if isinstance(event, RoundVoided):
         check_second_settlement(before, bets, event)
     return out + commit(before, bets, intake.apply_table_event(before, bets, event, now))
+
+
+class TableIsFlagged(Exception):
+    """A result for a flagged table: never settled until a supervisor reopens the table."""
+
+
+def verified(event: TableEventBase) -> TableEventBase:
+    """`event`, once its HMAC and its place in the chain are checked; a refused event
+    flags its table (stored) and raises, so apply_each dead-letters it. An authentic event
+    already seen is applied again (intake is idempotent): the chain head and the rounds
+    are in two changelogs, and a crash may have kept one without the other."""
+    watch = TableWatch.from_json(table_chains.get(event.table_id))
+    try:
+        after, _ = advance(watch, event, settings.table_events_key_bytes,
+                           settings.table_events_accept_unsigned)
+    except TableFlagged as flagged:
+        table_chains[event.table_id] = flagged.watch.to_json()
+        flag_table("bet-settlement", flagged.refused, event.table_id)
+        raise flagged.refused from None
+    if after != watch:
+        table_chains[event.table_id] = after.to_json()
+    return event
 
 
 def broker_time(event) -> datetime | None:

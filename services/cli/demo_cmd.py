@@ -94,7 +94,9 @@ def _play_and_summarise(console, settings, config, stack, bootstrap):
     console.print("dealing done; waiting for every bet to be settled ...")
     platform, mine = wait_until_settled(bootstrap, run)
     wallet = stack.url("wallet")
-    rebuilt = rebuild(bootstrap, lambda ps: live_balances(wallet, settings.operator_token, ps))
+    rebuilt = rebuild(bootstrap, lambda ps: live_balances(wallet, settings.operator_token, ps),
+                      events_key=settings.table_events_key_bytes,
+                      accept_unsigned=settings.table_events_accept_unsigned)
     urls = {f"{name} metrics": f"{stack.url(name)}/metrics" for name in stack.processes}
     urls.update({"wallet API": f"{wallet}/openapi.json",
                  "dealer-event API": f"{stack.url('dealer-event')}/tables/{{table_id}}"})

@@ -39,7 +39,8 @@ def rebuild(
 
         report = run_rebuild(settings.bootstrap_servers,
                              lambda players: live_balances(url, settings.operator_token, players),
-                             progress)
+                             progress, settings.table_events_key_bytes,
+                             settings.table_events_accept_unsigned)
     if json_out:
         data = report.model_dump(mode="json")
         data["clean"] = report.clean

@@ -46,7 +46,10 @@ def owned_partitions() -> frozenset[int]:
 
 
 async def _rebuild(partitions):
-    return await asyncio.to_thread(rebuild, settings.bootstrap_servers, partitions)
+    return await asyncio.to_thread(
+        rebuild, settings.bootstrap_servers, partitions,
+        events_key=settings.table_events_key_bytes,
+        accept_unsigned=settings.table_events_accept_unsigned)
 
 
 clock = SystemClock()

@@ -17,22 +17,31 @@ from collections.abc import Iterable
 from services.dealer_event.refusals import NOT_A_DECISION
 from services.dealer_event.state import TableState, fold_into
 from services.infra.log_reader import read_to_end
+from shared.events.event_auth import auth_problem
 from shared.events.rejections import InputRefused
 from shared.events.table import parse_table_event
 
 log = logging.getLogger(__name__)
 
 
-def fold_events(states: dict[str, TableState], records) -> None:
+def fold_events(states: dict[str, TableState], records, events_key: bytes | None = None,
+                accept_unsigned: bool = False) -> None:
     """Fold each table's chain from `(key, value)` records. A table whose log does not
     continue its chain, or holds a record that cannot be read or folded, is put out of
     play (its inputs are refused `chain_corrupt` until an operator has looked); the other
-    tables play on."""
+    tables play on. With `events_key`, an event that is not dealer-event's own (a forged
+    or altered record, with no valid HMAC) is skipped and logged: it was never part of
+    the chain, and the genuine events around it continue the chain as written."""
     for key, raw in records:
         try:
             event = parse_table_event(raw)
         except Exception as error:  # noqa: BLE001 - one table out of play, not the service
             _out_of_play(states, _table_of(key), f"unreadable record: {_brief(error)}")
+            continue
+        if events_key is not None and (
+                problem := auth_problem(event, events_key, accept_unsigned)) is not None:
+            log.error("FORGED TABLE EVENT: table %s seq %s skipped by the rebuild: %s",
+                      event.table_id, event.seq, problem)
             continue
         state = states.setdefault(event.table_id, TableState(event.table_id))
         if state.corrupt:
@@ -89,14 +98,16 @@ def fold_rejections(states: dict[str, TableState], raws) -> None:
 
 
 def rebuild(bootstrap: str, partitions: Iterable[int] | None = None,
-            principal: str = "dealer-event") -> dict[str, TableState]:
+            principal: str = "dealer-event", events_key: bytes | None = None,
+            accept_unsigned: bool = False) -> dict[str, TableState]:
     """The states of the tables in `partitions` of `table.events` / `dealer.rejections` (the
     partitions of `dealer.inputs` this worker owns: all three topics are keyed by table id
     with one partition count), or of every table when `partitions` is None."""
     wanted = None if partitions is None else sorted(set(partitions))
     states: dict[str, TableState] = {}
     fold_events(states, ((r.key, r.value) for r in read_to_end(
-        bootstrap, "table.events", partitions=wanted, principal=principal)))
+        bootstrap, "table.events", partitions=wanted, principal=principal)),
+                events_key, accept_unsigned)
     fold_rejections(states, (r.value for r in read_to_end(bootstrap, "dealer.rejections",
                                                           partitions=wanted,
                                                           principal=principal)))

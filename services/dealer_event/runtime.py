@@ -39,6 +39,7 @@ from shared.events.table import (
     RoundVoided,
     TableEventBase,
     VoidReason,
+    event_auth,
 )
 from shared.profile import ProfileError, load_profile
 
@@ -61,7 +62,8 @@ def machine_config(settings: Settings) -> MachineConfig:
 
     policy = AdmissionPolicy(key_for, timedelta(seconds=settings.input_max_age_seconds),
                              timedelta(seconds=settings.input_max_ahead_seconds))
-    return MachineConfig(policy, settings.betting_window_seconds)
+    return MachineConfig(policy, settings.betting_window_seconds,
+                         settings.table_events_key_bytes)
 
 
 _SEP = "\x1f"
@@ -273,7 +275,10 @@ class DealerRuntime:
         return report
 
     def _add_events(self, plan: _Plan, table_id: str, events, state: TableState) -> None:
+        key = self.config.table_events_key
         for event in events:
+            if key is not None:  # authenticated: consumers refuse an event without it
+                event = event.model_copy(update={"auth": event_auth(key, event.hash)})
             plan.records.append(("table.events", table_id.encode(),
                                  event.model_dump_json().encode()))
             plan.events.append((event, state))

@@ -74,6 +74,8 @@ _WHILE_CLOSED = frozenset({"reopen_table", "void_round", "annul_rounds", "end_sh
 class MachineConfig:
     admission: AdmissionPolicy
     betting_window_override: int | None = None  # seconds; None = the profile's window
+    # signs every event the runtime writes (shared/events/event_auth.py); None: unsigned
+    table_events_key: bytes | None = None
 
 
 @dataclass(frozen=True)

@@ -20,16 +20,18 @@ from datetime import UTC, datetime
 import faust
 from faust import web
 
-from services.game_evaluation.evaluator import TableView, observe
+from services.game_evaluation.evaluator import TableFlagged, TableView, observe_verified
 from services.infra import metrics, observability
 from services.infra.batching import Record, processing, publish_all, run_batches, until_applied
-from services.infra.dead_letters import give_up_on
+from services.infra.dead_letters import flag_table, give_up_on
 from services.infra.faust_app import make_app, topic
 from services.infra.observability import health_problems
+from services.infra.settings import get_settings
 from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
 
 log = logging.getLogger(__name__)
+settings = get_settings()
 
 # short session: a dead worker's partitions move to the others in seconds
 app = make_app("game-evaluation", broker_session_timeout=8, broker_heartbeat_interval=1)
@@ -62,6 +64,12 @@ async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
     for record in records:
         try:
             seen = _observe(record, progress)
+        except TableFlagged as flagged:  # refused: dead-lettered, its table flagged
+            flag_table("game-evaluation", flagged.refused, flagged.view.table_id)
+            progress[flagged.view.table_id.encode()] = (flagged.view, record)
+            out.append(give_up_on("game-evaluation", record, flagged.refused,
+                                  datetime.now(UTC)))
+            continue
         except Exception as error:  # the record, not the service, failed
             out.append(give_up_on("game-evaluation", record, error, datetime.now(UTC)))
             continue
@@ -97,7 +105,8 @@ def _observe(record: faust.EventT, progress: dict[bytes, tuple[TableView, faust.
             stored = views.get(key)
         view = TableView.model_validate_json(stored) if stored else TableView(
             table_id=event.table_id)
-    return key, view, observe(view, event)
+    return key, view, observe_verified(view, event, settings.table_events_key_bytes,
+                                       settings.table_events_accept_unsigned)
 
 
 @app.agent(events_topic, concurrency=1)

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from shared.cards import parse_card
 from shared.events.canonical import GENESIS_HASH
+from shared.events.event_auth import ChainHead, TableEventRefused, verify_next
 from shared.events.results import RoundResultPublished, result_id
 from shared.events.table import (
     CardDealt,
@@ -23,6 +24,7 @@ from shared.events.table import (
     RoundRedealt,
     RoundVoided,
     TableEventBase,
+    TableReopened,
 )
 from shared.profile import pin_mismatch, round_profile
 from shared.rounds import cards_needed, evaluate_round
@@ -50,6 +52,9 @@ class TableView(BaseModel):
     last_seq: int = 0
     last_hash: str = GENESIS_HASH
     round: RoundView | None = None
+    # why the table is flagged (an event refused as forged, altered, unsigned or out of
+    # order): no result is published for it until an authentic `table_reopened`
+    flagged: str | None = None
 
 
 class Observation(BaseModel):
@@ -58,6 +63,44 @@ class Observation(BaseModel):
     view: TableView
     result: RoundResultPublished | None = None
     problems: tuple[str, ...] = ()
+
+
+class TableFlagged(Exception):
+    """An event refused (dead-letter it); `view` is the table's view, now flagged."""
+
+    def __init__(self, view: TableView, refused: TableEventRefused) -> None:
+        super().__init__(str(refused))
+        self.view, self.refused = view, refused
+
+
+def observe_verified(view: TableView, event: TableEventBase, key: bytes,
+                     accept_unsigned: bool = False) -> Observation:
+    """`observe`, for an event that is dealer-event's (its HMAC verifies) and continues the
+    chain; otherwise raise TableFlagged. A flagged table is still followed (authenticity
+    alone is checked, the chain re-anchors on each authentic event) so the evaluator sees
+    the supervisor reopen it, but no result is published for it until then."""
+    head = ChainHead(view.last_seq, view.last_hash) if view.last_seq else None
+    try:
+        verdict = verify_next(event, head, key, accept_unsigned=accept_unsigned,
+                              check_order=view.flagged is None)
+    except TableEventRefused as refused:
+        raise TableFlagged(view.model_copy(update={"flagged": view.flagged or str(refused)}),
+                           refused) from refused
+    if verdict == "seen":
+        return Observation(view=view)
+    if head is None:  # the first event seen of this table: its anchor
+        view = view.model_copy(update={"last_seq": event.seq - 1, "last_hash": event.prev_hash})
+    if view.flagged is not None:  # follow without checking the order, result held back
+        seen = observe(view.model_copy(update={"last_seq": event.seq - 1,
+                                               "last_hash": event.prev_hash}), event)
+        problems = list(seen.problems)
+        if seen.result is not None:
+            problems.append(f"table {event.table_id} is flagged ({view.flagged}): no result "
+                            f"for round {seen.result.round_id}")
+        cleared = None if isinstance(event, TableReopened) else view.flagged
+        return Observation(view=seen.view.model_copy(update={"flagged": cleared}),
+                           problems=tuple(problems))
+    return observe(view, event)
 
 
 def observe(view: TableView, event: TableEventBase) -> Observation:

@@ -78,3 +78,12 @@ def apply_each(service: str, events: Iterable[faust.EventT],
             except Exception as error:  # noqa: BLE001 - the record, not the service, failed
                 records.append(give_up_on(service, event, error, now()))
     return records
+
+
+def flag_table(service: str, refused: BaseException, table_id: str) -> None:
+    """Log loudly and count a table event refused as forged, altered, unsigned or out of
+    order (shared/events/event_auth.py): its table is flagged by the caller."""
+    metrics.TABLE_EVENTS_REFUSED.labels(service, table_id).inc()
+    log.critical("TABLE FLAGGED by %s: %s. Nothing is settled on table %s until a "
+                 "supervisor closes and reopens it after review "
+                 "(docs/decisions/table-event-auth.md)", service, refused, table_id)

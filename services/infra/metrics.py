@@ -27,6 +27,10 @@ ROUNDS = Counter("croupier_rounds_total", "Rounds ended, by table, game and outc
 VOIDS = Counter("croupier_round_voids_total", "Voided rounds by reason code.", ["reason"])
 TABLE_EVENTS = Counter("croupier_table_events_published_total",
                        "Table events appended to table.events, by event type.", ["type"])
+TABLE_EVENTS_REFUSED = Counter(
+    "croupier_table_events_refused_total",
+    "Table events a consumer refused (forged, altered, unsigned or out of order): each is "
+    "dead-lettered and its table flagged, never settled on.", ["service", "table"])
 
 # game-evaluation
 RESULTS = Counter("croupier_round_results_total", "Round results published.", ["table", "game"])

@@ -31,7 +31,8 @@ SERVICES: dict[str, str] = {
 # settings every service process must share with the demo driver
 SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers", "dealer_event_port",
               "game_evaluation_port", "bet_settlement_port", "wallet_port",
-              "table_signing_secret", "operator_token", "player_token_secret",
+              "table_signing_secret", "table_events_key",
+              "table_events_accept_unsigned", "operator_token", "player_token_secret",
               "player_token_key_id", "player_token_previous_keys", "player_token_ttl_seconds",
               "betting_window_seconds", "topic_partitions", "retention_ms",
               "kafka_security_protocol", "kafka_sasl_mechanism", "kafka_ssl_cafile",

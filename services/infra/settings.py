@@ -21,6 +21,7 @@ DEVELOPMENT_SECRETS = {
     "table_signing_secret": "croupier-dev-table-secret",
     "operator_token": "croupier-dev-operator-token",
     "player_token_secret": "croupier-dev-player-secret",
+    "table_events_key": "croupier-dev-table-events-key",
 }
 KEY_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 
@@ -98,6 +99,14 @@ class Settings(BaseSettings):
         default=DEVELOPMENT_SECRETS["table_signing_secret"], min_length=1,
         description="Master secret; each table's device and supervisor keys derive from it.",
     )
+    table_events_key: str = Field(
+        default=DEVELOPMENT_SECRETS["table_events_key"], min_length=1, description=(
+            "dealer-event authenticates every table event with an HMAC under this key; "
+            "game-evaluation, bet-settlement, the wallet, replay and rebuild verify it."))
+    table_events_accept_unsigned: bool = Field(default=False, description=(
+        "Accept table events with no HMAC (written before events were authenticated): "
+        "set it while such events are still to be consumed or replayed after the upgrade; "
+        "an event with a wrong HMAC is refused either way."))
     operator_token: str = Field(default=DEVELOPMENT_SECRETS["operator_token"], min_length=1,
                                 description="Operator credential for wallet admin routes.")
     player_token_secret: str = Field(default=DEVELOPMENT_SECRETS["player_token_secret"],
@@ -132,6 +141,10 @@ class Settings(BaseSettings):
         default=5.0, description="How often each service measures its consumer lag.")
     stall_seconds: float = Field(default=60.0, gt=0, description=(
         "/health answers 503 when records wait and no batch finished for this long."))
+
+    @property
+    def table_events_key_bytes(self) -> bytes:
+        return self.table_events_key.encode("utf-8")
 
     @property
     def local_bootstrap(self) -> str:

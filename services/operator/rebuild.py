@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from services.operator.log_reader import Unparsed, read_books, read_topic
 from shared.audit import AuditReport, Books, audit
 from shared.events.chain import verify_chain
+from shared.events.event_auth import auth_problem
 from shared.events.ids import id_problem
 from shared.events.table import (
     CardDealt,
@@ -46,7 +47,8 @@ class RebuildReport(BaseModel):
         return not self.differences
 
 
-def _rounds_from_table_events(events_by_table: dict[str, list[TableEventBase]], books: Books
+def _rounds_from_table_events(events_by_table: dict[str, list[TableEventBase]], books: Books,
+                              events_key: bytes | None = None, accept_unsigned: bool = False
                               ) -> tuple[int, list[str]]:
     """Verify each table's chain and recompute each completed round's result from its cards;
     a settlement reversal needs its round's annulment on the table's log."""
@@ -58,6 +60,16 @@ def _rounds_from_table_events(events_by_table: dict[str, list[TableEventBase]], 
                     "was never annulled" for r in books.reversals.values()
                     if (r.table_id, r.round_id) not in annulled]
     for table_id, events in sorted(events_by_table.items()):
+        if events_key is not None:  # a forged event is a difference and takes no part
+            authentic = []
+            for event in events:
+                problem = auth_problem(event, events_key, accept_unsigned)
+                if problem is None:
+                    authentic.append(event)
+                else:
+                    differences.append(f"table {table_id}: seq {event.seq} ({event.type}) "
+                                       f"is not dealer-event's: {problem}")
+            events = authentic
         differences += [f"table {table_id}: {b}" for b in verify_chain(events)]
         opened: dict[str, RoundOpened] = {}
         cards: dict[str, list] = defaultdict(list)
@@ -114,7 +126,9 @@ def cyclic_gc_paused() -> Iterator[None]:
 
 @cyclic_gc_paused()
 def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int | None]],
-            progress: Progress | None = None) -> RebuildReport:
+            progress: Progress | None = None, events_key: bytes | None = None,
+            accept_unsigned: bool = False) -> RebuildReport:
+    """`events_key`: the table-events key; every table event's HMAC is then checked."""
     events_by_table: dict[str, list[TableEventBase]] = defaultdict(list)
     differences: list[str] = []
     table_events = 0
@@ -129,7 +143,8 @@ def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int |
     books, unparsed = read_books(bootstrap, progress)
     differences += [f"unreadable record {u.topic}[{u.partition}]@{u.offset}: {u.error[:120]}"
                     for u in unparsed]
-    recomputed, round_diffs = _rounds_from_table_events(events_by_table, books)
+    recomputed, round_diffs = _rounds_from_table_events(events_by_table, books, events_key,
+                                                        accept_unsigned)
     differences += round_diffs
     report = audit(books)
     for check in report.invariants:

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from services.infra.settings import get_settings
 from services.operator.round_reader import RoundReader
 from shared.complaints import Complaint, check_window, complaint_from
 from shared.replay import ReplayReport, replay_round
@@ -64,6 +65,7 @@ def parse_time(text: str) -> datetime:
 def run_replay(bootstrap: str, request: ReplayRequest) -> tuple[ReplayReport, list[str], int]:
     """The report, the notes to print with it, and how many records were read."""
     notes: list[str] = []
+    settings = get_settings()  # the operator holds the table-events key: HMACs are checked
     complaint = request.complaint
     reader = RoundReader(bootstrap)
     try:
@@ -73,7 +75,9 @@ def run_replay(bootstrap: str, request: ReplayRequest) -> tuple[ReplayReport, li
         reader.close()
     report = replay_round(request.table_id, request.round_id, records.events, records.anchor,
                           records.result, records.decisions, records.settlements, records.wallet,
-                          player_id=request.player_id, annulment=records.annulment)
+                          player_id=request.player_id, annulment=records.annulment,
+                          events_key=settings.table_events_key_bytes,
+                          accept_unsigned=settings.table_events_accept_unsigned)
     if complaint is not None and report.opened_at is not None:
         override_note = check_window(complaint, report.opened_at)
         if override_note:

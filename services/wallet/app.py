@@ -38,7 +38,7 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 from services.infra import metrics, observability
 from services.infra.batching import flush_all, processing, publish_all, run_batches
 from services.infra.clock import SystemClock
-from services.infra.dead_letters import give_up_on
+from services.infra.dead_letters import flag_table, give_up_on
 from services.infra.faust_app import make_app, recovering
 from services.infra.kafka_security import aiokafka_options
 from services.infra.settings import get_settings
@@ -53,7 +53,7 @@ from services.wallet.commands import (
     ReverseSettlement,
     Withdraw,
 )
-from services.wallet.rounds_view import TableView, fold
+from services.wallet.rounds_view import TableView, fold_verified
 from shared.events.bet_events import (
     BET_DECISION,
     BET_ENDING,
@@ -355,11 +355,16 @@ class TableViews:
         try:
             event = parse_table_event(raw)
             before = self.views.get(event.table_id)
-            self.views[event.table_id] = fold(before, event)
+            after, refused = fold_verified(before, event, settings.table_events_key_bytes,
+                                           settings.table_events_accept_unsigned)
+            self.views[event.table_id] = after
         except Exception as error:  # noqa: BLE001 - a hostile record must not stop the view
             metrics.MALFORMED.labels("wallet", "table_event").inc()
             log.error("table.events record skipped by the wallet's view: %s: %s",
                       type(error).__name__, str(error)[:300])
+            return
+        if refused is not None:  # game-evaluation and bet-settlement dead-letter it
+            flag_table("wallet", refused, event.table_id)
             return
         if isinstance(event, BettingClosed) and self.ready.is_set() \
                 and (before is None or event.seq > before.last_seq):

@@ -12,7 +12,7 @@ from services.wallet.handlers import Outcome
 # deposits move no house money
 HOUSE_SIGN = {"stake_debit": 1, "payout": -1, "bet_refund": -1, "payout_reversal": 1}
 DOOR_REASONS = (  # services.wallet.rounds_view.check_bet's codes, then the rule engine's
-    "unknown_table", "unknown_round", "round_closed", "unknown_profile", "currency_mismatch",
+    "unknown_table", "unknown_round", "round_closed", "table_flagged", "unknown_profile", "currency_mismatch",
     "bet_not_offered", "bad_position", "below_minimum", "above_maximum", "wrong_game",
     "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",
 )

@@ -14,6 +14,13 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from shared.bets import TIGER_WAGERS, rule_for
+from shared.events.event_auth import (
+    ChainHead,
+    TableEventRefused,
+    TableFlagged,
+    TableWatch,
+    advance,
+)
 from shared.events.table import (
     BettingClosed,
     RoundCompleted,
@@ -44,8 +51,12 @@ class TableView(BaseModel):
 
     table_id: str
     last_seq: int = 0
+    last_hash: str | None = None  # of the last authentic event folded (None: none yet)
     current_round: str | None = None
     rounds: dict[str, RoundInfo] = {}
+    # why the table is flagged (an event refused as forged, altered, unsigned or out of
+    # order): no bet is taken on it until an authentic `table_reopened`
+    flagged: str | None = None
 
 
 _STATUS_AFTER = {BettingClosed: "closed", RoundCompleted: "completed", RoundVoided: "voided"}
@@ -76,6 +87,24 @@ def fold(view: TableView | None, event: TableEventBase) -> TableView:
                                    "current_round": current})
 
 
+def fold_verified(view: TableView | None, event: TableEventBase, key: bytes,
+                  accept_unsigned: bool = False
+                  ) -> tuple[TableView, TableEventRefused | None]:
+    """The view after `event` once its HMAC and its place in the chain are checked, and
+    the refusal when it was refused (the view is then flagged and folds nothing of it).
+    The first event seen of a table (the view starts an hour back) is its anchor."""
+    view = view or TableView(table_id=event.table_id)
+    head = ChainHead(view.last_seq, view.last_hash) if view.last_hash is not None else None
+    try:
+        after, verdict = advance(TableWatch(head, view.flagged), event, key, accept_unsigned)
+    except TableFlagged as flagged:
+        return view.model_copy(update={"flagged": flagged.watch.flagged}), flagged.refused
+    if verdict == "seen":
+        return view, None
+    folded = fold(view.model_copy(update={"last_seq": event.seq - 1}), event)
+    return folded.model_copy(update={"last_hash": event.hash, "flagged": after.flagged}), None
+
+
 class BetRefused(Exception):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
@@ -87,6 +116,9 @@ def check_bet(view: TableView | None, *, table_id: str, round_id: str, bet: str,
     """Raise BetRefused naming the first problem; return when the bet may be funded."""
     if view is None:
         raise BetRefused(404, "unknown_table", f"unknown table {table_id!r}")
+    if view.flagged is not None:
+        raise BetRefused(409, "table_flagged", f"table {table_id!r} takes no bets: it is "
+                         "flagged for review (a table event was refused)")
     info = view.rounds.get(round_id)
     if info is None:
         raise BetRefused(404, "unknown_round", f"unknown round {round_id!r} on table {table_id!r}")

@@ -2,7 +2,9 @@
 
 Each event carries the per-table `seq` and the hash of the previous event; its
 own `hash` is SHA-256 over its canonical JSON without the `hash` field. Any
-change, drop or swap of an event breaks the chain at a `seq` one can name.
+change, drop or swap of an event breaks the chain at a `seq` one can name. The chain
+has no secret, so dealer-event also signs each event: `auth` is an HMAC of its hash under
+the table-events key, outside the hash (shared/events/event_auth.py verifies it).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Annotated, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 
 from shared.cards import Card
-from shared.events.canonical import canonical_bytes, sha256_hex
+from shared.events.canonical import canonical_bytes, hmac_hex, sha256_hex
 from shared.events.ids import RoundId, ShoeId, TableId
 
 
@@ -33,6 +35,10 @@ class VoidReason(StrEnum):
     OTHER = "other"
 
 
+def _absent(value) -> bool:
+    return value is None
+
+
 class TableEventBase(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -44,9 +50,16 @@ class TableEventBase(BaseModel):
     input_id: str | None = Field(default=None, description="The dealer input that caused it.")
     prev_hash: str = Field(min_length=64, max_length=64)
     hash: str = Field(min_length=64, max_length=64)
+    # dealer-event's HMAC-SHA256 over `hash` under the table-events key
+    # (shared/events/event_auth.py); not part of the hash, absent in older records
+    auth: str | None = Field(
+        default=None, min_length=64, max_length=64, pattern=r"^[0-9a-f]{64}$",
+        exclude_if=_absent,
+        description="HMAC-SHA256 of `hash` under dealer-event's table-events key; absent "
+                    "in records written before events were authenticated.")
 
     def computed_hash(self) -> str:
-        return sha256_hex(canonical_bytes(self, exclude={"hash"}))
+        return sha256_hex(canonical_bytes(self, exclude={"hash", "auth"}))
 
 
 class ShoeStarted(TableEventBase):
@@ -85,10 +98,6 @@ class ShoeEnded(TableEventBase):
     type: Literal["shoe_ended"] = "shoe_ended"
     shoe_id: ShoeId
     reason: str
-
-
-def _absent(value) -> bool:
-    return value is None
 
 
 class RoundOpened(TableEventBase):
@@ -220,14 +229,26 @@ TABLE_EVENT_TYPES: tuple[type[TableEventBase], ...] = (
 )
 
 
+def event_auth(key: bytes, chain_hash: str) -> str:
+    """The HMAC that authenticates an event: SHA-256 under the table-events key over a
+    domain label and the event's chain hash (which covers every other field)."""
+    return hmac_hex(key, AUTH_LABEL + chain_hash.encode("ascii"))
+
+
+AUTH_LABEL = b"croupier.table-event.v1\n"
+
+
 def seal(event_type: type[TableEventBase], *, table_id: str, seq: int, prev_hash: str,
-         occurred_at: datetime, **fields) -> TableEventBase:
-    """Build the next event of a table's chain, with its deterministic id and its hash."""
+         occurred_at: datetime, key: bytes | None = None, **fields) -> TableEventBase:
+    """Build the next event of a table's chain, with its deterministic id and its hash;
+    with `key` (dealer-event's table-events key), authenticated too."""
     draft = event_type(
         event_id=f"{table_id}:{seq}", table_id=table_id, seq=seq, prev_hash=prev_hash,
         occurred_at=occurred_at, hash="0" * 64, **fields,
     )
-    return draft.model_copy(update={"hash": draft.computed_hash()})
+    chain_hash = draft.computed_hash()
+    return draft.model_copy(update={
+        "hash": chain_hash, "auth": None if key is None else event_auth(key, chain_hash)})
 
 
 def parse_table_event(raw: bytes | str | dict) -> TableEventBase:

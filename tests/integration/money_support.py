@@ -36,6 +36,7 @@ from shared.rounds import evaluate_round
 from shared.simulate import deal_rounds
 from shared.topics import topic_catalogue
 from tests.conftest import free_port, instance_for
+from tests.event_keys import events_key
 
 RUN = uuid.uuid4().hex[:6]
 OPERATOR = {"Authorization": f"Bearer {Settings().operator_token}"}
@@ -144,7 +145,7 @@ class ScriptedTable:
     def emit(self, event_type, **fields):
         self.seq += 1
         event = seal(event_type, table_id=self.table_id, seq=self.seq, prev_hash=self.prev_hash,
-                     occurred_at=datetime.now(UTC), **fields)
+                     occurred_at=datetime.now(UTC), key=events_key(), **fields)
         self.prev_hash = event.hash
         self.producer.send("table.events", key=self.table_id.encode(),
                            value=event.model_dump_json().encode())

@@ -15,7 +15,7 @@ from services.infra.settings import DEVELOPMENT_SECRETS, InsecureSettings, Setti
 
 ROOT = Path(__file__).resolve().parents[2]
 OWN = {"table_signing_secret": "t-" + "x" * 30, "operator_token": "o-" + "y" * 30,
-       "player_token_secret": "p-" + "z" * 30}
+       "player_token_secret": "p-" + "z" * 30, "table_events_key": "e-" + "w" * 30}
 
 
 def test_production_is_the_default():
@@ -119,6 +119,7 @@ def test_a_service_process_refuses_to_start_on_development_secrets(package, tmp_
     assert done.returncode != 0
     assert "CROUPIER_TABLE_SIGNING_SECRET" in done.stderr
     assert "CROUPIER_PLAYER_TOKEN_SECRET" in done.stderr
+    assert "CROUPIER_TABLE_EVENTS_KEY" in done.stderr
     assert "CROUPIER_OPERATOR_TOKEN" not in done.stderr
 
 

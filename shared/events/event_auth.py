@@ -1,0 +1,130 @@
+"""Is a `table.events` record dealer-event's, and does it continue its table's chain?
+
+Pure. Every consumer of `table.events` (game-evaluation, bet-settlement, the wallet's
+view; replay and rebuild for the operator) asks `verify_next` before it acts on an event:
+
+1. **authentic**: its content matches its hash, and its `auth` is the HMAC of that hash
+   under dealer-event's table-events key. The hash chain alone has no secret (anyone who
+   can produce to the topic and read the head hash can append a valid-looking event);
+   the HMAC has. An event with no `auth` (written before events were authenticated) is
+   accepted only when the consumer is told to accept legacy unsigned events
+   (`CROUPIER_TABLE_EVENTS_ACCEPT_UNSIGNED`; docs/decisions/table-event-auth.md).
+2. **in order**: its seq is the last one's + 1 and its prev_hash the last one's hash. An
+   authentic event at or below the last seq is a redelivery: skipped, never refused.
+
+A consumer that has never seen the table (no head) takes the first authentic event as
+its anchor: authenticity, not position, is what an attacker cannot fake.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from shared.events.canonical import same_digest
+from shared.events.table import TableEventBase, event_auth
+
+
+class TableEventRefused(Exception):
+    """An event a consumer must not act on: dead-letter it and flag its table."""
+
+    def __init__(self, table_id: str, seq: int, problem: str) -> None:
+        super().__init__(f"table {table_id}: event seq {seq} refused: {problem}")
+        self.table_id, self.seq, self.problem = table_id, seq, problem
+
+
+@dataclass(frozen=True)
+class ChainHead:
+    seq: int
+    hash: str
+
+
+def auth_problem(event: TableEventBase, key: bytes, accept_unsigned: bool = False
+                 ) -> str | None:
+    """Why `event` is not dealer-event's (None: it is)."""
+    if event.computed_hash() != event.hash:
+        return "altered: its content does not match its hash"
+    if event.auth is None:
+        return None if accept_unsigned else \
+            "unsigned: no auth (a legacy unsigned event, and legacy events are not accepted)"
+    if not same_digest(event.auth, event_auth(key, event.hash)):
+        return "forged: its auth is not dealer-event's HMAC of its hash"
+    return None
+
+
+def chain_problem(event: TableEventBase, head: ChainHead | None) -> str | None:
+    """Why `event` does not continue the chain after `head` (None: it does, or no head)."""
+    if head is None:
+        return None
+    if event.seq != head.seq + 1:
+        return f"out of order: seq {event.seq} after seq {head.seq}"
+    if event.prev_hash != head.hash:
+        return (f"prev_hash {event.prev_hash[:12]}… is not the hash of seq {head.seq} "
+                f"({head.hash[:12]}…)")
+    return None
+
+
+Verdict = Literal["apply", "seen"]
+
+
+def verify_next(event: TableEventBase, head: ChainHead | None, key: bytes, *,
+                accept_unsigned: bool = False, check_order: bool = True) -> Verdict:
+    """"apply" (authentic and next in the chain), "seen" (authentic, at or below the last
+    seq: a redelivery), or raise TableEventRefused naming the problem. `check_order=False`
+    (a flagged table, followed only to see the operator reopen it) checks authenticity
+    alone."""
+    problem = auth_problem(event, key, accept_unsigned)
+    if problem is None and head is not None and event.seq <= head.seq:
+        return "seen"
+    if problem is None and check_order:
+        problem = chain_problem(event, head)
+    if problem is not None:
+        raise TableEventRefused(event.table_id, event.seq, problem)
+    return "apply"
+
+
+@dataclass(frozen=True)
+class TableWatch:
+    """What a consumer keeps per table to verify its events: the last authentic event it
+    applied, and why the table is flagged (None: it is not)."""
+
+    head: ChainHead | None = None
+    flagged: str | None = None
+
+    def to_json(self) -> dict:
+        return {"seq": self.head.seq if self.head else None,
+                "hash": self.head.hash if self.head else None, "flagged": self.flagged}
+
+    @classmethod
+    def from_json(cls, data: dict | None) -> TableWatch:
+        if not data:
+            return cls()
+        head = ChainHead(data["seq"], data["hash"]) if data.get("seq") is not None else None
+        return cls(head, data.get("flagged"))
+
+
+class TableFlagged(Exception):
+    """An event refused: dead-letter it and keep `watch` (the table, now flagged)."""
+
+    def __init__(self, watch: TableWatch, refused: TableEventRefused) -> None:
+        super().__init__(str(refused))
+        self.watch, self.refused = watch, refused
+
+
+def advance(watch: TableWatch, event: TableEventBase, key: bytes,
+            accept_unsigned: bool = False) -> tuple[TableWatch, Verdict]:
+    """The table's watch after `event` and whether to act on it ("apply") or skip it as
+    a redelivery ("seen"); raise TableFlagged when it is refused. A flagged table is still
+    followed (authenticity alone is checked, the chain re-anchors on each authentic
+    event) so the consumer sees the supervisor reopen it: an authentic `table_reopened`
+    clears the flag."""
+    try:
+        verdict = verify_next(event, watch.head, key, accept_unsigned=accept_unsigned,
+                              check_order=watch.flagged is None)
+    except TableEventRefused as refused:
+        raise TableFlagged(TableWatch(watch.head, watch.flagged or str(refused)),
+                           refused) from refused
+    if verdict == "seen":
+        return watch, "seen"
+    flagged = None if event.type == "table_reopened" else watch.flagged
+    return TableWatch(ChainHead(event.seq, event.hash), flagged), "apply"

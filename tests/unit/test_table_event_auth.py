@@ -1,0 +1,354 @@
+"""Issue 11 finding 3 / deliverable 4: table events carry dealer-event's HMAC; every consumer
+verifies it and the chain's continuity before acting, refuses (dead-letters) a forged,
+altered, unsigned or out-of-order event and flags the table; replay, rebuild and
+dealer-event's own rebuild leave a forged event out."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from services.bet_settlement import app as settlement
+from services.dealer_event.rebuild import fold_events
+from services.dealer_event.runtime import machine_config
+from services.game_evaluation.evaluator import TableFlagged as EvaluationFlagged
+from services.game_evaluation.evaluator import TableView as EvaluationView
+from services.game_evaluation.evaluator import observe_verified
+from services.infra.settings import Settings
+from services.wallet.rounds_view import BetRefused, check_bet, fold_verified
+from shared.cards import parse_card
+from shared.events.canonical import GENESIS_HASH
+from shared.events.event_auth import (
+    ChainHead,
+    TableEventRefused,
+    TableFlagged,
+    TableWatch,
+    advance,
+    auth_problem,
+    chain_problem,
+    verify_next,
+)
+from shared.events.results import RoundResultPublished, result_id
+from shared.events.table import (
+    BettingClosed,
+    CardDealt,
+    RoundOpened,
+    ShoeStarted,
+    TableClosed,
+    TableReopened,
+    event_auth,
+    parse_table_event,
+    seal,
+)
+from shared.profile import load_profile
+from shared.replay import replay_round
+from shared.rounds import evaluate_round
+from tests.round_builder import RecordedRound
+
+KEY = b"test-table-events-key"
+OTHER = b"someone-elses-key"
+T0 = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+# sbo-baccarat: player 8H KC (natural 8), banker KD then 2S (2): player wins on 4 cards;
+# the forged 9D as the banker's second card makes a banker natural 9 instead
+REAL, FORGED = "2S", "9D"
+
+
+class Chain:
+    """A table's events as dealer-event writes them (signed with KEY)."""
+
+    def __init__(self, table_id: str = "T1", key: bytes | None = KEY) -> None:
+        self.table_id, self.key = table_id, key
+        self.events = []
+
+    @property
+    def head(self):
+        return self.events[-1] if self.events else None
+
+    def draft(self, kind, key: bytes | None = None, **fields):
+        """The next event, not appended (signed with `key`)."""
+        head = self.head
+        return seal(kind, table_id=self.table_id, seq=head.seq + 1 if head else 1,
+                    prev_hash=head.hash if head else GENESIS_HASH, occurred_at=T0, key=key,
+                    **fields)
+
+    def add(self, kind, **fields):
+        event = self.draft(kind, key=self.key, **fields)
+        self.events.append(event)
+        return event
+
+    def card(self, card: str, position: int, key: bytes | None = None, append: bool = True):
+        fields = dict(round_id="R1", card=parse_card(card), shoe_position=position,
+                      round_position=position)
+        return self.add(CardDealt, **fields) if append else \
+            self.draft(CardDealt, key=key, **fields)
+
+
+def opened_round(chain: Chain | None = None) -> Chain:
+    chain = chain or Chain()
+    chain.add(ShoeStarted, shoe_id="S1", profile="sbo-baccarat", decks=8)
+    chain.add(RoundOpened, shoe_id="S1", round_id="R1", round_number=1, dealer="Ana",
+              profile="sbo-baccarat", betting_closes_at=T0 + timedelta(seconds=30))
+    chain.add(BettingClosed, round_id="R1", reason="timer")
+    for i, card in enumerate(["8H", "KD", "KC"]):
+        chain.card(card, i)
+    return chain
+
+
+# --- the pure checks -------------------------------------------------------------------------
+
+def test_the_auth_is_outside_the_hash_and_survives_the_wire():
+    signed = seal(ShoeStarted, table_id="T1", seq=1, prev_hash=GENESIS_HASH, occurred_at=T0,
+                  key=KEY, shoe_id="S1", profile="sbo-baccarat", decks=8)
+    unsigned = seal(ShoeStarted, table_id="T1", seq=1, prev_hash=GENESIS_HASH, occurred_at=T0,
+                    shoe_id="S1", profile="sbo-baccarat", decks=8)
+    assert signed.hash == unsigned.hash == signed.computed_hash()
+    assert signed.auth == event_auth(KEY, signed.hash) and unsigned.auth is None
+    assert "auth" not in unsigned.model_dump_json()  # older records' bytes are unchanged
+    again = parse_table_event(signed.model_dump_json())
+    assert again == signed and auth_problem(again, KEY) is None
+
+
+def test_forged_altered_and_unsigned_events_are_named():
+    chain = opened_round()
+    real = chain.card(REAL, 3)
+    forged_unsigned = chain.card(FORGED, 3, append=False)
+    forged_other_key = chain.card(FORGED, 3, key=OTHER, append=False)
+    altered = real.model_copy(update={"card": parse_card(FORGED)})
+    assert auth_problem(real, KEY) is None
+    assert "unsigned" in auth_problem(forged_unsigned, KEY)
+    assert "forged" in auth_problem(forged_other_key, KEY)
+    assert "altered" in auth_problem(altered, KEY)
+    # recomputing the hash of an altered event does not help without the key
+    rehashed = altered.model_copy(update={"hash": altered.computed_hash()})
+    assert "forged" in auth_problem(rehashed, KEY)
+    # legacy unsigned events only when told to accept them; a wrong auth never
+    assert auth_problem(forged_unsigned, KEY, accept_unsigned=True) is None
+    assert "forged" in auth_problem(forged_other_key, KEY, accept_unsigned=True)
+
+
+def test_the_chain_must_continue_seq_and_prev_hash():
+    chain = opened_round()
+    head = ChainHead(chain.head.seq, chain.head.hash)
+    nxt = chain.card(REAL, 3, key=KEY, append=False)
+    assert chain_problem(nxt, head) is None and chain_problem(nxt, None) is None
+    assert verify_next(nxt, head, KEY) == "apply"
+    gap = nxt.model_copy(update={"seq": nxt.seq + 1})
+    gap = gap.model_copy(update={"hash": gap.computed_hash()})
+    gap = gap.model_copy(update={"auth": event_auth(KEY, gap.hash)})
+    with pytest.raises(TableEventRefused, match="out of order"):
+        verify_next(gap, head, KEY)
+    fork = seal(CardDealt, table_id="T1", seq=nxt.seq, prev_hash="1" * 64, occurred_at=T0,
+                key=KEY, round_id="R1", card=parse_card(REAL), shoe_position=3, round_position=3)
+    with pytest.raises(TableEventRefused, match="prev_hash"):
+        verify_next(fork, head, KEY)
+    # an authentic event already seen is a redelivery, never a refusal
+    assert verify_next(chain.events[2], head, KEY) == "seen"
+    # a forged one is refused even at an old seq
+    old_seq = seal(CardDealt, table_id="T1", seq=2, prev_hash=chain.events[0].hash,
+                   occurred_at=T0, round_id="R1", card=parse_card(FORGED), shoe_position=0,
+                   round_position=0)
+    with pytest.raises(TableEventRefused, match="unsigned"):
+        verify_next(old_seq, head, KEY)
+
+
+def test_a_flagged_table_is_followed_and_cleared_only_by_an_authentic_reopening():
+    chain = opened_round()
+    watch = TableWatch()
+    for event in chain.events:
+        watch, verdict = advance(watch, event, KEY)
+        assert verdict == "apply"
+    forged = chain.card(FORGED, 3, append=False)
+    with pytest.raises(TableFlagged) as flagged:
+        advance(watch, forged, KEY)
+    watch = flagged.value.watch
+    assert watch.flagged and "unsigned" in watch.flagged
+    assert watch.head.seq == chain.head.seq  # the forgery moved nothing
+    watch, verdict = advance(watch, chain.card(REAL, 3), KEY)
+    assert verdict == "apply" and watch.flagged and watch.head.seq == chain.head.seq
+    chain.add(TableClosed, reason_code="other", reason_text="forged event", supervisor="Sam")
+    watch, _ = advance(watch, chain.head, KEY)
+    assert watch.flagged
+    chain.add(TableReopened, reason_text="reviewed", supervisor="Sam")
+    watch, _ = advance(watch, chain.head, KEY)
+    assert watch.flagged is None
+    assert TableWatch.from_json(watch.to_json()) == watch
+
+
+# --- game-evaluation --------------------------------------------------------------------------
+
+def _evaluate(events, view=None):
+    view = view or EvaluationView(table_id="T1")
+    results = []
+    for event in events:
+        seen = observe_verified(view, event, KEY)
+        view = seen.view
+        if seen.result is not None:
+            results.append(seen.result)
+    return view, results
+
+
+def test_game_evaluation_publishes_the_result_of_authentic_cards():
+    chain = opened_round()
+    chain.card(REAL, 3)
+    _, results = _evaluate(chain.events)
+    assert [r.result.winner for r in results] == ["player"]
+
+
+def test_game_evaluation_refuses_a_forged_card_and_flags_the_table():
+    """Finding 3: a forged 7C (here 9D) with a valid hash chain but no valid HMAC, written
+    before the real card, used to be evaluated; now it is refused and nothing is published
+    for the table until a supervisor reopens it."""
+    chain = opened_round()
+    view, _ = _evaluate(chain.events)
+    for forged in (chain.card(FORGED, 3, append=False),
+                   chain.card(FORGED, 3, key=OTHER, append=False)):
+        with pytest.raises(EvaluationFlagged) as refused:
+            observe_verified(view, forged, KEY)
+        assert refused.value.view.flagged and refused.value.view.last_seq == view.last_seq
+    flagged_view = refused.value.view
+    # the real card continues the chain, but the flagged table gets no result
+    seen = observe_verified(flagged_view, chain.card(REAL, 3), KEY)
+    assert seen.result is None and seen.view.flagged
+    assert any("flagged" in p for p in seen.problems)
+
+
+def test_game_evaluation_refuses_an_out_of_order_or_altered_event():
+    chain = opened_round()
+    view, _ = _evaluate(chain.events[:4])
+    with pytest.raises(EvaluationFlagged, match="out of order"):
+        observe_verified(view, chain.events[5], KEY)  # seq 5 missing
+    altered = chain.events[4].model_copy(update={"card": parse_card("AS")})
+    with pytest.raises(EvaluationFlagged, match="altered"):
+        observe_verified(view, altered, KEY)
+
+
+# --- bet-settlement ---------------------------------------------------------------------------
+
+@pytest.fixture
+def settlement_state(monkeypatch):
+    state = {"rounds": {}, "pending_rounds": {}, "table_chains": {}}
+    for name, data in state.items():
+        monkeypatch.setattr(settlement, name, data)
+    monkeypatch.setattr(settlement, "settings", Settings(env="development",
+                                                         table_events_key=KEY.decode()))
+    return state
+
+
+def _result(chain: Chain, cards: list[str]) -> RoundResultPublished:
+    profile = load_profile("sbo-baccarat")
+    parsed = [parse_card(c) for c in cards]
+    return RoundResultPublished(
+        result_id=result_id("T1", "R1"), table_id="T1", round_id="R1", shoe_id="S1",
+        profile="sbo-baccarat", dealer="Ana", cards=tuple(parsed),
+        completed_seq=chain.head.seq, completed_hash=chain.head.hash, occurred_at=T0,
+        result=evaluate_round(profile, parsed))
+
+
+def test_bet_settlement_refuses_a_forged_event_flags_the_table_and_settles_nothing(
+        settlement_state):
+    chain = opened_round()
+    for event in chain.events:
+        settlement.step("table.events", event.model_dump_json().encode())
+    forged = chain.card(FORGED, 3, append=False)
+    with pytest.raises(TableEventRefused, match="unsigned"):
+        settlement.step("table.events", forged.model_dump_json().encode())
+    assert TableWatch.from_json(settlement_state["table_chains"]["T1"]).flagged
+    settlement.step("table.events", chain.card(REAL, 3).model_dump_json().encode())
+    result = _result(chain, ["8H", "KD", "KC", FORGED])
+    with pytest.raises(settlement.TableIsFlagged):
+        settlement.step("round.results", result.model_dump_json().encode())
+
+
+def test_bet_settlement_refuses_an_out_of_order_event(settlement_state):
+    chain = opened_round()
+    for event in chain.events[:3]:
+        settlement.step("table.events", event.model_dump_json().encode())
+    with pytest.raises(TableEventRefused, match="out of order"):
+        settlement.step("table.events", chain.events[4].model_dump_json().encode())
+    # an authentic redelivery is applied again (idempotent), never refused
+    settlement.step("table.events", chain.events[1].model_dump_json().encode())
+
+
+# --- the wallet's view ------------------------------------------------------------------------
+
+def test_the_wallet_view_skips_a_forged_event_and_takes_no_bet_on_the_flagged_table():
+    chain = Chain()
+    chain.add(ShoeStarted, shoe_id="S1", profile="sbo-baccarat", decks=8)
+    view = None
+    for event in chain.events:
+        view, refused = fold_verified(view, event, KEY)
+        assert refused is None
+    forged_open = chain.draft(RoundOpened, shoe_id="S1", round_id="R1", round_number=1,
+                              dealer="Ana", profile="sbo-baccarat",
+                              betting_closes_at=datetime.now(UTC) + timedelta(seconds=60))
+    view, refused = fold_verified(view, forged_open, KEY)
+    assert refused is not None and view.flagged and "R1" not in view.rounds
+    chain.add(RoundOpened, shoe_id="S1", round_id="R1", round_number=1, dealer="Ana",
+              profile="sbo-baccarat", betting_closes_at=datetime.now(UTC) + timedelta(seconds=60))
+    view, refused = fold_verified(view, chain.head, KEY)
+    assert refused is None and view.rounds["R1"].status == "open"
+    with pytest.raises(BetRefused) as no:
+        check_bet(view, table_id="T1", round_id="R1", bet="player", position=None,
+                  stake=10_000, currency="IDR", now=datetime.now(UTC))
+    assert (no.value.status, no.value.code) == (409, "table_flagged")
+    chain.add(TableClosed, reason_code="other", reason_text="forged event", supervisor="Sam")
+    chain.add(TableReopened, reason_text="reviewed", supervisor="Sam")
+    for event in chain.events[-2:]:
+        view, _ = fold_verified(view, event, KEY)
+    assert view.flagged is None
+
+
+def test_the_wallet_view_anchors_on_the_first_event_it_reads():
+    """The view starts an hour back in the log: mid-chain is fine, a gap after it is not."""
+    chain = opened_round()
+    view, refused = fold_verified(None, chain.events[3], KEY)
+    assert refused is None and view.last_seq == 4
+    view, refused = fold_verified(view, chain.events[5], KEY)
+    assert refused is not None and "out of order" in str(refused)
+
+
+# --- dealer-event, replay, rebuild ------------------------------------------------------------
+
+def test_dealer_event_signs_with_the_setting_and_its_rebuild_skips_a_forgery():
+    config = machine_config(Settings(env="development", table_events_key=KEY.decode()))
+    assert config.table_events_key == KEY
+    chain = opened_round()
+    forged = chain.card(FORGED, 3, append=False)
+    chain.card(REAL, 3)
+    records = [(b"T1", e.model_dump_json().encode()) for e in [*chain.events[:-1], forged,
+                                                             chain.events[-1]]]
+    states: dict = {}
+    fold_events(states, records, KEY)
+    assert not states["T1"].corrupt and states["T1"].head_hash == chain.head.hash
+    states = {}
+    fold_events(states, records)  # without the key the forgery takes the real card's place
+    assert states["T1"].head_hash == forged.hash
+
+
+def test_replay_reports_a_forged_event_and_rebuilds_the_round_from_the_real_ones():
+    rec = RecordedRound()
+    real = rec.events
+    signed = [e.model_copy(update={"auth": event_auth(KEY, e.hash)}) for e in real]
+    cards = [i for i, e in enumerate(signed) if isinstance(e, CardDealt)]
+    at = cards[-1]
+    victim = signed[at]
+    forged = seal(CardDealt, table_id=victim.table_id, seq=victim.seq,
+                  prev_hash=victim.prev_hash, occurred_at=victim.occurred_at,
+                  round_id=victim.round_id, card=parse_card("7C"),
+                  shoe_position=victim.shoe_position, round_position=victim.round_position)
+    events = [*signed[:at], forged, *signed[at:]]
+
+    def replay(events, key):
+        return replay_round(rec.table_id, rec.round_id, events, None, rec.result, rec.decisions,
+                            rec.settlements, rec.wallet, events_key=key)
+
+    assert replay(signed, KEY).verdict == "MATCH"
+    report = replay(events, KEY)
+    assert report.verdict != "MATCH"
+    forged_diffs = [d for d in report.differences if "unsigned" in d.recorded]
+    assert [d.where for d in forged_diffs] == [f"table.events seq {forged.seq} (card_dealt)"]
+    assert [str(c) for c in report.cards] == rec.cards.split(",")
+    assert report.chain_breaks == []
+    # with another key every event is reported
+    assert sum("forged" in d.recorded for d in replay(signed, OTHER).differences) == len(signed)
