@@ -29,8 +29,9 @@ class Event:
 
 
 class Consumer:
-    def __init__(self) -> None:
+    def __init__(self, committed: dict | None = None) -> None:
         self.seeks: list[tuple[TP, int]] = []
+        self._committed_offset = committed or {}
 
     async def seek(self, tp: TP, offset: int) -> None:
         self.seeks.append((tp, offset))
@@ -79,3 +80,19 @@ def test_a_missing_offset_that_never_comes_back_is_given_up_after_a_while(monkey
     monkeypatch.setattr(contiguous, "REWIND_PATIENCE_S", 0.0)
     assert _feed(reads, [1, 3, 4]) == [1, 4]  # 3 made it seek; past the patience, 4 goes on
     assert consumer.seeks == [(T2, 2)]
+
+
+def test_a_first_record_dropped_after_a_rebalance_is_read_again_from_the_committed_offset():
+    """The e2e run's lost result: right after bet-settlement's new owner took a partition,
+    its first record (offset 4) never reached the agent and Faust committed past it."""
+    consumer = Consumer(committed={T2: 4})
+    reads = ContiguousReads(consumer, "svc")
+    assert _feed(reads, [5, 6, 4, 5, 6, 7]) == [4, 5, 6, 7]
+    assert consumer.seeks == [(T2, 4)]
+
+
+def test_the_committed_offset_is_where_reading_starts_when_nothing_was_dropped():
+    consumer = Consumer(committed={T2: 4})
+    reads = ContiguousReads(consumer, "svc")
+    assert _feed(reads, [4, 5, 6]) == [4, 5, 6]
+    assert consumer.seeks == []
