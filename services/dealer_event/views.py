@@ -37,8 +37,8 @@ def http_status(report: dict) -> int:
     return 409 if code == "duplicate_input" else 422
 
 
-async def _elsewhere(view: web.View, request: web.Request, table_id: str
-                     ) -> web.Response | None:
+async def _elsewhere(view: web.View, request: web.Request, table_id: str,
+                     body: bytes | None = None) -> web.Response | None:
     """The owner's answer if another worker owns `table_id`, a 503 while nobody does,
     None if this worker owns it."""
     try:
@@ -47,7 +47,7 @@ async def _elsewhere(view: web.View, request: web.Request, table_id: str
         return routing.unavailable(view.web, str(exc))
     if owner is None:
         return None
-    return await routing.forward(app, owner, request, view.web)
+    return await routing.forward(app, owner, request, view.web, body)
 
 
 async def _body_within_limit(request: web.Request) -> bytes | None:
@@ -79,7 +79,9 @@ class InputsView(web.View):
             return self.json({"status": "refused", "input_id": parsed.input_id,
                               "reason_code": "malformed_input",
                               "message": parsed.refusal.message}, status=400)
-        routed = await _elsewhere(self, request, parsed.table_id)
+        # the body was read from the stream (to bound it): forward those bytes, since
+        # request.read() now returns nothing and the owner would refuse an empty input
+        routed = await _elsewhere(self, request, parsed.table_id, raw)
         if routed is not None:
             return routed
         signature = parsed.input.signature

@@ -36,7 +36,7 @@ def owner_of(app: faust.App, topic: faust.TopicT, key: bytes) -> URL | None:
     """The URL of the worker consuming `key`'s partition of `topic`; None if it is us."""
     try:
         url = app.router.external_topic_key_store(topic, key)
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: a (re)starting worker has no topic metadata yet
         raise NoOwner(f"no worker owns {topic.get_topic_name()!r} for this key yet") from None
     return None if _ident(URL(str(url))) == _ident(URL(str(app.conf.canonical_url))) else url
 
@@ -51,12 +51,14 @@ def unavailable(web: faust.web.Web, message: str) -> faust.web.Response:
 
 
 async def forward(app: faust.App, owner: URL, request: faust.web.Request,
-                  web: faust.web.Web) -> faust.web.Response:
-    """The owner's answer to the same request, byte for byte."""
+                  web: faust.web.Web, body: bytes | None = None) -> faust.web.Response:
+    """The owner's answer to the same request, byte for byte. `body`: the request's body
+    when the view already read it from the stream (then `request.read()` gives nothing)."""
     if was_forwarded(request):
         return unavailable(web, "the worker this request was sent to no longer owns its key; "
                                 "retry (the same request id is safe)")
-    body = await request.read()
+    if body is None:
+        body = await request.read()
     headers = {k: v for k, v in request.headers.items() if k.lower() not in _NOT_FORWARDED}
     headers[FORWARDED_HEADER] = str(app.conf.canonical_url)
     target = request.url.with_scheme(owner.scheme or "http").with_host(
