@@ -113,6 +113,7 @@ WALLET_INVARIANTS = (
     "bet_ended_twice",          # a bet ended one way (e.g. settled) then asked to end another
     "tx_id_conflict",           # a second, different movement for an already-applied tx id
     "negative_balance",         # a movement that would leave a balance below zero
+    "reversal_of_unsettled_bet",  # a settlement reversal for a bet the wallet never settled
 )
 SETTLEMENT_INVARIANTS = (
     "settlement_conflict",      # a round settled twice with different amounts

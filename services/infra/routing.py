@@ -36,7 +36,7 @@ def owner_of(app: faust.App, topic: faust.TopicT, key: bytes) -> URL | None:
     """The URL of the worker consuming `key`'s partition of `topic`; None if it is us."""
     try:
         url = app.router.external_topic_key_store(topic, key)
-    except KeyError:
+    except (KeyError, TypeError):  # TypeError: a (re)starting worker has no topic metadata yet
         raise NoOwner(f"no worker owns {topic.get_topic_name()!r} for this key yet") from None
     return None if _ident(URL(str(url))) == _ident(URL(str(app.conf.canonical_url))) else url
 

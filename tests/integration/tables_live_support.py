@@ -111,7 +111,7 @@ def check_results_match_rules(bootstrap: str, tables: dict[str, str]) -> int:
 def table_events(bootstrap: str, tables: set[str]) -> dict[str, list]:
     out: dict[str, list] = defaultdict(list)
     for record in read_to_end(bootstrap, "table.events"):
-        if record.key.decode() in tables:
+        if record.key is not None and record.key.decode() in tables:
             event = parse_table_event(record.value)
             out[event.table_id].append(event)
     return out
@@ -119,12 +119,14 @@ def table_events(bootstrap: str, tables: set[str]) -> dict[str, list]:
 
 def rejections(bootstrap: str, tables: set[str]) -> list[InputRefused]:
     return [InputRefused.model_validate_json(r.value)
-            for r in read_to_end(bootstrap, "dealer.rejections") if r.key.decode() in tables]
+            for r in read_to_end(bootstrap, "dealer.rejections")
+            if r.key is not None and r.key.decode() in tables]
 
 
 def results(bootstrap: str, tables: set[str]) -> list[RoundResultPublished]:
     return [RoundResultPublished.model_validate_json(r.value)
-            for r in read_to_end(bootstrap, "round.results") if r.key.decode() in tables]
+            for r in read_to_end(bootstrap, "round.results")
+            if r.key is not None and r.key.decode() in tables]
 
 
 def wait_for_results(bootstrap: str, tables: set[str], want: int, timeout_s: float = 60.0
