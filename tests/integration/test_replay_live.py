@@ -40,8 +40,8 @@ def _produce(bootstrap: str, rounds: list[RecordedRound]) -> None:
 
 
 @pytest.fixture(scope="module")
-def recorded(kafka_bootstrap):
-    admin = topic_admin.admin_client(kafka_bootstrap)
+def recorded(platform_kafka):
+    admin = topic_admin.admin_client(platform_kafka)
     topic_admin.apply(admin, topic_catalogue())
     admin.close()
     run = uuid.uuid4().hex[:6]
@@ -56,7 +56,7 @@ def recorded(kafka_bootstrap):
                            bets=((f"b1-{run}", f"alice-{run}", "banker", 1_000),
                                  (f"b2-{run}", f"alice-{run}", "player", 500),
                                  (f"b3-{run}", f"bob-{run}", "fortune_six", 100)))
-    _produce(kafka_bootstrap, [*others[:3], target, *others[3:]])
+    _produce(platform_kafka, [*others[:3], target, *others[3:]])
     return target
 
 
@@ -71,16 +71,16 @@ def _args(rec: RecordedRound, *extra: str) -> list[str]:
             "--at", rec.t0.isoformat(), *extra]
 
 
-def test_text_report_matches(kafka_bootstrap, recorded):
-    done = croupier(kafka_bootstrap, *_args(recorded))
+def test_text_report_matches(platform_kafka, recorded):
+    done = croupier(platform_kafka, *_args(recorded))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "VERDICT: MATCH" in done.stdout and "intact" in done.stdout
     assert "A♠" in done.stdout and "dealer Ana" in done.stdout
 
 
-def test_json_report_matches_and_lists_the_players_money(kafka_bootstrap, recorded):
+def test_json_report_matches_and_lists_the_players_money(platform_kafka, recorded):
     player = f"alice-{recorded.table_id[1:]}"
-    done = croupier(kafka_bootstrap, *_args(recorded, "--player", player, "--format", "json"))
+    done = croupier(platform_kafka, *_args(recorded, "--player", player, "--format", "json"))
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["verdict"] == "MATCH" and report["winner"] == "banker"
@@ -88,38 +88,38 @@ def test_json_report_matches_and_lists_the_players_money(kafka_bootstrap, record
     assert all(b["wallet"] for b in report["bets"])
 
 
-def test_html_report_is_written_and_self_contained(kafka_bootstrap, recorded, tmp_path):
+def test_html_report_is_written_and_self_contained(platform_kafka, recorded, tmp_path):
     out = tmp_path / "round.html"
-    done = croupier(kafka_bootstrap, *_args(recorded, "--format", "html", "--out", str(out)))
+    done = croupier(platform_kafka, *_args(recorded, "--format", "html", "--out", str(out)))
     assert done.returncode == 0 and "MATCH" in done.stdout
     page = out.read_text()
     assert "<svg" in page and "MATCH" in page and "src=" not in page and "href=" not in page
 
 
-def test_an_unknown_round_is_a_clear_error(kafka_bootstrap, recorded):
-    done = croupier(kafka_bootstrap, "replay", "--table", recorded.table_id, "--round", "nope",
+def test_an_unknown_round_is_a_clear_error(platform_kafka, recorded):
+    done = croupier(platform_kafka, "replay", "--table", recorded.table_id, "--round", "nope",
                     "--at", recorded.t0.isoformat())
     assert done.returncode == 2 and "was not opened" in done.stderr
 
 
-def test_complaints_missing_fields_and_late_filing(kafka_bootstrap, recorded):
-    incomplete = croupier(kafka_bootstrap, "replay", "--table", recorded.table_id, "--round",
+def test_complaints_missing_fields_and_late_filing(platform_kafka, recorded):
+    incomplete = croupier(platform_kafka, "replay", "--table", recorded.table_id, "--round",
                           recorded.round_id, "--complaint-at", datetime.now(UTC).isoformat())
     assert incomplete.returncode == 2
     assert "player id, played at, dealer" in incomplete.stderr
     late = (recorded.t0 + timedelta(hours=25)).isoformat()
     complaint = ["--player", f"bob-{recorded.table_id[1:]}", "--dealer", "Ana", "--complaint-at", late]
-    refused = croupier(kafka_bootstrap, *_args(recorded, *complaint))
+    refused = croupier(platform_kafka, *_args(recorded, *complaint))
     assert refused.returncode == 2 and "24-hour" in refused.stderr
-    overridden = croupier(kafka_bootstrap, *_args(recorded, *complaint, "--override", "regulator asked"))
+    overridden = croupier(platform_kafka, *_args(recorded, *complaint, "--override", "regulator asked"))
     assert overridden.returncode == 0, overridden.stderr
     assert "overridden by operator: regulator asked" in overridden.stdout
 
 
 @pytest.mark.skipif(chromium_binary() is None, reason="chromium not installed (make test does)")
-def test_html_report_opens_in_chromium(kafka_bootstrap, recorded, tmp_path):
+def test_html_report_opens_in_chromium(platform_kafka, recorded, tmp_path):
     page = tmp_path / "round.html"
-    done = croupier(kafka_bootstrap, *_args(recorded, "--format", "html", "--out", str(page)))
+    done = croupier(platform_kafka, *_args(recorded, "--format", "html", "--out", str(page)))
     assert done.returncode == 0, done.stderr
     png = tmp_path / "round.png"
     screenshot(page.as_uri(), png, height=1200)
@@ -127,9 +127,9 @@ def test_html_report_opens_in_chromium(kafka_bootstrap, recorded, tmp_path):
 
 
 @pytest.fixture(scope="module")
-def operator_api(kafka_bootstrap):
+def operator_api(platform_kafka):
     port = free_port()
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": kafka_bootstrap}
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": platform_kafka}
     proc = subprocess.Popen([sys.executable, "-m", "services.cli", "operator-api", "--port",
                              str(port)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
@@ -169,12 +169,12 @@ def test_operator_endpoint_serves_reports_to_operators_only(operator_api, record
 
 
 @pytest.fixture(scope="module")
-def popular(kafka_bootstrap):
+def popular(platform_kafka):
     """A round with 300 bets from 150 players (their wallet records spread over every
     partition), between two other rounds of the same table with the same players."""
     from tests.floor_builder import Floor
 
-    admin = topic_admin.admin_client(kafka_bootstrap)
+    admin = topic_admin.admin_client(platform_kafka)
     topic_admin.apply(admin, topic_catalogue())
     admin.close()
     run = uuid.uuid4().hex[:6]
@@ -188,7 +188,7 @@ def popular(kafka_bootstrap):
     after = floor.play_round(f"P{run}", 40, players[-40:], start + timedelta(seconds=80))
     wallet_of_round = sum(1 for topic, _, value, _ in floor.records
                           if topic == "wallet.transactions" and target.round_id.encode() in value)
-    floor.produce(kafka_bootstrap)
+    floor.produce(platform_kafka)
     return target, wallet_of_round, (before, after)
 
 
@@ -206,9 +206,9 @@ def _read(bootstrap, played, player=None):
     return report, rec, reader
 
 
-def test_a_round_of_many_players_reads_the_wallet_once(kafka_bootstrap, popular):
+def test_a_round_of_many_players_reads_the_wallet_once(platform_kafka, popular):
     played, wallet_of_round, _ = popular
-    report, rec, reader = _read(kafka_bootstrap, played)
+    report, rec, reader = _read(platform_kafka, played)
     assert report.verdict == "MATCH", report.differences[:5]
     assert len(report.bets) == 300 and len({b.player_id for b in report.bets}) == 150
     assert len(rec.wallet) == wallet_of_round
@@ -221,28 +221,28 @@ def test_a_round_of_many_players_reads_the_wallet_once(kafka_bootstrap, popular)
     assert reader.records_by_topic["wallet.transactions"] < 2 * wallet_of_round
 
 
-def test_one_players_replay_reads_only_that_players_partition(kafka_bootstrap, popular):
+def test_one_players_replay_reads_only_that_players_partition(platform_kafka, popular):
     played, _, _ = popular
     player = played.players[7]
-    report, rec, reader = _read(kafka_bootstrap, played, player)
+    report, rec, reader = _read(platform_kafka, played, player)
     assert report.verdict == "MATCH", report.differences[:5]
     assert {b.player_id for b in report.bets} == {player} and len(report.bets) == 2
     assert {tx.player_id for tx in rec.wallet} == {player}
     assert reader.window_reads["wallet.transactions"] == 1
 
 
-def test_the_neighbouring_rounds_replay_on_their_own(kafka_bootstrap, popular):
+def test_the_neighbouring_rounds_replay_on_their_own(platform_kafka, popular):
     _, _, neighbours = popular
     for played in neighbours:
-        report, rec, _ = _read(kafka_bootstrap, played)
+        report, rec, _ = _read(platform_kafka, played)
         assert report.verdict == "MATCH", report.differences[:5]
         assert len(report.bets) == 40
         assert {tx.round_id for tx in rec.wallet} == {played.round_id}
 
 
-def test_a_popular_round_replays_from_the_command_line(kafka_bootstrap, popular):
+def test_a_popular_round_replays_from_the_command_line(platform_kafka, popular):
     played, _, _ = popular
-    done = croupier(kafka_bootstrap, "replay", "--table", played.table_id, "--round",
+    done = croupier(platform_kafka, "replay", "--table", played.table_id, "--round",
                     played.round_id, "--at", played.t0.isoformat(), "--format", "json")
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout)
