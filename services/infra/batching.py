@@ -25,13 +25,14 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from functools import partial
 
 import faust
 from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
 
 from services.infra.contiguous import ContiguousReads
-from services.infra.observability import progress_of
+from services.infra.observability import committed_offsets, progress_of
 
 log = logging.getLogger(__name__)
 BATCH_MAX = 1000  # records at most per batch
@@ -51,7 +52,8 @@ async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
     progress = progress_of(stream.app)
     queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
 
-    reads = ContiguousReads(stream.app.consumer, stream.app.conf.id)
+    reads = ContiguousReads(stream.app.consumer, stream.app.conf.id,
+                            partial(committed_offsets, stream.app))
 
     async def read() -> None:
         async for event in manual.events():

@@ -13,7 +13,9 @@ consumer is idempotent on deterministic ids.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Callable
 from time import monotonic
 
 import faust
@@ -28,8 +30,11 @@ class ContiguousReads:
     """Decides, record by record, whether the reader may take it (True) or must drop it
     (False) because an earlier offset of its partition is missing and being read again."""
 
-    def __init__(self, consumer, service: str) -> None:
+    def __init__(self, consumer, service: str,
+                 read_committed: Callable[[], dict | None] | None = None) -> None:
         self.consumer, self.service = consumer, service
+        self.read_committed = read_committed  # blocking: the group's committed offsets
+        self.committed: dict | None = None  # read once per generation
         self.generation: int | None = None
         self.expected: dict = {}  # tp -> the next offset to read
         self.rewinding: dict = {}  # tp -> (missing offset, give-up time)
@@ -40,10 +45,11 @@ class ContiguousReads:
             self.generation = message.generation_id
             self.expected.clear()
             self.rewinding.clear()
+            self.committed = None
         tp, offset = message.tp, message.offset
         want = self.expected.get(tp)
         if want is None:  # the first read since the rebalance: from the committed offset
-            want = self._committed(tp)
+            want = await self._committed(tp)
         if want is None or offset <= want:  # in order, a record again, or nothing to go by
             self.expected[tp] = offset + 1
             self.rewinding.pop(tp, None)
@@ -65,12 +71,21 @@ class ContiguousReads:
         self.rewinding[tp] = (want, monotonic() + REWIND_PATIENCE_S)
         return False
 
-    def _committed(self, tp) -> int | None:
-        """The group's committed offset of `tp` (the next record to read) as Faust sought it
-        at the assignment. Faust's own commit tolerates one missing offset at the head of a
-        partition (`min(acked) - committed > 1`), so a first record dropped right after a
-        rebalance would otherwise be committed past and lost (an e2e round never settled:
-        bet-settlement's new owner never read its result)."""
-        committed = getattr(self.consumer, "_committed_offset", None) or {}
-        offset = committed.get(tp)
+    async def _committed(self, tp) -> int | None:
+        """The group's committed offset of `tp` (the next record to read), read from the
+        broker once per rebalance: where Faust sought the partition. (Faust's own
+        `_committed_offset` can be stale for a partition this worker owned before.) Faust's
+        commit tolerates one missing offset at a partition's head (`min(acked) - committed
+        > 1`), so a first record dropped right after a rebalance would otherwise be
+        committed past and lost (an e2e round never settled: bet-settlement's new owner
+        never read its result)."""
+        if self.read_committed is None:
+            return None
+        if self.committed is None:
+            try:
+                self.committed = await asyncio.to_thread(self.read_committed) or {}
+            except Exception as error:  # noqa: BLE001 - then only in-order reads are checked
+                log.warning("%s: reading the committed offsets failed: %s", self.service, error)
+                self.committed = {}
+        offset = self.committed.get((tp.topic, tp.partition))
         return offset if isinstance(offset, int) and offset >= 0 else None
