@@ -25,14 +25,13 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from functools import partial
 
 import faust
 from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
 
 from services.infra.contiguous import ContiguousReads
-from services.infra.observability import committed_offsets, progress_of
+from services.infra.observability import progress_of
 
 log = logging.getLogger(__name__)
 BATCH_MAX = 1000  # records at most per batch
@@ -44,21 +43,20 @@ async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
                       max_records: int = BATCH_MAX) -> None:
     """Call `apply(batch)` for every batch of the stream's events, in order; each event
     keeps its topic, partition and offset. The events are acked after `apply` returns and
-    the producer is flushed (table changelogs included). No offset of a partition is
-    skipped (`ContiguousReads`)."""
+    the producer is flushed (table changelogs included). An offset the stream skips is
+    logged and counted (`ContiguousReads`)."""
     manual = stream.noack()
     track_buffer(stream.app.producer)
     apply = until_applied(apply, f"{stream.app.conf.id}: applying a batch")
     progress = progress_of(stream.app)
     queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
 
-    reads = ContiguousReads(stream.app.consumer, stream.app.conf.id,
-                            partial(committed_offsets, stream.app))
+    reads = ContiguousReads(stream.app.conf.id)
 
     async def read() -> None:
         async for event in manual.events():
-            if await reads.admit(event):
-                await queue.put(event)
+            reads.admit(event)
+            await queue.put(event)
 
     reader = asyncio.ensure_future(read())
     try:

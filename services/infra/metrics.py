@@ -89,9 +89,9 @@ UP = Gauge("croupier_service_up", "1 while the service runs.", ["service"])
 DEAD_LETTERS = Counter("croupier_dead_letters_total",
                        "Records a service could not apply, written to dead.letters, by source "
                        "topic and error type.", ["service", "topic", "error"])
-REWINDS = Counter("croupier_consumer_rewinds_total",
-                  "Times a worker read a partition again from a record the stream had "
-                  "dropped (an offset jump), by source topic.", ["service", "topic"])
+REWINDS = Counter("croupier_consumer_skips_total",
+                  "Offset jumps seen by a worker: records the stream skipped, by source "
+                  "topic (see services/infra/contiguous.py).", ["service", "topic"])
 MALFORMED = Counter("croupier_malformed_records_total",
                     "Records skipped because they do not parse, by service and source.",
                     ["service", "source"])

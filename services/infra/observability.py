@@ -167,25 +167,6 @@ class LagProbe:
         self._admin = self._consumer = None
 
 
-_installed: dict[str, tuple[str, Settings]] = {}  # app id -> (service, settings)
-
-
-def committed_offsets(app: faust.App) -> dict[tuple[str, int], int] | None:
-    """The group's committed offsets, read from the broker (blocking: run it in a thread);
-    None when this app was not installed (no service, no settings to read them with)."""
-    if app.conf.id not in _installed:
-        return None
-    service, settings = _installed[app.conf.id]
-    admin = KafkaAdminClient(bootstrap_servers=settings.bootstrap_servers,
-                             client_id=f"{app.conf.id}-committed", request_timeout_ms=5000,
-                             **kafka_python_options(service))
-    try:
-        offsets = admin.list_group_offsets(app.conf.id).get(app.conf.id, {})
-    finally:
-        admin.close()
-    return {(tp.topic, tp.partition): meta.offset for tp, meta in offsets.items()}
-
-
 async def update_lag(probe: LagProbe, service: str, app: faust.App | None = None) -> None:
     try:
         assigned = None if app is None else {
@@ -223,7 +204,6 @@ def install(app: faust.App, service: str, settings: Settings | None = None, *,
     app.page("/metrics")(MetricsView)
     app.sensors.add(HttpSensor(service))
     probe = LagProbe(settings.bootstrap_servers, app.conf.id, principal=service)
-    _installed[app.conf.id] = (service, settings)
 
     async def consumer_lag() -> None:
         await update_lag(probe, service, app)
