@@ -30,7 +30,8 @@ import faust
 from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
 
-from services.infra.contiguous import ContiguousReads
+from services.infra.contiguous import ContiguousReads, committed_offsets, reread
+from services.infra.faust_app import service_of
 from services.infra.observability import progress_of
 
 log = logging.getLogger(__name__)
@@ -43,19 +44,25 @@ async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
                       max_records: int = BATCH_MAX) -> None:
     """Call `apply(batch)` for every batch of the stream's events, in order; each event
     keeps its topic, partition and offset. The events are acked after `apply` returns and
-    the producer is flushed (table changelogs included). An offset the stream skips is
-    logged and counted (`ContiguousReads`)."""
+    the producer is flushed (table changelogs included). Offsets the stream skips are
+    re-read from the log and applied in their place (`services.infra.contiguous`)."""
     manual = stream.noack()
     track_buffer(stream.app.producer)
     apply = until_applied(apply, f"{stream.app.conf.id}: applying a batch")
     progress = progress_of(stream.app)
     queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
 
-    reads = ContiguousReads(stream.app.conf.id)
+    service = service_of(stream.app)
+    reads = ContiguousReads(service, committed_offsets(stream.app, service))
 
     async def read() -> None:
         async for event in manual.events():
-            reads.admit(event)
+            skipped_from = await reads.admit(event)
+            if skipped_from is not None:
+                message = event.message
+                for missed in await reread(manual, message.tp, skipped_from, message.offset,
+                                           service, message.generation_id):
+                    await queue.put(missed)
             await queue.put(event)
 
     reader = asyncio.ensure_future(read())

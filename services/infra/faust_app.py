@@ -91,7 +91,17 @@ def make_app(service: str, settings: Settings | None = None, *, persistent: bool
         value_serializer="raw",
     )
     config.update(overrides)
-    return faust.App(f"{settings.instance}-{service}", **config)
+    app = faust.App(f"{settings.instance}-{service}", **config)
+    _service_of_app[app.conf.id] = service
+    return app
+
+
+_service_of_app: dict[str, str] = {}
+
+
+def service_of(app: faust.App) -> str:
+    """The service an app belongs to (also its Kafka principal)."""
+    return _service_of_app[app.conf.id]
 
 
 def recovering(app: faust.App) -> bool:

@@ -21,6 +21,15 @@ class LogReadError(RuntimeError):
     pass
 
 
+def _reader(bootstrap: str, principal: str) -> KafkaConsumer:
+    """A consumer outside any group (it commits nothing) with large fetches."""
+    return KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
+                         group_id=None, client_id="croupier-log-reader",
+                         max_partition_fetch_bytes=8 * 1024 * 1024,
+                         fetch_max_bytes=64 * 1024 * 1024,
+                         **kafka_python_options(principal))
+
+
 def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None] | None = None,
                 stall_s: float = 30.0, partitions: Iterable[int] | None = None,
                 principal: str = OPERATOR) -> Iterator[ConsumerRecord]:
@@ -31,11 +40,7 @@ def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None]
     only these partitions (a worker rebuilding the keys of the partitions assigned to it);
     None reads them all. Large fetches, and partitions paused once read to their end, keep
     the cost per record independent of the log's size."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
-                             group_id=None, client_id="croupier-log-reader",
-                             max_partition_fetch_bytes=8 * 1024 * 1024,
-                             fetch_max_bytes=64 * 1024 * 1024,
-                             **kafka_python_options(principal))
+    consumer = _reader(bootstrap, principal)
     wanted = None if partitions is None else set(partitions)
     try:
         existing = consumer.partitions_for_topic(topic)
@@ -77,5 +82,30 @@ def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None]
                 if consumer.position(tp) >= ends[tp]:
                     pending.discard(tp)
                     consumer.pause(tp)
+    finally:
+        consumer.close()
+
+
+def read_range(bootstrap: str, topic: str, partition: int, start: int, stop: int,
+               principal: str = OPERATOR, stall_s: float = 30.0) -> list[ConsumerRecord]:
+    """The records of one partition from offset `start` up to (not including) `stop`:
+    what a worker re-reads when its stream skipped offsets (`services.infra.contiguous`).
+    Offsets the log no longer holds (retention) are simply not returned."""
+    consumer = _reader(bootstrap, principal)
+    try:
+        tp = TopicPartition(topic, partition)
+        consumer.assign([tp])
+        consumer.seek(tp, max(start, consumer.beginning_offsets([tp])[tp]))
+        records: list[ConsumerRecord] = []
+        last_progress = time.monotonic()
+        while consumer.position(tp) < stop:
+            if time.monotonic() - last_progress > stall_s:
+                raise LogReadError(f"re-reading {topic}[{partition}] offsets {start}..{stop - 1} "
+                                   f"stalled for {stall_s:.0f} s at {consumer.position(tp)}")
+            for record in consumer.poll(timeout_ms=500).get(tp, []):
+                last_progress = time.monotonic()
+                if start <= record.offset < stop:
+                    records.append(record)
+        return records
     finally:
         consumer.close()
