@@ -116,13 +116,6 @@ def test_every_service_was_killed_twice_and_came_back(loop):
     assert all(p.proc.poll() is None for p in stack.processes.values())
 
 
-KILL_LOOP_BUG = pytest.mark.xfail(strict=False, reason=(
-    "found by this loop, open: after repeated kill -9 of wallet and bet-settlement workers a "
-    "player's balance differs from the sum of their ledger movements (run a73bbd: "
-    "sim-a73bbd-28 movements add up to 949000, recorded balance 946000); not every run"))
-
-
-@KILL_LOOP_BUG
 def test_every_invariant_holds_after_the_kills(loop):
     run, summary, _, _, _ = loop
     failed = [f"{c.name}: {c.problems[:5]}" for c in summary.invariants if not c.ok]
@@ -134,7 +127,6 @@ def test_every_invariant_holds_after_the_kills(loop):
         {t: s.unexpected[:3] for t, s in run.tables.items() if s.unexpected}
 
 
-@KILL_LOOP_BUG
 def test_the_rebuild_equals_the_live_wallet(loop):
     _, _, rebuilt, _, _ = loop
     assert rebuilt.clean, rebuilt.differences[:10]
