@@ -8,6 +8,7 @@ import json
 import time
 from collections import Counter, defaultdict
 
+import httpx
 import pytest
 
 from services.infra.settings import Settings
@@ -15,6 +16,7 @@ from shared.events.results import RoundResultPublished
 from shared.profile import load_profile
 from shared.settlement import Bet, settle
 from tests.integration.money_support import (
+    OPERATOR,
     RUN,
     Platform,
     ScriptedTable,
@@ -345,3 +347,29 @@ def test_kill_minus_9_and_restart_moves_nothing_twice(platform, bac):
     expected = balance + sum(s["returned"] for s in settled_records(platform.bootstrap, {"r4"}))
     wait_for(lambda: platform.balance(jack) == expected, "jack paid once")
     check_invariants(platform)
+
+
+def test_right_after_a_restart_the_wallet_never_says_an_account_is_unknown(platform):
+    """Issue 11 finding 5: a wallet restarting (its tables still recovering) answered 404
+    unknown_account for accounts that exist. From the moment its port answers it must say
+    503 (retry) until it can answer for the account, and then the right balance."""
+    kim = platform.player("kim", 70_000)
+    platform.wallet.kill()
+    platform.wallet.start()
+    statuses: list[int] = []
+    deadline = time.monotonic() + 90
+    with httpx.Client(base_url=platform.wallet.base_url, timeout=10) as http:
+        while time.monotonic() < deadline:
+            try:
+                r = http.get(f"/accounts/{kim}", headers=OPERATOR)
+            except httpx.TransportError:  # not listening yet
+                time.sleep(0.05)
+                continue
+            statuses.append(r.status_code)
+            if r.status_code == 200:
+                assert r.json()["balance"] == 70_000, r.text
+                break
+            assert r.status_code == 503, (r.status_code, r.text)
+            time.sleep(0.05)
+    assert statuses and statuses[-1] == 200, Counter(statuses)
+    platform.wallet.wait_ready(90)
