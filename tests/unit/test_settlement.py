@@ -152,10 +152,18 @@ def test_validate_bet_codes(profile, bet, code):
     assert err.value.code == code
 
 
-def test_validate_bet_accepts_limits_inclusive():
+@pytest.mark.parametrize(("bet", "position"), [("pair_plus", "banker"), ("win", 3)])
+def test_validate_bet_accepts_limits_inclusive(bet, position):
     table = load_profile("triple-face-id")
-    validate_bet(Bet(bet="pair_plus", position="banker", stake=1000), table)
-    validate_bet(Bet(bet="win", position=3, stake=5_000_000), table)
+    spec = table.bets[bet]
+    at_limit = [Bet(bet=bet, position=position, stake=s) for s in (spec.min_stake, spec.max_stake)]
+    assert [validate_bet(b, table) for b in at_limit] == [None, None]  # accepted: no BetError
+    codes = []
+    for stake in (spec.min_stake - 1, spec.max_stake + 1):  # one past a limit: refused
+        with pytest.raises(BetError) as err:
+            validate_bet(Bet(bet=bet, position=position, stake=stake), table)
+        codes.append(err.value.code)
+    assert codes == ["below_minimum", "above_maximum"]
 
 
 def test_bet_model_refuses_non_positive_or_float_stakes():
