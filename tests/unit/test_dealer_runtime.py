@@ -15,7 +15,7 @@ from services.infra.clock import ManualClock
 from services.table_simulator.inputs import InputFactory
 from shared.cards import parse_card
 from shared.events.inputs import CloseBetting, NewShoe, OpenRound, ScanCard
-from tests.unit.test_table_machine import key_for
+from tests.unit.table_machine_support import key_for
 
 PARTITIONS = {"A": 0, "B": 1, "C": 0}  # table -> partition (all three topics)
 

@@ -9,7 +9,7 @@ from shared.events.inputs import ScanCard, VoidRound
 from shared.events.table import RoundCompleted, seal
 from shared.profile import load_profile
 from shared.rounds import evaluate_round
-from tests.unit.test_table_machine import Table
+from tests.unit.table_machine_support import Table
 
 
 def _follow(events, view=None):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from services.dealer_event.admission import AdmissionPolicy
 from services.dealer_event.state import TableState, fold_into
-from services.dealer_event.table_machine import MachineConfig, step, tick
-from services.infra.clock import ManualClock
-from services.infra.table_keys import table_key
+from services.dealer_event.table_machine import MachineConfig, tick
 from services.table_simulator.inputs import InputFactory
 from shared.cards import parse_card, parse_cards
 from shared.events.chain import verify_chain
@@ -25,62 +25,7 @@ from shared.events.inputs import (
 )
 from shared.profile import load_profile
 from shared.rounds import evaluate_round
-
-SECRET = "unit-secret"
-
-
-def key_for(table_id: str, role: str) -> bytes:
-    return table_key(SECRET, table_id, role)
-
-
-class Table:
-    """A table driven through the machine, keeping every event it emitted."""
-
-    def __init__(self, table_id: str = "T1") -> None:
-        self.clock = ManualClock()
-        self.config = MachineConfig(AdmissionPolicy(key_for), betting_window_override=None)
-        self.state = TableState(table_id)
-        self.events = []
-        self.make = InputFactory(table_id, key_for, self.clock.now, run_tag="u")
-
-    def send(self, inp):
-        outcome = step(self.state, inp, self.clock.now(), self.config)
-        self.state = outcome.state
-        self.events.extend(outcome.events)
-        return outcome
-
-    def ok(self, command_type, **fields):
-        outcome = self.send(self.make.make(command_type, **fields))
-        assert outcome.refusal is None, outcome.refusal
-        return outcome.events
-
-    def refused(self, command_type, **fields) -> str:
-        outcome = self.send(self.make.make(command_type, **fields))
-        assert outcome.refusal is not None and not outcome.events
-        return outcome.refusal.code
-
-    def close(self, round_id: str):
-        """A supervisor closes betting early, with a reason (a device may not, seed 002)."""
-        return self.ok(CloseBetting, round_id=round_id, role="supervisor",
-                       reason_text="unit test: close before the timer")
-
-    def shoe(self, profile: str, shoe_id: str = "S1") -> None:
-        self.ok(NewShoe, shoe_id=shoe_id, profile=profile)
-
-    def round(self, round_id: str, cards: str, burns: int = 0, close: bool = True):
-        for _ in range(burns):
-            self.ok(Burn)
-        self.ok(OpenRound, round_id=round_id, dealer="Ayu")
-        if close:
-            self.close(round_id)
-        out = []
-        for card in parse_cards(cards):
-            out += self.ok(ScanCard, round_id=round_id, card=card)
-        return out
-
-
-def types(events) -> list[str]:
-    return [e.type for e in events]
+from tests.unit.table_machine_support import Table, key_for, types
 
 
 def test_a_baccarat_round_completes_by_the_tableau_and_chains():
@@ -104,37 +49,111 @@ def test_surplus_card_after_completion_is_recorded_not_dealt():
         "surplus_card_recorded"]
 
 
-def test_refusal_codes_of_the_round_lifecycle():
+# --- refusals of the round lifecycle, one rule each ------------------------------------
+
+@pytest.fixture
+def shoe() -> Table:
+    """A baccarat table with its shoe open and no round yet."""
     t = Table()
-    assert t.refused(OpenRound, round_id="R0", dealer="Ayu") == "no_shoe"
-    assert t.refused(NewShoe, shoe_id="S1", profile="no-such") == "unknown_profile"
     t.shoe("sbo-baccarat")
-    assert t.refused(NewShoe, shoe_id="S2", profile="sbo-baccarat") == "shoe_already_open"
-    assert t.refused(ShoeFirstCard, card=parse_card("5H")) == "start_burn_not_expected"
-    assert t.refused(CloseBetting, round_id="nope") == "round_not_found"
-    t.ok(OpenRound, round_id="R1", dealer="Ayu")
-    assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "round_in_progress"
-    assert t.refused(EndShoe) == "round_in_progress"
-    assert t.refused(ScanCard, round_id="R1", card=parse_card("5H")) == "betting_still_open"
-    t.close("R1")
-    assert t.refused(CloseBetting, round_id="R1") == "betting_already_closed"
-    t.ok(ScanCard, round_id="R1", card=parse_card("5H"))
-    assert t.refused(Burn) == "burn_during_deal"
-    for card in parse_cards("2H,KD,5C"):  # 5+K=5 vs 2+5=7: player draws
-        t.ok(ScanCard, round_id="R1", card=card)
-    t.ok(ScanCard, round_id="R1", card=parse_card("KS"))
-    assert t.state.round.phase in ("dealing", "complete")
-    while t.state.round.phase != "complete":
-        t.ok(ScanCard, round_id="R1", card=parse_card("KC"))
-    assert t.refused(VoidRound, round_id="R1", reason_code="misdeal",
-                     reason_text="late") == "void_after_completion"
-    assert t.refused(OpenRound, round_id="R1", dealer="Ayu") == "round_id_reused"
-    t.ok(OpenRound, round_id="R2", dealer="Ayu")
-    t.ok(VoidRound, round_id="R2", reason_code="card_dropped", reason_text="card on floor")
-    assert t.refused(VoidRound, round_id="R2", reason_code="misdeal",
-                     reason_text="again") == "round_already_voided"
-    assert t.refused(ScanCard, round_id="R2", card=parse_card("4H")) == "round_not_in_progress"
-    assert verify_chain(t.events) == []
+    return t
+
+
+@pytest.fixture
+def betting(shoe) -> Table:
+    """Round R1 open for bets."""
+    shoe.ok(OpenRound, round_id="R1", dealer="Ayu")
+    return shoe
+
+
+@pytest.fixture
+def completed(shoe) -> Table:
+    """Round R1 dealt to completion (a player natural, four cards)."""
+    shoe.round("R1", "9S,2H,KD,5C")
+    assert shoe.state.round.phase == "complete"
+    return shoe
+
+
+@pytest.fixture
+def voided(completed) -> Table:
+    """Round R2 opened after R1 and voided."""
+    completed.ok(OpenRound, round_id="R2", dealer="Ayu")
+    completed.ok(VoidRound, round_id="R2", reason_code="card_dropped",
+                 reason_text="card on floor")
+    return completed
+
+
+def test_no_round_opens_before_a_shoe():
+    assert Table().refused(OpenRound, round_id="R0", dealer="Ayu") == "no_shoe"
+
+
+def test_a_shoe_of_an_unknown_profile_is_refused():
+    t = Table()
+    assert t.refused(NewShoe, shoe_id="S1", profile="no-such") == "unknown_profile"
+    assert t.state.shoe is None
+
+
+def test_a_second_shoe_is_refused_while_one_is_open(shoe):
+    assert shoe.refused(NewShoe, shoe_id="S2", profile="sbo-baccarat") == "shoe_already_open"
+
+
+def test_a_start_burn_is_refused_where_the_profile_has_none(shoe):
+    assert shoe.refused(ShoeFirstCard, card=parse_card("5H")) == "start_burn_not_expected"
+
+
+def test_closing_an_unknown_round_is_refused(shoe):
+    assert shoe.refused(CloseBetting, round_id="nope") == "round_not_found"
+
+
+def test_no_second_round_opens_while_one_is_in_progress(betting):
+    assert betting.refused(OpenRound, round_id="R2", dealer="Ayu") == "round_in_progress"
+
+
+def test_the_shoe_does_not_end_while_a_round_is_in_progress(betting):
+    assert betting.refused(EndShoe) == "round_in_progress"
+
+
+def test_no_card_is_dealt_while_betting_is_open(betting):
+    assert betting.refused(ScanCard, round_id="R1", card=parse_card("5H")) \
+        == "betting_still_open"
+
+
+def test_betting_closes_once(betting):
+    betting.close("R1")
+    assert betting.refused(CloseBetting, round_id="R1") == "betting_already_closed"
+
+
+def test_no_burn_once_the_deal_started(betting):
+    betting.close("R1")
+    betting.ok(ScanCard, round_id="R1", card=parse_card("5H"))
+    assert betting.refused(Burn) == "burn_during_deal"
+
+
+def test_a_completed_round_cannot_be_voided(completed):
+    assert completed.refused(VoidRound, round_id="R1", reason_code="misdeal",
+                             reason_text="late") == "void_after_completion"
+
+
+def test_a_round_id_is_never_reused(completed):
+    assert completed.refused(OpenRound, round_id="R1", dealer="Ayu") == "round_id_reused"
+
+
+def test_a_round_is_voided_once(voided):
+    assert voided.refused(VoidRound, round_id="R2", reason_code="misdeal",
+                          reason_text="again") == "round_already_voided"
+
+
+def test_no_card_is_dealt_into_a_voided_round(voided):
+    assert voided.refused(ScanCard, round_id="R2", card=parse_card("4H")) \
+        == "round_not_in_progress"
+
+
+def test_a_refusal_takes_no_place_in_the_chain(completed):
+    before = len(completed.events)
+    completed.refused(OpenRound, round_id="R1", dealer="Ayu")
+    completed.ok(OpenRound, round_id="R2", dealer="Ayu")
+    assert [e.seq for e in completed.events] == list(range(1, before + 2))
+    assert verify_chain(completed.events) == []
 
 
 def test_signatures_roles_and_time_windows():

@@ -32,7 +32,7 @@ from shared.events.inputs import (
 )
 from shared.events.table import BettingClosed, RoundAnnulled, parse_table_event
 from shared.profile import ProfileError, load_profile, parse_profile
-from tests.unit.test_table_machine import Table, types
+from tests.unit.table_machine_support import Table, types
 
 TF_ROUND = "JS,QS,KS,AH,2H,3H,4H,5H,6H,7H,8H,9H"  # 12 cards, fixed deal
 
