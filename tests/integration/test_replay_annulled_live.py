@@ -12,7 +12,7 @@ import pytest
 
 from services.infra import topic_admin
 from shared.topics import topic_catalogue
-from tests.integration.test_replay_live import _args, _produce, croupier
+from tests.integration.replay_support import croupier, produce_rounds, replay_args
 from tests.round_builder import RecordedRound
 
 pytestmark = pytest.mark.kafka
@@ -28,14 +28,14 @@ def annulled(kafka_bootstrap):
                         bets=((f"b1-{run}", f"alice-{run}", "banker", 1_000),
                               (f"b2-{run}", f"bob-{run}", "player", 500)))
     rec.annul(after=timedelta(minutes=3))  # past the 2 minutes a replay reads by default
-    _produce(kafka_bootstrap, [rec])
+    produce_rounds(kafka_bootstrap, [rec])
     return rec
 
 
 def test_issue12_item8_an_annulled_round_replays_with_settlement_reversal_and_refund(
         kafka_bootstrap, annulled):
-    done = croupier(kafka_bootstrap, *_args(annulled, "--annulled-within", "10",
-                                            "--format", "json"))
+    done = croupier(kafka_bootstrap, *replay_args(annulled, "--annulled-within", "10",
+                                                  "--format", "json"))
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["verdict"] == "MATCH" and report["status"] == "annulled"
@@ -44,13 +44,13 @@ def test_issue12_item8_an_annulled_round_replays_with_settlement_reversal_and_re
     assert [(b["returned"], b["reversed"], b["refund"]) for b in report["bets"]] == [
         (1_950, 1_950, 1_000), (0, 0, 500)]
     assert report["profile_version"] == 1 and report["profile_digest"]
-    text = croupier(kafka_bootstrap, *_args(annulled, "--annulled-within", "10"))
+    text = croupier(kafka_bootstrap, *replay_args(annulled, "--annulled-within", "10"))
     assert "ANNULLED after completion by Sari" in text.stdout
     assert "payout_reversal 1950" in text.stdout
 
 
 def test_issue12_item8_without_looking_further_the_round_reads_as_it_completed(
         kafka_bootstrap, annulled):
-    done = croupier(kafka_bootstrap, *_args(annulled, "--format", "json"))
+    done = croupier(kafka_bootstrap, *replay_args(annulled, "--format", "json"))
     report = json.loads(done.stdout)
     assert report["status"] == "complete" and report["annul_reason"] is None

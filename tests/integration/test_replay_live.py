@@ -10,33 +10,20 @@ import sys
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import httpx
 import pytest
-from kafka import KafkaProducer
 
 from services.infra import topic_admin
 from services.infra.auth import Authenticator
-from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.ops_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from services.infra.settings import Settings
 from shared.topics import topic_catalogue
 from tests.conftest import free_port
+from tests.integration.replay_support import ROOT, croupier, produce_rounds, replay_args
 from tests.round_builder import RecordedRound
 
 pytestmark = pytest.mark.kafka
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _produce(bootstrap: str, rounds: list[RecordedRound]) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, **kafka_python_options(ADMIN))
-    for rec in rounds:
-        for topic, key, value, at in rec.records():
-            producer.send(topic, key=key.encode(), value=value,
-                          timestamp_ms=int(at.timestamp() * 1000))
-    producer.flush()
-    producer.close()
 
 
 @pytest.fixture(scope="module")
@@ -56,23 +43,12 @@ def recorded(platform_kafka):
                            bets=((f"b1-{run}", f"alice-{run}", "banker", 1_000),
                                  (f"b2-{run}", f"alice-{run}", "player", 500),
                                  (f"b3-{run}", f"bob-{run}", "fortune_six", 100)))
-    _produce(platform_kafka, [*others[:3], target, *others[3:]])
+    produce_rounds(platform_kafka, [*others[:3], target, *others[3:]])
     return target
 
 
-def croupier(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap}
-    return subprocess.run([sys.executable, "-m", "services.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=ROOT, timeout=120)
-
-
-def _args(rec: RecordedRound, *extra: str) -> list[str]:
-    return ["replay", "--table", rec.table_id, "--round", rec.round_id,
-            "--at", rec.t0.isoformat(), *extra]
-
-
 def test_text_report_matches(platform_kafka, recorded):
-    done = croupier(platform_kafka, *_args(recorded))
+    done = croupier(platform_kafka, *replay_args(recorded))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "VERDICT: MATCH" in done.stdout and "intact" in done.stdout
     assert "A♠" in done.stdout and "dealer Ana" in done.stdout
@@ -80,7 +56,7 @@ def test_text_report_matches(platform_kafka, recorded):
 
 def test_json_report_matches_and_lists_the_players_money(platform_kafka, recorded):
     player = f"alice-{recorded.table_id[1:]}"
-    done = croupier(platform_kafka, *_args(recorded, "--player", player, "--format", "json"))
+    done = croupier(platform_kafka, *replay_args(recorded, "--player", player, "--format", "json"))
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
     assert report["verdict"] == "MATCH" and report["winner"] == "banker"
@@ -90,7 +66,7 @@ def test_json_report_matches_and_lists_the_players_money(platform_kafka, recorde
 
 def test_html_report_is_written_and_self_contained(platform_kafka, recorded, tmp_path):
     out = tmp_path / "round.html"
-    done = croupier(platform_kafka, *_args(recorded, "--format", "html", "--out", str(out)))
+    done = croupier(platform_kafka, *replay_args(recorded, "--format", "html", "--out", str(out)))
     assert done.returncode == 0 and "MATCH" in done.stdout
     page = out.read_text()
     assert "<svg" in page and "MATCH" in page and "src=" not in page and "href=" not in page
@@ -109,9 +85,9 @@ def test_complaints_missing_fields_and_late_filing(platform_kafka, recorded):
     assert "player id, played at, dealer" in incomplete.stderr
     late = (recorded.t0 + timedelta(hours=25)).isoformat()
     complaint = ["--player", f"bob-{recorded.table_id[1:]}", "--dealer", "Ana", "--complaint-at", late]
-    refused = croupier(platform_kafka, *_args(recorded, *complaint))
+    refused = croupier(platform_kafka, *replay_args(recorded, *complaint))
     assert refused.returncode == 2 and "24-hour" in refused.stderr
-    overridden = croupier(platform_kafka, *_args(recorded, *complaint, "--override", "regulator asked"))
+    overridden = croupier(platform_kafka, *replay_args(recorded, *complaint, "--override", "regulator asked"))
     assert overridden.returncode == 0, overridden.stderr
     assert "overridden by operator: regulator asked" in overridden.stdout
 
@@ -119,7 +95,7 @@ def test_complaints_missing_fields_and_late_filing(platform_kafka, recorded):
 @pytest.mark.skipif(chromium_binary() is None, reason="chromium not installed (make test does)")
 def test_html_report_opens_in_chromium(platform_kafka, recorded, tmp_path):
     page = tmp_path / "round.html"
-    done = croupier(platform_kafka, *_args(recorded, "--format", "html", "--out", str(page)))
+    done = croupier(platform_kafka, *replay_args(recorded, "--format", "html", "--out", str(page)))
     assert done.returncode == 0, done.stderr
     png = tmp_path / "round.png"
     screenshot(page.as_uri(), png, height=1200)

@@ -22,8 +22,8 @@ from shared.ledger import Account, SpotRecord, add_to_spot, spot_total
 from shared.profile import load_profile
 from shared.rounds import evaluate_round
 from shared.simulate import deal_rounds
-from tests.unit.test_bet_intake import NOW, event, kinds, placed
-from tests.unit.test_wallet_handlers import Ledger
+from tests.unit.intake_support import NOW, event, kinds, placed
+from tests.unit.wallet_support import Ledger
 
 MAX = 5_000_000  # sbo-baccarat and sbo-tiger: player, banker
 CLOSES = NOW + timedelta(seconds=30)

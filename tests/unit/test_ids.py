@@ -19,7 +19,7 @@ from shared.events import ids
 from shared.events.bet_events import BetAccepted, BetRejected, RoundManifest, manifest_digest
 from shared.events.inputs import ScanCard
 from shared.events.wallet_events import WalletTransaction, tx_id
-from tests.unit.test_audit import Ledger
+from tests.unit.audit_support import Ledger
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 KINDS = {"bet": ids.BetId, "request": ids.RequestId, "input": ids.InputId,

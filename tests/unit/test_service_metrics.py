@@ -16,8 +16,8 @@ from services.wallet import handlers
 from services.wallet.commands import CreateAccount, Deposit, EndBet, Envelope
 from shared.events.bet_events import BetSettled
 from shared.events.table import RoundVoided
-from tests.unit.test_bet_intake import NOW, event, open_round, placed, result
-from tests.unit.test_wallet_handlers import Ledger, bet
+from tests.unit.intake_support import NOW, event, open_round, placed, result
+from tests.unit.wallet_support import Ledger, bet
 
 
 def value(name: str, **labels) -> float | None:

@@ -17,7 +17,7 @@ from shared.events.bet_events import (
     manifest_digest,
 )
 from shared.events.table import BettingClosed, RoundVoided
-from tests.unit.test_bet_intake import NOW, event, kinds, opened, placed, result
+from tests.unit.intake_support import NOW, event, kinds, opened, placed, result
 
 VOID = dict(reason_code="misdeal", reason_text="x", supervisor="S")
 
