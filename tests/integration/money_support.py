@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import httpx
-from kafka import KafkaProducer
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
 from services.infra import topic_admin
 from services.infra.kafka_security import ADMIN, kafka_python_options
@@ -58,6 +58,7 @@ class Platform:
                "CROUPIER_WALLET_PORT": str(wallet_port),
                "CROUPIER_BET_SETTLEMENT_PORT": str(settlement_port)}
         self.bootstrap = bootstrap
+        self.instance = instance_for(home)
         self.wallet = ServiceProcess("wallet", wallet_port, home / "wallet.log", env)
         self.settlement = ServiceProcess("bet-settlement", settlement_port,
                                          home / "bet-settlement.log", env)
@@ -102,11 +103,66 @@ class Platform:
             return r.status_code == 200 and r.json()["round_id"] == round_id
         wait_for(is_open, f"round {round_id} open in the wallet's view")
 
+    def wait_applied(self, timeout_s: float = 60.0) -> None:
+        """Return once bet-settlement and the wallet have applied every record on the topics
+        they consume: each group has committed up to the end of each partition (a batch's
+        offsets are committed only after it was applied and what it wrote acknowledged), and
+        no end moved meanwhile, so what those records led to (a forwarded ending, a command)
+        is applied too. A check made after this cannot pass because a consumer lagged."""
+        groups = consumed_topics(self.instance)
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, **kafka_python_options(ADMIN))
+        ends_reader = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
+                                    **kafka_python_options(ADMIN))
+        topics = [topic for names in groups.values() for topic in names]
+        deadline = time.monotonic() + timeout_s
+        try:
+            ends = end_offsets(ends_reader, topics)
+            while True:
+                wait_for(lambda ends=ends: not behind(admin, groups, ends),
+                         "bet-settlement and the wallet to apply every record",
+                         max(0.0, deadline - time.monotonic()))
+                now = end_offsets(ends_reader, topics)
+                if now == ends:
+                    return
+                ends = now  # what was applied wrote more: apply that too
+        finally:
+            ends_reader.close()
+            admin.close()
+
     def stop(self) -> None:
         self.producer.close()
         self.http.close()
         for service in (self.wallet, self.settlement):
             service.stop()
+
+
+def consumed_topics(instance: str) -> dict[str, tuple[str, ...]]:
+    """The consumer group of each money service and the topics its agents read."""
+    return {f"{instance}-bet-settlement": ("bets.placed", "table.events", "round.results"),
+            f"{instance}-wallet": ("bets.decisions", "bets.settled",
+                                   f"{instance}-wallet-commands")}
+
+
+def end_offsets(consumer: KafkaConsumer, topics: list[str]) -> dict[TopicPartition, int]:
+    tps = []
+    for topic in topics:
+        partitions = consumer.partitions_for_topic(topic)
+        assert partitions, f"topic {topic} does not exist"
+        tps += [TopicPartition(topic, p) for p in sorted(partitions)]
+    return consumer.end_offsets(tps)
+
+
+def behind(admin: KafkaAdminClient, groups: dict[str, tuple[str, ...]],
+           ends: dict[TopicPartition, int]) -> list[str]:
+    """Each partition a group has not committed up to `ends` yet (no commit counts as 0)."""
+    late = []
+    for group, topics in groups.items():
+        committed = {tp: meta.offset for tp, meta in
+                     admin.list_group_offsets(group).get(group, {}).items()}
+        for tp, end in ends.items():
+            if tp.topic in topics and max(committed.get(tp, 0), 0) < end:
+                late.append(f"{group} {tp.topic}[{tp.partition}] {committed.get(tp)} < {end}")
+    return late
 
 
 @contextmanager

@@ -282,13 +282,19 @@ def test_redelivery_moves_no_money(platform, bac):
     wait_for(lambda: all_ended(platform), "every bet ended")
     before = {p: platform.balance(p) for p in platform.tokens}
     tx_count = len(ledger(platform.bootstrap))
+    redelivered = Counter()
     for name in ("bets.decisions", "bets.settled", "bets.placed", "round.results"):
         for record in read_topic(platform.bootstrap, name):
             if record.get("table_id", "").endswith(RUN):
                 platform.producer.send(name, key=record["table_id"].encode(),
                                        value=json.dumps(record).encode())
+                redelivered[name] += 1
     platform.producer.flush()
-    time.sleep(5)
+    assert all(redelivered[name] for name in ("bets.decisions", "bets.settled", "bets.placed",
+                                              "round.results")), redelivered
+    # not a fixed sleep: both services have provably applied every redelivered record (and
+    # whatever they re-published) before "nothing changed" is asserted
+    platform.wait_applied()
     assert {p: platform.balance(p) for p in platform.tokens} == before
     assert len(ledger(platform.bootstrap)) == tx_count
     check_invariants(platform)
