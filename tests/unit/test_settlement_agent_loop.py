@@ -1,0 +1,162 @@
+"""bet-settlement's agent without a broker (issue 13, item 6): the real batch code
+(`settle_batch`, `apply_batch`, `step`) and the agent's own body over `run_batches`, with
+its Faust tables as dicts and the producer as a test double
+(tests/unit/agent_loop_support.py). The round is the one tests/round_builder.py records as
+the services write it, so what the agent publishes is checked against that.
+
+What a player relies on: every bet of a round is decided and then settled by the rules, in
+the order the records were read, whatever the batches; a record the service cannot read is
+dead-lettered and the round still settles; a redelivered batch moves nothing twice."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+from datetime import timedelta
+
+import pytest
+
+from services.bet_settlement import app as settlement
+from services.infra.clock import ManualClock
+from shared.events.bet_events import BetPlaced
+from shared.events.dead_letters import DeadLetter
+from shared.events.wallet_events import tx_id
+from tests.round_builder import RecordedRound
+from tests.unit.agent_loop_support import Broker, Event, run_agent
+
+TABLES = ("rounds", "pending_rounds", "table_chains")
+# stakes within sbo-baccarat's limits; round_builder's cards (banker 6 on two cards): alice
+# wins her banker bet and loses her player bet, bob's fortune six wins
+BETS = (("b1", "alice", "banker", 1_000), ("b2", "alice", "player", 2_000),
+        ("b3", "bob", "fortune_six", 1_000))
+
+
+@pytest.fixture
+def rec() -> RecordedRound:
+    return RecordedRound(bets=BETS)
+
+
+@pytest.fixture
+def tables(monkeypatch, rec) -> dict[str, dict]:
+    """The agent's tables as dicts (one partition's store of a running worker)."""
+    stores = {name: {} for name in TABLES}
+    for name, store in stores.items():
+        monkeypatch.setattr(settlement, name, store)
+    monkeypatch.setattr(settlement, "clock", ManualClock(rec.t0 + timedelta(minutes=1)))
+    return stores
+
+
+@pytest.fixture
+def broker(monkeypatch) -> Broker:
+    fake = Broker()
+    monkeypatch.setattr(settlement, "publish_all", fake.publish_all)
+    return fake
+
+
+def placed(rec: RecordedRound, bet_id: str, player: str, bet: str, stake: int) -> BetPlaced:
+    return BetPlaced(bet_id=bet_id, player_id=player, table_id=rec.table_id,
+                     round_id=rec.round_id, bet=bet, stake=stake, currency="IDR",
+                     debit_tx_id=tx_id("stake_debit", bet_id),
+                     placed_at=rec.t0 + timedelta(seconds=1))
+
+
+def round_records(rec: RecordedRound, poison: bytes | None = None) -> list[Event]:
+    """The round's records in the order the agent reads them: the shoe and the round open on
+    table.events, the bets on bets.placed (`poison` among them if given), the close, the
+    deal, and the result on round.results. Each topic's offsets count from 0."""
+    opened, dealt = rec.events[:2], rec.events[2:]
+    ordered = [("table.events", e.model_dump_json().encode()) for e in opened]
+    bets = [("bets.placed", placed(rec, *b).model_dump_json().encode()) for b in rec.bets]
+    if poison is not None:
+        bets.insert(1, ("bets.placed", poison))
+    ordered += bets
+    ordered += [("table.events", e.model_dump_json().encode()) for e in dealt]
+    ordered.append(("round.results", rec.result.model_dump_json().encode()))
+    offsets: dict[str, int] = {}
+    events = []
+    for topic, value in ordered:
+        offsets[topic] = offsets.get(topic, -1) + 1
+        events.append(Event(topic, offsets[topic], rec.table_id.encode(), value))
+    return events
+
+
+def settle(events: list[Event]) -> None:
+    asyncio.run(settlement.settle_batch(events))
+
+
+def decisions(broker: Broker) -> list[dict]:
+    return [json.loads(v) for t, _, v in broker.published if t in ("bets.decisions",
+                                                                   "bets.settled")]
+
+
+def expected(rec: RecordedRound) -> list[tuple]:
+    """What round_builder says bet-settlement writes for the round, in order."""
+    out = [("bet_accepted", d.bet_id, None, None) for d in rec.decisions
+           if d.type == "bet_accepted"]
+    manifest = next(d for d in rec.decisions if d.type == "round_manifest")
+    out.append(("round_manifest", manifest.digest, manifest.bet_count, manifest.total_stake))
+    out += [("bet_settled", s.bet_id, s.outcome, s.returned) for s in rec.settlements]
+    return out
+
+
+def summary(records: list[dict]) -> list[tuple]:
+    return [("round_manifest", r["digest"], r["bet_count"], r["total_stake"])
+            if r["type"] == "round_manifest" else
+            (r["type"], r["bet_id"], r.get("outcome"), r.get("returned")) for r in records]
+
+
+def test_a_round_read_in_one_batch_is_decided_then_settled_by_the_rules(rec, tables, broker):
+    settle(round_records(rec))
+    assert summary(decisions(broker)) == expected(rec)
+    assert [o for _, _, o, _ in expected(rec)[-3:]] == ["win", "lose", "win"]  # not vacuous
+    assert broker.kinds() == ["publish"]  # everything a batch decided, sent together
+    assert {t for t, _, _ in broker.published} == {"bets.decisions", "bets.settled"}
+
+
+def test_the_same_records_in_batches_of_any_size_settle_the_same(rec, tables, broker):
+    records = round_records(rec)
+    for size in (1, 3):
+        for name in TABLES:
+            tables[name].clear()
+        broker.steps.clear()
+        for start in range(0, len(records), size):
+            settle(records[start:start + size])
+        assert summary(decisions(broker)) == expected(rec), size
+
+
+def test_a_poison_record_is_dead_lettered_and_the_round_still_settles(rec, tables, broker):
+    settle(round_records(rec, poison=b'{"type": "bet_placed", "stake": "lots"'))
+    assert summary(decisions(broker)) == expected(rec)
+    (letter,) = [DeadLetter.model_validate_json(v) for t, _, v in broker.published
+                 if t == "dead.letters"]
+    assert (letter.service, letter.topic, letter.offset) == ("bet-settlement", "bets.placed", 1)
+    in_order = broker.topics()
+    assert in_order.index("dead.letters") == 1  # in its place: after b1's decision, before b2's
+
+
+def test_a_redelivered_batch_publishes_the_same_decisions_and_changes_no_state(rec, tables,
+                                                                               broker):
+    records = round_records(rec)
+    settle(records)
+    first, state = decisions(broker), copy.deepcopy(tables)
+    broker.steps.clear()
+    settle(records)  # a crash before the offsets were committed: read again
+    assert summary(decisions(broker)) == summary(first)
+    assert [r.get("settlement_id") for r in decisions(broker)] == [
+        r.get("settlement_id") for r in first]  # same ids: the wallet pays once
+    assert tables == state
+
+
+def test_the_agent_acks_each_record_only_after_its_outputs_are_published_and_flushed(
+        monkeypatch, rec, tables, broker):
+    records = round_records(rec)
+    run_agent(monkeypatch, settlement.settlement_agent, settlement.app.conf.id, broker, records)
+    assert summary(decisions(broker)) == expected(rec)
+    acks = [(step[1], step[2]) for step in broker.steps if step[0] == "ack"]
+    assert acks == [(e.message.topic, e.message.offset) for e in records]
+    result_ack = broker.steps.index(("ack", "round.results", 0))
+    last_settled = max(i for i, step in enumerate(broker.steps) if step[0] == "publish"
+                       and any(t == "bets.settled" for t, _, _ in step[1]))
+    assert last_settled < result_ack
+    assert ("flush",) in broker.steps[last_settled:result_ack]
