@@ -148,3 +148,27 @@ def test_the_readme_layout_names_every_top_level_folder_and_the_folders_under_it
                  for top in TOP if top != "schemas" for name in _folders(top)
                  if not re.search(rf"(?<![\w-]){re.escape(name)}\b", block)]
     assert not problems, "\n".join(problems)
+
+
+def _code(path: Path) -> list[tuple[int, str]]:
+    """(line number, code) for each inline code span and each line of a fenced block."""
+    found, fenced = [], False
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif fenced:
+            found.append((number, line))
+        else:
+            found += [(number, span) for span in re.findall(r"`([^`]+)`", line)]
+    return found
+
+
+def test_every_make_target_a_doc_names_exists():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    targets = set(re.findall(r"^([\w-]+)\s*:", makefile, re.MULTILINE))
+    assert {"demo", "test"} <= targets
+    problems = [f"{doc.relative_to(ROOT)}:{number}: make {target} is not a Makefile target"
+                for doc in doc_files() for number, code in _code(doc)
+                for target in re.findall(r"(?<![\w-])make ([a-z][\w-]*)", code)
+                if target not in targets]
+    assert not problems, "\n".join(problems)
