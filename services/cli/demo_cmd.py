@@ -43,6 +43,7 @@ def demo(
     """Run the platform with simulated tables and players; end with a verified summary."""
     from rich.console import Console
 
+    from services.demo.render import print_copyable
     from services.demo.session import DemoConfig
     from services.demo.stack import Stack, ensure_kafka
 
@@ -66,19 +67,19 @@ def demo(
         for name, proc in stack.processes.items():
             console.print(f"  {name:<16} pid {proc.proc.pid:<7} {proc.base_url}")
         summary = _play_and_summarise(console, settings, config, stack, bootstrap)
-    console.print("services stopped; Kafka keeps running for replay and rebuild "
-                  "(`make kafka-down` stops it)")
+    console.print("services stopped; Kafka keeps running for replay and rebuild; to stop it:")
+    print_copyable(console, "  make kafka-down")
     if summary_json:
         from services.demo.summary import summary_json as as_json
         summary_json.write_text(json.dumps(as_json(summary), indent=2))
-        console.print(f"summary written to {summary_json}")
+        print_copyable(console, f"summary written to {summary_json}")
     raise typer.Exit(0 if summary.invariants_ok else 1)
 
 
 def _play_and_summarise(console, settings, config, stack, bootstrap):
     from rich.live import Live
 
-    from services.demo.render import progress_table, render_summary
+    from services.demo.render import print_summary, progress_table
     from services.demo.session import play
     from services.demo.summary import summarise, wait_until_settled
     from services.operator.rebuild import rebuild
@@ -101,7 +102,7 @@ def _play_and_summarise(console, settings, config, stack, bootstrap):
     urls.update({"wallet API": f"{wallet}/openapi.json",
                  "dealer-event API": f"{stack.url('dealer-event')}/tables/{{table_id}}"})
     summary = summarise(run, platform, mine, urls, rebuild_differences=len(rebuilt.differences))
-    console.print(render_summary(summary))
+    print_summary(console, summary)
     for line in rebuilt.differences[:20]:
         console.print(f"  rebuild difference: {line}")
     return summary

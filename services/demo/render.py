@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rich.console import Group
+from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
@@ -34,6 +34,7 @@ def progress_table(config: DemoConfig, tables: dict[str, SimSummary], answers: C
 
 
 def render_summary(summary: DemoSummary) -> Group:
+    """The summary's tables: counts and money, realised against exact RTP, invariants."""
     head = Table.grid(padding=(0, 2))
     head.add_column(style="bold")
     head.add_column(justify="right")
@@ -65,17 +66,26 @@ def render_summary(summary: DemoSummary) -> Group:
         checks.add_row(c.name, str(c.checked), "[green]OK[/]" if c.ok else
                        f"[red]BREACH[/] {'; '.join(c.problems[:3])}")
 
-    where = Table.grid(padding=(0, 2))
-    where.add_column(style="bold")
-    where.add_column()
+    return Group(head, rtp, checks)
+
+
+def print_copyable(console: Console, text: str, style: str | None = None) -> None:
+    """Print a line a person copies (a command, an address) whole, on one line, whatever
+    the console's width: piped or logged, rich assumes 80 columns and would cut or fold it."""
+    console.print(Text(text, style=style or ""), soft_wrap=True)
+
+
+def print_summary(console: Console, summary: DemoSummary) -> None:
+    """The summary: tables that may wrap at a narrow width, then where to look and the
+    replay command, each printed whole (`print_copyable`), then the verdict."""
+    console.print(render_summary(summary))
+    console.print(Text("Where to look", style="bold"))
+    width = max((len(name) for name in summary.urls), default=0)
     for name, url in summary.urls.items():
-        where.add_row(name, url)
-    parts = [head, rtp, checks, Text("Where to look", style="bold"), where]
+        print_copyable(console, f"{name:<{width}}  {url}")
     if summary.sample_round:
-        parts += [Text(f"A real round to replay ({summary.sample_round.table_id} / "
-                       f"{summary.sample_round.round_id}):", style="bold"),
-                  Text(f"  {summary.sample_round.replay_command}", no_wrap=True,
-                       overflow="ignore")]
+        console.print(Text(f"A real round to replay ({summary.sample_round.table_id} / "
+                           f"{summary.sample_round.round_id}):", style="bold"))
+        print_copyable(console, f"  {summary.sample_round.replay_command}")
     verdict = "ALL INVARIANTS HOLD" if summary.invariants_ok else "INVARIANT BREACH"
-    parts.append(Text(verdict, style="bold green" if summary.invariants_ok else "bold red"))
-    return Group(*parts)
+    console.print(Text(verdict, style="bold green" if summary.invariants_ok else "bold red"))

@@ -16,7 +16,7 @@ def test_croupier_demo_runs_to_its_summary(platform_kafka, tmp_path):
     settings = _settings(platform_kafka, tmp_path / "home")
     out = tmp_path / "summary.json"
     done = croupier(settings, "demo", "--rounds", "2", "--players", "10", "--betting-pause",
-                    "1.5", "--summary-json", str(out))
+                    "1.5", "--summary-json", str(out), columns=80)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     summary = json.loads(out.read_text())
     assert summary["invariants_ok"] is True and summary["rounds"] >= 6
@@ -25,3 +25,6 @@ def test_croupier_demo_runs_to_its_summary(platform_kafka, tmp_path):
     assert summary["sample_round"]["table_id"] and summary["sample_round"]["round_id"]
     assert "ALL INVARIANTS HOLD" in done.stdout and "croupier replay --table" in done.stdout
     assert "services stopped" in done.stdout
+    # piped at 80 columns (as `make demo | tee` is): the command is still whole (issue 13)
+    command = summary["sample_round"]["replay_command"]
+    assert f"  {command}" in done.stdout.splitlines(), done.stdout[-3000:]

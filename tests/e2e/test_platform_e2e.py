@@ -44,8 +44,8 @@ def _settings(platform_kafka: str, home: Path) -> Settings:
                     betting_window_seconds=10)  # the timer: room for 600 bets a round
 
 
-def croupier(settings: Settings, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, **service_env(settings), "COLUMNS": "200"}
+def croupier(settings: Settings, *args: str, columns: int = 200) -> subprocess.CompletedProcess:
+    env = {**os.environ, **service_env(settings), "COLUMNS": str(columns)}
     return subprocess.run([sys.executable, "-m", "services.cli", *args], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=600)
 
