@@ -120,6 +120,7 @@ def _print(report: dict, result: BaccaratResult | TripleFaceResult) -> None:
     hands = Table(title=f"{report['profile']}", title_justify="left")
     hands.add_column("hand")
     hands.add_column("cards")
+    winner: str
     if isinstance(result, BaccaratResult):
         hands.add_column("points", justify="right")
         hands.add_column("facts")

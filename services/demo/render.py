@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -70,7 +70,7 @@ def render_summary(summary: DemoSummary) -> Group:
     where.add_column()
     for name, url in summary.urls.items():
         where.add_row(name, url)
-    parts = [head, rtp, checks, Text("Where to look", style="bold"), where]
+    parts: list[RenderableType] = [head, rtp, checks, Text("Where to look", style="bold"), where]
     if summary.sample_round:
         parts += [Text(f"A real round to replay ({summary.sample_round.table_id} / "
                        f"{summary.sample_round.round_id}):", style="bold"),
