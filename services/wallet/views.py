@@ -17,6 +17,7 @@ import uuid
 
 import faust
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from services.infra import routing
 from services.infra.auth import Authenticator, AuthError
@@ -65,7 +66,7 @@ async def parse(request, model: type[BaseModel]) -> BaseModel:
         raise Problem(422, code, fields) from exc
 
 
-def _bad_id(error: dict) -> bool:
+def _bad_id(error: ErrorDetails) -> bool:
     """An id field (`player_id`, `bet_id`, ...) that is a string but not an id
     (`shared.events.ids`: `..`, `a/b`, whitespace, control characters, too long)."""
     return (bool(error["loc"]) and str(error["loc"][-1]).endswith("_id")
