@@ -14,6 +14,7 @@ import asyncio
 import json
 import logging
 import uuid
+from typing import TypeVar
 
 import faust
 from pydantic import BaseModel, ValidationError
@@ -42,13 +43,16 @@ REPLY_TIMEOUT_S = 15.0
 MAX_PAGE = 500
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
 class Problem(Exception):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
         self.answer = Answer.error(status, code, message)
 
 
-async def parse(request, model: type[BaseModel]) -> BaseModel:
+async def parse(request, model: type[_Model]) -> _Model:
     raw = await request.read()
     try:
         json.loads(raw or b"null")
