@@ -123,14 +123,10 @@ def step(state: TableState, inp: InputBase, now: datetime, config: MachineConfig
 def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfig) -> Outcome:
     if inp.table_id != state.table_id:
         raise ValueError(f"input for table {inp.table_id} handed to table {state.table_id}")
-    refusal = authenticate(inp, config.admission)
-    if refusal is None and state.corrupt:
-        refusal = Refusal("chain_corrupt", f"table {state.table_id} is out of play: its log "
-                                           f"does not continue its hash chain ({state.corrupt})")
-    if refusal is None:
-        refusal = _already_decided(state, inp) or check_freshness(inp, now, config.admission)
-    if refusal is not None:
-        return Outcome(state, (), refusal)
+    try:
+        _admit(state, inp, now, config.admission)
+    except Refused as refused_by:  # refused before the rules are consulted: state untouched
+        return Outcome(state, (), refused_by.refusal)
     em = _Emitter(state.copy(), now, inp.input_id)
     try:
         _table_open(state, inp)
@@ -142,15 +138,24 @@ def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfi
     return Outcome(em.state, tuple(em.events))
 
 
-def _already_decided(state: TableState, inp: InputBase) -> Refusal | None:
+def _admit(state: TableState, inp: InputBase, now: datetime, policy: AdmissionPolicy) -> None:
+    """Authentic, its table's chain intact, not decided before, and timely; or Refused."""
+    authenticate(inp, policy)
+    if state.corrupt:
+        raise Refused("chain_corrupt", f"table {state.table_id} is out of play: its log "
+                                       f"does not continue its hash chain ({state.corrupt})")
+    _not_decided_before(state, inp)
+    check_freshness(inp, now, policy)
+
+
+def _not_decided_before(state: TableState, inp: InputBase) -> None:
     if inp.input_id in state.applied_inputs:
-        return Refusal("duplicate_input", f"input {inp.input_id} was already applied; "
-                                          "it is not applied twice")
+        raise Refused("duplicate_input", f"input {inp.input_id} was already applied; "
+                                         "it is not applied twice")
     earlier = state.refused_inputs.get(inp.input_id)
     if earlier is not None:
-        return Refusal("duplicate_input", f"input {inp.input_id} was already refused "
-                                          f"({earlier}); send a new input id to try again")
-    return None
+        raise Refused("duplicate_input", f"input {inp.input_id} was already refused "
+                                         f"({earlier}); send a new input id to try again")
 
 
 # --- shoe commands ---------------------------------------------------------------------
