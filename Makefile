@@ -79,7 +79,7 @@ bench-e2e: venv
 
 clean:
 	-[ -x $(CROUPIER) ] && $(CROUPIER) kafka down
-	rm -rf var .pytest_cache .ruff_cache .hypothesis $(VENV)
+	rm -rf var .pytest_cache .ruff_cache .mypy_cache .hypothesis $(VENV)
 
 # ---- operations: Prometheus / Grafana tooling (deploy/prometheus, deploy/grafana) ----
 # promtool + prometheus (rule checks, live Prometheus) and chromium (graph screenshot)
