@@ -13,7 +13,7 @@ help:
 	@echo "make demo        Kafka, topics, the four services, 3 tables and 50 players, then a"
 	@echo "                 verified summary (DEMO_ARGS='--rounds 5' to shorten)"
 	@echo "make test        the whole suite against a real Kafka broker"
-	@echo "make lint        ruff"
+	@echo "make lint        ruff, then mypy (strict for shared/)"
 	@echo "make bench       benchmarks (ratios against a baseline measured in the same run);"
 	@echo "                 the end-to-end one last (BENCH_E2E_ARGS='--quick' to shorten)"
 	@echo "make bench-e2e   the end-to-end benchmark alone: broker, four services, players, tables"
@@ -58,6 +58,7 @@ test-integration: venv
 
 lint: venv
 	$(VENV)/bin/ruff check shared services tests benchmarks
+	$(VENV)/bin/mypy
 
 schemas: venv
 	$(CROUPIER) schemas
@@ -78,7 +79,7 @@ bench-e2e: venv
 
 clean:
 	-[ -x $(CROUPIER) ] && $(CROUPIER) kafka down
-	rm -rf var .pytest_cache .ruff_cache .hypothesis $(VENV)
+	rm -rf var .pytest_cache .ruff_cache .mypy_cache .hypothesis $(VENV)
 
 # ---- operations: Prometheus / Grafana tooling (deploy/prometheus, deploy/grafana) ----
 # promtool + prometheus (rule checks, live Prometheus) and chromium (graph screenshot)

@@ -12,9 +12,11 @@ import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
+from shared.bets import Position
 from shared.events.bet_events import (
     BetAccepted,
     BetPlaced,
@@ -27,7 +29,7 @@ from shared.events.bet_events import (
 from shared.events.results import RoundResultPublished
 from shared.events.wallet_events import WalletTransaction
 from shared.profile import pin_mismatch, round_profile
-from shared.rtp import exact_rtp
+from shared.rtp import BetReturn, exact_rtp
 from shared.settlement import Bet, settle
 
 AuditRecord = (BetPlaced | BetAccepted | BetRejected | RoundManifest | BetSettled
@@ -78,6 +80,7 @@ class AuditReport(BaseModel):
 
 
 Key = tuple[str, str]  # (player id, bet id or tx id): ids are the player's, as in the wallet
+_Record = TypeVar("_Record", bound=BaseModel)
 
 
 def key_text(key: Key) -> str:
@@ -144,7 +147,7 @@ class Books:
                 part.add(tx)
         return part
 
-    def _keep(self, index: dict, key, record, what: str) -> bool:
+    def _keep(self, index: dict[Key, _Record], key: Key, record: _Record, what: str) -> bool:
         """A redelivered record is identical and counts once; a different one is a conflict.
         True when the record is new."""
         known = index.get(key)
@@ -163,7 +166,7 @@ def bet_key(record: BetPlaced | BetAccepted | BetRejected | BetSettled | Settlem
     return record.player_id, record.bet_id
 
 
-def _facts(record: BaseModel) -> dict:
+def _facts(record: BaseModel) -> dict[str, Any]:
     """A record's content without the times a redelivery may restamp."""
     return record.model_dump(exclude={"occurred_at", "decided_at", "settled_at", "placed_at",
                                       "closed_at", "reversed_at"})
@@ -397,7 +400,7 @@ def _returns(settled: list[BetSettled], books: Books) -> list[BetTypeReturn]:
         if result is not None:
             version = round_profile(result.profile, result.profile_version).version
             groups[(result.profile, version, s.bet)].append(s)
-    exact_cache: dict[tuple[str, int], dict] = {}
+    exact_cache: dict[tuple[str, int], dict[str, BetReturn]] = {}
     rows = []
     for (profile_name, version, bet), items in sorted(groups.items()):
         if (profile_name, version) not in exact_cache:
@@ -408,7 +411,7 @@ def _returns(settled: list[BetSettled], books: Books) -> list[BetTypeReturn]:
         returned = sum(s.returned for s in items)
         # bets on one outcome in one round win or lose together: their stakes add before
         # squaring, or the standard error comes out too small on busy tables
-        per_round: dict[tuple, int] = defaultdict(int)
+        per_round: dict[tuple[str, str, Position | None], int] = defaultdict(int)
         for s in items:
             per_round[(s.table_id, s.round_id, s.position)] += s.stake
         se = math.sqrt(float(exact.variance) * sum(v * v for v in per_round.values())) / stake

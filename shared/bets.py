@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from shared.baccarat import BaccaratResult
-from shared.triple_face import TripleFaceResult
+from shared.triple_face import HandName, TripleFaceResult
 
 if TYPE_CHECKING:
-    from shared.profile import Profile
+    from shared.profile import BaccaratProfile, Profile
 
 Outcome = Literal["win", "lose", "push"]
 Position = Literal[1, 2, 3, "banker"]
@@ -62,8 +62,11 @@ class BetRule:
     positions: tuple[Position, ...] = ()
 
 
-def hand_name(position: Position) -> str:
-    return "banker" if position == "banker" else f"player{position}"
+_HAND_AT: dict[Position, HandName] = {1: "player1", 2: "player2", 3: "player3", "banker": "banker"}
+
+
+def hand_name(position: Position) -> HandName:
+    return _HAND_AT[position]
 
 
 # --- baccarat -----------------------------------------------------------------
@@ -72,7 +75,7 @@ def _player(r: BaccaratResult, profile: Profile) -> Resolution:
     return _side_bet(r, "player") if r.winner != "tie" else PUSH
 
 
-def _banker(r: BaccaratResult, profile: Profile) -> Resolution:
+def _banker(r: BaccaratResult, profile: BaccaratProfile) -> Resolution:
     if r.winner == "tie":
         return PUSH
     if _banker_six(r) and profile.banker_mode == "no_commission":
@@ -149,7 +152,7 @@ def _small(r: BaccaratResult, profile: Profile) -> Resolution:
 
 # --- Triple Face (position-taking rules get the chosen hand's name) ------------
 
-def _tf_win(r: TripleFaceResult, hand: str, profile: Profile) -> Resolution:
+def _tf_win(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolution:
     winner = r.winners[hand]
     if winner == "tie":
         return PUSH
@@ -158,7 +161,7 @@ def _tf_win(r: TripleFaceResult, hand: str, profile: Profile) -> Resolution:
     return _win("win_on_6" if r.hands[hand].points == 6 else "win")
 
 
-def _tf_lose(r: TripleFaceResult, hand: str, profile: Profile) -> Resolution:
+def _tf_lose(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolution:
     winner = r.winners[hand]
     if winner == "tie":
         return PUSH
@@ -167,15 +170,15 @@ def _tf_lose(r: TripleFaceResult, hand: str, profile: Profile) -> Resolution:
     return _win("win_on_6" if r.hands["banker"].points == 6 else "win")
 
 
-def _tf_tie(r: TripleFaceResult, hand: str, profile: Profile) -> Resolution:
+def _tf_tie(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolution:
     return _win() if r.winners[hand] == "tie" else LOSE
 
 
-def _three_knights(r: TripleFaceResult, hand: str, profile: Profile) -> Resolution:
+def _three_knights(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolution:
     return _win() if r.hands[hand].pictures == 3 else LOSE
 
 
-def _pair_plus(r: TripleFaceResult, hand: str, profile: Profile) -> Resolution:
+def _pair_plus(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolution:
     category = r.hands[hand].pair_plus
     return LOSE if category == "nothing" else _win(category)
 
@@ -248,5 +251,7 @@ def resolve(
 ) -> Resolution:
     """Apply `rule` to `result`; `position` is None for bets that take none."""
     if rule.positions:
+        if position is None:
+            raise ValueError(f"bet {rule.id!r} is placed on a position; none was given")
         return rule.resolve(result, hand_name(position), profile)
     return rule.resolve(result, profile)

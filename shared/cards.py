@@ -7,6 +7,7 @@ the edge, and the rest of the platform only ever sees canonical `Card` values.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
@@ -116,7 +117,7 @@ def parse_cards(text: str) -> list[Card]:
     return cards
 
 
-def points(cards: list[Card] | tuple[Card, ...]) -> int:
+def points(cards: Sequence[Card]) -> int:
     """A hand's points: the sum of the card values modulo 10 (`4+2+6 = 2`)."""
     return sum(card.value for card in cards) % 10
 

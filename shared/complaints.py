@@ -8,6 +8,7 @@ the report then records.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
@@ -38,7 +39,7 @@ class Complaint(BaseModel):
     override: str | None = None
 
 
-def complaint_from(fields: dict, filed_at: datetime, override: str | None = None) -> Complaint:
+def complaint_from(fields: dict[str, Any], filed_at: datetime, override: str | None = None) -> Complaint:
     """Refuse a complaint that does not name everything RULES §6 asks for, naming what is missing."""
     missing = [name for name in REQUIRED if not fields.get(name)]
     if missing:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
@@ -69,7 +69,7 @@ class _ProfileBase(BaseModel):
 
     @model_validator(mode="before")
     @classmethod
-    def _burn_error_default(cls, data):
+    def _burn_error_default(cls, data: Any) -> Any:
         if isinstance(data, dict) and "burn_error_policy" not in data:
             data = {**data, "burn_error_policy":
                     "none" if data.get("burn_per_round") == 0 else "void"}
@@ -146,7 +146,7 @@ Profile = Annotated[BaccaratProfile | TripleFaceProfile, Field(discriminator="ga
 _ADAPTER: TypeAdapter[BaccaratProfile | TripleFaceProfile] = TypeAdapter(Profile)
 
 
-def parse_profile(data: dict) -> BaccaratProfile | TripleFaceProfile:
+def parse_profile(data: dict[str, Any]) -> BaccaratProfile | TripleFaceProfile:
     """Validate a profile given as a dict (e.g. read from JSON)."""
     try:
         return _ADAPTER.validate_python(data)
@@ -199,7 +199,7 @@ def use_profiles_dir(folder: Path | None) -> None:
         cached.cache_clear()
 
 
-def profile_digest(data: dict) -> str:
+def profile_digest(data: dict[str, Any]) -> str:
     """SHA-256 of a profile's canonical JSON (sorted keys, no whitespace, UTF-8), taken over
     the data as shipped (the JSON file, not the parsed model): reformatting a file does not
     change it, and neither does a new optional field in the model."""
@@ -208,15 +208,16 @@ def profile_digest(data: dict) -> str:
     return sha256_hex(canonical_bytes(data))
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path) -> dict[str, Any]:
     try:
-        return json.loads(path.read_text("utf-8"))
+        data: dict[str, Any] = json.loads(path.read_text("utf-8"))
+        return data
     except (OSError, ValueError) as exc:
         raise ProfileError(f"cannot read profile file {path}: {exc}") from exc
 
 
 @cache
-def _current_data(name: str) -> dict:
+def _current_data(name: str) -> dict[str, Any]:
     known = list_profiles()
     if name not in known:
         raise UnknownProfileError(f"unknown profile {name!r}; known profiles: {', '.join(known)}")
@@ -241,7 +242,7 @@ def shipped_versions(name: str) -> list[int]:
 
 
 @cache
-def profile_data(name: str, version: int) -> dict:
+def profile_data(name: str, version: int) -> dict[str, Any]:
     """The JSON data of `name` at `version`: its released snapshot, or the current file when
     that is the version and it is not released yet."""
     path = released_path(name, version)

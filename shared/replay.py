@@ -14,6 +14,7 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
+from shared.baccarat import BaccaratResult
 from shared.cards import Card
 from shared.events.bet_events import (
     BetAccepted,
@@ -42,9 +43,21 @@ from shared.events.table import (
     TableEventBase,
 )
 from shared.events.wallet_events import WalletTransaction, tx_id
-from shared.profile import LEGACY_VERSION, ProfileError, round_profile, shipped_digest
+from shared.profile import (
+    LEGACY_VERSION,
+    BaccaratProfile,
+    ProfileError,
+    TripleFaceProfile,
+    round_profile,
+    shipped_digest,
+)
 from shared.rounds import RoundError, evaluate_round
 from shared.settlement import Bet, settle
+from shared.triple_face import TripleFaceResult
+
+AnyProfile = BaccaratProfile | TripleFaceProfile
+AnyResult = BaccaratResult | TripleFaceResult
+Decision = BetAccepted | BetRejected
 
 
 class Difference(BaseModel):
@@ -169,8 +182,8 @@ def replay_round(
                 expected="an event authenticated by dealer-event",
                 recorded=str(auth_problem(annulment, events_key, accept_unsigned))))
             annulment = None
-    breaks = verify_chain(events, prev_hash=anchor.hash if anchor else None,
-                          prev_seq=anchor.seq if anchor else None)
+    breaks = [str(b) for b in verify_chain(events, prev_hash=anchor.hash if anchor else None,
+                                           prev_seq=anchor.seq if anchor else None)]
     if anchor is None and events and events[0].seq != 1:
         notes.append(f"no event before seq {events[0].seq} was read: the chain is checked "
                      "from there on")
@@ -201,7 +214,7 @@ def replay_round(
                                 expected="an annulment of a completed round",
                                 recorded="the round never completed"))
 
-    recomputed = None
+    recomputed: AnyResult | None = None
     if profile is not None and not voided:
         try:
             recomputed = evaluate_round(profile, cards)
@@ -227,7 +240,7 @@ def replay_round(
         dealer=opened.dealer if opened else None, shoe_id=opened.shoe_id if opened else None,
         opened_at=opened.occurred_at if opened else None, status=status,
         chain_checked=len(events), chain_anchor_seq=anchor.seq if anchor else None,
-        chain_breaks=[str(b) for b in breaks], cards=cards, surplus=surplus, burns=burns,
+        chain_breaks=breaks, cards=cards, surplus=surplus, burns=burns,
         hands=hands, scores=scores, winner=winner,
         void_reason=f"{voided.reason_code}: {voided.reason_text}" if voided else None,
         annul_reason=(f"{annulled.reason_code}: {annulled.reason_text} (supervisor "
@@ -257,7 +270,7 @@ def _authentic(events: Sequence[TableEventBase], key: bytes, accept_unsigned: bo
 
 
 def _pinned_profile(opened: RoundOpened | None, result: RoundResultPublished | None,
-                    diffs: list[Difference]):
+                    diffs: list[Difference]) -> AnyProfile | None:
     """The profile as it was when the round opened (its version; a round recorded before
     versions: version 1), checked against the digest the round recorded. A digest that differs
     from the shipped version's is a difference naming both; the shipped version is still used
@@ -288,8 +301,8 @@ def _pinned_profile(opened: RoundOpened | None, result: RoundResultPublished | N
     return profile
 
 
-def _compare_result(recomputed, result: RoundResultPublished | None, voided,
-                    diffs: list[Difference]) -> None:
+def _compare_result(recomputed: AnyResult | None, result: RoundResultPublished | None,
+                    voided: RoundVoided | None, diffs: list[Difference]) -> None:
     if voided:
         if result is not None:
             diffs.append(Difference(where="round.results", expected="no result for a voided round",
@@ -308,7 +321,10 @@ def _compare_result(recomputed, result: RoundResultPublished | None, voided,
                                     expected=str(want.get(key)), recorded=str(got.get(key))))
 
 
-def _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id,
+def _bets(decisions: Sequence[Decision | RoundManifest],
+          settlements: Sequence[BetSettled | SettlementReversed],
+          wallet: Sequence[WalletTransaction], recomputed: AnyResult | None,
+          profile: AnyProfile | None, voided: RoundVoided | None, player_id: str | None,
           diffs: list[Difference], annulled: RoundAnnulled | None = None) -> list[BetLine]:
     # keyed by (player, bet id) and (player, tx id), as the wallet keys them: two players may
     # use the same bet id (the second is rejected `duplicate_bet_id` and refunded)
@@ -331,7 +347,8 @@ def _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id
             continue
         listed.add(key)
         recorded = by_bet.get(key)
-        expected_outcome = expected_returned = None
+        expected_outcome: str | None = None
+        expected_returned: int | None = None
         if isinstance(d, BetRejected):
             decision = f"rejected ({d.reason_code})"
             expected_outcome, expected_returned = None, None
@@ -374,7 +391,7 @@ def _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id
     return lines
 
 
-def _annulment_of(decision, recorded: BetSettled | None, expected_returned: int | None,
+def _annulment_of(decision: Decision, recorded: BetSettled | None, expected_returned: int | None,
                   reversal: SettlementReversed | None, refund: BetSettled | None,
                   annulled: bool, diffs: list[Difference]) -> tuple[int, int] | None:
     """For a bet of an annulled round, (what the reversal must take back, the refund): the
@@ -409,7 +426,7 @@ def _annulment_of(decision, recorded: BetSettled | None, expected_returned: int 
     return take_back, decision.stake
 
 
-def _check_wallet(decision, recorded: BetSettled | None, expected_returned: int | None,
+def _check_wallet(decision: Decision, recorded: BetSettled | None, expected_returned: int | None,
                   txs: dict[str, WalletTransaction], diffs: list[Difference],
                   annul: tuple[int, int] | None = None) -> list[str]:
     """The stake debit, and the refund or credit the decision calls for, each exactly once;
@@ -447,13 +464,14 @@ def _check_wallet(decision, recorded: BetSettled | None, expected_returned: int 
     return moves
 
 
-def _compare_manifest(decisions, diffs: list[Difference]) -> None:
+def _compare_manifest(decisions: Sequence[Decision | RoundManifest],
+                      diffs: list[Difference]) -> None:
     """The manifest lists exactly the bets accepted before it in the log, each once: a
     decision published again (a bet redelivered after a crash) is the same bet."""
-    at = next((i for i, d in enumerate(decisions) if isinstance(d, RoundManifest)), None)
-    if at is None:
+    found = next(((i, d) for i, d in enumerate(decisions) if isinstance(d, RoundManifest)), None)
+    if found is None:
         return
-    manifest = decisions[at]
+    at, manifest = found
     accepted: dict[tuple[str, str], BetAccepted] = {}
     for d in decisions[:at]:
         if isinstance(d, BetAccepted):
@@ -477,11 +495,13 @@ def winner_text(winner: str | dict[str, str] | None) -> str:
                      for hand, w in winner.items())
 
 
-def _hands(result) -> tuple[dict[str, list[Card]], dict[str, int | str], str | dict | None]:
+def _hands(result: AnyResult | None
+           ) -> tuple[dict[str, list[Card]], dict[str, int | str], str | dict[str, str] | None]:
     if result is None:
         return {}, {}, None
     if result.game == "baccarat":
         return ({"player": list(result.player), "banker": list(result.banker)},
                 {"player": result.player_points, "banker": result.banker_points}, result.winner)
     return ({name: list(hand.cards) for name, hand in result.hands.items()},
-            {name: hand.rank for name, hand in result.hands.items()}, dict(result.winners))
+            {name: hand.rank for name, hand in result.hands.items()},
+            {name: winner for name, winner in result.winners.items()})

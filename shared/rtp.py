@@ -12,11 +12,12 @@ the fast enumeration and the engine cannot silently disagree.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from fractions import Fraction
 from functools import cache
 from itertools import combinations, combinations_with_replacement
 from math import comb
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -31,7 +32,8 @@ from shared.triple_face import TripleFaceResult
 AnyProfile = BaccaratProfile | TripleFaceProfile
 AnyResult = BaccaratResult | TripleFaceResult
 # class key -> (integer weight, representative result); weights share one denominator
-Classes = tuple[dict[tuple, tuple[int, AnyResult]], int]
+Key = tuple[Any, ...]  # an outcome class: what its rule reads of the round
+Classes = tuple[dict[Key, tuple[int, AnyResult]], int]
 
 
 class LineOdds(BaseModel):
@@ -121,10 +123,10 @@ def _point_classes(decks: int) -> Classes:
     n = 52 * decks
     tail4, tail5 = (n - 4) * (n - 5), n - 5
     draws = [[banker_draws(bt, p3) for p3 in range(10)] for bt in range(10)]
-    acc: dict[tuple, int] = {}
-    paths: dict[tuple, tuple] = {}
+    acc: dict[Key, int] = {}
+    paths: dict[Key, Key] = {}
 
-    def add(key: tuple, weight: int, path: tuple) -> None:
+    def add(key: Key, weight: int, path: Key) -> None:
         if key in acc:
             acc[key] += weight
         else:
@@ -176,7 +178,7 @@ def _point_classes(decks: int) -> Classes:
         counts[p1] += 1
 
     total = n * (n - 1) * (n - 2) * (n - 3) * (n - 4) * (n - 5)
-    classes = {}
+    classes: dict[Key, tuple[int, AnyResult]] = {}
     for key, weight in acc.items():
         cards = [card_for_value(v, SUITS[i % 4]) for i, v in enumerate(paths[key])]
         result = baccarat.deal(cards)
@@ -193,8 +195,8 @@ def _pair_classes(decks: int) -> Classes:
     """Key (player pair, banker pair, both pairs of one rank) over the first four cards."""
     per_rank = 4 * decks
     n = 52 * decks
-    acc: dict[tuple, int] = {}
-    paths: dict[tuple, tuple] = {}
+    acc: dict[Key, int] = {}
+    paths: dict[Key, Key] = {}
     counts = [per_rank] * 13
     for ranks in _sequences(13, 4):  # P1 B1 P2 B2
         weight = 1
@@ -209,7 +211,7 @@ def _pair_classes(decks: int) -> Classes:
         key = (p_pair, b_pair, p_pair and b_pair and ranks[0] == ranks[1])
         acc[key] = acc.get(key, 0) + weight
         paths.setdefault(key, ranks)
-    classes = {}
+    classes: dict[Key, tuple[int, AnyResult]] = {}
     for key, weight in acc.items():
         cards = [parse_card(RANKS[r] + SUITS[i]) for i, r in enumerate(paths[key])]
         # two tens complete any tableau; they are never part of the pair facts
@@ -221,7 +223,7 @@ def _pair_classes(decks: int) -> Classes:
     return classes, n * (n - 1) * (n - 2) * (n - 3)
 
 
-def _sequences(size: int, length: int):
+def _sequences(size: int, length: int) -> Iterator[tuple[int, ...]]:
     if length == 0:
         yield ()
         return
@@ -245,8 +247,8 @@ def _versus_classes(decks: int) -> Classes:
     """Key (player hand strength, banker strength) over ordered pairs of disjoint hands."""
     sizes = [len(cards) for cards in _TF_CLASS_CARDS]
     hands = list(combinations_with_replacement(range(11), 3))
-    acc: dict[tuple, int] = {}
-    paths: dict[tuple, tuple] = {}
+    acc: dict[Key, int] = {}
+    paths: dict[Key, Key] = {}
     for mine in hands:
         left = sizes.copy()
         ways_mine = 1
@@ -263,11 +265,12 @@ def _versus_classes(decks: int) -> Classes:
                 key = (strength_mine, _strength(theirs))
                 acc[key] = acc.get(key, 0) + ways
                 paths.setdefault(key, (mine, theirs))
-    classes = {}
+    classes: dict[Key, tuple[int, AnyResult]] = {}
     for key, weight in acc.items():
-        mine, theirs = _concrete(*paths[key])
+        my_cards, their_cards = _concrete(*paths[key])
         result = triple_face.from_hands(
-            "fixed", {"player1": mine, "player2": mine, "player3": mine, "banker": theirs}
+            "fixed", {"player1": my_cards, "player2": my_cards, "player3": my_cards,
+                      "banker": their_cards}
         )
         _check(key, (result.hands["player1"].strength, result.hands["banker"].strength))
         classes[key] = (weight, result)
@@ -299,21 +302,21 @@ def _concrete(*hands: tuple[int, ...]) -> list[list[Card]]:
 @cache
 def _single_classes(decks: int) -> Classes:
     """Key (Pair Plus category, three pictures) over all 3-card hands of one deck."""
-    acc: dict[tuple, int] = {}
-    reps: dict[tuple, tuple[Card, ...]] = {}
+    acc: dict[Key, int] = {}
+    reps: dict[Key, tuple[Card, ...]] = {}
     for hand in combinations(DECK, 3):
         key = (triple_face.pair_plus(hand), all(card.is_picture for card in hand))
         acc[key] = acc.get(key, 0) + 1
         reps.setdefault(key, hand)
-    classes = {}
+    classes: dict[Key, tuple[int, AnyResult]] = {}
     for key, weight in acc.items():
-        hand = list(reps[key])
-        held = dict.fromkeys(triple_face.HAND_NAMES, hand)
+        cards = list(reps[key])
+        held = dict.fromkeys(triple_face.HAND_NAMES, cards)
         classes[key] = (weight, triple_face.from_hands("fixed", held))
     return classes, comb(52, 3)
 
 
-def _check(expected: tuple, got: tuple) -> None:
+def _check(expected: Key, got: Key) -> None:
     if expected != got:  # the enumeration and the engine disagree: a bug, never data
         raise AssertionError(f"RTP class {expected} dealt by the engine as {got}")
 

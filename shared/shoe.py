@@ -9,7 +9,7 @@ caught. Randomness is always handed in (`shuffle(rng)`): the shoe owns none.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Protocol
+from typing import Any, Protocol
 
 from shared.cards import DECK, Card
 
@@ -21,7 +21,7 @@ class ShoeError(ValueError):
 class Shuffler(Protocol):
     """Anything with `shuffle(list)`: `random.Random(seed)` or `random.SystemRandom()`."""
 
-    def shuffle(self, x: list, /) -> None: ...
+    def shuffle(self, x: list[Any], /) -> None: ...
 
 
 def start_burn_count(first_card: Card) -> int:

@@ -8,7 +8,7 @@ never changes it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -113,7 +113,12 @@ def cards_needed(procedure: Procedure, cards: Sequence[Card]) -> int:
 
 def dealing_order(procedure: Procedure, first_card: Card | None = None) -> list[HandName]:
     """The hand receiving each of the 12 dealt cards, in shoe order."""
-    start = 0 if procedure == "fixed" else HAND_NAMES.index(START_BY_RANK[first_card.rank])
+    if procedure == "fixed":
+        start = 0
+    elif first_card is None:
+        raise ValueError(f"the {procedure} procedure starts from the revealed first card")
+    else:
+        start = HAND_NAMES.index(START_BY_RANK[first_card.rank])
     return [HAND_NAMES[(start + i) % 4] for i in range(ROUND_CARDS)]
 
 
@@ -135,7 +140,7 @@ def deal(procedure: Procedure, cards: Sequence[Card]) -> TripleFaceResult:
 
 def from_hands(
     procedure: Procedure,
-    held: dict[HandName, Sequence[Card]],
+    held: Mapping[HandName, Sequence[Card]],
     first_card: Card | None = None,
     surplus: Sequence[Card] = (),
 ) -> TripleFaceResult:

@@ -49,7 +49,7 @@ observability.install(app, "bet-settlement", settings,
 counting.init_metrics()
 
 # Faust stores plain values with its json codec: headers and entries as JSON objects
-_schema = faust.Schema(key_serializer="json", value_serializer="json")
+_schema: faust.Schema = faust.Schema(key_serializer="json", value_serializer="json")
 ROUND_RETENTION_MS = 2 * settings.retention_ms
 rounds = app.Table("rounds", default=None, partitions=settings.topic_partitions, schema=_schema,
                    extra_topic_configs={"cleanup.policy": "compact,delete",
@@ -135,7 +135,7 @@ def commit(before: intake.RoundHeader | None, bets: StoredBets, t: intake.Transi
 def check_second_settlement(before: intake.RoundHeader | None, bets: StoredBets,
                             record) -> None:
     conflicts = intake.conflicts(before, bets, record)
-    if conflicts:
+    if conflicts and before is not None:  # only a settled round (a header) has conflicts
         metrics.breach("settlement_conflict")
         log.error("MONEY: round %s of table %s asked to settle again with different amounts "
                   "for %d bet(s), e.g. %s; the first settlement stands", before.round_id,

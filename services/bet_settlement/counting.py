@@ -38,7 +38,8 @@ class Fresh:
 
 
 class HasProfile(Protocol):
-    profile: str | None
+    @property
+    def profile(self) -> str | None: ...
 
 
 def fresh(before: RoundBets | None, after: HasProfile, published: Iterable[BaseModel]

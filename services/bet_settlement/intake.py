@@ -71,7 +71,7 @@ from shared.events.table import (
     RoundVoided,
     TableEventBase,
 )
-from shared.profile import ProfileError, round_profile
+from shared.profile import ProfileError, UnknownProfileError, round_profile
 from shared.settlement import Bet, BetError, settle, validate_bet, validate_in_round
 
 log = logging.getLogger(__name__)
@@ -286,6 +286,8 @@ class _Writer:
         spot = self.spot(key)
         before = spot.total if spot is not None else 0
         try:
+            if h.profile is None:  # RoundOpened names it: an open round always has one
+                raise UnknownProfileError(f"round {h.round_id!r} names no profile")
             profile = round_profile(h.profile, h.profile_version)
             b = Bet(bet=bet.bet, position=bet.position, stake=bet.stake)
             validate_bet(b, profile)
@@ -373,7 +375,7 @@ class _Writer:
                 self.publish(entry.refund)
 
 
-def _new(header: RoundHeader | None, table_id: str, round_id: str) -> RoundHeader:
+def _new(header: RoundHeader | None, table_id: str, round_id: str | None) -> RoundHeader:
     return header or RoundHeader(table_id=table_id, round_id=round_id)
 
 
@@ -619,6 +621,10 @@ class RoundState:
 _NO_BETS = RoundState(RoundHeader(table_id="", round_id=""))
 
 
+def _header_of(state: RoundState | None) -> RoundHeader | None:
+    return None if state is None else state.header
+
+
 def _run(state: RoundState | None, t: Transition) -> tuple[RoundState, list[Output]]:
     return (state or _NO_BETS).apply(t), t.out
 
@@ -626,25 +632,25 @@ def _run(state: RoundState | None, t: Transition) -> tuple[RoundState, list[Outp
 def on_bet(state: RoundState | None, bet: BetPlaced, now: datetime
            ) -> tuple[RoundState, list[Output]]:
     bets = state or _NO_BETS
-    return _run(state, place(state and state.header, bets, bet, now))
+    return _run(state, place(_header_of(state), bets, bet, now))
 
 
 def on_table_event(state: RoundState | None, event: TableEventBase, now: datetime
                    ) -> tuple[RoundState, list[Output]]:
     bets = state or _NO_BETS
-    return _run(state, apply_table_event(state and state.header, bets, event, now))
+    return _run(state, apply_table_event(_header_of(state), bets, event, now))
 
 
 def on_result(state: RoundState | None, published: RoundResultPublished, now: datetime,
               result_at: datetime | None = None) -> tuple[RoundState, list[Output]]:
     bets = state or _NO_BETS
-    return _run(state, apply_result(state and state.header, bets, published, now, result_at))
+    return _run(state, apply_result(_header_of(state), bets, published, now, result_at))
 
 
 def on_mark(state: RoundState | None, mark: IntakeMark, now: datetime
             ) -> tuple[RoundState, list[Output]]:
     bets = state or _NO_BETS
-    return _run(state, apply_mark(state and state.header, bets, mark, now))
+    return _run(state, apply_mark(_header_of(state), bets, mark, now))
 
 
 def expire_pending(state: RoundState, now: datetime) -> tuple[RoundState, list[Output]]:

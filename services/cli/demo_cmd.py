@@ -65,7 +65,7 @@ def demo(
     console.print("starting dealer-event, game-evaluation, bet-settlement, wallet ...")
     with stack:
         for name, proc in stack.processes.items():
-            console.print(f"  {name:<16} pid {proc.proc.pid:<7} {proc.base_url}")
+            console.print(f"  {name:<16} pid {proc.pid:<7} {proc.base_url}")
         summary = _play_and_summarise(console, settings, config, stack, bootstrap)
     console.print("services stopped; Kafka keeps running for replay and rebuild; to stop it:")
     print_copyable(console, "  make kafka-down")

@@ -60,6 +60,9 @@ def evaluate(
         _print(report, result)
 
 
+_POSITIONS: dict[str, Position] = {"1": 1, "2": 2, "3": 3, "banker": "banker"}
+
+
 def parse_bet(spec: str) -> Bet:
     """`ID[:POS]=STAKE` -> Bet; a bad position or stake is a BetError naming it."""
     head, sep, stake_text = spec.rpartition("=")
@@ -68,15 +71,12 @@ def parse_bet(spec: str) -> Bet:
     bet_id, _, position_text = head.partition(":")
     position: Position | None = None
     if position_text:
-        if position_text in ("1", "2", "3"):
-            position = int(position_text)  # type: ignore[assignment]
-        elif position_text == "banker":
-            position = "banker"
-        else:
+        if position_text not in _POSITIONS:
             raise BetError(
                 "bad_position",
                 f"bad position {position_text!r} in bet {spec!r}: expected 1, 2, 3 or banker",
             )
+        position = _POSITIONS[position_text]
     if not stake_text.isdigit() or int(stake_text) <= 0:
         raise BetError(
             "bad_stake",
@@ -120,6 +120,7 @@ def _print(report: dict, result: BaccaratResult | TripleFaceResult) -> None:
     hands = Table(title=f"{report['profile']}", title_justify="left")
     hands.add_column("hand")
     hands.add_column("cards")
+    winner: str
     if isinstance(result, BaccaratResult):
         hands.add_column("points", justify="right")
         hands.add_column("facts")

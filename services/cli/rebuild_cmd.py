@@ -19,7 +19,7 @@ def rebuild(
 ) -> None:
     """Rebuild results, settlements and balances from the log; list every difference."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
     from services.operator.rebuild import rebuild as run_rebuild
     from services.operator.wallet_client import live_balances
@@ -30,7 +30,7 @@ def rebuild(
     with running_wallet(settings, wallet_url) as url, Progress(
             TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(),
             console=console, transient=json_out) as bar:
-        tasks: dict[str, int] = {}
+        tasks: dict[str, TaskID] = {}
 
         def progress(topic: str, done: int, total: int) -> None:
             if topic not in tasks:

@@ -43,7 +43,7 @@ def rtp(
     report = exact_rtp(table)
     simulated = simulate(table, rounds, random.Random(seed), report) if rounds else None
     out = rtp_json(report)
-    if simulated is not None:
+    if simulated is not None and rounds is not None:  # (simulated only with rounds)
         out["simulation"] = simulation_json(rounds, seed, simulated)
     if as_json:
         typer.echo(json.dumps(out))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -40,7 +41,7 @@ def sign_input(
         console.print(f"[red]sign-input:[/] unknown command {command!r}; "
                       f"known: {', '.join(by_command)}")
         raise typer.Exit(2)
-    pairs = dict(f.split("=", 1) for f in field if "=" in f)
+    pairs: dict[str, Any] = dict(f.split("=", 1) for f in field if "=" in f)
     settings = get_settings()
     make = InputFactory(table, lambda t, r: table_key(settings.table_signing_secret, t, r),
                         SystemClock().now)

@@ -46,8 +46,8 @@ def apply(
     for name, (old, new) in report.partitions_added.items():
         console.print(f"{name}: partitions {old} -> {new}")
     for name, changes in report.configs_changed.items():
-        for key, (old, new) in changes.items():
-            console.print(f"{name}: {key} {old} -> {new}")
+        for key, (old_value, new_value) in changes.items():
+            console.print(f"{name}: {key} {old_value} -> {new_value}")
     for line in report.drift:
         console.print(f"[red]drift:[/] {line}")
     if not report.changed and not report.drift:

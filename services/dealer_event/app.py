@@ -57,12 +57,12 @@ runtime = DealerRuntime(machine_config(settings), clock, partial(publish_all, ap
                         owned_partitions, joined=False)
 
 
-@app.on_partitions_revoked.connect
+@app.on_partitions_revoked.connect  # type: ignore[arg-type]  # faust types handlers (sender, *args)
 async def drop_tables_on_revoke(sender, revoked, **kwargs) -> None:
     await runtime.on_revoked()
 
 
-@app.on_partitions_assigned.connect
+@app.on_partitions_assigned.connect  # type: ignore[arg-type]  # faust types handlers (sender, *args)
 async def rebuild_on_assign(sender, assigned, **kwargs) -> None:
     log.info("assigned partition(s) %s of %s: rebuilding their tables",
              sorted(owned_partitions()), INPUTS)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -31,6 +32,13 @@ class Parsed:
     table_id: str
     input_id: str | None
     command: str | None
+
+    @property
+    def problem(self) -> Refusal:
+        """Why the record is refused: for a record that is not a valid input (`input` None)."""
+        if self.refusal is None:
+            raise ValueError(f"input {self.input_id} parsed: it has no refusal")
+        return self.refusal
 
 
 def parse_raw(raw: bytes | str) -> Parsed:
@@ -59,7 +67,7 @@ def describe_errors(exc: ValidationError) -> str:
     return "; ".join(parts)
 
 
-def _malformed(problem: str, data: dict) -> Parsed:
+def _malformed(problem: str, data: dict[str, Any]) -> Parsed:
     table = data.get("table_id")
     input_id = data.get("input_id")
     command = data.get("command")

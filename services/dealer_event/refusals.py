@@ -42,3 +42,12 @@ class Refusal:
     @property
     def is_decision(self) -> bool:
         return self.code not in NOT_A_DECISION
+
+
+class Refused(Exception):
+    """A check refusing the input, raised: a check returns what it checked or raises this,
+    and the state machine turns it into the outcome's refusal."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.refusal = Refusal(code, message)

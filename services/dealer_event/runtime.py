@@ -261,7 +261,7 @@ class DealerRuntime:
     def _decide(self, plan: _Plan, raw: bytes) -> dict:
         parsed = parse_raw(raw)
         if parsed.input is None:
-            return self._refuse(plan, parsed, parsed.refusal, raw)
+            return self._refuse(plan, parsed, parsed.problem, raw)
         inp = parsed.input
         outcome = step(self._state(plan, inp.table_id), inp, self.clock.now(), self.config)
         plan.states[inp.table_id] = outcome.state

@@ -7,8 +7,10 @@ chain head, shoe composition, current round, round ids and input ids seen.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
+from typing import Any
 
 from shared.cards import DECK
 from shared.events.canonical import GENESIS_HASH
@@ -283,7 +285,8 @@ def _round(state: TableState) -> RoundState:
     return state.round
 
 
-_APPLY = {
+# each folds its own event type (the Any: the event type is the key)
+_APPLY: dict[type[TableEventBase], Callable[[TableState, Any], None]] = {
     ShoeStarted: _shoe_started, ShoeStartBurned: _shoe_start_burned, CardBurned: _card_burned,
     CutCardReached: _cut_card, ShoeEnded: _shoe_ended, RoundOpened: _round_opened,
     BettingClosed: _betting_closed, CardDealt: _card_dealt, SurplusCardRecorded: _surplus,

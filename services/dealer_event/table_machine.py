@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from services.dealer_event.admission import AdmissionPolicy, authenticate, check_freshness
-from services.dealer_event.refusals import Refusal
-from services.dealer_event.state import TableState, fold_into
+from services.dealer_event.refusals import Refusal, Refused
+from services.dealer_event.state import RoundState, ShoeState, TableState, fold_into
 from shared.cards import parse_card
 from shared.events.inputs import (
     AnnulRounds,
@@ -123,107 +123,106 @@ def step(state: TableState, inp: InputBase, now: datetime, config: MachineConfig
 def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfig) -> Outcome:
     if inp.table_id != state.table_id:
         raise ValueError(f"input for table {inp.table_id} handed to table {state.table_id}")
-    refusal = authenticate(inp, config.admission)
-    if refusal is None and state.corrupt:
-        refusal = Refusal("chain_corrupt", f"table {state.table_id} is out of play: its log "
-                                           f"does not continue its hash chain ({state.corrupt})")
-    if refusal is None:
-        refusal = _already_decided(state, inp) or check_freshness(inp, now, config.admission)
-    if refusal is not None:
-        return Outcome(state, (), refusal)
+    try:
+        _admit(state, inp, now, config.admission)
+    except Refused as refused_by:  # refused before the rules are consulted: state untouched
+        return Outcome(state, (), refused_by.refusal)
     em = _Emitter(state.copy(), now, inp.input_id)
-    refusal = _table_open(state, inp) or _DECIDE[type(inp)](em, inp, config)
-    if refusal is None:
-        return Outcome(em.state, tuple(em.events))
-    refused = state.copy()
-    refused.refused_inputs[inp.input_id] = refusal.code
-    return Outcome(refused, (), refusal)
+    try:
+        _table_open(state, inp)
+        _DECIDE[type(inp)](em, inp, config)
+    except Refused as refused_by:
+        refused = state.copy()
+        refused.refused_inputs[inp.input_id] = refused_by.refusal.code
+        return Outcome(refused, (), refused_by.refusal)
+    return Outcome(em.state, tuple(em.events))
 
 
-def _already_decided(state: TableState, inp: InputBase) -> Refusal | None:
+def _admit(state: TableState, inp: InputBase, now: datetime, policy: AdmissionPolicy) -> None:
+    """Authentic, its table's chain intact, not decided before, and timely; or Refused."""
+    authenticate(inp, policy)
+    if state.corrupt:
+        raise Refused("chain_corrupt", f"table {state.table_id} is out of play: its log "
+                                       f"does not continue its hash chain ({state.corrupt})")
+    _not_decided_before(state, inp)
+    check_freshness(inp, now, policy)
+
+
+def _not_decided_before(state: TableState, inp: InputBase) -> None:
     if inp.input_id in state.applied_inputs:
-        return Refusal("duplicate_input", f"input {inp.input_id} was already applied; "
-                                          "it is not applied twice")
+        raise Refused("duplicate_input", f"input {inp.input_id} was already applied; "
+                                         "it is not applied twice")
     earlier = state.refused_inputs.get(inp.input_id)
     if earlier is not None:
-        return Refusal("duplicate_input", f"input {inp.input_id} was already refused "
-                                          f"({earlier}); send a new input id to try again")
-    return None
+        raise Refused("duplicate_input", f"input {inp.input_id} was already refused "
+                                         f"({earlier}); send a new input id to try again")
 
 
 # --- shoe commands ---------------------------------------------------------------------
+# Each decision emits its events or raises Refused (before emitting anything).
 
-def _new_shoe(em: _Emitter, inp: NewShoe, config: MachineConfig) -> Refusal | None:
+def _new_shoe(em: _Emitter, inp: NewShoe, config: MachineConfig) -> None:
     try:
         profile = load_profile(inp.profile)
     except UnknownProfileError as exc:
-        return Refusal("unknown_profile", str(exc))
+        raise Refused("unknown_profile", str(exc)) from exc
     state, shoe = em.state, em.state.shoe
-    if state.round_in_progress:
-        return _round_busy(state)
+    _no_round_in_progress(state)
     if shoe is not None and not shoe.finished:
-        return Refusal("shoe_already_open", f"shoe {shoe.shoe_id} is still in play; "
-                                            "end it (end_shoe) before starting a new one")
+        raise Refused("shoe_already_open", f"shoe {shoe.shoe_id} is still in play; "
+                                           "end it (end_shoe) before starting a new one")
     if shoe is not None:
         em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason="cut card reached")
     em.emit(ShoeStarted, shoe_id=inp.shoe_id, profile=profile.name, decks=profile.decks)
-    return None
 
 
-def _shoe_first_card(em: _Emitter, inp: ShoeFirstCard, config: MachineConfig) -> Refusal | None:
-    shoe = em.state.shoe
-    if shoe is None:
-        return _no_shoe(em.state)
+def _shoe_first_card(em: _Emitter, inp: ShoeFirstCard, config: MachineConfig) -> None:
+    shoe = _shoe_in_play(em.state)
     rules = shoe.rules
     if not (isinstance(rules, BaccaratProfile) and rules.shoe_start_burn):
-        return Refusal("start_burn_not_expected",
-                       f"profile {shoe.profile} has no shoe-start burn; scan the round's cards")
+        raise Refused("start_burn_not_expected",
+                      f"profile {shoe.profile} has no shoe-start burn; scan the round's cards")
     if not shoe.start_burn_pending:
-        return Refusal("start_burn_already_done",
-                       f"shoe {shoe.shoe_id} already had its first card burned")
+        raise Refused("start_burn_already_done",
+                      f"shoe {shoe.shoe_id} already had its first card burned")
     if shoe.remaining.get(str(inp.card), 0) <= 0:
-        return _not_in_shoe(str(inp.card), shoe.shoe_id)
+        raise _not_in_shoe(str(inp.card), shoe.shoe_id)
     em.emit(ShoeStartBurned, shoe_id=shoe.shoe_id, first_card=inp.card,
             burn_count=start_burn_count(inp.card))
-    return None
 
 
-def _burn(em: _Emitter, inp: Burn, config: MachineConfig) -> Refusal | None:
-    state, shoe = em.state, em.state.shoe
-    refusal = _shoe_playable(state)
-    if refusal is not None:
-        return refusal
+def _burn(em: _Emitter, inp: Burn, config: MachineConfig) -> None:
+    state = em.state
+    shoe = _shoe_playable(state)
     rnd = state.round if state.round_in_progress else None
     if rnd is not None and rnd.cards:
-        return Refusal("burn_during_deal", f"round {rnd.round_id} is being dealt; "
-                                           "burns come before its first card")
+        raise Refused("burn_during_deal", f"round {rnd.round_id} is being dealt; "
+                                          "burns come before its first card")
     allowed = shoe.rules.burn_per_round
     if allowed == 0:
-        return Refusal("no_burn_at_table", f"profile {shoe.profile} burns no card "
-                                           "(seed 002: \"Tidak ada Burn Card\")")
+        raise Refused("no_burn_at_table", f"profile {shoe.profile} burns no card "
+                                          "(seed 002: \"Tidak ada Burn Card\")")
     if shoe.pending_burns >= allowed:
-        return Refusal("too_many_burns", f"profile {shoe.profile} burns {allowed} card(s) "
-                                         f"before each round; {shoe.pending_burns} already "
-                                         "burned")
+        raise Refused("too_many_burns", f"profile {shoe.profile} burns {allowed} card(s) "
+                                        f"before each round; {shoe.pending_burns} already "
+                                        "burned")
     position = 0 if shoe.fresh_deck_due else shoe.position
     if inp.card is not None and not shoe.fresh_deck_due \
             and shoe.remaining.get(str(inp.card), 0) <= 0:
-        return _not_in_shoe(str(inp.card), shoe.shoe_id)
+        raise _not_in_shoe(str(inp.card), shoe.shoe_id)
     em.emit(CardBurned, shoe_id=shoe.shoe_id, round_id=rnd.round_id if rnd else None,
             card=inp.card, shoe_position=position)
-    return None
 
 
-def _cut_card(em: _Emitter, inp: CutCard, config: MachineConfig) -> Refusal | None:
-    state, shoe = em.state, em.state.shoe
-    if shoe is None:
-        return _no_shoe(state)
+def _cut_card(em: _Emitter, inp: CutCard, config: MachineConfig) -> None:
+    state = em.state
+    shoe = _shoe_in_play(state)
     if isinstance(shoe.rules, TripleFaceProfile):
-        return Refusal("no_cut_card_in_game", "Triple Face takes a fresh deck every round; "
-                                              "it has no cut card")
+        raise Refused("no_cut_card_in_game", "Triple Face takes a fresh deck every round; "
+                                             "it has no cut card")
     if shoe.cut_card_out:
-        return Refusal("cut_card_already_reached",
-                       f"the cut card of shoe {shoe.shoe_id} already came out")
+        raise Refused("cut_card_already_reached",
+                      f"the cut card of shoe {shoe.shoe_id} already came out")
     rnd = state.round if state.round_in_progress else None
     em.emit(CutCardReached, shoe_id=shoe.shoe_id, round_id=rnd.round_id if rnd else None)
     if rnd is not None and not rnd.cards and shoe.rules.burn_per_round > 0:
@@ -233,119 +232,101 @@ def _cut_card(em: _Emitter, inp: CutCard, config: MachineConfig) -> Refusal | No
                             "the round is not started, every bet is refunded",
                 supervisor=BY_THE_RULES)
         em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason="cut card came out in the burn")
-    return None
 
 
-def _end_shoe(em: _Emitter, inp: EndShoe, config: MachineConfig) -> Refusal | None:
-    state, shoe = em.state, em.state.shoe
-    if shoe is None:
-        return _no_shoe(state)
-    if state.round_in_progress:
-        return _round_busy(state)
+def _end_shoe(em: _Emitter, inp: EndShoe, config: MachineConfig) -> None:
+    state = em.state
+    shoe = _shoe_in_play(state)
+    _no_round_in_progress(state)
     em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason=inp.reason)
-    return None
 
 
 # --- round commands --------------------------------------------------------------------
 
-def _open_round(em: _Emitter, inp: OpenRound, config: MachineConfig) -> Refusal | None:
-    state, shoe = em.state, em.state.shoe
-    refusal = _shoe_playable(state)
-    if refusal is not None:
-        return refusal
-    if state.round_in_progress:
-        return _round_busy(state)
+def _open_round(em: _Emitter, inp: OpenRound, config: MachineConfig) -> None:
+    state = em.state
+    shoe = _shoe_playable(state)
+    _no_round_in_progress(state)
     if inp.round_id in state.round_status:
-        return Refusal("round_id_reused", f"round id {inp.round_id} was already used on table "
-                                          f"{state.table_id}; every round needs a new id")
+        raise Refused("round_id_reused", f"round id {inp.round_id} was already used on table "
+                                         f"{state.table_id}; every round needs a new id")
     window = config.betting_window_override or shoe.rules.betting_window_seconds
     version, digest = pinned(shoe.profile)  # the rules this round settles by, for good
     em.emit(RoundOpened, shoe_id=shoe.shoe_id, round_id=inp.round_id,
             round_number=shoe.round_count + 1, dealer=inp.dealer, profile=shoe.profile,
             betting_closes_at=em.now + timedelta(seconds=window),
             profile_version=version, profile_digest=digest)
-    return None
 
 
-def _close_betting(em: _Emitter, inp: CloseBetting, config: MachineConfig) -> Refusal | None:
-    refusal = _current_round(em.state, inp.round_id)
-    if refusal is not None:
-        return refusal
-    rnd = em.state.round
+def _close_betting(em: _Emitter, inp: CloseBetting, config: MachineConfig) -> None:
+    rnd = _current_round(em.state, inp.round_id)
     if rnd.phase != "betting":
-        return Refusal("betting_already_closed",
-                       f"betting on round {inp.round_id} is already closed")
+        raise Refused("betting_already_closed",
+                      f"betting on round {inp.round_id} is already closed")
     if em.now >= rnd.betting_closes_at:
         em.emit(BettingClosed, round_id=inp.round_id, reason="dealer")
-        return None
+        return
     # seed 002: players bet until the timer ends; only a supervisor closes early
     if inp.role != "supervisor":
-        return Refusal("betting_window_open", f"betting on round {inp.round_id} is open until "
-                                              f"{rnd.betting_closes_at.isoformat()}; the timer "
-                                              "closes it (a supervisor may close early, with "
-                                              "a reason)")
+        raise Refused("betting_window_open", f"betting on round {inp.round_id} is open until "
+                                             f"{rnd.betting_closes_at.isoformat()}; the timer "
+                                             "closes it (a supervisor may close early, with "
+                                             "a reason)")
     if inp.reason_text is None:
-        return Refusal("close_reason_required", f"closing round {inp.round_id} before its "
-                                                "timer ends needs a reason_text")
+        raise Refused("close_reason_required", f"closing round {inp.round_id} before its "
+                                               "timer ends needs a reason_text")
     em.emit(BettingClosed, round_id=inp.round_id, reason="supervisor", supervisor=inp.signer,
             reason_text=inp.reason_text)
-    return None
 
 
-def _scan_card(em: _Emitter, inp: ScanCard, config: MachineConfig) -> Refusal | None:
-    state, shoe, rnd = em.state, em.state.shoe, em.state.round
+def _scan_card(em: _Emitter, inp: ScanCard, config: MachineConfig) -> None:
+    state = em.state
     card = str(inp.card)
-    refusal = _current_round(state, inp.round_id, allow_complete=True)
-    if refusal is not None:
-        return refusal
+    rnd = _current_round(state, inp.round_id, allow_complete=True)
     if rnd.phase == "betting":
-        return Refusal("betting_still_open", f"betting on round {rnd.round_id} is still open; "
-                                             "no card is dealt before it closes")
+        raise Refused("betting_still_open", f"betting on round {rnd.round_id} is still open; "
+                                            "no card is dealt before it closes")
+    shoe = _round_shoe(state)
     burns_needed = shoe.rules.burn_per_round
     if rnd.phase == "dealing" and not rnd.cards and shoe.pending_burns < burns_needed:
-        return Refusal("burns_required", f"{burns_needed} card(s) must be burned before the "
-                                         f"first card of a round; {shoe.pending_burns} burned")
+        raise Refused("burns_required", f"{burns_needed} card(s) must be burned before the "
+                                        f"first card of a round; {shoe.pending_burns} burned")
     if shoe.decks == 1 and card in rnd.cards:
-        return Refusal("duplicate_card_in_round", f"card {card} was already dealt in round "
-                                                  f"{rnd.round_id}; a one-deck game has one")
+        raise Refused("duplicate_card_in_round", f"card {card} was already dealt in round "
+                                                 f"{rnd.round_id}; a one-deck game has one")
     if shoe.remaining.get(card, 0) <= 0:
-        return _not_in_shoe(card, shoe.shoe_id)
+        raise _not_in_shoe(card, shoe.shoe_id)
     if rnd.phase == "complete":
         if shoe.pending_burns:
-            return Refusal("round_not_in_progress", f"round {rnd.round_id} is over and the "
-                                                    "next round's burns have begun")
+            raise Refused("round_not_in_progress", f"round {rnd.round_id} is over and the "
+                                                   "next round's burns have begun")
         em.emit(SurplusCardRecorded, round_id=rnd.round_id, card=inp.card,
                 shoe_position=shoe.position)
         if shoe.rules.extra_card_ends_shoe:  # seed 002: the result stands, the shoe goes
             em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason="an extra card after the game: "
                                                             "the shoe is replaced")
-        return None
+        return
     em.emit(CardDealt, round_id=rnd.round_id, card=inp.card, shoe_position=shoe.position,
             round_position=len(rnd.cards))
-    cards = [parse_card(c) for c in em.state.round.cards]
+    cards = [parse_card(c) for c in rnd.cards]  # the fold appended the card to this round
     if cards_needed(shoe.rules, cards) == 0:
         em.emit(RoundCompleted, round_id=rnd.round_id, cards=tuple(cards))
-    return None
 
 
-def _void_round(em: _Emitter, inp: VoidRound, config: MachineConfig) -> Refusal | None:
-    status = em.state.round_status.get(inp.round_id)
-    if status is None:
-        return _round_not_found(em.state, inp.round_id)
+def _void_round(em: _Emitter, inp: VoidRound, config: MachineConfig) -> None:
+    status = _round_status(em.state, inp.round_id)
     if status == "completed":
-        return Refusal("void_after_completion", f"round {inp.round_id} is complete and its "
-                                                "result is final; it can no longer be voided")
-    refusal = _not_ended(inp.round_id, status)
-    if refusal is not None:
-        return refusal
+        raise Refused("void_after_completion", f"round {inp.round_id} is complete and its "
+                                               "result is final; it can no longer be voided")
+    _not_ended(inp.round_id, status)
     _void(em, inp.round_id, inp.reason_code, inp.reason_text, inp.signer)
-    return None
 
 
 def _void(em: _Emitter, round_id: str, reason: VoidReason, text: str, supervisor: str) -> None:
     """Void the round in progress; the profile says which reasons also end the shoe or
     close the table (seeds 002 and 004 §4)."""
-    rules, shoe_id = em.state.shoe.rules, em.state.shoe.shoe_id
+    shoe = _round_shoe(em.state)
+    rules, shoe_id = shoe.rules, shoe.shoe_id
     em.emit(RoundVoided, round_id=round_id, reason_code=reason, reason_text=text,
             supervisor=supervisor)
     if reason in rules.shoe_ends_on:
@@ -355,20 +336,17 @@ def _void(em: _Emitter, round_id: str, reason: VoidReason, text: str, supervisor
         em.emit(TableClosed, reason_code=reason, reason_text=text, supervisor=supervisor)
 
 
-def _not_ended(round_id: str, status: str) -> Refusal | None:
+def _not_ended(round_id: str, status: str) -> None:
     if status == "voided":
-        return Refusal("round_already_voided", f"round {round_id} was already voided")
+        raise Refused("round_already_voided", f"round {round_id} was already voided")
     if status == "annulled":
-        return Refusal("round_already_annulled", f"round {round_id} was already annulled")
-    return None
+        raise Refused("round_already_annulled", f"round {round_id} was already annulled")
 
 
-def _report_misdeal(em: _Emitter, inp: ReportMisdeal, config: MachineConfig) -> Refusal | None:
+def _report_misdeal(em: _Emitter, inp: ReportMisdeal, config: MachineConfig) -> None:
     """Seed 001 voids every misdeal; seeds 000, 002 and 004 correct the layout."""
-    refusal = _dealt_round(em.state, inp.round_id)
-    if refusal is not None:
-        return refusal
-    rnd, rules = em.state.round, em.state.shoe.rules
+    rnd = _dealt_round(em.state, inp.round_id)
+    rules = _round_shoe(em.state).rules
     if rules.misdeal_policy == "correct":
         em.emit(MisdealCorrected, round_id=rnd.round_id, reason_text=inp.reason_text,
                 supervisor=inp.signer)
@@ -377,31 +355,27 @@ def _report_misdeal(em: _Emitter, inp: ReportMisdeal, config: MachineConfig) -> 
                 reason_text=inp.reason_text, supervisor=inp.signer)
     else:
         _void(em, rnd.round_id, VoidReason.MISDEAL, inp.reason_text, inp.signer)
-    return None
 
 
-def _report_burn_error(em: _Emitter, inp: ReportBurnError, config: MachineConfig
-                       ) -> Refusal | None:
+def _report_burn_error(em: _Emitter, inp: ReportBurnError, config: MachineConfig) -> None:
     """Seed 004 §2 voids the hand; seed 000 §1 reshuffles and redeals it when the error is
     found before Player 1's second card, and management voids it otherwise."""
     state = em.state
     if state.shoe is not None and state.shoe.rules.burn_error_policy == "none":
-        return Refusal("no_burn_at_table", f"profile {state.shoe.profile} burns no card; "
-                                           "there is no burning error to report")
-    refusal = _dealt_round(state, inp.round_id, allow_betting=True)
-    if refusal is not None:
-        return refusal
-    rnd, rules = state.round, state.shoe.rules
+        raise Refused("no_burn_at_table", f"profile {state.shoe.profile} burns no card; "
+                                          "there is no burning error to report")
+    rnd = _dealt_round(state, inp.round_id, allow_betting=True)
+    rules = _round_shoe(state).rules
     if rnd.phase == "complete":
         em.emit(RoundAnnulled, round_id=rnd.round_id, reason_code=VoidReason.BURN_ERROR,
                 reason_text=inp.reason_text, supervisor=inp.signer)
-    elif rules.burn_error_policy == "redeal" and _before_player1_second_card(rules, rnd.cards):
+    elif rules.burn_error_policy == "redeal" and isinstance(rules, TripleFaceProfile) \
+            and _before_player1_second_card(rules, rnd.cards):  # redeal: Triple Face only
         em.emit(RoundRedealt, round_id=rnd.round_id,
                 set_aside=tuple(parse_card(c) for c in rnd.cards),
                 reason_text=inp.reason_text, supervisor=inp.signer)
     else:
         _void(em, rnd.round_id, VoidReason.BURN_ERROR, inp.reason_text, inp.signer)
-    return None
 
 
 def _before_player1_second_card(rules: TripleFaceProfile, cards: list[str]) -> bool:
@@ -414,29 +388,25 @@ def _before_player1_second_card(rules: TripleFaceProfile, cards: list[str]) -> b
     return len(cards) - first_card <= second
 
 
-def _annul_rounds(em: _Emitter, inp: AnnulRounds, config: MachineConfig) -> Refusal | None:
+def _annul_rounds(em: _Emitter, inp: AnnulRounds, config: MachineConfig) -> None:
     """Management's void after completion: the round, or every completed round of its shoe
     from it on (a round of it still in progress is voided) and no further round of it."""
     state = em.state
-    status = state.round_status.get(inp.round_id)
-    if status is None:
-        return _round_not_found(state, inp.round_id)
+    status = _round_status(state, inp.round_id)
     if inp.scope == "round":
-        refusal = _not_ended(inp.round_id, status)
-        if refusal is None and status != "completed":
-            refusal = Refusal("round_not_completed", f"round {inp.round_id} is not complete; "
-                                                     "void it (void_round) instead")
-        if refusal is not None:
-            return refusal
+        _not_ended(inp.round_id, status)
+        if status != "completed":
+            raise Refused("round_not_completed", f"round {inp.round_id} is not complete; "
+                                                 "void it (void_round) instead")
         em.emit(RoundAnnulled, round_id=inp.round_id, reason_code=inp.reason_code,
                 reason_text=inp.reason_text, supervisor=inp.signer)
-        return None
+        return
     rest = _rest_of_shoe(state, inp.round_id)
     shoe_id = state.round_shoe[inp.round_id]
     current = state.shoe is not None and state.shoe.shoe_id == shoe_id
     if not current and all(state.round_status[r] != "completed" for r in rest):
-        return Refusal("round_already_annulled", f"shoe {shoe_id} holds no completed round "
-                                                 f"from {inp.round_id} on left to annul")
+        raise Refused("round_already_annulled", f"shoe {shoe_id} holds no completed round "
+                                                f"from {inp.round_id} on left to annul")
     for round_id in rest:
         if state.round_status[round_id] == "completed":
             em.emit(RoundAnnulled, round_id=round_id, reason_code=inp.reason_code,
@@ -446,7 +416,6 @@ def _annul_rounds(em: _Emitter, inp: AnnulRounds, config: MachineConfig) -> Refu
     if em.state.shoe is not None and em.state.shoe.shoe_id == shoe_id:
         em.emit(ShoeEnded, shoe_id=shoe_id, reason=f"rest of the shoe annulled from round "
                                                    f"{inp.round_id}")
-    return None
 
 
 def _rest_of_shoe(state: TableState, round_id: str) -> list[str]:
@@ -460,87 +429,99 @@ def _rest_of_shoe(state: TableState, round_id: str) -> list[str]:
     return rest
 
 
-def _reopen_table(em: _Emitter, inp: ReopenTable, config: MachineConfig) -> Refusal | None:
+def _reopen_table(em: _Emitter, inp: ReopenTable, config: MachineConfig) -> None:
     if em.state.closed is None:
-        return Refusal("table_not_closed", f"table {em.state.table_id} is not closed")
+        raise Refused("table_not_closed", f"table {em.state.table_id} is not closed")
     em.emit(TableReopened, reason_text=inp.reason_text, supervisor=inp.signer)
-    return None
 
 
-# --- shared checks ---------------------------------------------------------------------
+# --- shared checks: each returns what it checked or raises Refused ----------------------
 
-def _table_open(state: TableState, inp: InputBase) -> Refusal | None:
+def _table_open(state: TableState, inp: InputBase) -> None:
     if state.closed is not None and inp.command not in _WHILE_CLOSED:
-        return Refusal("table_closed", f"table {state.table_id} is closed ({state.closed}); "
-                                       "a supervisor reopens it (reopen_table)")
-    return None
+        raise Refused("table_closed", f"table {state.table_id} is closed ({state.closed}); "
+                                      "a supervisor reopens it (reopen_table)")
 
 
-def _dealt_round(state: TableState, round_id: str, allow_betting: bool = False
-                 ) -> Refusal | None:
-    """`round_id` is the table's current round: being dealt (or betting), or just complete."""
+def _shoe_in_play(state: TableState) -> ShoeState:
+    if state.shoe is None:
+        raise Refused("no_shoe", f"table {state.table_id} has no shoe in play; "
+                                 "a supervisor starts one with new_shoe")
+    return state.shoe
+
+
+def _shoe_playable(state: TableState) -> ShoeState:
+    """The shoe in play, if a round may start from it."""
+    shoe = _shoe_in_play(state)
+    if shoe.start_burn_pending:
+        raise Refused("shoe_needs_first_card_burn", f"shoe {shoe.shoe_id} starts with its "
+                                                    "first card turned and burned "
+                                                    "(shoe_first_card)")
+    if shoe.finished:
+        raise Refused("shoe_finished", f"the cut card ended shoe {shoe.shoe_id}; "
+                                       "start a new shoe")
+    return shoe
+
+
+def _round_shoe(state: TableState) -> ShoeState:
+    """The shoe the table's round (or an open round) is dealt from. A shoe's end clears the
+    round with it, so a round without a shoe is a broken state, not a refusal."""
+    if state.shoe is None:
+        raise ValueError(f"table {state.table_id}: a round in play without a shoe")
+    return state.shoe
+
+
+def _no_round_in_progress(state: TableState) -> None:
+    rnd = state.round
+    if rnd is not None and rnd.in_progress:
+        raise Refused("round_in_progress", f"round {rnd.round_id} is in progress; "
+                                           "complete or void it first")
+
+
+def _round_status(state: TableState, round_id: str) -> str:
+    """What became of `round_id` on this table (open, completed, voided or annulled)."""
     status = state.round_status.get(round_id)
     if status is None:
-        return _round_not_found(state, round_id)
-    refusal = _not_ended(round_id, status)
-    if refusal is not None:
-        return refusal
+        raise _round_not_found(state, round_id)
+    return status
+
+
+def _dealt_round(state: TableState, round_id: str, allow_betting: bool = False) -> RoundState:
+    """`round_id` is the table's current round: being dealt (or betting), or just complete."""
+    status = _round_status(state, round_id)
+    _not_ended(round_id, status)
     rnd = state.round
     phases = ("betting", "dealing", "complete") if allow_betting else ("dealing", "complete")
     if rnd is None or rnd.round_id != round_id or rnd.phase not in phases:
-        return Refusal("round_not_in_progress", f"round {round_id} is not the round on the "
-                                                f"table (it is {status})")
-    return None
-
-
-def _shoe_playable(state: TableState) -> Refusal | None:
-    shoe = state.shoe
-    if shoe is None:
-        return _no_shoe(state)
-    if shoe.start_burn_pending:
-        return Refusal("shoe_needs_first_card_burn", f"shoe {shoe.shoe_id} starts with its "
-                                                     "first card turned and burned "
-                                                     "(shoe_first_card)")
-    if shoe.finished:
-        return Refusal("shoe_finished", f"the cut card ended shoe {shoe.shoe_id}; "
-                                        "start a new shoe")
-    return None
+        raise Refused("round_not_in_progress", f"round {round_id} is not the round on the "
+                                               f"table (it is {status})")
+    return rnd
 
 
 def _current_round(state: TableState, round_id: str, allow_complete: bool = False
-                   ) -> Refusal | None:
+                   ) -> RoundState:
     if round_id not in state.round_status:
-        return _round_not_found(state, round_id)
+        raise _round_not_found(state, round_id)
     rnd = state.round
     ok_phases = ("betting", "dealing", "complete") if allow_complete else ("betting", "dealing")
     if rnd is None or rnd.round_id != round_id or rnd.phase not in ok_phases:
         status = state.round_status[round_id]
-        return Refusal("round_not_in_progress", f"round {round_id} is not in progress "
-                                                f"(it is {status})")
-    return None
+        raise Refused("round_not_in_progress", f"round {round_id} is not in progress "
+                                               f"(it is {status})")
+    return rnd
 
 
-def _round_not_found(state: TableState, round_id: str) -> Refusal:
-    return Refusal("round_not_found", f"table {state.table_id} has no round {round_id}")
+def _round_not_found(state: TableState, round_id: str) -> Refused:
+    return Refused("round_not_found", f"table {state.table_id} has no round {round_id}")
 
 
-def _round_busy(state: TableState) -> Refusal:
-    return Refusal("round_in_progress", f"round {state.round.round_id} is in progress; "
-                                        "complete or void it first")
-
-
-def _no_shoe(state: TableState) -> Refusal:
-    return Refusal("no_shoe", f"table {state.table_id} has no shoe in play; "
-                              "a supervisor starts one with new_shoe")
-
-
-def _not_in_shoe(card: str, shoe_id: str) -> Refusal:
-    return Refusal("card_not_in_shoe", f"card {card} is not in shoe {shoe_id}: every copy "
+def _not_in_shoe(card: str, shoe_id: str) -> Refused:
+    return Refused("card_not_in_shoe", f"card {card} is not in shoe {shoe_id}: every copy "
                                        "of it has already left the shoe (double scan or "
                                        "foreign card)")
 
 
-_DECIDE: dict[type[InputBase], Callable[..., Refusal | None]] = {
+_DECIDE: dict[type[InputBase], Callable[..., None]] = {
     NewShoe: _new_shoe, ShoeFirstCard: _shoe_first_card, Burn: _burn, CutCard: _cut_card,
     EndShoe: _end_shoe, OpenRound: _open_round, CloseBetting: _close_betting,
     ScanCard: _scan_card, VoidRound: _void_round, ReportMisdeal: _report_misdeal,

@@ -16,7 +16,9 @@ earlier attempt was applied).
 from __future__ import annotations
 
 import asyncio
+from typing import cast
 
+from aiohttp.web import BaseRequest
 from faust import web
 
 from services.dealer_event.app import app, forward, input_partition, inputs_topic, runtime, settings
@@ -54,10 +56,12 @@ async def _body_within_limit(request: web.Request) -> bytes | None:
     """The body, or None when it is over `input_max_bytes` (checked before anything is
     written to dealer.inputs: 20 posts of 1 MB used to write 18 MB in a second)."""
     limit = settings.input_max_bytes
-    if request.content_length is not None and request.content_length > limit:
+    # faust's web driver is aiohttp's: its requests stream (faust's Request ABC does not say)
+    aio_request = cast(BaseRequest, request)
+    if aio_request.content_length is not None and aio_request.content_length > limit:
         return None
     chunks, size = [], 0
-    while chunk := await request.content.read(limit + 1 - size):
+    while chunk := await aio_request.content.read(limit + 1 - size):
         chunks.append(chunk)
         size += len(chunk)
         if size > limit:
@@ -78,20 +82,20 @@ class InputsView(web.View):
             await forward(raw, parsed.table_id)
             return self.json({"status": "refused", "input_id": parsed.input_id,
                               "reason_code": "malformed_input",
-                              "message": parsed.refusal.message}, status=400)
+                              "message": parsed.problem.message}, status=400)
         routed = await _elsewhere(self, request, parsed.table_id, raw)
         if routed is not None:
             return routed
-        signature = parsed.input.signature
-        waiter = runtime.expect(parsed.input_id, input_partition(parsed.table_id), signature)
+        input_id, signature = parsed.input.input_id, parsed.input.signature
+        waiter = runtime.expect(input_id, input_partition(parsed.table_id), signature)
         try:
             await forward(raw, parsed.table_id)
             report = await asyncio.wait_for(asyncio.shield(waiter),
                                             settings.decision_wait_seconds)
         except TimeoutError:
-            return self.json({"status": "queued", "input_id": parsed.input_id}, status=202)
+            return self.json({"status": "queued", "input_id": input_id}, status=202)
         finally:
-            runtime.forget(parsed.input_id, waiter, signature)
+            runtime.forget(input_id, waiter, signature)
         if report["status"] == MOVED:
             return routing.unavailable(self.web, "the table moved to another worker before "
                                                  "this input was decided; resend it")

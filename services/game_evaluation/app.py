@@ -24,7 +24,7 @@ from services.game_evaluation.evaluator import TableFlagged, TableView, observe_
 from services.infra import metrics, observability
 from services.infra.batching import Record, processing, publish_all, run_batches, until_applied
 from services.infra.dead_letters import flag_table, give_up_on
-from services.infra.faust_app import make_app, topic
+from services.infra.faust_app import make_app, tables_recovered, topic
 from services.infra.observability import health_problems
 from services.infra.settings import get_settings
 from shared.events.results import RoundResultPublished
@@ -49,7 +49,7 @@ class _Group:
 group = _Group()
 
 
-@app.on_partitions_assigned.connect
+@app.on_partitions_assigned.connect  # type: ignore[arg-type]  # faust types handlers (sender, *args)
 async def _joined(sender, assigned, **kwargs) -> None:
     group.joined = True
 
@@ -122,7 +122,7 @@ class HealthView(web.View):
         with no partition (more workers than partitions) is ready too: it stands by."""
         partitions = sorted(tp.partition for tp in app.consumer.assignment()
                             if tp.topic == "table.events") if group.joined else []
-        recovered = app.tables.recovery.completed.is_set()
+        recovered = tables_recovered(app)
         problems = health_problems(app) if group.joined else ["not in the consumer group yet"]
         return self.json({"service": "game-evaluation", "joined": group.joined,
                           "recovered": recovered, "partitions": partitions,

@@ -124,23 +124,23 @@ def _follow(rnd: RoundView | None, event: TableEventBase, problems: list[str]
         return RoundView(round_id=event.round_id, shoe_id=event.shoe_id, profile=event.profile,
                          profile_version=event.profile_version,
                          profile_digest=event.profile_digest, dealer=event.dealer), None
-    if isinstance(event, (CardDealt, RoundCompleted, RoundVoided)) and (
-            rnd is None or rnd.round_id != event.round_id):
-        problems.append(f"table {event.table_id}: {event.type} at seq {event.seq} for round "
-                        f"{event.round_id}, which was never opened here")
-        return rnd, None
-    if isinstance(event, CardDealt):
-        return _card(rnd, event)
-    if isinstance(event, RoundRedealt) and rnd is not None and rnd.round_id == event.round_id \
-            and rnd.status == "open":  # seed 000 §1: the cards so far are set aside
-        return rnd.model_copy(update={"cards": ()}), None
-    if isinstance(event, RoundCompleted):
-        _cross_check(rnd, event, problems)
-    elif isinstance(event, RoundVoided):
+    if isinstance(event, (CardDealt, RoundCompleted, RoundVoided)):
+        if rnd is None or rnd.round_id != event.round_id:
+            problems.append(f"table {event.table_id}: {event.type} at seq {event.seq} for "
+                            f"round {event.round_id}, which was never opened here")
+            return rnd, None
+        if isinstance(event, CardDealt):
+            return _card(rnd, event)
+        if isinstance(event, RoundCompleted):
+            _cross_check(rnd, event, problems)
+            return rnd, None
         if rnd.status == "complete":
             problems.append(f"table {event.table_id}: round {rnd.round_id} voided after its "
                             "result was published")
         return rnd.model_copy(update={"status": "voided"}), None
+    if isinstance(event, RoundRedealt) and rnd is not None and rnd.round_id == event.round_id \
+            and rnd.status == "open":  # seed 000 §1: the cards so far are set aside
+        return rnd.model_copy(update={"cards": ()}), None
     return rnd, None
 
 

@@ -40,7 +40,7 @@ Record = tuple[str, bytes, bytes]  # topic, key, value
 ApplyBatch = Callable[[Sequence[faust.EventT]], Awaitable[None]]
 
 
-async def run_batches(stream: faust.StreamT, apply: ApplyBatch,
+async def run_batches(stream: faust.Stream, apply: ApplyBatch,
                       max_records: int = BATCH_MAX) -> None:
     """Call `apply(batch)` for every batch of the stream's events, in order; each event
     keeps its topic, partition and offset. The events are acked after `apply` returns and

@@ -25,9 +25,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 import faust
-from faust.types import TP
+from faust.types import TP, AppT, ChannelT
 from faust.types.tuples import ConsumerMessage
 from kafka.admin import KafkaAdminClient
 
@@ -85,11 +86,11 @@ class ContiguousReads:
         return self.baseline
 
 
-def bootstrap_of(app: faust.App) -> str:
+def bootstrap_of(app: AppT) -> str:
     return ",".join(f"{url.host}:{url.port}" for url in app.conf.broker)
 
 
-def committed_offsets(app: faust.App, principal: str) -> CommittedOffsets:
+def committed_offsets(app: AppT, principal: str) -> CommittedOffsets:
     """Reads the app's consumer group's committed offsets from the broker."""
 
     def read() -> dict[TP, int]:
@@ -114,6 +115,8 @@ async def reread(stream: faust.StreamT, tp: TP, start: int, stop: int, principal
     stream's channel into events like the ones the stream yields."""
     records = await asyncio.to_thread(read_range, bootstrap_of(stream.app), tp.topic,
                                       tp.partition, start, stop, principal)
+    # a stream reads a channel (StreamT declares it only as an iterator)
+    channel = cast(ChannelT, stream.channel)
     events = []
     for record in records:
         message = ConsumerMessage(
@@ -121,7 +124,7 @@ async def reread(stream: faust.StreamT, tp: TP, start: int, stop: int, principal
             record.timestamp_type, list(record.headers or []), record.key, record.value,
             record.checksum, record.serialized_key_size, record.serialized_value_size, tp,
             generation_id=generation_id)
-        events.append(await stream.channel.decode(message))
+        events.append(await channel.decode(message))
     if len(events) != stop - start:
         log.warning("%s: of the %d skipped offset(s) of %s, the log still holds %d",
                     principal, stop - start, tp, len(events))

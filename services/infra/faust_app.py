@@ -11,9 +11,12 @@ instead of crashing the codec.
 from __future__ import annotations
 
 import socket
+from typing import cast
 
 import faust
+from faust.tables.manager import TableManager
 from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
+from faust.types import AppT
 
 from services.infra.kafka_security import faust_credentials
 from services.infra.settings import Settings, get_settings
@@ -32,7 +35,7 @@ def _quick_fetching_consumer(self, transport):
     return consumer
 
 
-AIOKafkaConsumerThread._create_worker_consumer = _quick_fetching_consumer
+AIOKafkaConsumerThread._create_worker_consumer = _quick_fetching_consumer  # type: ignore[method-assign]  # deliberate patch
 
 
 def service_port(settings: Settings, service: str) -> int:
@@ -99,15 +102,21 @@ def make_app(service: str, settings: Settings | None = None, *, persistent: bool
 _service_of_app: dict[str, str] = {}
 
 
-def service_of(app: faust.App) -> str:
+def service_of(app: AppT) -> str:
     """The service an app belongs to (also its Kafka principal)."""
     return _service_of_app[app.conf.id]
 
 
-def recovering(app: faust.App) -> bool:
+def recovering(app: AppT) -> bool:
     """True while the worker's partitions move or its tables still recover their state:
     it must not answer for its keys yet."""
-    return app.rebalancing or not app.tables.recovery.completed.is_set()
+    return app.rebalancing or not tables_recovered(app)
+
+
+def tables_recovered(app: AppT) -> bool:
+    """Have the worker's tables recovered their state? (`app.tables` is faust's
+    TableManager; the TableManagerT interface does not declare its `recovery`.)"""
+    return cast(TableManager, app.tables).recovery.completed.is_set()
 
 
 def topic(app: faust.App, name: str) -> faust.TopicT:

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -157,7 +158,7 @@ class LocalBroker:
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
     def _java(self, lib: Path, main: str, *args: str, heap: str = "256m",
-              agent: list[str] = ()) -> list[str]:
+              agent: Sequence[str] = ()) -> list[str]:
         return [
             "java", *agent, f"-Xmx{heap}", "-XX:+UseG1GC",
             f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",

@@ -18,10 +18,12 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from time import monotonic
-from typing import Any
+from typing import Any, cast
 
 import faust
 from faust.sensors.base import Sensor
+from faust.tables.manager import TableManager
+from faust.types import AppT
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
@@ -53,11 +55,11 @@ class HttpSensor(Sensor):
         super().__init__(**kwargs)
         self.service = service
 
-    def on_web_request_start(self, app: faust.App, request: Any, *, view: Any = None
+    def on_web_request_start(self, app: AppT, request: Any, *, view: Any = None
                              ) -> dict:
         return {"time_start": monotonic()}
 
-    def on_web_request_end(self, app: faust.App, request: Any, response: Any, state: dict,
+    def on_web_request_end(self, app: AppT, request: Any, response: Any, state: dict,
                            *, view: Any = None) -> None:
         route = route_template(request)
         status = str(getattr(response, "status", 500)) if response is not None else "500"
@@ -110,7 +112,7 @@ class Progress:
 _progress: dict[str, Progress] = {}
 
 
-def progress_of(app: faust.App) -> Progress:
+def progress_of(app: AppT) -> Progress:
     return _progress.setdefault(app.conf.id, Progress())
 
 
@@ -118,7 +120,8 @@ def health_problems(app: faust.App, settings: Settings | None = None) -> list[st
     """Why this worker should not be sent traffic right now (empty: healthy)."""
     settings = settings or get_settings()
     problems = []
-    if app.rebalancing or not app.tables.recovery.completed.is_set():
+    # app.tables is faust's TableManager (TableManagerT does not declare its `recovery`)
+    if app.rebalancing or not cast(TableManager, app.tables).recovery.completed.is_set():
         problems.append("recovering: partitions moving or tables still recovering")
     stalled = progress_of(app).stalled_for()
     if stalled > settings.stall_seconds:

@@ -88,6 +88,12 @@ class ServiceProcess:
         return worker_name(self.name, self.worker)
 
     @property
+    def pid(self) -> int:
+        if self.proc is None:
+            raise RuntimeError(f"{self.name} is not started")
+        return self.proc.pid
+
+    @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 

@@ -37,7 +37,7 @@ class ReplayRequest:
                 {"player_id": player_id, "played_at": played_at, "dealer": dealer,
                  "table_id": table_id, "round_id": round_id},
                 filed_at=parse_time(complaint_at), override=override)
-        elif played_at is None:
+        if played_at is None:  # (a complaint without it is refused above)
             raise ValueError("give the time of play (--at / at=) so the replay can seek the log "
                              "by time")
         return cls(table_id, round_id, played_at, player_id, complaint)

@@ -156,15 +156,22 @@ class TableSimulator:
         self.summary.shoes += 1
         shoe_id = f"{self.config.table_id}-{self.factory.run_tag}-s{self.summary.shoes}"
         await self.send(NewShoe, shoe_id=shoe_id, profile=self.profile.name)
-        self._shoe, self._cut_sent, self._shoe_over = self._fresh_shoe(), False, False
+        shoe = self._fresh_shoe()
+        self._shoe, self._cut_sent, self._shoe_over = shoe, False, False
         if isinstance(self.profile, BaccaratProfile) and self.profile.shoe_start_burn:
-            first = self._shoe.draw()
+            first = shoe.draw()
             await self.send(ShoeFirstCard, card=first)
-            self._shoe.burn(start_burn_count(first))  # face down: no input per card
+            shoe.burn(start_burn_count(first))  # face down: no input per card
+
+    def _shoe_in_play(self) -> Shoe:
+        if self._shoe is None:
+            raise RuntimeError(f"table {self.config.table_id}: no shoe to draw from")
+        return self._shoe
 
     async def _draw(self) -> Card:
-        card = self._shoe.draw()
-        if self._shoe.cut_card_out and not self._cut_sent:
+        shoe = self._shoe_in_play()
+        card = shoe.draw()
+        if shoe.cut_card_out and not self._cut_sent:
             self._cut_sent = True
             self._pending_cut = True
         return card
@@ -190,7 +197,7 @@ class TableSimulator:
         opened = await self.send(OpenRound, round_id=round_id, dealer=self.config.dealer)
         window = self._betting_left(opened)
         info = RoundInfo(self.config.table_id, round_id, self.profile.name, window)
-        pause = [asyncio.sleep(window)]
+        pause: list[Awaitable[None]] = [asyncio.sleep(window)]
         if self.on_betting_open is not None:
             pause.append(self.on_betting_open(info))
         await asyncio.gather(*pause)

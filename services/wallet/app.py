@@ -30,7 +30,9 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import Counter
+from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 import faust
 from aiokafka import AIOKafkaConsumer, TopicPartition
@@ -41,7 +43,7 @@ from services.infra.clock import SystemClock
 from services.infra.dead_letters import flag_table, give_up_on
 from services.infra.faust_app import make_app, recovering
 from services.infra.kafka_security import aiokafka_options
-from services.infra.settings import get_settings
+from services.infra.settings import Settings, get_settings
 from services.wallet import counting, handlers
 from services.wallet.commands import (
     ENVELOPE,
@@ -66,19 +68,19 @@ from shared.events.wallet_events import WalletTransaction
 from shared.ledger import RECENT_TXS, UNCOVERED_DEBITS, Account, BetRecord, SpotRecord
 
 log = logging.getLogger("croupier.wallet")
-settings = get_settings()
+settings: Settings = get_settings()
 clock = SystemClock()
 # a crashed worker's partitions are reassigned after 10 s instead of Faust's 60 s
 # linger: under load, the many small records (commands, changelogs, transactions) of a
 # moment share one produce request instead of one request each
-app = make_app("wallet", settings, broker_session_timeout=10,
+app: faust.App = make_app("wallet", settings, broker_session_timeout=10,
                broker_heartbeat_interval=1, producer_linger=0.002)
 observability.install(app, "wallet", settings, invariants=metrics.WALLET_INVARIANTS)
 counting.init_metrics()
 
 # idempotency keys stay answerable for at least the topics' retention, then may expire
 ITEM_RETENTION_MS = 2 * settings.retention_ms
-_tables = dict(partitions=settings.topic_partitions, default=None,
+_tables: dict[str, Any] = dict(partitions=settings.topic_partitions, default=None,
                schema=faust.Schema(key_serializer="json", value_serializer="json"))
 _expiring = {"cleanup.policy": "compact,delete", "retention.ms": str(ITEM_RETENTION_MS)}
 accounts = app.Table("accounts", **_tables)
@@ -344,7 +346,8 @@ class TableViews:
     def __init__(self) -> None:
         self.views: dict[str, TableView] = {}
         self.ready = asyncio.Event()
-        self.on_close = None  # (table_id, round_id) -> None: a round's betting closed
+        # (table_id, round_id) -> None: a round's betting closed
+        self.on_close: Callable[[str, str], None] | None = None
 
     def get(self, table_id: str) -> TableView | None:
         return self.views.get(table_id)

@@ -10,7 +10,7 @@ reached the broker, and every consumer is idempotent on their ids.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -155,7 +155,7 @@ def operator_movement(account: Account | None, cmd: Deposit | Withdraw, now: dat
 
 
 def _moved(result: Applied, answer: Answer, tx: WalletTransaction,
-           extra: list[tuple[str, str, BaseModel]] = (), restored: bool = False) -> Outcome:
+           extra: Sequence[tuple[str, str, BaseModel]] = (), restored: bool = False) -> Outcome:
     publish = [("wallet.transactions", tx.player_id, tx), *extra]
     if result.duplicate:
         return Outcome(answer, publish=publish,

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from shared.bets import TIGER_WAGERS, rule_for
+from shared.bets import GAME_RULES, TIGER_WAGERS
 from shared.events.event_auth import (
     ChainHead,
     TableEventRefused,
@@ -79,7 +79,8 @@ def fold(view: TableView | None, event: TableEventBase) -> TableView:
         if len(rounds) > KEEP_ROUNDS:
             for old in sorted(rounds, key=lambda r: rounds[r].seq)[:len(rounds) - KEEP_ROUNDS]:
                 del rounds[old]
-    elif type(event) in _STATUS_AFTER and event.round_id in rounds:
+    elif isinstance(event, (BettingClosed, RoundCompleted, RoundVoided)) \
+            and event.round_id in rounds:
         info = rounds[event.round_id]
         if info.status != "voided":
             rounds[event.round_id] = info.model_copy(update={"status": _STATUS_AFTER[type(event)]})
@@ -163,7 +164,7 @@ def current_round_body(view: TableView) -> dict | None:
     profile = round_profile(info.profile, info.profile_version)
     bets = {
         name: {"min_stake": spec.min_stake, "max_stake": spec.max_stake,
-               "positions": list(rule_for(profile.game, name).positions)}
+               "positions": list(GAME_RULES[profile.game][name].positions)}
         for name, spec in profile.bets.items()
     }
     return {"table_id": view.table_id, "round_id": info.round_id, "status": info.status,

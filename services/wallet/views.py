@@ -14,9 +14,11 @@ import asyncio
 import json
 import logging
 import uuid
+from typing import TypeVar
 
 import faust
 from pydantic import BaseModel, ValidationError
+from pydantic_core import ErrorDetails
 
 from services.infra import routing
 from services.infra.auth import Authenticator, AuthError
@@ -41,13 +43,16 @@ REPLY_TIMEOUT_S = 15.0
 MAX_PAGE = 500
 
 
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
 class Problem(Exception):
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
         self.answer = Answer.error(status, code, message)
 
 
-async def parse(request, model: type[BaseModel]) -> BaseModel:
+async def parse(request, model: type[_Model]) -> _Model:
     raw = await request.read()
     try:
         json.loads(raw or b"null")
@@ -65,7 +70,7 @@ async def parse(request, model: type[BaseModel]) -> BaseModel:
         raise Problem(422, code, fields) from exc
 
 
-def _bad_id(error: dict) -> bool:
+def _bad_id(error: ErrorDetails) -> bool:
     """An id field (`player_id`, `bet_id`, ...) that is a string but not an id
     (`shared.events.ids`: `..`, `a/b`, whitespace, control characters, too long)."""
     return (bool(error["loc"]) and str(error["loc"][-1]).endswith("_id")

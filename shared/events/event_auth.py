@@ -19,7 +19,7 @@ its anchor: authenticity, not position, is what an attacker cannot fake.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from shared.events.canonical import same_digest
 from shared.events.table import TableEventBase, event_auth
@@ -91,12 +91,12 @@ class TableWatch:
     head: ChainHead | None = None
     flagged: str | None = None
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return {"seq": self.head.seq if self.head else None,
                 "hash": self.head.hash if self.head else None, "flagged": self.flagged}
 
     @classmethod
-    def from_json(cls, data: dict | None) -> TableWatch:
+    def from_json(cls, data: dict[str, Any] | None) -> TableWatch:
         if not data:
             return cls()
         head = ChainHead(data["seq"], data["hash"]) if data.get("seq") is not None else None

@@ -9,7 +9,7 @@ over the canonical JSON of the input without `signature` (which includes
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -24,6 +24,8 @@ Role = Literal["device", "supervisor"]
 class InputBase(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    if TYPE_CHECKING:  # each command declares its own literal `command`
+        command: str
     schema_version: Literal[1] = 1
     input_id: InputId
     table_id: TableId
@@ -149,6 +151,6 @@ SUPERVISOR_ONLY = frozenset({"new_shoe", "end_shoe", "void_round", "report_misde
 
 
 def make_input(command_type: type[InputBase], *, key: bytes, sent_at: datetime,
-               **fields) -> InputBase:
+               **fields: Any) -> InputBase:
     """A signed input, as a table device or supervisor console would send it."""
     return command_type(sent_at=sent_at, **fields).signed(key)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 
@@ -35,13 +35,15 @@ class VoidReason(StrEnum):
     OTHER = "other"
 
 
-def _absent(value) -> bool:
+def _absent(value: object) -> bool:
     return value is None
 
 
 class TableEventBase(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    if TYPE_CHECKING:  # each event type declares its own literal `type`
+        type: str
     schema_version: Literal[1] = 1
     event_id: str
     table_id: TableId
@@ -239,7 +241,7 @@ AUTH_LABEL = b"croupier.table-event.v1\n"
 
 
 def seal(event_type: type[TableEventBase], *, table_id: str, seq: int, prev_hash: str,
-         occurred_at: datetime, key: bytes | None = None, **fields) -> TableEventBase:
+         occurred_at: datetime, key: bytes | None = None, **fields: Any) -> TableEventBase:
     """Build the next event of a table's chain, with its deterministic id and its hash;
     with `key` (dealer-event's table-events key), authenticated too."""
     draft = event_type(
@@ -251,7 +253,7 @@ def seal(event_type: type[TableEventBase], *, table_id: str, seq: int, prev_hash
         "hash": chain_hash, "auth": None if key is None else event_auth(key, chain_hash)})
 
 
-def parse_table_event(raw: bytes | str | dict) -> TableEventBase:
+def parse_table_event(raw: bytes | str | dict[str, Any]) -> TableEventBase:
     if isinstance(raw, dict):
         return TABLE_EVENT.validate_python(raw)
     return TABLE_EVENT.validate_json(raw)
