@@ -7,7 +7,6 @@ import asyncio
 import base64
 import hashlib
 import json
-from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pytest
@@ -17,17 +16,9 @@ from services.infra import metrics
 from services.infra.batching import until_applied
 from services.infra.dead_letters import apply_each
 from shared.events.dead_letters import KEEP_VALUE_BYTES, DeadLetter
+from tests.unit.agent_loop_support import Message
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
-
-
-@dataclass
-class Message:
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
 
 
 class Event:
