@@ -45,9 +45,8 @@ from shared.events.table import (
 from shared.events.wallet_events import WalletTransaction, tx_id
 from shared.profile import (
     LEGACY_VERSION,
-    BaccaratProfile,
+    AnyProfile,
     ProfileError,
-    TripleFaceProfile,
     round_profile,
     shipped_digest,
 )
@@ -55,7 +54,6 @@ from shared.rounds import RoundError, evaluate_round
 from shared.settlement import Bet, settle
 from shared.triple_face import TripleFaceResult
 
-AnyProfile = BaccaratProfile | TripleFaceProfile
 AnyResult = BaccaratResult | TripleFaceResult
 Decision = BetAccepted | BetRejected
 

@@ -17,10 +17,9 @@ from pydantic import Field, TypeAdapter
 from shared import baccarat, triple_face
 from shared.baccarat import BaccaratResult
 from shared.cards import Card
-from shared.profile import BaccaratProfile, TripleFaceProfile
+from shared.profile import AnyProfile, BaccaratProfile
 from shared.triple_face import TripleFaceResult
 
-AnyProfile = BaccaratProfile | TripleFaceProfile
 RoundResult = Annotated[BaccaratResult | TripleFaceResult, Field(discriminator="game")]
 ROUND_RESULT: TypeAdapter[BaccaratResult | TripleFaceResult] = TypeAdapter(RoundResult)
 

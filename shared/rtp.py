@@ -26,10 +26,9 @@ from shared.baccarat import BaccaratResult, banker_draws
 from shared.bets import GAME_RULES, Basis, resolve
 from shared.cards import DECK, RANKS, SUITS, Card, card_for_value, parse_card
 from shared.money import Odds
-from shared.profile import BaccaratProfile, TripleFaceProfile
+from shared.profile import AnyProfile
 from shared.triple_face import TripleFaceResult
 
-AnyProfile = BaccaratProfile | TripleFaceProfile
 AnyResult = BaccaratResult | TripleFaceResult
 # class key -> (integer weight, representative result); weights share one denominator
 Key = tuple[Any, ...]  # an outcome class: what its rule reads of the round

@@ -14,10 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from shared.baccarat import BaccaratResult
 from shared.bets import TIGER_WAGERS, BetRule, Outcome, Position, resolve, rule_for
 from shared.money import returned_on_win
-from shared.profile import BaccaratProfile, TripleFaceProfile
+from shared.profile import AnyProfile
 from shared.triple_face import TripleFaceResult
 
-AnyProfile = BaccaratProfile | TripleFaceProfile
 BetErrorCode = Literal[
     "unknown_bet", "bet_not_offered", "bad_position", "below_minimum", "above_maximum",
     "wrong_game", "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",

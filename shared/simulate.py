@@ -16,12 +16,10 @@ from pydantic import BaseModel, ConfigDict
 
 from shared.bets import GAME_RULES, resolve
 from shared.cards import Card
-from shared.profile import BaccaratProfile, TripleFaceProfile
+from shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile
 from shared.rounds import cards_needed, evaluate_round
 from shared.rtp import RtpReport
 from shared.shoe import Shoe, Shuffler
-
-AnyProfile = BaccaratProfile | TripleFaceProfile
 
 
 def deal_rounds(profile: AnyProfile, rng: Shuffler) -> Iterator[list[Card]]:

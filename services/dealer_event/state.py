@@ -33,7 +33,7 @@ from shared.events.table import (
     TableEventBase,
     TableReopened,
 )
-from shared.profile import BaccaratProfile, TripleFaceProfile, load_profile
+from shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile, load_profile
 
 IN_PROGRESS = ("betting", "dealing")
 
@@ -57,7 +57,7 @@ class ShoeState:
     fresh_deck_due: bool = False  # Triple Face: the next round takes a new deck
 
     @property
-    def rules(self) -> BaccaratProfile | TripleFaceProfile:
+    def rules(self) -> AnyProfile:
         return load_profile(self.profile)
 
     @property
