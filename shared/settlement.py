@@ -7,7 +7,7 @@ result arrives. Both are pure, so a replay settles the same bet identically.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -21,6 +21,7 @@ BetErrorCode = Literal[
     "unknown_bet", "bet_not_offered", "bad_position", "below_minimum", "above_maximum",
     "wrong_game", "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",
 ]
+BET_ERROR_CODES: tuple[BetErrorCode, ...] = get_args(BetErrorCode)  # the rule engine's codes
 
 
 class BetError(ValueError):

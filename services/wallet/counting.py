@@ -8,13 +8,15 @@ from datetime import datetime
 from services.infra import metrics
 from services.wallet.commands import EndBet, Envelope
 from services.wallet.handlers import Outcome
+from shared.settlement import BET_ERROR_CODES
 
 # deposits move no house money
 HOUSE_SIGN = {"stake_debit": 1, "payout": -1, "bet_refund": -1, "payout_reversal": 1}
-DOOR_REASONS = (  # services.wallet.rounds_view.check_bet's codes, then the rule engine's
-    "unknown_table", "unknown_round", "round_closed", "table_flagged", "unknown_profile", "currency_mismatch",
-    "bet_not_offered", "bad_position", "below_minimum", "above_maximum", "wrong_game",
-    "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",
+# services.wallet.rounds_view.check_bet's codes, then the rule engine's (its unknown_bet
+# is reported as bet_not_offered there)
+DOOR_REASONS = (
+    "unknown_table", "unknown_round", "round_closed", "table_flagged", "unknown_profile",
+    "currency_mismatch", *(code for code in BET_ERROR_CODES if code != "unknown_bet"),
 )
 
 
