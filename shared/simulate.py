@@ -25,7 +25,7 @@ from shared.shoe import Shoe, Shuffler
 def deal_rounds(profile: AnyProfile, rng: Shuffler) -> Iterator[list[Card]]:
     """Endless rounds of cards in shoe order (burns excluded), new shoes as needed."""
     while True:
-        shoe = _new_shoe(profile, rng)
+        shoe, _first = open_shoe(profile, rng)
         while True:
             shoe.burn(profile.burn_per_round)
             if shoe.cut_card_out:  # came out while burning: the round is not started
@@ -38,13 +38,20 @@ def deal_rounds(profile: AnyProfile, rng: Shuffler) -> Iterator[list[Card]]:
                 break  # last round of this shoe (Triple Face: a fresh deck every round)
 
 
-def _new_shoe(profile: AnyProfile, rng: Shuffler) -> Shoe:
-    cut = profile.cut_card_from_end if isinstance(profile, BaccaratProfile) else None
+def open_shoe(profile: AnyProfile, rng: Shuffler, cut_card_from_end: int | None = None
+              ) -> tuple[Shoe, Card | None]:
+    """A new shoe as the profile opens one: shuffled by `rng`, with its cut card (Baccarat:
+    the profile's, or `cut_card_from_end`) and the seed-004 start burn done. Returns the shoe
+    and the turned first card (None: the table burns no cards at shoe start)."""
+    cut = None
+    if isinstance(profile, BaccaratProfile):
+        cut = profile.cut_card_from_end if cut_card_from_end is None else cut_card_from_end
     shoe = Shoe(profile.decks, cut_card_from_end=cut)
     shoe.shuffle(rng)
+    first = None
     if isinstance(profile, BaccaratProfile) and profile.shoe_start_burn:
-        shoe.start_burn()
-    return shoe
+        first, *_burned = shoe.start_burn()
+    return shoe, first
 
 
 class SimulatedBet(BaseModel):

@@ -34,7 +34,8 @@ from shared.events.inputs import (
 )
 from shared.profile import BaccaratProfile, load_profile
 from shared.rounds import cards_needed
-from shared.shoe import Shoe, start_burn_count
+from shared.shoe import Shoe
+from shared.simulate import open_shoe
 
 FAULTS = frozenset({"duplicate_scan", "void", "surplus", "foreign_card"})
 TIMER_MARGIN_S = 0.1  # dealt this long after the window ends, so betting is surely closed
@@ -134,7 +135,7 @@ class TableSimulator:
             if self._shoe_over:  # Triple Face: one "shoe" (table session), a deck per round
                 await self._new_shoe()
             if not baccarat:
-                self._shoe = self._fresh_shoe()
+                self._shoe, _first = self._open_shoe()
             if not await self._burns():
                 continue
             number += 1
@@ -144,24 +145,19 @@ class TableSimulator:
 
     # --- shoe ---------------------------------------------------------------------------
 
-    def _fresh_shoe(self) -> Shoe:
-        cut = None
-        if isinstance(self.profile, BaccaratProfile):
-            cut = self.config.cut_card_from_end or self.profile.cut_card_from_end
-        shoe = Shoe(self.profile.decks, cut_card_from_end=cut)
-        shoe.shuffle(self.rng)
-        return shoe
+    def _open_shoe(self) -> tuple[Shoe, Card | None]:
+        # the same shoe opening as the offline simulation (a cut card override of 0 or
+        # none: the profile's)
+        return open_shoe(self.profile, self.rng, self.config.cut_card_from_end or None)
 
     async def _new_shoe(self) -> None:
         self.summary.shoes += 1
         shoe_id = f"{self.config.table_id}-{self.factory.run_tag}-s{self.summary.shoes}"
         await self.send(NewShoe, shoe_id=shoe_id, profile=self.profile.name)
-        shoe = self._fresh_shoe()
+        shoe, first = self._open_shoe()  # the start burn's other cards go face down: no input
         self._shoe, self._cut_sent, self._shoe_over = shoe, False, False
-        if isinstance(self.profile, BaccaratProfile) and self.profile.shoe_start_burn:
-            first = shoe.draw()
+        if first is not None:
             await self.send(ShoeFirstCard, card=first)
-            shoe.burn(start_burn_count(first))  # face down: no input per card
 
     def _shoe_in_play(self) -> Shoe:
         if self._shoe is None:
