@@ -27,15 +27,34 @@ def deal_rounds(profile: AnyProfile, rng: Shuffler) -> Iterator[list[Card]]:
     while True:
         shoe, _first = open_shoe(profile, rng)
         while True:
-            shoe.burn(profile.burn_per_round)
+            for _burned in burns_before_round(profile, shoe):
+                pass
             if shoe.cut_card_out:  # came out while burning: the round is not started
                 break
-            cards: list[Card] = []
-            while needed := cards_needed(profile, cards):
-                cards.extend(shoe.draw() for _ in range(needed))
-            yield cards
+            yield list(deal_round(profile, shoe))
             if shoe.cut_card_out or isinstance(profile, TripleFaceProfile):
                 break  # last round of this shoe (Triple Face: a fresh deck every round)
+
+
+def burns_before_round(profile: AnyProfile, shoe: Shoe) -> Iterator[Card]:
+    """The cards burned before a round, drawn one at a time; stops early when the cut card
+    comes out (the round is then not started and the shoe is over)."""
+    for _ in range(profile.burn_per_round):
+        yield shoe.draw()
+        if shoe.cut_card_out:
+            return
+
+
+def deal_round(profile: AnyProfile, shoe: Shoe) -> Iterator[Card]:
+    """A round's cards in dealing order, exactly as many as the rules need, each drawn only
+    when the one before it has been taken (a round stopped early leaves the rest in the
+    shoe)."""
+    cards: list[Card] = []
+    while needed := cards_needed(profile, cards):
+        for _ in range(needed):
+            card = shoe.draw()
+            cards.append(card)
+            yield card
 
 
 def open_shoe(profile: AnyProfile, rng: Shuffler, cut_card_from_end: int | None = None
