@@ -14,7 +14,6 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from shared.baccarat import BaccaratResult
 from shared.cards import Card
 from shared.events.bet_events import (
     BetAccepted,
@@ -50,11 +49,9 @@ from shared.profile import (
     round_profile,
     shipped_digest,
 )
-from shared.rounds import RoundError, evaluate_round
+from shared.rounds import AnyResult, RoundError, evaluate_round
 from shared.settlement import Bet, settle
-from shared.triple_face import TripleFaceResult
 
-AnyResult = BaccaratResult | TripleFaceResult
 Decision = BetAccepted | BetRejected
 
 

@@ -11,11 +11,10 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.baccarat import BaccaratResult
 from shared.bets import TIGER_WAGERS, BetRule, Outcome, Position, resolve, rule_for
 from shared.money import returned_on_win
 from shared.profile import AnyProfile
-from shared.triple_face import TripleFaceResult
+from shared.rounds import AnyResult
 
 BetErrorCode = Literal[
     "unknown_bet", "bet_not_offered", "bad_position", "below_minimum", "above_maximum",
@@ -123,7 +122,7 @@ def validate_in_round(bet: Bet, profile: AnyProfile, spot_before: int,
 
 
 def settle(
-    bet: Bet, result: BaccaratResult | TripleFaceResult, profile: AnyProfile
+    bet: Bet, result: AnyResult, profile: AnyProfile
 ) -> Settlement:
     """Settle an accepted bet. Limits are not re-checked (they applied at acceptance)."""
     if result.game != profile.game:
