@@ -26,9 +26,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.events.wallet_events import TxKind, WalletTransaction, tx_id
+from shared.events.wallet_events import CREDITS, TxKind, WalletTransaction, tx_id
 
-CREDITS: frozenset[str] = frozenset({"deposit", "bet_refund", "payout"})
 # the one debit applied in full even when the balance cannot cover it: a management void
 # takes a payout back whatever the player did with it since (docs/decisions/acceptance.md)
 UNCOVERED_DEBITS: frozenset[str] = frozenset({"payout_reversal"})

@@ -21,12 +21,12 @@ from shared.bets import GAME_RULES
 from shared.events.bet_events import BetAccepted, BetRejected, BetSettled
 from shared.profile import list_profiles, load_profile
 from shared.rtp import exact_rtp
+from shared.settlement import BET_ERROR_CODES
 
 KNOWN_BETS = frozenset(bet for rules in GAME_RULES.values() for bet in rules)
+# the intake's own codes, then the rule engine's
 REJECTION_REASONS = (
-    "unknown_round", "round_closed", "duplicate_bet_id", "unknown_profile", "unknown_bet",
-    "bet_not_offered", "bad_position", "below_minimum", "above_maximum", "wrong_game",
-    "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",
+    "unknown_round", "round_closed", "duplicate_bet_id", "unknown_profile", *BET_ERROR_CODES,
 )
 
 

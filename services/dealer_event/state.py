@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from shared.cards import DECK
 from shared.events.canonical import GENESIS_HASH
 from shared.events.table import (
     BettingClosed,
@@ -33,13 +32,16 @@ from shared.events.table import (
     TableEventBase,
     TableReopened,
 )
-from shared.profile import BaccaratProfile, TripleFaceProfile, load_profile
+from shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile, load_profile
+from shared.shoe import full_composition as shoe_composition
+from shared.shoe import take_one
 
 IN_PROGRESS = ("betting", "dealing")
 
 
 def full_composition(decks: int) -> dict[str, int]:
-    return {str(card): decks for card in DECK}
+    """A fresh shoe's composition (shared.shoe), keyed by card name."""
+    return {str(card): n for card, n in shoe_composition(decks).items()}
 
 
 @dataclass
@@ -57,7 +59,7 @@ class ShoeState:
     fresh_deck_due: bool = False  # Triple Face: the next round takes a new deck
 
     @property
-    def rules(self) -> BaccaratProfile | TripleFaceProfile:
+    def rules(self) -> AnyProfile:
         return load_profile(self.profile)
 
     @property
@@ -65,9 +67,7 @@ class ShoeState:
         return sum(self.remaining.values())
 
     def take(self, card: str) -> None:
-        self.remaining[card] = self.remaining.get(card, 0) - 1
-        if self.remaining[card] <= 0:
-            del self.remaining[card]
+        take_one(self.remaining, card)
         self.position += 1
 
     def renew_deck(self) -> None:

@@ -4,17 +4,23 @@ round latencies and invariant breaches, from what one command did."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import get_args
 
 from services.infra import metrics
 from services.wallet.commands import EndBet, Envelope
 from services.wallet.handlers import Outcome
+from shared.events.wallet_events import CREDITS, TxKind
+from shared.settlement import BET_ERROR_CODES
 
-# deposits move no house money
-HOUSE_SIGN = {"stake_debit": 1, "payout": -1, "bet_refund": -1, "payout_reversal": 1}
-DOOR_REASONS = (  # services.wallet.rounds_view.check_bet's codes, then the rule engine's
-    "unknown_table", "unknown_round", "round_closed", "table_flagged", "unknown_profile", "currency_mismatch",
-    "bet_not_offered", "bad_position", "below_minimum", "above_maximum", "wrong_game",
-    "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",
+# what a player's credit is the house pays, and the reverse; deposits and withdrawals
+# move no house money
+HOUSE_SIGN = {kind: -1 if kind in CREDITS else 1 for kind in get_args(TxKind)
+              if kind not in ("deposit", "withdrawal")}
+# services.wallet.rounds_view.check_bet's codes, then the rule engine's (its unknown_bet
+# is reported as bet_not_offered there)
+DOOR_REASONS = (
+    "unknown_table", "unknown_round", "round_closed", "table_flagged", "unknown_profile",
+    "currency_mismatch", *(code for code in BET_ERROR_CODES if code != "unknown_bet"),
 )
 
 
