@@ -43,6 +43,7 @@ from services.infra.clock import SystemClock
 from services.infra.dead_letters import flag_table, give_up_on
 from services.infra.faust_app import make_app, recovering
 from services.infra.kafka_security import aiokafka_options
+from services.infra.replies import Replies
 from services.infra.settings import Settings, get_settings
 from services.wallet import counting, handlers
 from services.wallet.commands import (
@@ -97,28 +98,9 @@ TABLE_EVENTS = "table.events"
 VIEW_HORIZON_S = 3600  # a worker starts folding table.events from this long ago
 
 
-class Replies:
-    """Futures the web views wait on, resolved by the agent in this same process (the
-    views only send commands for players whose partition this worker owns)."""
-
-    def __init__(self) -> None:
-        self._waiting: dict[str, asyncio.Future] = {}
-
-    def expect(self, reply_id: str) -> asyncio.Future:
-        future = asyncio.get_running_loop().create_future()
-        self._waiting[reply_id] = future
-        return future
-
-    def resolve(self, reply_id: str | None, answer: handlers.Answer) -> None:
-        future = self._waiting.pop(reply_id, None) if reply_id else None
-        if future is not None and not future.done():
-            future.set_result(answer)
-
-    def forget(self, reply_id: str) -> None:
-        self._waiting.pop(reply_id, None)
-
-
-replies = Replies()
+# futures the web views wait on, resolved by the agent in this same process (the views only
+# send commands for players whose partition this worker owns)
+replies: Replies[handlers.Answer, None] = Replies()
 
 
 def tx_key(player_id: str, seq: int) -> str:

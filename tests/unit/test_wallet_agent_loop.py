@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 import pytest
 
 from services.infra.clock import ManualClock
+from services.infra.replies import Replies
 from services.wallet import app as wallet
 from services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
 from shared.events.dead_letters import DeadLetter
@@ -32,7 +33,7 @@ def tables(monkeypatch) -> dict[str, dict]:
     for name, store in stores.items():
         monkeypatch.setattr(wallet, name, store)
     monkeypatch.setattr(wallet, "clock", ManualClock(NOW))
-    monkeypatch.setattr(wallet, "replies", wallet.Replies())
+    monkeypatch.setattr(wallet, "replies", Replies())
     return stores
 
 
@@ -98,7 +99,7 @@ def test_every_answer_waits_until_the_batchs_records_are_published_and_flushed(t
     waiting_at_flush = []
 
     def look() -> None:
-        waiting_at_flush.append(len(wallet.replies._waiting))
+        waiting_at_flush.append(len(wallet.replies))
 
     broker.before_flush.append(look)
     batch = commands(CreateAccount(player_id="p1", currency="IDR"),
@@ -108,7 +109,7 @@ def test_every_answer_waits_until_the_batchs_records_are_published_and_flushed(t
     assert waiting_at_flush == [3]  # at the flush all three were still waiting
     assert broker.kinds() == ["publish", "flush"]  # one publish and one flush per batch
     assert [a.status for a in answers] == [201, 201, 201]
-    assert wallet.replies._waiting == {}
+    assert len(wallet.replies) == 0
     assert balance(tables) == 7_000
 
 
