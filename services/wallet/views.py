@@ -120,7 +120,7 @@ def register(app: faust.App) -> None:
 def route(path: str):
     """A Faust page whose methods may raise Problem/AuthError and return an Answer."""
 
-    def register(cls):
+    def page_of(cls):
         class Page(faust.web.View):
             pass
 
@@ -146,7 +146,7 @@ def route(path: str):
         _ROUTES.append((path, Page))
         return Page
 
-    return register
+    return page_of
 
 
 def authorization(request) -> str | None:
