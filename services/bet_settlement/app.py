@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from typing import Any
 
 import faust
 
@@ -32,35 +33,52 @@ from services.infra.clock import SystemClock
 from services.infra.dead_letters import apply_each, flag_table
 from services.infra.faust_app import make_app
 from services.infra.observability import health_problems
-from services.infra.settings import get_settings
+from services.infra.settings import Settings, get_settings
 from shared.events.bet_events import BET_INTAKE, IntakeMark
 from shared.events.event_auth import TableFlagged, TableWatch, advance
 from shared.events.results import RoundResultPublished
 from shared.events.table import RoundOpened, RoundVoided, TableEventBase, parse_table_event
 
 log = logging.getLogger("croupier.bet_settlement")
-settings = get_settings()
 clock = SystemClock()
-# a crashed worker's partitions are reassigned after 10 s instead of Faust's 60 s
-app = make_app("bet-settlement", settings, broker_session_timeout=10,
-               broker_heartbeat_interval=1)
-observability.install(app, "bet-settlement", settings,
-                      invariants=metrics.SETTLEMENT_INVARIANTS)
-counting.init_metrics()
-
 # Faust stores plain values with its json codec: headers and entries as JSON objects
 _schema: faust.Schema = faust.Schema(key_serializer="json", value_serializer="json")
-ROUND_RETENTION_MS = 2 * settings.retention_ms
-rounds = app.Table("rounds", default=None, partitions=settings.topic_partitions, schema=_schema,
-                   extra_topic_configs={"cleanup.policy": "compact,delete",
-                                        "retention.ms": str(ROUND_RETENTION_MS)})
-pending_rounds = app.Table("pending-rounds", default=None,  # table id -> [round ids]
-                           partitions=settings.topic_partitions, schema=_schema)
+
+# Built by build_app when the worker starts (importing this module builds nothing):
+settings: Settings
+app: faust.App
+rounds: Any  # Faust tables (dicts in unit tests)
+pending_rounds: Any  # table id -> [round ids]
 # table id -> its chain's last authentic event and its flag (shared/events/event_auth.py)
-table_chains = app.Table("table-chains", default=None, partitions=settings.topic_partitions,
-                         schema=_schema)
-inputs = app.topic("bets.placed", "table.events", "round.results",
-                   key_type=bytes, value_type=bytes)
+table_chains: Any
+inputs: faust.TopicT
+
+
+def build_app(service_settings: Settings | None = None) -> faust.App:
+    """The worker's Faust app with its tables, topic, agent and pages; the exact RTP of
+    every profile is computed here (counting.init_metrics), not at import."""
+    global settings, app, rounds, pending_rounds, table_chains, inputs
+    settings = service_settings or get_settings()
+    # a crashed worker's partitions are reassigned after 10 s instead of Faust's 60 s
+    app = make_app("bet-settlement", settings, broker_session_timeout=10,
+                   broker_heartbeat_interval=1)
+    observability.install(app, "bet-settlement", settings,
+                          invariants=metrics.SETTLEMENT_INVARIANTS)
+    counting.init_metrics()
+    round_retention_ms = 2 * settings.retention_ms
+    rounds = app.Table("rounds", default=None, partitions=settings.topic_partitions,
+                       schema=_schema,
+                       extra_topic_configs={"cleanup.policy": "compact,delete",
+                                            "retention.ms": str(round_retention_ms)})
+    pending_rounds = app.Table("pending-rounds", default=None,
+                               partitions=settings.topic_partitions, schema=_schema)
+    table_chains = app.Table("table-chains", default=None,
+                             partitions=settings.topic_partitions, schema=_schema)
+    inputs = app.topic("bets.placed", "table.events", "round.results",
+                       key_type=bytes, value_type=bytes)
+    app.agent(inputs)(settlement_agent)
+    app.page("/health")(health)
+    return app
 
 
 class StoredBets:
@@ -225,13 +243,11 @@ async def settle_batch(events) -> None:
     await publish_all(app, apply_batch(events))
 
 
-@app.agent(inputs)
-async def settlement_agent(stream):
+async def settlement_agent(stream):  # the agent (build_app registers it)
     await run_batches(stream, settle_batch)
 
 
-@app.page("/health")
-async def health(web, request):
+async def health(web, request):  # GET /health (build_app registers it)
     problems = health_problems(app)
     return web.json({"status": "ok" if not problems else "unavailable", "problems": problems},
                     status=503 if problems else 200)

@@ -30,6 +30,7 @@ from services.dealer_event.table_machine import MachineConfig, step, tick
 from services.infra import metrics
 from services.infra.batching import Record
 from services.infra.clock import Clock
+from services.infra.replies import Replies
 from services.infra.settings import Settings
 from services.infra.table_keys import table_key
 from shared.events.table import (
@@ -99,7 +100,8 @@ class DealerRuntime:
         self._stale = True  # the tables must be rebuilt before the next decision
         self._rebuilt_for: frozenset[int] | None = frozenset()
         self._lock = asyncio.Lock()
-        self._waiters: dict[str, list[tuple[asyncio.Future, int | None]]] = {}
+        # HTTP waiters by waiter_key, each tagged with its input's partition
+        self._waiters: Replies[dict, int] = Replies()
         self._rebuild_task: asyncio.Task | None = None
 
     # --- ownership and rebuild -------------------------------------------------------
@@ -178,10 +180,13 @@ class DealerRuntime:
         owned = self._owned()
         if owned is None:
             return
-        for key, waiting in list(self._waiters.items()):
-            for fut, partition in list(waiting):
-                if partition is not None and partition not in owned and not fut.done():
-                    fut.set_result({"status": MOVED, "input_id": key.partition(_SEP)[0]})
+
+        def moved(key: str, partition: int | None) -> dict | None:
+            if partition is not None and partition not in owned:
+                return {"status": MOVED, "input_id": key.partition(_SEP)[0]}
+            return None
+
+        self._waiters.answer_each(moved)
 
     # --- HTTP waiters -----------------------------------------------------------------
 
@@ -190,22 +195,13 @@ class DealerRuntime:
         """A future the HTTP door awaits: resolved with the decision on the input with this
         id AND this signature (a forged input reusing a genuine one's id is answered to its
         own sender only, never to the genuine device)."""
-        fut = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(waiter_key(input_id, signature), []).append((fut, partition))
-        return fut
+        return self._waiters.expect(waiter_key(input_id, signature), partition)
 
     def forget(self, input_id: str, fut: asyncio.Future, signature: str = "") -> None:
-        key = waiter_key(input_id, signature)
-        waiting = [w for w in self._waiters.get(key, []) if w[0] is not fut]
-        if waiting:
-            self._waiters[key] = waiting
-        else:
-            self._waiters.pop(key, None)
+        self._waiters.forget(waiter_key(input_id, signature), fut)
 
     def _answer(self, key: str, report: dict) -> None:
-        for fut, _ in self._waiters.pop(key, []):
-            if not fut.done():
-                fut.set_result(report)
+        self._waiters.resolve(key, report)
 
     # --- decisions --------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import faust
 from faust import web
@@ -26,18 +27,33 @@ from services.infra.batching import Record, processing, publish_all, run_batches
 from services.infra.dead_letters import flag_table, give_up_on
 from services.infra.faust_app import make_app, tables_recovered, topic
 from services.infra.observability import health_problems
-from services.infra.settings import get_settings
+from services.infra.settings import Settings, get_settings
 from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
 
 log = logging.getLogger(__name__)
-settings = get_settings()
 
-# short session: a dead worker's partitions move to the others in seconds
-app = make_app("game-evaluation", broker_session_timeout=8, broker_heartbeat_interval=1)
-events_topic = topic(app, "table.events")
-observability.install(app, "game-evaluation")
-views = app.Table("evaluation-tables", key_type=bytes, value_type=bytes, default=None)
+# Built by build_app when the worker starts (importing this module builds nothing):
+settings: Settings
+app: faust.App
+events_topic: faust.TopicT
+views: Any  # table id -> TableView (a Faust table)
+
+
+def build_app(service_settings: Settings | None = None) -> faust.App:
+    """The worker's Faust app with its table, topic, agent, signal and pages."""
+    global settings, app, events_topic, views
+    settings = service_settings or get_settings()
+    # short session: a dead worker's partitions move to the others in seconds
+    app = make_app("game-evaluation", settings, broker_session_timeout=8,
+                   broker_heartbeat_interval=1)
+    events_topic = topic(app, "table.events")
+    observability.install(app, "game-evaluation", settings)
+    views = app.Table("evaluation-tables", key_type=bytes, value_type=bytes, default=None)
+    app.on_partitions_assigned.connect(_joined)  # type: ignore[arg-type]  # faust types handlers (sender, *args)
+    app.agent(events_topic, concurrency=1)(evaluate)
+    app.page("/health")(HealthView)
+    return app
 
 
 class _Group:
@@ -49,7 +65,6 @@ class _Group:
 group = _Group()
 
 
-@app.on_partitions_assigned.connect  # type: ignore[arg-type]  # faust types handlers (sender, *args)
 async def _joined(sender, assigned, **kwargs) -> None:
     group.joined = True
 
@@ -109,14 +124,12 @@ def _observe(record: faust.EventT, progress: dict[bytes, tuple[TableView, faust.
                                        settings.table_events_accept_unsigned)
 
 
-@app.agent(events_topic, concurrency=1)
-async def evaluate(stream):
+async def evaluate(stream):  # the agent (build_app registers it)
     # a failed publish stores no progress: the batch is evaluated again
     await run_batches(stream, until_applied(evaluate_batch, "evaluating table events"))
 
 
-@app.page("/health")
-class HealthView(web.View):
+class HealthView(web.View):  # GET /health (build_app registers it)
     async def get(self, request: web.Request) -> web.Response:
         """Ready once the worker joined the group and its tables are recovered; a worker
         with no partition (more workers than partitions) is ready too: it stands by."""

@@ -20,6 +20,7 @@ from services.wallet.commands import (
     CreateAccount,
     Deposit,
     EndBet,
+    Envelope,
     PlaceBet,
     ReverseSettlement,
     Withdraw,
@@ -304,3 +305,17 @@ def reverse_settlement(account: Account | None, cmd: ReverseSettlement, now: dat
 
 def refund_tx_id(bet_id: str) -> str:
     return tx_id("bet_refund", bet_id)
+
+
+def handle(account: Account | None, env: Envelope, now: datetime, look: Lookups) -> Outcome:
+    """The handler of the envelope's command, applied to the player's account."""
+    cmd = env.command
+    if isinstance(cmd, CreateAccount):
+        return create_account(account, cmd)
+    if isinstance(cmd, Deposit | Withdraw):
+        return operator_movement(account, cmd, now, look)
+    if isinstance(cmd, PlaceBet):
+        return place_bet(account, cmd, now, look)
+    if isinstance(cmd, ReverseSettlement):
+        return reverse_settlement(account, cmd, now, look)
+    return end_bet(account, cmd, now, look)

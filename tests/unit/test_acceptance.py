@@ -369,10 +369,10 @@ def test_seed000_004_wallet_reversal_the_balance_cannot_cover_goes_below_zero_an
     led.run(handlers.operator_movement, Withdraw(player_id="p1", request_id="w", amount=4000))
     out = led.run(handlers.reverse_settlement, reverse())
     assert out.account.balance == -4000 and out.txs[0].balance_after == -4000
-    from services.wallet import app as wallet_app
-    assert wallet_app.guarded(out) is out  # a reversal may, nothing else may
+    from services.wallet.balance_guard import guarded
+    assert guarded(out) is out  # a reversal may, nothing else may
     out = led.run(handlers.end_bet, REFUND)
-    assert led.account.balance == -2000 and wallet_app.guarded(out) is out
+    assert led.account.balance == -2000 and guarded(out) is out
     # no debit but a reversal passes the balance: bets are refused until it is covered
     refused = led.run(handlers.place_bet, PlaceBet(player_id="p1", bet_id="z", table_id="T1",
                                                    round_id="R2", bet="player", stake=1000))
@@ -390,7 +390,7 @@ def test_seed000_004_wallet_reversal_of_a_lost_bet_moves_nothing_but_marks_it():
 
 @pytest.mark.parametrize("raw_type", ["settlement_reversed", "bet_settled"])
 def test_seed000_004_wallet_turns_bets_settled_records_into_commands(raw_type):
-    from services.wallet.app import ending_command
+    from services.wallet.commands import ending_command
     state, _ = settled_round()
     _, out = intake.on_table_event(state, annulled(), NOW)
     record = next(r for _, _, r in out if r.type == raw_type)
