@@ -81,7 +81,7 @@ class Movement:
 
 
 @dataclass(frozen=True)
-class Refusal:
+class LedgerRefusal:
     code: str
     message: str
 
@@ -130,7 +130,7 @@ def restore_tx(account: Account, movement: Movement, seq: int, now: datetime
 
 
 def apply(account: Account, movement: Movement, now: datetime, indexed: int | None = None
-          ) -> Applied | Refusal:
+          ) -> Applied | LedgerRefusal:
     """Apply one movement once. `indexed` is the seq the per-item index holds for this
     movement's tx_id (None if none): if it was applied, nothing moves and the original seq
     is returned with no new tx."""
@@ -138,11 +138,11 @@ def apply(account: Account, movement: Movement, now: datetime, indexed: int | No
     if seen is not None:
         return Applied(account, seen, None)
     if movement.amount <= 0:
-        return Refusal("bad_amount", f"amount must be a positive integer, got {movement.amount}")
+        return LedgerRefusal("bad_amount", f"amount must be a positive integer, got {movement.amount}")
     credit = movement.kind in CREDITS
     if not credit and movement.kind not in UNCOVERED_DEBITS \
             and movement.amount > account.balance:
-        return Refusal(
+        return LedgerRefusal(
             "insufficient_funds",
             f"balance {account.balance} does not cover {movement.kind} of {movement.amount}",
         )

@@ -41,7 +41,7 @@ class _Player:
             seq_of=lambda p, t: self.seq_by_tx.get((p, t)),
             bet_of=lambda p, b: self.bets.get((p, b)))
 
-    def _keep(self, outcome: handlers.Outcome) -> None:
+    def _keep(self, outcome: handlers.CommandResult) -> None:
         if outcome.answer.status >= 300:
             raise RuntimeError(f"handler refused: {outcome.answer.body}")
         if outcome.account is not None:

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from services.dealer_event.admission import AdmissionPolicy
-from services.dealer_event.intake import Parsed, make_rejection, parse_raw
-from services.dealer_event.refusals import Refusal
+from services.dealer_event.input_parsing import Parsed, make_rejection, parse_raw
+from services.dealer_event.refusals import InputRefusal
 from services.dealer_event.state import TableState
 from services.dealer_event.table_machine import MachineConfig, step, tick
 from services.infra import metrics
@@ -82,7 +82,7 @@ class _Plan:
     records: list[Record] = field(default_factory=list)
     events: list[tuple[TableEventBase, TableState]] = field(default_factory=list)
     reports: list[tuple[str, dict]] = field(default_factory=list)  # waiter key, report
-    refused: list[tuple[str, Parsed, Refusal]] = field(default_factory=list)  # metric label
+    refused: list[tuple[str, Parsed, InputRefusal]] = field(default_factory=list)  # metric label
     accepted: list[str] = field(default_factory=list)  # table ids, one per accepted input
 
 
@@ -279,7 +279,7 @@ class DealerRuntime:
                                  event.model_dump_json().encode()))
             plan.events.append((event, state))
 
-    def _refuse(self, plan: _Plan, parsed: Parsed, refusal: Refusal, raw: bytes) -> dict:
+    def _refuse(self, plan: _Plan, parsed: Parsed, refusal: InputRefusal, raw: bytes) -> dict:
         record = make_rejection(parsed, refusal, raw, self.clock.now())
         plan.records.append(("dealer.rejections", record.table_id.encode(),
                              record.model_dump_json().encode()))

@@ -77,7 +77,7 @@ class ShoeState:
 
 
 @dataclass
-class RoundState:
+class TableRound:
     round_id: str
     round_number: int
     dealer: str
@@ -98,7 +98,7 @@ class TableState:
     seq: int = 0
     head_hash: str = GENESIS_HASH
     shoe: ShoeState | None = None
-    round: RoundState | None = None
+    round: TableRound | None = None
     # round id -> open|completed|voided|annulled, and -> its shoe id (both in log order)
     round_status: dict[str, str] = field(default_factory=dict)
     round_shoe: dict[str, str] = field(default_factory=dict)
@@ -209,7 +209,7 @@ def _round_opened(state: TableState, e: RoundOpened) -> None:
     if shoe.fresh_deck_due:
         shoe.renew_deck()
     shoe.round_count += 1
-    state.round = RoundState(round_id=e.round_id, round_number=e.round_number, dealer=e.dealer,
+    state.round = TableRound(round_id=e.round_id, round_number=e.round_number, dealer=e.dealer,
                              profile=e.profile, betting_closes_at=e.betting_closes_at)
     state.round_status[e.round_id] = "open"
     state.round_shoe[e.round_id] = e.shoe_id
@@ -279,7 +279,7 @@ def _shoe(state: TableState) -> ShoeState:
     return state.shoe
 
 
-def _round(state: TableState) -> RoundState:
+def _round(state: TableState) -> TableRound:
     if state.round is None:
         raise ValueError(f"table {state.table_id}: event at seq {state.seq + 1} needs a round")
     return state.round

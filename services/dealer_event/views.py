@@ -23,7 +23,7 @@ from aiohttp.web import BaseRequest
 from faust import web
 
 from services.dealer_event import app as d
-from services.dealer_event.intake import parse_raw
+from services.dealer_event.input_parsing import parse_raw
 from services.dealer_event.runtime import MOVED
 from services.infra import routing
 from services.infra.observability import health_problems
@@ -102,7 +102,7 @@ class InputsView(web.View):
         return self.json(report, status=http_status(report))
 
 
-class TableView(web.View):
+class TablePage(web.View):
     async def get(self, request: web.Request, table_id: str) -> web.Response:
         routed = await _elsewhere(self, request, table_id)
         if routed is not None:
@@ -129,5 +129,5 @@ class HealthView(web.View):
 def register(app: faust.App) -> None:
     """The door's routes on the worker's app (`services.dealer_event.app.build_app`)."""
     app.page("/inputs")(InputsView)
-    app.page("/tables/{table_id}")(TableView)
+    app.page("/tables/{table_id}")(TablePage)
     app.page("/health")(HealthView)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from services.infra.settings import Settings
 from services.player_simulator import PlayerSimulator
-from services.table_simulator.driver import RoundInfo, SimConfig, SimSummary, TableSimulator
+from services.table_simulator.driver import BettingWindow, SimConfig, SimSummary, TableSimulator
 from services.table_simulator.run import make_simulator
 from services.table_simulator.transport import HttpTransport
 
@@ -67,7 +67,7 @@ async def play(settings: Settings, config: DemoConfig, dealer_url: str, wallet_u
     roster = await players.setup()
     missed = 0
 
-    async def on_betting_open(info: RoundInfo) -> None:
+    async def on_betting_open(info: BettingWindow) -> None:
         nonlocal missed
         deadline = time.monotonic() + max(1.0, info.betting_pause * 0.6)
         while time.monotonic() < deadline:

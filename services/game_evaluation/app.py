@@ -21,7 +21,7 @@ from typing import Any
 import faust
 from faust import web
 
-from services.game_evaluation.evaluator import TableFlagged, TableView, observe_verified
+from services.game_evaluation.evaluator import EvaluationState, TableFlagged, observe_verified
 from services.infra import metrics, observability
 from services.infra.batching import Record, processing, publish_all, run_batches, until_applied
 from services.infra.dead_letters import flag_table, give_up_on
@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 settings: Settings
 app: faust.App
 events_topic: faust.TopicT
-views: Any  # table id -> TableView (a Faust table)
+views: Any  # table id -> EvaluationState (a Faust table)
 
 
 def build_app(service_settings: Settings | None = None) -> faust.App:
@@ -73,7 +73,7 @@ async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
     """Follow each table's chain through the batch; publish the results, then store the
     progress. A record that cannot be read or followed is dead-lettered (its table's
     progress stays where it was) and the others are evaluated."""
-    progress: dict[bytes, tuple[TableView, faust.EventT]] = {}  # changed in this batch
+    progress: dict[bytes, tuple[EvaluationState, faust.EventT]] = {}  # changed in this batch
     out: list[Record] = []
     results: list[RoundResultPublished] = []
     for record in records:
@@ -109,7 +109,7 @@ async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
             views[key] = view.model_dump_json().encode()
 
 
-def _observe(record: faust.EventT, progress: dict[bytes, tuple[TableView, faust.EventT]]):
+def _observe(record: faust.EventT, progress: dict[bytes, tuple[EvaluationState, faust.EventT]]):
     """(table key, the view before, what the evaluator saw) for one record."""
     event = parse_table_event(record.value)
     key = event.table_id.encode()
@@ -118,7 +118,7 @@ def _observe(record: faust.EventT, progress: dict[bytes, tuple[TableView, faust.
     else:
         with processing(record):
             stored = views.get(key)
-        view = TableView.model_validate_json(stored) if stored else TableView(
+        view = EvaluationState.model_validate_json(stored) if stored else EvaluationState(
             table_id=event.table_id)
     return key, view, observe_verified(view, event, settings.table_events_key_bytes,
                                        settings.table_events_accept_unsigned)

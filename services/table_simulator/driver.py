@@ -64,7 +64,7 @@ class SimConfig:
 
 
 @dataclass(frozen=True)
-class RoundInfo:
+class BettingWindow:
     table_id: str
     round_id: str
     profile: str
@@ -87,7 +87,7 @@ class SimSummary:
     round_cards: dict[str, list[str]] = field(default_factory=dict)  # completed rounds
 
 
-BettingHook = Callable[[RoundInfo], Awaitable[None]]
+BettingHook = Callable[[BettingWindow], Awaitable[None]]
 
 
 class TableSimulator:
@@ -195,7 +195,7 @@ class TableSimulator:
     async def _round(self, round_id: str) -> None:
         opened = await self.send(OpenRound, round_id=round_id, dealer=self.config.dealer)
         window = self._betting_left(opened)
-        info = RoundInfo(self.config.table_id, round_id, self.profile.name, window)
+        info = BettingWindow(self.config.table_id, round_id, self.profile.name, window)
         pause: list[Awaitable[None]] = [asyncio.sleep(window)]
         if self.on_betting_open is not None:
             pause.append(self.on_betting_open(info))

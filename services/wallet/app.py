@@ -43,7 +43,7 @@ from services.infra.clock import SystemClock
 from services.infra.faust_app import make_app
 from services.infra.replies import Replies
 from services.infra.settings import Settings, get_settings
-from services.wallet import counting, handlers
+from services.wallet import handlers, money_metrics
 from services.wallet.batches import CommandBatches, forward_endings
 from services.wallet.commands import Envelope
 from services.wallet.intake_marks import IntakeMarks
@@ -79,7 +79,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     app = make_app("wallet", settings, broker_session_timeout=10,
                    broker_heartbeat_interval=1, producer_linger=0.002)
     observability.install(app, "wallet", settings, invariants=metrics.WALLET_INVARIANTS)
-    counting.init_metrics()
+    money_metrics.init_metrics()
 
     # idempotency keys stay answerable for at least the topics' retention, then may expire
     item_retention_ms = 2 * settings.retention_ms

@@ -10,7 +10,7 @@ from shared.ledger import UNCOVERED_DEBITS
 log = logging.getLogger("croupier.wallet")
 
 
-def guarded(outcome: handlers.Outcome) -> handlers.Outcome:
+def guarded(outcome: handlers.CommandResult) -> handlers.CommandResult:
     """An account change that would leave a negative balance is never stored (the ledger
     rules make it impossible; if it happens, it is a breach). The one exception: a payout
     reversal (a management void) the balance could not cover, and credits after it while
@@ -22,6 +22,6 @@ def guarded(outcome: handlers.Outcome) -> handlers.Outcome:
         return outcome
     log.error("MONEY: a command would leave %r at balance %d; nothing stored",
               outcome.account.player_id, outcome.account.balance)
-    return handlers.Outcome(handlers.Answer.error(500, "invariant_breach",
+    return handlers.CommandResult(handlers.Answer.error(500, "invariant_breach",
                                                   "the movement would make a balance negative"),
                             breach="negative_balance")

@@ -19,7 +19,7 @@ from services.infra.batching import flush_all, processing, publish_all
 from services.infra.clock import Clock
 from services.infra.dead_letters import give_up_on
 from services.infra.replies import Replies
-from services.wallet import counting, handlers
+from services.wallet import handlers, money_metrics
 from services.wallet.balance_guard import guarded
 from services.wallet.commands import ENVELOPE, Envelope, ending_command
 from services.wallet.store import Store
@@ -37,11 +37,11 @@ class Pending:
     """What the commands applied since the last flush owe: records to publish, answers."""
 
     def __init__(self) -> None:
-        self.done: list[tuple[Envelope, handlers.Outcome]] = []
+        self.done: list[tuple[Envelope, handlers.CommandResult]] = []
         self.records: list[tuple[str, bytes, bytes]] = []
         self.per_player: Counter[str] = Counter()
 
-    def add(self, env: Envelope, outcome: handlers.Outcome) -> None:
+    def add(self, env: Envelope, outcome: handlers.CommandResult) -> None:
         self.records.extend((name, key.encode(), model.model_dump_json().encode())
                             for name, key, model in outcome.publish)
         self.done.append((env, outcome))
@@ -67,7 +67,7 @@ class CommandBatches:
         # later one is stamped after it
         self.lock = asyncio.Lock()
 
-    def apply_command(self, env: Envelope, now: datetime) -> handlers.Outcome:
+    def apply_command(self, env: Envelope, now: datetime) -> handlers.CommandResult:
         player_id = env.command.player_id
         account = self.store.load_account(player_id)
         outcome = guarded(handlers.handle(account, env, now, self.store.lookups))
@@ -84,8 +84,8 @@ class CommandBatches:
         await flush_all(self.app.producer)
         answered = self.clock.now()
         for env, outcome in pending.done:
-            counting.record(env, outcome)
-            counting.observe_latency(env.command, outcome, answered)
+            money_metrics.record(env, outcome)
+            money_metrics.observe_latency(env.command, outcome, answered)
             self.replies.resolve(env.reply_id, outcome.answer)
 
     async def apply_batch(self, events) -> None:
@@ -111,7 +111,7 @@ class CommandBatches:
                     log.exception("command %s for %r could not be applied (nothing stored)",
                                   env.command.type, env.command.player_id)
                     pending.records.append(give_up_on("wallet", event, error, now))
-                    outcome = handlers.Outcome(handlers.Answer.error(
+                    outcome = handlers.CommandResult(handlers.Answer.error(
                         500, "command_failed", "the command could not be applied; retrying "
                                                "with the same id is safe"))
             pending.add(env, outcome)

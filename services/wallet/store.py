@@ -59,7 +59,7 @@ class Store:
         raw = self.accounts.get(player_id)
         return None if raw is None else Account.model_validate(raw)
 
-    def store(self, player_id: str, outcome: handlers.Outcome) -> None:
+    def store(self, player_id: str, outcome: handlers.CommandResult) -> None:
         """Write what a command changed, each fact under its own key (per-item facts first,
         the account last)."""
         for seq, tx in [*zip(outcome.seqs, outcome.txs, strict=True), *outcome.restored]:

@@ -14,7 +14,7 @@ from services.infra import metrics
 from services.infra.clock import Clock
 from services.infra.dead_letters import flag_table
 from services.infra.kafka_security import aiokafka_options
-from services.wallet.rounds_view import TableView, fold_verified
+from services.wallet.rounds_view import TableRounds, fold_verified
 from shared.events.table import BettingClosed, parse_table_event
 
 log = logging.getLogger("croupier.wallet")
@@ -31,12 +31,12 @@ class TableViews:
         self.events_key = events_key
         self.accept_unsigned = accept_unsigned
         self.clock = clock
-        self.views: dict[str, TableView] = {}
+        self.views: dict[str, TableRounds] = {}
         self.ready = asyncio.Event()
         # (table_id, round_id) -> None: a round's betting closed
         self.on_close: Callable[[str, str], None] | None = None
 
-    def get(self, table_id: str) -> TableView | None:
+    def get(self, table_id: str) -> TableRounds | None:
         return self.views.get(table_id)
 
     def apply(self, raw: bytes) -> None:

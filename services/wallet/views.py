@@ -25,7 +25,7 @@ from services.infra.auth import AuthError
 from services.infra.faust_app import recovering
 from services.infra.observability import health_problems
 from services.wallet import app as w
-from services.wallet import counting
+from services.wallet import money_metrics
 from services.wallet.api_models import (
     CreateAccountRequest,
     MovementRequest,
@@ -34,7 +34,7 @@ from services.wallet.api_models import (
 )
 from services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
 from services.wallet.handlers import Answer, account_body, no_account
-from services.wallet.rounds_view import BetRefused, check_bet, current_round_body, round_rules
+from services.wallet.rounds_view import BetRefused, check_round_takes_bet, current_round_body, round_rules
 from services.wallet.store import tx_key
 
 log = logging.getLogger("croupier.wallet.http")
@@ -283,11 +283,11 @@ class Bets:
         if w.store.bet_of(player_id, body.bet_id) is None:  # a retry gets its original answer
             view = w.table_views.get(body.table_id)
             try:
-                check_bet(view, table_id=body.table_id,
+                check_round_takes_bet(view, table_id=body.table_id,
                           round_id=body.round_id, bet=body.bet, position=body.position,
                           stake=body.stake, currency=account.currency, now=w.clock.now())
             except BetRefused as exc:
-                counting.refused_at_the_door(exc.code)
+                money_metrics.refused_at_the_door(exc.code)
                 raise Problem(exc.status, exc.code, exc.message) from None
             spot_max, needs_main = round_rules(view, body.round_id, body.bet)
             rules = {"spot_max": spot_max, "needs_main_bet": needs_main}
@@ -295,7 +295,7 @@ class Bets:
                                                      **rules)))
         if answer.status == 422 and answer.body["error"]["code"] in ("spot_maximum",
                                                                      "needs_main_bet"):
-            counting.refused_at_the_door(answer.body["error"]["code"])
+            money_metrics.refused_at_the_door(answer.body["error"]["code"])
         return answer
 
 

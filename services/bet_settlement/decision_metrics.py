@@ -15,7 +15,7 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from services.bet_settlement.intake import RoundBets
+from services.bet_settlement.round_book import RoundBets
 from services.infra import metrics
 from shared.bets import GAME_RULES
 from shared.events.bet_events import BetAccepted, BetRejected, BetSettled
@@ -45,7 +45,7 @@ class HasProfile(Protocol):
 def fresh(before: RoundBets | None, after: HasProfile, published: Iterable[BaseModel]
           ) -> Fresh:
     """The decisions and settlements among `published` that `before` did not hold.
-    `after`: the round after the transition (its header or an in-memory `RoundState`)."""
+    `after`: the round after the transition (its header or an in-memory `RoundBook`)."""
     out = Fresh(profile=after.profile or metrics.OTHER)
     for record in published:
         if not isinstance(record, BetAccepted | BetRejected | BetSettled):
