@@ -16,8 +16,7 @@ import gc
 import time
 from datetime import UTC, datetime
 
-from services.wallet import commands, handlers
-from shared import ledger
+from services.wallet import commands, handlers, ledger
 from shared.events.wallet_events import WalletTransaction
 
 WINDOW = 1_000

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from services.wallet import handlers
-from shared.ledger import UNCOVERED_DEBITS
+from services.wallet.ledger import UNCOVERED_DEBITS
 
 log = logging.getLogger("croupier.wallet")
 

@@ -22,8 +22,8 @@ from services.infra.replies import Replies
 from services.wallet import handlers, money_metrics
 from services.wallet.balance_guard import guarded
 from services.wallet.commands import ENVELOPE, Envelope, ending_command
+from services.wallet.ledger import RECENT_TXS
 from services.wallet.store import Store
-from shared.ledger import RECENT_TXS
 
 log = logging.getLogger("croupier.wallet")
 

@@ -25,10 +25,7 @@ from services.wallet.commands import (
     ReverseSettlement,
     Withdraw,
 )
-from shared.bets import MAIN_BETS
-from shared.events.bet_events import BetPlaced
-from shared.events.wallet_events import WalletTransaction, tx_id
-from shared.ledger import (
+from services.wallet.ledger import (
     Account,
     Applied,
     BetRecord,
@@ -41,6 +38,9 @@ from shared.ledger import (
     restore_tx,
     spot_total,
 )
+from shared.bets import MAIN_BETS
+from shared.events.bet_events import BetPlaced
+from shared.events.wallet_events import WalletTransaction, tx_id
 
 log = logging.getLogger(__name__)
 TxAt = Callable[[str, int], WalletTransaction | None]  # (player_id, seq) -> tx, if stored

@@ -15,8 +15,8 @@ from collections.abc import MutableMapping
 from typing import Any
 
 from services.wallet import handlers
+from services.wallet.ledger import Account, BetRecord, SpotRecord
 from shared.events.wallet_events import WalletTransaction
-from shared.ledger import Account, BetRecord, SpotRecord
 
 Table = MutableMapping[str, Any]
 

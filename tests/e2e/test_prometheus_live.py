@@ -13,9 +13,9 @@ import pytest
 from services.demo.session import DemoConfig, play
 from services.demo.stack import Stack, ensure_kafka
 from services.demo.summary import wait_until_settled
-from services.infra.ops_prometheus import PrometheusServer, prometheus_binary, rtp_graph_expr
-from services.infra.ops_screenshot import PNG_MAGIC, chromium_binary, screenshot
+from tests.browser_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from tests.e2e.platform_support import platform_settings
+from tests.prometheus_server import PrometheusServer, prometheus_binary, rtp_graph_expr
 
 pytestmark = [pytest.mark.kafka, pytest.mark.skipif(
     prometheus_binary() is None,

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from services.infra.ops_dashboards import (
+from services.devtools.grafana_dashboards import (
     RECORDING_RULES,
     metric_names_in_dashboards,
     promql_metric_names,

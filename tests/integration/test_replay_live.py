@@ -15,8 +15,8 @@ import httpx
 import pytest
 
 from services.infra.auth import Authenticator
-from services.infra.ops_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from services.infra.settings import Settings
+from tests.browser_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from tests.conftest import free_port
 from tests.integration.replay_support import ROOT, apply_topics, croupier, produce_rounds, replay_args
 from tests.round_builder import RecordedRound

@@ -10,6 +10,7 @@ import pytest
 from services.bet_settlement import decision_metrics, round_book
 from services.wallet import handlers
 from services.wallet.commands import EndBet, PlaceBet, ReverseSettlement
+from services.wallet.ledger import Account, SpotRecord, add_to_spot, spot_total
 from shared.events.bet_events import (
     BetSettled,
     IntakeMark,
@@ -18,7 +19,6 @@ from shared.events.bet_events import (
 )
 from shared.events.results import RoundResultPublished
 from shared.events.table import BettingClosed, RoundAnnulled, RoundOpened, RoundVoided
-from shared.ledger import Account, SpotRecord, add_to_spot, spot_total
 from shared.profile import load_profile
 from shared.rounds import evaluate_round
 from shared.simulate import deal_rounds

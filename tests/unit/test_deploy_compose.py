@@ -15,8 +15,8 @@ yaml = pytest.importorskip("yaml", reason="pyyaml is needed to read docker-compo
 
 from services.infra import service_table  # noqa: E402
 from services.infra.faust_app import service_port  # noqa: E402
+from services.infra.jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
 from services.infra.kafka_security import PRINCIPALS, broker_security_properties  # noqa: E402
-from services.infra.ops_jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
 from services.infra.settings import DEVELOPMENT_SECRETS, Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -21,9 +21,9 @@ from services.wallet import app as wallet
 from services.wallet import batches
 from services.wallet.batches import CommandBatches
 from services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
+from services.wallet.ledger import RECENT_TXS
 from services.wallet.store import Store
 from shared.events.dead_letters import DeadLetter
-from shared.ledger import RECENT_TXS
 from tests.unit.agent_loop_support import Broker, Event, built_app, run_agent
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

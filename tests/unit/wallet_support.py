@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from services.wallet import handlers
 from services.wallet.commands import PlaceBet
-from shared.ledger import Account
+from services.wallet.ledger import Account
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

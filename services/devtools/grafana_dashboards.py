@@ -1,6 +1,6 @@
 """Grafana dashboards as code, and the metric names their queries use.
 
-`python -m services.infra.ops_dashboards` (`make dashboards`) writes
+`python -m services.devtools.grafana_dashboards` (`make dashboards`) writes
 `deploy/grafana/dashboards/*.json` from the definitions below, built with Grafana's
 foundation SDK (a dev dependency; the JSON is committed and a test checks it is current).
 `metric_names_in_dashboards()` lists every metric a panel query reads, so tests can
