@@ -43,7 +43,7 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -78,6 +78,7 @@ log = logging.getLogger(__name__)
 Status = Literal["pending", "open", "closing", "closed", "settled", "voided", "annulled",
                  "unknown"]
 Output = tuple[str, str, BaseModel]  # topic, key, record
+Amounts = Callable[[BetPlaced], tuple[str, int]]  # a bet -> (outcome, amount returned)
 Decision = Annotated[BetAccepted | BetRejected, Field(discriminator="type")]
 
 
@@ -174,13 +175,14 @@ def order_key(table_id: str, round_id: str, ordinal: int) -> str:
     return f"{table_id}:{round_id}/n/{ordinal}"
 
 
-def spot_key(table_id: str, round_id: str, player_id: str, bet: str, position) -> str:
+def spot_key(table_id: str, round_id: str, player_id: str, bet: str,
+             position: int | str | None) -> str:
     """A player's spot in the round; the player id last (it is the only part that may hold
     '/')."""
     return f"{table_id}:{round_id}/s/{bet}/{'-' if position is None else position}/{player_id}"
 
 
-def _facts(bet: BetFacts) -> dict:
+def _facts(bet: BetFacts) -> dict[str, Any]:
     return {name: getattr(bet, name) for name in _FACT_FIELDS}
 
 
@@ -244,7 +246,7 @@ class _Writer:
                 continue
             yield entry
 
-    def update(self, **changes) -> None:
+    def update(self, **changes: Any) -> None:
         self.header = self.header.model_copy(update=changes)
 
     def publish(self, record: BaseModel) -> None:
@@ -348,7 +350,8 @@ class _Writer:
         self.update(status="closed", manifest=manifest)
         self.publish(manifest)
 
-    def settle_all(self, amounts, status: Status, cause: str, now: datetime, **timing) -> None:
+    def settle_all(self, amounts: Amounts, status: Status, cause: str, now: datetime,
+                   **timing: Any) -> None:
         """One settlement per accepted bet, `amounts(bet)` -> (outcome, returned); the last
         one carries `last_of_round`."""
         seen = 0
@@ -512,7 +515,8 @@ def _annul(w: _Writer, event: RoundAnnulled, now: datetime) -> None:
     w.update(status="annulled", annulled_by=event.event_id)
 
 
-def _by_rules(profile_name: str, published: RoundResultPublished, version: int | None = None):
+def _by_rules(profile_name: str, published: RoundResultPublished, version: int | None = None
+              ) -> Amounts:
     profile = round_profile(profile_name, version or published.profile_version)
 
     def amounts(bet: BetPlaced) -> tuple[str, int]:

@@ -120,7 +120,7 @@ class TableState:
     def round_in_progress(self) -> bool:
         return self.round is not None and self.round.in_progress
 
-    def summary(self) -> dict:
+    def summary(self) -> dict[str, Any]:
         """What an operator asks first: shoe, current round, chain head, cards left."""
         shoe, rnd = self.shoe, self.round
         return {

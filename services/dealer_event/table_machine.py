@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from services.dealer_event.admission import AdmissionPolicy, authenticate, check_freshness
 from services.dealer_event.refusals import InputRefusal, Refused
@@ -94,7 +95,7 @@ class _Emitter:
     input_id: str | None
     events: list[TableEventBase] = field(default_factory=list)
 
-    def emit(self, event_type: type[TableEventBase], **fields) -> None:
+    def emit(self, event_type: type[TableEventBase], **fields: Any) -> None:
         event = seal(event_type, table_id=self.state.table_id, seq=self.state.seq + 1,
                      prev_hash=self.state.head_hash, occurred_at=self.now,
                      input_id=self.input_id, **fields)

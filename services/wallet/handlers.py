@@ -13,6 +13,7 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -29,6 +30,7 @@ from services.wallet.ledger import (
     Account,
     Applied,
     BetRecord,
+    LedgerRefusal,
     Movement,
     SpotRecord,
     add_to_spot,
@@ -49,7 +51,8 @@ BetOf = Callable[[str, str], BetRecord | None]  # (player_id, bet_id) -> record
 SpotOf = Callable[[str], SpotRecord | None]  # spot key -> the player's total on it
 
 
-def spot_key(player_id: str, table_id: str, round_id: str, bet: str, position) -> str:
+def spot_key(player_id: str, table_id: str, round_id: str, bet: str,
+             position: int | str | None) -> str:
     """A player's spot in a round (table and round ids and bet names hold no '/', so the
     key reads one way even when the player id does)."""
     return f"{player_id}/{table_id}/{round_id}/{bet}/{'-' if position is None else position}"
@@ -72,7 +75,7 @@ class Lookups:
 @dataclass(frozen=True)
 class Answer:
     status: int
-    body: dict
+    body: dict[str, Any]
 
     @classmethod
     def error(cls, status: int, code: str, message: str) -> Answer:
@@ -99,7 +102,7 @@ def no_account(player_id: str) -> Answer:
     return Answer.error(404, "unknown_account", f"no account for player {player_id!r}")
 
 
-def account_body(account: Account) -> dict:
+def account_body(account: Account) -> dict[str, Any]:
     return {"player_id": account.player_id, "currency": account.currency,
             "balance": account.balance, "tx_count": account.tx_count}
 
@@ -115,7 +118,8 @@ def create_account(account: Account | None, cmd: CreateAccount) -> CommandResult
     return CommandResult(Answer(200, account_body(account)))
 
 
-def _apply(account: Account, movement: Movement, now: datetime, look: Lookups):
+def _apply(account: Account, movement: Movement, now: datetime, look: Lookups
+           ) -> Applied | LedgerRefusal:
     return apply(account, movement, now, look.seq_of(account.player_id, movement.tx_id))
 
 
@@ -165,7 +169,8 @@ def _moved(result: Applied, answer: Answer, tx: WalletTransaction,
                    publish=publish)
 
 
-def bet_body(bet_id: str, cmd: PlaceBet, record: BetRecord, debit: WalletTransaction) -> dict:
+def bet_body(bet_id: str, cmd: PlaceBet, record: BetRecord, debit: WalletTransaction
+             ) -> dict[str, Any]:
     return {"bet": {"bet_id": bet_id, "table_id": cmd.table_id, "round_id": cmd.round_id,
                     "bet": cmd.bet, "position": cmd.position, "stake": cmd.stake,
                     "placed_at": record.placed_at.isoformat()},

@@ -9,7 +9,7 @@ rejected there and refunded.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -156,7 +156,7 @@ def round_rules(view: TableRounds | None, round_id: str, bet: str) -> tuple[int 
     return (spec.max_stake if spec is not None else None), needs_main
 
 
-def current_round_body(view: TableRounds) -> dict | None:
+def current_round_body(view: TableRounds) -> dict[str, Any] | None:
     """What a player needs to bet on the open round: ids, deadline, bets and limits."""
     info = view.rounds.get(view.current_round or "")
     if info is None:

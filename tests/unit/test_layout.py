@@ -1,0 +1,74 @@
+"""The layout shows the architecture: each service has a pure core, its rules, kept apart from
+its wiring (Faust agents, tables, HTTP), and the core is checked as strictly as `shared/`.
+
+A core module may import the standard library, pydantic, `shared` and its own service's
+core; nothing that reaches a broker, a store or the network. This keeps the list honest
+(a new import of faust into a core fails here) and keeps mypy's strict list the same list.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import tomllib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PURE_CORES = {
+    "dealer-event": ["services.dealer_event.admission", "services.dealer_event.input_parsing",
+                     "services.dealer_event.refusals", "services.dealer_event.state",
+                     "services.dealer_event.table_machine"],
+    "game-evaluation": ["services.game_evaluation.evaluator"],
+    "bet-settlement": ["services.bet_settlement.round_book"],
+    "wallet": ["services.wallet.commands", "services.wallet.handlers", "services.wallet.ledger",
+               "services.wallet.rounds_view"],
+}
+CORE_MODULES = {module for modules in PURE_CORES.values() for module in modules}
+ALLOWED_THIRD_PARTY = {"pydantic"}
+
+
+def _path(module: str) -> Path:
+    parts = module.split(".")
+    if parts[0] == "croupier":
+        parts = parts[1:]
+    return ROOT.joinpath(*parts).with_suffix(".py")
+
+
+def _imports(module: str) -> list[str]:
+    tree = ast.parse(_path(module).read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+    return found
+
+
+def _allowed(imported: str) -> bool:
+    top = imported.split(".")[0]
+    bare = imported.removeprefix("croupier.")
+    return (top in sys.stdlib_module_names or top in ALLOWED_THIRD_PARTY
+            or bare == "shared" or bare.startswith("shared.") or imported in CORE_MODULES)
+
+
+@pytest.mark.parametrize("module", sorted(CORE_MODULES))
+def test_a_pure_core_imports_no_infrastructure(module: str) -> None:
+    assert [name for name in _imports(module) if not _allowed(name)] == []
+
+
+def test_the_rule_refuses_infrastructure() -> None:
+    for name in ("faust", "aiohttp.web", "kafka", "services.infra.metrics",
+                 "croupier.services.infra.faust_app", "services.wallet.app"):
+        assert not _allowed(name), name
+    assert _allowed("croupier.shared.settlement") and _allowed("datetime")
+
+
+def test_mypy_checks_every_pure_core_as_strictly_as_shared() -> None:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    strict = next(o for o in config["tool"]["mypy"]["overrides"] if o.get("disallow_untyped_defs"))
+    listed = {m for m in strict["module"] if m.split(".")[-1] not in ("shared", "*")}
+    assert listed == CORE_MODULES
