@@ -10,6 +10,8 @@ from shared.cards import Card
 from shared.replay import BetLine, ReplayReport, winner_text
 
 SUIT_SYMBOL = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
+# the report formats, and the media type each is served as
+CONTENT_TYPES = {"text": "text/plain", "json": "application/json", "html": "text/html"}
 
 
 def _money(amount: int | None) -> str:
@@ -105,3 +107,15 @@ def to_html(report: ReplayReport, notes: list[str] | None = None) -> str:
         report=report, notes=[*report.notes, *(notes or [])], suit_symbol=SUIT_SYMBOL,
         money=_money, profile_text=profile_text, winner_text=winner_text, annul_cell=_annul_cell)
 
+
+def render(report: ReplayReport, fmt: str, notes: list[str] | None = None) -> str:
+    """The report in `fmt` (text, json or html; see CONTENT_TYPES), with the replay's own
+    notes: the one entry point the CLI and the operator API share, so a format renders the
+    same wherever it is asked for."""
+    if fmt == "text":
+        return to_text(report, notes)
+    if fmt == "json":
+        return to_json(report, {"notes_extra": notes})
+    if fmt == "html":
+        return to_html(report, notes)
+    raise ValueError(f"format must be one of {sorted(CONTENT_TYPES)}, not {fmt!r}")
