@@ -418,54 +418,19 @@ def _bets(decisions: Sequence[Decision | RoundManifest],
           wallet: Sequence[WalletTransaction], recomputed: AnyResult | None,
           profile: AnyProfile | None, voided: RoundVoided | None, player_id: str | None,
           diffs: list[Difference], annulled: RoundAnnulled | None = None) -> list[BetLine]:
-    # keyed by (player, bet id) and (player, tx id), as the wallet keys them: two players may
-    # use the same bet id (the second is rejected `duplicate_bet_id` and refunded)
-    by_bet = {(s.player_id, s.bet_id): s for s in settlements
-              if isinstance(s, BetSettled) and s.settlement_id != annul_refund_id(s.bet_id)}
-    refunds = {(s.player_id, s.bet_id): s for s in settlements
-               if isinstance(s, BetSettled) and s.settlement_id == annul_refund_id(s.bet_id)}
-    reversals = {(s.player_id, s.bet_id): s for s in settlements
-                 if isinstance(s, SettlementReversed)}
+    """Each bet of the round (the complaining player's alone with `player_id`): its recorded
+    settlement against the rule engine's, an annulment's reversal and refund, and the wallet
+    movements they call for, in that order for each bet."""
+    settled, refunds, reversals = _settlements_by_bet(settlements)
     txs: dict[str, dict[str, WalletTransaction]] = {}
     for tx in wallet:
         txs.setdefault(tx.player_id, {})[tx.tx_id] = tx
     lines = []
-    listed: set[tuple[str, str]] = set()
-    for d in decisions:
-        if isinstance(d, RoundManifest) or (player_id and d.player_id != player_id):
-            continue
+    for d in _bet_decisions(decisions, player_id):
         key = (d.player_id, d.bet_id)
-        if key in listed:  # a decision published again after a crash: the same bet
-            continue
-        listed.add(key)
-        recorded = by_bet.get(key)
-        expected_outcome: str | None = None
-        expected_returned: int | None = None
-        if isinstance(d, BetRejected):
-            decision = f"rejected ({d.reason_code})"
-            expected_outcome, expected_returned = None, None
-            if recorded is not None:
-                diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
-                                        expected="no settlement for a rejected bet",
-                                        recorded=f"{recorded.outcome} {recorded.returned}"))
-        else:
-            decision = "accepted"
-            if voided:
-                expected_outcome, expected_returned = "void_refund", d.stake
-            elif recomputed is not None and profile is not None:
-                want = settle(Bet(bet=d.bet, position=d.position, stake=d.stake), recomputed,
-                              profile)
-                expected_outcome, expected_returned = want.outcome, want.returned
-            if expected_outcome is not None:
-                if recorded is None:
-                    diffs.append(Difference(where=f"bets.settled {settlement_id(d.bet_id)}",
-                                            expected=f"{expected_outcome} {expected_returned}",
-                                            recorded="no settlement"))
-                elif (recorded.outcome, recorded.returned) != (expected_outcome, expected_returned):
-                    diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
-                                            expected=f"{expected_outcome} {expected_returned}",
-                                            recorded=f"{recorded.outcome} {recorded.returned}"))
-        reversal, refund = reversals.get(key), refunds.get(key)
+        recorded, reversal, refund = settled.get(key), reversals.get(key), refunds.get(key)
+        decision, expected_outcome, expected_returned = _expected_settlement(
+            d, recorded, recomputed, profile, voided, diffs)
         annul = _annulment_of(d, recorded, expected_returned, reversal, refund,
                               annulled is not None and isinstance(d, BetAccepted), diffs)
         moves = _check_wallet(d, recorded, expected_returned, txs.get(d.player_id, {}), diffs,
@@ -481,6 +446,69 @@ def _bets(decisions: Sequence[Decision | RoundManifest],
             refund=refund.returned if refund else None,
             expected_refund=annul[1] if annul else None))
     return lines
+
+
+BetKey = tuple[str, str]  # (player, bet id)
+
+
+def _settlements_by_bet(settlements: Sequence[BetSettled | SettlementReversed]
+                        ) -> tuple[dict[BetKey, BetSettled], dict[BetKey, BetSettled],
+                                   dict[BetKey, SettlementReversed]]:
+    """(settlements, annulment refunds, reversals) by (player, bet id), as the wallet keys
+    them: two players may use the same bet id (the second is rejected `duplicate_bet_id` and
+    refunded)."""
+    settled = {(s.player_id, s.bet_id): s for s in settlements
+               if isinstance(s, BetSettled) and s.settlement_id != annul_refund_id(s.bet_id)}
+    refunds = {(s.player_id, s.bet_id): s for s in settlements
+               if isinstance(s, BetSettled) and s.settlement_id == annul_refund_id(s.bet_id)}
+    reversals = {(s.player_id, s.bet_id): s for s in settlements
+                 if isinstance(s, SettlementReversed)}
+    return settled, refunds, reversals
+
+
+def _bet_decisions(decisions: Sequence[Decision | RoundManifest], player_id: str | None
+                   ) -> list[Decision]:
+    """The round's bet decisions (the player's alone with `player_id`), each bet once: a
+    decision published again after a crash is the same bet."""
+    listed: set[BetKey] = set()
+    kept: list[Decision] = []
+    for d in decisions:
+        if isinstance(d, RoundManifest) or (player_id and d.player_id != player_id):
+            continue
+        if (d.player_id, d.bet_id) not in listed:
+            listed.add((d.player_id, d.bet_id))
+            kept.append(d)
+    return kept
+
+
+def _expected_settlement(d: Decision, recorded: BetSettled | None, recomputed: AnyResult | None,
+                         profile: AnyProfile | None, voided: RoundVoided | None,
+                         diffs: list[Difference]) -> tuple[str, str | None, int | None]:
+    """(the decision, the outcome and return the rule engine gives the bet), checked against
+    its recorded settlement: a rejected bet is never settled; an accepted one is refunded when
+    the round is voided, and otherwise settled by the profile the round opened with."""
+    if isinstance(d, BetRejected):
+        if recorded is not None:
+            diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
+                                    expected="no settlement for a rejected bet",
+                                    recorded=f"{recorded.outcome} {recorded.returned}"))
+        return f"rejected ({d.reason_code})", None, None
+    if voided:
+        expected_outcome, expected_returned = "void_refund", d.stake
+    elif recomputed is not None and profile is not None:
+        want = settle(Bet(bet=d.bet, position=d.position, stake=d.stake), recomputed, profile)
+        expected_outcome, expected_returned = want.outcome, want.returned
+    else:
+        return "accepted", None, None
+    expected = f"{expected_outcome} {expected_returned}"
+    if recorded is None:
+        diffs.append(Difference(where=f"bets.settled {settlement_id(d.bet_id)}",
+                                expected=expected, recorded="no settlement"))
+    elif (recorded.outcome, recorded.returned) != (expected_outcome, expected_returned):
+        diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
+                                expected=expected,
+                                recorded=f"{recorded.outcome} {recorded.returned}"))
+    return "accepted", expected_outcome, expected_returned
 
 
 def _annulment_of(decision: Decision, recorded: BetSettled | None, expected_returned: int | None,
