@@ -147,11 +147,28 @@ class RoundReader:
         holds on a busy partition. Parsed records of each topic come back in partition order
         (log order within a partition)."""
         self._assign_all()
-        consumer = self.consumer
         by_tp = {TopicPartition(w.topic, p): w for w in windows for p in w.partitions}
         tps = list(by_tp)
         for w in windows:
             self.window_reads[w.topic] += 1
+        pending, ends = self._seek_to(tps, start)
+        out: dict[TopicPartition, list[Any]] = {tp: [] for tp in tps}
+        read: Counter[str] = Counter()
+        self.consumer.resume(*pending)
+        try:
+            self._poll(pending, by_tp, ends, out, read)
+        finally:
+            self.consumer.pause(*tps)
+        self.records_by_topic.update(read)
+        return {w.topic: [v for p in w.partitions for v in out[TopicPartition(w.topic, p)]]
+                for w in windows}
+
+    def _seek_to(self, tps: list[TopicPartition], start: datetime
+                 ) -> tuple[set[TopicPartition], dict[TopicPartition, int]]:
+        """Each partition positioned at its first record at or after `start` (by the broker's
+        time index, never a scan): (the partitions with records left to read, each one's end
+        offset, taken now so that the read ends there however busy the log is)."""
+        consumer = self.consumer
         begins = consumer.beginning_offsets(tps)
         ends = consumer.end_offsets(tps)
         found = consumer.offsets_for_times({tp: int(start.timestamp() * 1000) for tp in tps})
@@ -162,44 +179,21 @@ class RoundReader:
             if position < ends[tp]:
                 consumer.seek(tp, position)
                 pending.add(tp)
-        out: dict[TopicPartition, list[Any]] = {tp: [] for tp in tps}
-        read: Counter[str] = Counter()
-        consumer.resume(*pending)
-        try:
-            while pending:
-                batches = consumer.poll(timeout_ms=3000, max_records=POLL_RECORDS)
-                if not batches:
-                    break
-                for tp, batch in batches.items():
-                    if tp not in pending:
-                        continue
-                    w = by_tp[tp]
-                    parse, keep, stop, kept = PARSERS[w.topic], w.keep, w.stop, out[tp]
-                    last = ends[tp] - 1
-                    for rec in batch:
-                        read[w.topic] += 1
-                        value = None
-                        if keep is None or keep(rec.key, rec.value):
-                            try:
-                                value = parse(rec.value)
-                            except ValueError as exc:
-                                value = Unparsed(w.topic, rec.partition, rec.offset,
-                                                 str(exc)[:300])
-                        if stop(value, rec.timestamp):
-                            pending.discard(tp)
-                            break
-                        if value is not None:
-                            kept.append(value)
-                        if rec.offset >= last:
-                            pending.discard(tp)
-                            break
-                    if tp not in pending:
-                        consumer.pause(tp)
-        finally:
-            consumer.pause(*tps)
-        self.records_by_topic.update(read)
-        return {w.topic: [v for p in w.partitions for v in out[TopicPartition(w.topic, p)]]
-                for w in windows}
+        return pending, ends
+
+    def _poll(self, pending: set[TopicPartition], by_tp: dict[TopicPartition, Window],
+              ends: dict[TopicPartition, int], out: dict[TopicPartition, list[Any]],
+              read: Counter[str]) -> None:
+        """Poll until every pending partition's window is done (paused as it is, so the
+        others' fetches are not crowded out) or a poll comes back empty."""
+        while pending:
+            batches = self.consumer.poll(timeout_ms=3000, max_records=POLL_RECORDS)
+            if not batches:
+                break
+            for tp, batch in batches.items():
+                if tp in pending and _take(by_tp[tp], batch, ends[tp] - 1, out[tp], read):
+                    pending.discard(tp)
+                    self.consumer.pause(tp)
 
     def scan(self, topic: str, key: str, start: datetime,
              stop: Callable[[Any, int], bool]) -> tuple[list[Any], int]:
@@ -373,3 +367,25 @@ def _keep_round_money(records: RoundRecords, found: dict[str, list[Any]],
                       if isinstance(tx, WalletTransaction) and of_round(tx)
                       and tx.table_id in (records.table_id, None)
                       and (player_id is None or tx.player_id == player_id)]
+
+
+def _take(w: Window, batch: list[Any], last: int, kept: list[Any], read: Counter[str]) -> bool:
+    """The batch's records that `w` keeps, parsed into `kept` (one that does not parse as
+    Unparsed, for the report to name). True when the window is done on this partition: its
+    `stop` said so, or the record at `last` (its end offset when the read began) was read."""
+    parse, keep, stop = PARSERS[w.topic], w.keep, w.stop
+    for rec in batch:
+        read[w.topic] += 1
+        value = None
+        if keep is None or keep(rec.key, rec.value):
+            try:
+                value = parse(rec.value)
+            except ValueError as exc:
+                value = Unparsed(w.topic, rec.partition, rec.offset, str(exc)[:300])
+        if stop(value, rec.timestamp):
+            return True
+        if value is not None:
+            kept.append(value)
+        if rec.offset >= last:
+            return True
+    return False
