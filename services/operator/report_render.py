@@ -42,6 +42,20 @@ def to_json(report: ReplayReport, extra: dict | None = None) -> str:
 
 
 def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
+    """The report for a person at a terminal: the round, its cards and hands, its timeline,
+    the bets, then the verdict with each difference."""
+    lines = [*_text_heading(report), "", *_text_cards(report), "", "Timeline:"]
+    lines += [f"  seq {e.seq:>6}  {e.at:%H:%M:%S.%f}"[:-3] + f"  {e.detail}" for e in report.timeline]
+    lines += ["", *_text_bets(report)]
+    lines += [f"note: {note}" for note in [*report.notes, *(notes or [])]]
+    lines += ["", f"VERDICT: {report.verdict}"]
+    lines += [f"  - {d.where}: expected {d.expected}; recorded {d.recorded}"
+              for d in report.differences]
+    return "\n".join(lines) + "\n"
+
+
+def _text_heading(report: ReplayReport) -> list[str]:
+    """Which round, under which rules, how it ended, and whether its hash chain holds."""
     lines = [
         f"Round {report.round_id} at table {report.table_id}",
         f"  profile {profile_text(report)}, dealer {report.dealer}, shoe {report.shoe_id}, "
@@ -52,8 +66,12 @@ def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
         + (f" from the event after seq {report.chain_anchor_seq}" if report.chain_anchor_seq else "")
         + (": intact" if not report.chain_breaks else ": BROKEN"),
     ]
-    lines += [f"    ! {b}" for b in report.chain_breaks]
-    lines += ["", "Cards in shoe order: " + " ".join(card_text(c) for c in report.cards)]
+    return lines + [f"    ! {b}" for b in report.chain_breaks]
+
+
+def _text_cards(report: ReplayReport) -> list[str]:
+    """The cards in shoe order, the surplus, each hand with its score, and the result."""
+    lines = ["Cards in shoe order: " + " ".join(card_text(c) for c in report.cards)]
     if report.surplus:
         lines.append("Surplus (recorded, not used): " + " ".join(card_text(c) for c in report.surplus))
     for hand, cards in report.hands.items():
@@ -61,9 +79,12 @@ def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
                      f"{report.scores.get(hand, '')}")
     if report.winner is not None:
         lines.append(f"  result: {winner_text(report.winner)}")
-    lines += ["", "Timeline:"]
-    lines += [f"  seq {e.seq:>6}  {e.at:%H:%M:%S.%f}"[:-3] + f"  {e.detail}" for e in report.timeline]
-    lines += ["", "Bets" + (f" of player {report.player_id}" if report.player_id else "") + ":"]
+    return lines
+
+
+def _text_bets(report: ReplayReport) -> list[str]:
+    """Each bet, recorded against the rule engine, its annulment and its wallet movements."""
+    lines = ["Bets" + (f" of player {report.player_id}" if report.player_id else "") + ":"]
     if not report.bets:
         lines.append("  (none)")
     for b in report.bets:
@@ -76,12 +97,7 @@ def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
                          f"(rule engine: {_money(b.expected_reversed)}); then refunded "
                          f"{_money(b.refund)} (rule engine: {_money(b.expected_refund)})")
         lines += [f"      wallet: {m}" for m in b.wallet]
-    for note in [*report.notes, *(notes or [])]:
-        lines.append(f"note: {note}")
-    lines += ["", f"VERDICT: {report.verdict}"]
-    for d in report.differences:
-        lines.append(f"  - {d.where}: expected {d.expected}; recorded {d.recorded}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def annulled(b: BetLine) -> bool:
