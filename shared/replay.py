@@ -553,6 +553,25 @@ def _check_wallet(decision: Decision, recorded: BetSettled | None, expected_retu
     for an annulled round also the reversal's debit and the refund that follows it. `txs`:
     the decision's player's transactions by tx id."""
     moves = []
+    for wanted_id, amount in _wanted_moves(decision, expected_returned, txs, annul):
+        tx = txs.get(wanted_id)
+        if tx is None:
+            diffs.append(Difference(where=f"wallet.transactions {wanted_id}",
+                                    expected=f"{amount} moved", recorded="no transaction"))
+            continue
+        moves.append(f"{tx.kind} {tx.amount} -> balance {tx.balance_after} ({tx.tx_id})")
+        if tx.amount != amount:
+            diffs.append(Difference(where=f"wallet.transactions {wanted_id}",
+                                    expected=str(amount), recorded=str(tx.amount)))
+    return moves
+
+
+def _wanted_moves(decision: Decision, expected_returned: int | None,
+                  txs: dict[str, WalletTransaction], annul: tuple[int, int] | None
+                  ) -> list[tuple[str, int]]:
+    """(tx id, amount) of each wallet movement the bet calls for. A credit the wallet may
+    key more than one way (a payout, or a refund by bet id) is looked for under each; when
+    none is there, the first is the one reported missing."""
     wanted = [(tx_id("stake_debit", decision.bet_id), decision.stake)]
     if isinstance(decision, BetRejected):
         wanted.append((tx_id("bet_refund", decision.bet_id), decision.stake))
@@ -571,17 +590,7 @@ def _check_wallet(decision: Decision, recorded: BetSettled | None, expected_retu
                       tx_id("payout", annul_refund_id(decision.bet_id))]
         found = next((c for c in candidates if c in txs and c not in dict(wanted)), candidates[0])
         wanted.append((found, refund))
-    for wanted_id, amount in wanted:
-        tx = txs.get(wanted_id)
-        if tx is None:
-            diffs.append(Difference(where=f"wallet.transactions {wanted_id}",
-                                    expected=f"{amount} moved", recorded="no transaction"))
-            continue
-        moves.append(f"{tx.kind} {tx.amount} -> balance {tx.balance_after} ({tx.tx_id})")
-        if tx.amount != amount:
-            diffs.append(Difference(where=f"wallet.transactions {wanted_id}",
-                                    expected=str(amount), recorded=str(tx.amount)))
-    return moves
+    return wanted
 
 
 def _compare_manifest(decisions: Sequence[Decision | RoundManifest],
