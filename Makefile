@@ -98,4 +98,4 @@ prometheus-check: prometheus-tools
 	  promtool test rules tests/alerts_test.yml
 
 dashboards: venv
-	$(PY) -m services.infra.ops_dashboards
+	$(PY) -m services.devtools.grafana_dashboards

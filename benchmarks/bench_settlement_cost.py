@@ -16,7 +16,7 @@ from datetime import UTC, datetime, timedelta
 
 from faust.utils import json
 
-from services.bet_settlement import intake
+from services.bet_settlement import round_book
 from shared.events.bet_events import BetPlaced
 from shared.events.canonical import GENESIS_HASH
 from shared.events.results import RoundResultPublished, result_id
@@ -38,36 +38,36 @@ class JsonStore:
         self.data: dict[str, str] = {}  # key -> JSON
         self.largest = 0
 
-    def bets(self, table_id: str, round_id: str) -> intake.RoundBets:
+    def bets(self, table_id: str, round_id: str) -> round_book.RoundBets:
         store = self
 
         class Bets:
             def entry(self, bet_id):
-                raw = store.data.get(intake.bet_key(table_id, round_id, bet_id))
-                return None if raw is None else intake.BetEntry.model_validate(json.loads(raw))
+                raw = store.data.get(round_book.bet_key(table_id, round_id, bet_id))
+                return None if raw is None else round_book.BetEntry.model_validate(json.loads(raw))
 
             def bet_at(self, k):
-                raw = store.data.get(intake.order_key(table_id, round_id, k))
+                raw = store.data.get(round_book.order_key(table_id, round_id, k))
                 return None if raw is None else json.loads(raw)
 
             def spot(self, key):
                 raw = store.data.get(key)
-                return None if raw is None else intake.SpotTotal.model_validate(json.loads(raw))
+                return None if raw is None else round_book.SpotTotal.model_validate(json.loads(raw))
         return Bets()
 
-    def header(self, table_id: str, round_id: str) -> intake.RoundHeader | None:
-        raw = self.data.get(intake.round_key(table_id, round_id))
-        return None if raw is None else intake.RoundHeader.model_validate(json.loads(raw))
+    def header(self, table_id: str, round_id: str) -> round_book.RoundHeader | None:
+        raw = self.data.get(round_book.round_key(table_id, round_id))
+        return None if raw is None else round_book.RoundHeader.model_validate(json.loads(raw))
 
-    def save(self, t: intake.Transition) -> list[bytes]:
+    def save(self, t: round_book.Transition) -> list[bytes]:
         h = t.header
-        writes = {intake.order_key(h.table_id, h.round_id, k): json.dumps(b)
+        writes = {round_book.order_key(h.table_id, h.round_id, k): json.dumps(b)
                   for k, b in t.order.items()}
-        writes.update({intake.bet_key(h.table_id, h.round_id, b): json.dumps(e.model_dump(
+        writes.update({round_book.bet_key(h.table_id, h.round_id, b): json.dumps(e.model_dump(
             mode="json")) for b, e in t.entries.items()})
         writes.update({key: json.dumps(spot.model_dump(mode="json"))
                        for key, spot in t.spots.items()})
-        writes[intake.round_key(h.table_id, h.round_id)] = json.dumps(h.model_dump(mode="json"))
+        writes[round_book.round_key(h.table_id, h.round_id)] = json.dumps(h.model_dump(mode="json"))
         self.data.update(writes)
         out = [record.model_dump_json().encode() for _, _, record in t.out]
         self.largest = max([self.largest, *map(len, writes.values()), *map(len, out)])
@@ -92,13 +92,13 @@ def play_round(store: JsonStore, table_id: str, round_id: str, n: int, rng: rand
         completed_hash="0" * 64, occurred_at=NOW, result=evaluate_round(profile, cards)
     ).model_dump_json().encode()
     bets = store.bets(table_id, round_id)
-    store.save(intake.apply_table_event(store.header(table_id, round_id), bets, opened, NOW))
+    store.save(round_book.apply_table_event(store.header(table_id, round_id), bets, opened, NOW))
     for raw in raw_bets:
         bet = BetPlaced.model_validate_json(raw)
-        store.save(intake.place(store.header(table_id, round_id), bets, bet, NOW))
-    store.save(intake.apply_table_event(store.header(table_id, round_id), bets, closed, NOW))
+        store.save(round_book.place(store.header(table_id, round_id), bets, bet, NOW))
+    store.save(round_book.apply_table_event(store.header(table_id, round_id), bets, closed, NOW))
     result = RoundResultPublished.model_validate_json(published)
-    out = store.save(intake.apply_result(store.header(table_id, round_id), bets, result, NOW))
+    out = store.save(round_book.apply_result(store.header(table_id, round_id), bets, result, NOW))
     assert sum(b'"bet_settled"' in r for r in out) == n
 
 

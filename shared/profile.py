@@ -142,11 +142,12 @@ class TripleFaceProfile(_ProfileBase):
     reshuffle_every_round: Literal[True] = True
 
 
-Profile = Annotated[BaccaratProfile | TripleFaceProfile, Field(discriminator="game")]
-_ADAPTER: TypeAdapter[BaccaratProfile | TripleFaceProfile] = TypeAdapter(Profile)
+AnyProfile = BaccaratProfile | TripleFaceProfile  # a profile of either game
+Profile = Annotated[AnyProfile, Field(discriminator="game")]
+_ADAPTER: TypeAdapter[AnyProfile] = TypeAdapter(Profile)
 
 
-def parse_profile(data: dict[str, Any]) -> BaccaratProfile | TripleFaceProfile:
+def parse_profile(data: dict[str, Any]) -> AnyProfile:
     """Validate a profile given as a dict (e.g. read from JSON)."""
     try:
         return _ADAPTER.validate_python(data)
@@ -161,7 +162,7 @@ def list_profiles() -> list[str]:
 
 
 @cache
-def load_profile(name: str, version: int | None = None) -> BaccaratProfile | TripleFaceProfile:
+def load_profile(name: str, version: int | None = None) -> AnyProfile:
     """The shipped profile `name`: the current one, or `version` as it was released (the
     current file while that version is not released yet). An unknown name is refused with
     the known ones listed, an unknown version with the shipped versions listed."""
@@ -265,7 +266,7 @@ def pinned(name: str) -> tuple[int, str]:
     return _current_data(name).get("version", LEGACY_VERSION), shipped_digest(name)
 
 
-def round_profile(name: str, version: int | None) -> BaccaratProfile | TripleFaceProfile:
+def round_profile(name: str, version: int | None) -> AnyProfile:
     """The profile a round was opened with (a round recorded without a version: version 1)."""
     return load_profile(name, LEGACY_VERSION if version is None else version)
 
@@ -287,8 +288,7 @@ def pin_mismatch(name: str, version: int | None, digest: str | None) -> str | No
             "dealer ran other rules")
 
 
-def check_pin(name: str, version: int | None, digest: str | None
-              ) -> BaccaratProfile | TripleFaceProfile:
+def check_pin(name: str, version: int | None, digest: str | None) -> AnyProfile:
     """`round_profile`, refusing (ProfileDigestError) a version whose digest differs."""
     problem = pin_mismatch(name, version, digest)
     if problem is not None:

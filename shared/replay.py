@@ -16,7 +16,6 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from shared.baccarat import BaccaratResult
 from shared.cards import Card
 from shared.events.bet_events import (
     BetAccepted,
@@ -47,18 +46,14 @@ from shared.events.table import (
 from shared.events.wallet_events import WalletTransaction, tx_id
 from shared.profile import (
     LEGACY_VERSION,
-    BaccaratProfile,
+    AnyProfile,
     ProfileError,
-    TripleFaceProfile,
     round_profile,
     shipped_digest,
 )
-from shared.rounds import RoundError, evaluate_round
+from shared.rounds import AnyResult, RoundError, evaluate_round
 from shared.settlement import Bet, settle
-from shared.triple_face import TripleFaceResult
 
-AnyProfile = BaccaratProfile | TripleFaceProfile
-AnyResult = BaccaratResult | TripleFaceResult
 Decision = BetAccepted | BetRejected
 
 

@@ -17,12 +17,12 @@ from pydantic import Field, TypeAdapter
 from shared import baccarat, triple_face
 from shared.baccarat import BaccaratResult
 from shared.cards import Card
-from shared.profile import BaccaratProfile, TripleFaceProfile
+from shared.profile import AnyProfile, BaccaratProfile
 from shared.triple_face import TripleFaceResult
 
-AnyProfile = BaccaratProfile | TripleFaceProfile
-RoundResult = Annotated[BaccaratResult | TripleFaceResult, Field(discriminator="game")]
-ROUND_RESULT: TypeAdapter[BaccaratResult | TripleFaceResult] = TypeAdapter(RoundResult)
+AnyResult = BaccaratResult | TripleFaceResult  # a round result of either game
+RoundResult = Annotated[AnyResult, Field(discriminator="game")]
+ROUND_RESULT: TypeAdapter[AnyResult] = TypeAdapter(RoundResult)
 
 
 class RoundError(ValueError):
@@ -43,7 +43,7 @@ def is_complete(profile: AnyProfile, cards: Sequence[Card]) -> bool:
 
 def evaluate_round(
     profile: AnyProfile, cards: Sequence[Card]
-) -> BaccaratResult | TripleFaceResult:
+) -> AnyResult:
     """The result of one round from its cards in shoe order (burns excluded)."""
     check_composition(profile, cards)
     needed = cards_needed(profile, cards)

@@ -22,15 +22,13 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from shared import baccarat, triple_face
-from shared.baccarat import BaccaratResult, banker_draws
+from shared.baccarat import banker_draws
 from shared.bets import GAME_RULES, Basis, resolve
 from shared.cards import DECK, RANKS, SUITS, Card, card_for_value, parse_card
 from shared.money import Odds
-from shared.profile import BaccaratProfile, TripleFaceProfile
-from shared.triple_face import TripleFaceResult
+from shared.profile import AnyProfile
+from shared.rounds import AnyResult
 
-AnyProfile = BaccaratProfile | TripleFaceProfile
-AnyResult = BaccaratResult | TripleFaceResult
 # class key -> (integer weight, representative result); weights share one denominator
 Key = tuple[Any, ...]  # an outcome class: what its rule reads of the round
 Classes = tuple[dict[Key, tuple[int, AnyResult]], int]

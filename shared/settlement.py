@@ -7,21 +7,20 @@ result arrives. Both are pure, so a replay settles the same bet identically.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.baccarat import BaccaratResult
 from shared.bets import TIGER_WAGERS, BetRule, Outcome, Position, resolve, rule_for
 from shared.money import returned_on_win
-from shared.profile import BaccaratProfile, TripleFaceProfile
-from shared.triple_face import TripleFaceResult
+from shared.profile import AnyProfile
+from shared.rounds import AnyResult
 
-AnyProfile = BaccaratProfile | TripleFaceProfile
 BetErrorCode = Literal[
     "unknown_bet", "bet_not_offered", "bad_position", "below_minimum", "above_maximum",
     "wrong_game", "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",
 ]
+BET_ERROR_CODES: tuple[BetErrorCode, ...] = get_args(BetErrorCode)  # the rule engine's codes
 
 
 class BetError(ValueError):
@@ -123,7 +122,7 @@ def validate_in_round(bet: Bet, profile: AnyProfile, spot_before: int,
 
 
 def settle(
-    bet: Bet, result: BaccaratResult | TripleFaceResult, profile: AnyProfile
+    bet: Bet, result: AnyResult, profile: AnyProfile
 ) -> Settlement:
     """Settle an accepted bet. Limits are not re-checked (they applied at acceptance)."""
     if result.game != profile.game:

@@ -9,7 +9,8 @@ caught. Randomness is always handed in (`shuffle(rng)`): the shoe owns none.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Protocol
+from collections.abc import MutableMapping
+from typing import Any, Protocol, TypeVar
 
 from shared.cards import DECK, Card
 
@@ -22,6 +23,22 @@ class Shuffler(Protocol):
     """Anything with `shuffle(list)`: `random.Random(seed)` or `random.SystemRandom()`."""
 
     def shuffle(self, x: list[Any], /) -> None: ...
+
+
+K = TypeVar("K")
+
+
+def full_composition(decks: int) -> Counter[Card]:
+    """What a fresh shoe of `decks` decks holds: every card of the deck `decks` times."""
+    return Counter({card: decks for card in DECK})
+
+
+def take_one(composition: MutableMapping[K, int], card: K) -> None:
+    """One `card` left the shoe whose remaining cards are `composition` (a card it no longer
+    holds is dropped from it, never counted below zero)."""
+    composition[card] = composition.get(card, 0) - 1
+    if composition[card] <= 0:
+        del composition[card]
 
 
 def start_burn_count(first_card: Card) -> int:
@@ -43,7 +60,7 @@ class Shoe:
                 f"{self.size}-card shoe"
             )
         self.cut_card_from_end = cut_card_from_end
-        self._remaining: Counter[Card] = Counter({card: decks for card in DECK})
+        self._remaining = full_composition(decks)
         self._order: list[Card] | None = None  # next card last, so draw() is a pop()
         self.dealt = 0
 
@@ -102,9 +119,7 @@ class Shoe:
         return [first, *self.burn(start_burn_count(first))]
 
     def _take(self, card: Card) -> None:
-        self._remaining[card] -= 1
-        if not self._remaining[card]:
-            del self._remaining[card]
+        take_one(self._remaining, card)
         self.dealt += 1
 
 

@@ -16,37 +16,61 @@ from pydantic import BaseModel, ConfigDict
 
 from shared.bets import GAME_RULES, resolve
 from shared.cards import Card
-from shared.profile import BaccaratProfile, TripleFaceProfile
+from shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile
 from shared.rounds import cards_needed, evaluate_round
 from shared.rtp import RtpReport
 from shared.shoe import Shoe, Shuffler
-
-AnyProfile = BaccaratProfile | TripleFaceProfile
 
 
 def deal_rounds(profile: AnyProfile, rng: Shuffler) -> Iterator[list[Card]]:
     """Endless rounds of cards in shoe order (burns excluded), new shoes as needed."""
     while True:
-        shoe = _new_shoe(profile, rng)
+        shoe, _first = open_shoe(profile, rng)
         while True:
-            shoe.burn(profile.burn_per_round)
+            for _burned in burns_before_round(profile, shoe):
+                pass
             if shoe.cut_card_out:  # came out while burning: the round is not started
                 break
-            cards: list[Card] = []
-            while needed := cards_needed(profile, cards):
-                cards.extend(shoe.draw() for _ in range(needed))
-            yield cards
+            yield list(deal_round(profile, shoe))
             if shoe.cut_card_out or isinstance(profile, TripleFaceProfile):
                 break  # last round of this shoe (Triple Face: a fresh deck every round)
 
 
-def _new_shoe(profile: AnyProfile, rng: Shuffler) -> Shoe:
-    cut = profile.cut_card_from_end if isinstance(profile, BaccaratProfile) else None
+def burns_before_round(profile: AnyProfile, shoe: Shoe) -> Iterator[Card]:
+    """The cards burned before a round, drawn one at a time; stops early when the cut card
+    comes out (the round is then not started and the shoe is over)."""
+    for _ in range(profile.burn_per_round):
+        yield shoe.draw()
+        if shoe.cut_card_out:
+            return
+
+
+def deal_round(profile: AnyProfile, shoe: Shoe) -> Iterator[Card]:
+    """A round's cards in dealing order, exactly as many as the rules need, each drawn only
+    when the one before it has been taken (a round stopped early leaves the rest in the
+    shoe)."""
+    cards: list[Card] = []
+    while needed := cards_needed(profile, cards):
+        for _ in range(needed):
+            card = shoe.draw()
+            cards.append(card)
+            yield card
+
+
+def open_shoe(profile: AnyProfile, rng: Shuffler, cut_card_from_end: int | None = None
+              ) -> tuple[Shoe, Card | None]:
+    """A new shoe as the profile opens one: shuffled by `rng`, with its cut card (Baccarat:
+    the profile's, or `cut_card_from_end`) and the seed-004 start burn done. Returns the shoe
+    and the turned first card (None: the table burns no cards at shoe start)."""
+    cut = None
+    if isinstance(profile, BaccaratProfile):
+        cut = profile.cut_card_from_end if cut_card_from_end is None else cut_card_from_end
     shoe = Shoe(profile.decks, cut_card_from_end=cut)
     shoe.shuffle(rng)
+    first = None
     if isinstance(profile, BaccaratProfile) and profile.shoe_start_burn:
-        shoe.start_burn()
-    return shoe
+        first, *_burned = shoe.start_burn()
+    return shoe, first
 
 
 class SimulatedBet(BaseModel):

@@ -37,7 +37,7 @@ from shared.events.table import (
     ShoeStarted,
     seal,
 )
-from shared.events.wallet_events import WalletTransaction, tx_id
+from shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
 from shared.profile import load_profile
 from shared.rounds import evaluate_round
 from shared.settlement import Bet, settle
@@ -98,7 +98,7 @@ class Floor:
 
     def _tx(self, player: str, kind: str, amount: int, cause: str, at: datetime,
             table_id: str | None = None, round_id: str | None = None) -> None:
-        sign = 1 if kind in ("deposit", "bet_refund", "payout") else -1
+        sign = 1 if kind in CREDITS else -1
         self.balances[player] = self.balances.get(player, 0) + sign * amount
         self._put("wallet.transactions", player, WalletTransaction(
             tx_id=tx_id(kind, cause), player_id=player, kind=kind, amount=amount,

@@ -16,8 +16,7 @@ import gc
 import time
 from datetime import UTC, datetime
 
-from services.wallet import commands, handlers
-from shared import ledger
+from services.wallet import commands, handlers, ledger
 from shared.events.wallet_events import WalletTransaction
 
 WINDOW = 1_000
@@ -41,7 +40,7 @@ class _Player:
             seq_of=lambda p, t: self.seq_by_tx.get((p, t)),
             bet_of=lambda p, b: self.bets.get((p, b)))
 
-    def _keep(self, outcome: handlers.Outcome) -> None:
+    def _keep(self, outcome: handlers.CommandResult) -> None:
         if outcome.answer.status >= 300:
             raise RuntimeError(f"handler refused: {outcome.answer.body}")
         if outcome.account is not None:

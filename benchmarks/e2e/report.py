@@ -10,7 +10,9 @@ message (all 4 hops); a record's size by the pipe's 300-byte message.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks.e2e.pipe import PAYLOAD_BYTES
 
@@ -113,79 +115,31 @@ def add_ratios(fig: dict) -> None:
 
 def render(fig: dict) -> str:
     base = fig["baseline"]
+    intake = fig.get("intake", {})
     lines = ["", "end-to-end benchmark (baseline: raw 4-hop aiokafka consume→produce pipe, "
              "same broker, same run)",
              f"  pipe: {_fmt(base['messages_per_s'], ' msg/s')}, latency at "
              f"{base['paced']['offered_rate']:g}/s p50 {_fmt(base['latency_p50_s'], ' s')} "
              f"p99 {_fmt(base['latency_p99_s'], ' s')}, CPU "
              f"{_fmt(base['cpu_ms_per_message'], ' ms/msg')}"]
-    intake = fig.get("intake", {})
-    if intake.get("sustained"):
-        s = intake["sustained"]
-        lines.append(f"  sustained intake ({s['clients']} clients, {s['seconds']:.0f} s): "
-                     f"{_fmt(s['accepted_per_s'], ' accepted bets/s')}"
-                     f"{_x(s['ratio_accepted_per_s'])}; HTTP p50 {_fmt(s['latency_p50_s'], ' s')}"
-                     f" p99 {_fmt(s['latency_p99_s'], ' s')}; answers {s['answers']}; client CPU "
-                     f"{_fmt(s['client_cpu_ms_per_request'], ' ms/request')}")
-    if intake.get("paced"):
-        p = intake["paced"]
-        lines.append(f"  HTTP at {p['offered_per_s']:g} bets/s offered: p50 "
-                     f"{_fmt(p['latency_p50_s'], ' s')}{_x(p['ratio_latency_p50'])}, p99 "
-                     f"{_fmt(p['latency_p99_s'], ' s')}{_x(p['ratio_latency_p99'])}; answered "
-                     f"{p['answered']}/{p['offered']}, answers {p['answers']}")
-        if p["generator_lag_s"] > 1.0:
-            lines.append(f"    WARNING: the load generator fell {p['generator_lag_s']:.1f} s behind "
-                         f"its schedule (client CPU {p['client_cpu_share']:.0%} of a core): the "
-                         "offered rate was not reached")
-    if intake.get("cpu_ms_per_bet"):
-        total = intake.get("cpu_ms_per_bet_total")
-        lines.append(f"  intake CPU ms/bet: {_cpu(intake['cpu_ms_per_bet'])}, total "
-                     f"{_fmt(total)}{_x(_ratio(total, base['cpu_ms_per_message']))}")
-    if fig.get("settlement"):
-        s = fig["settlement"]
-        lines.append(f"  settlements credited: {_fmt(s.get('credits_per_s'), '/s')}"
-                     f"{_x(s.get('ratio_credits_per_s'))} ({s.get('credits')} credits of "
-                     f"{s.get('settled')} settled bets, {_fmt(s.get('bets_ended_per_s'), '/s')} "
-                     f"bets ended; {s.get('note', '')})")
-    for r in fig.get("rounds", []):
-        lines.append(f"  round of {r['size']:,} bets: completion → last credit "
-                     f"{_fmt(r['completion_to_last_credit_s'], ' s')}"
-                     f"{_x(r['ratio_last_credit_to_pipe_time'])}; per bet p50 "
-                     f"{_fmt(r['completion_to_end_p50_s'], ' s')} p99 "
-                     f"{_fmt(r['completion_to_end_p99_s'], ' s')}{_x(r['ratio_end_p99'])}; "
-                     f"placed in {r['place_seconds']:.1f} s; "
-                     f"{'ok' if r['ok'] else 'ERRORS: ' + '; '.join(r['errors'])}")
-        lines.append(f"    CPU ms/bet: {_cpu(r['cpu_ms_per_bet'])}, total "
-                     f"{_fmt(r['cpu_ms_per_bet_total'])}{_x(r['ratio_cpu_per_bet'])}")
-    if fig.get("cpu_scaling"):
-        c = fig["cpu_scaling"]
-        lines.append(f"  per-bet CPU at {c['large']:,} vs {c['small']:,} bets per round: "
-                     f"{_fmt(c['ratio'], '×')}")
-    if fig.get("records"):
-        rec = fig["records"]
-        lines.append(f"  largest record: {rec['largest']['bytes']:,} B on "
-                     f"{rec['largest']['topic']} ({rec['records']:,} records on "
-                     f"{rec['topics']} topics{'' if rec['complete'] else ', scan INCOMPLETE'})"
-                     f"{_x(rec.get('ratio_to_pipe_record'))}")
-    for size, rp in fig.get("replay", {}).items():
-        lines.append(f"  replay of the {int(size):,}-bet round: {_fmt(rp['seconds'], ' s')}"
-                     f"{_x(rp.get('ratio_to_pipe_time'))}, verdict {rp.get('verdict')}"
-                     f"{'' if rp['seconds'] is not None else ' (timed out)'}")
-    life = fig.get("lifetime")
-    if life:
-        if life.get("ratio") is None:
-            lines.append(f"  lifetime player cost: not measured ({life.get('error')})")
-        else:
-            lines.append(f"  lifetime player cost (wallet pure handlers): new "
-                         f"{_fmt(life['new_ms_per_bet'], ' ms/bet')}, after "
-                         f"{life['lifetime_bets']:,} bets {_fmt(life['old_ms_per_bet'], ' ms/bet')}"
-                         f"{_x(life.get('ratio_old_to_pipe_cpu'))} → {_fmt(life['ratio'], '×')}; "
-                         f"account value {life['account_bytes_new']} → {life['account_bytes_old']} B")
-    if fig.get("dead_services"):
-        lines.append(f"  DEAD SERVICES: {fig['dead_services']}")
-    if fig.get("errors"):
-        for error in fig["errors"]:
-            lines.append(f"  RUN ERROR: {error[:600]}")
+    # The parts a run may lack (a skipped stage, an early failure), in print order: each
+    # part's lines are printed only when the run has it.
+    sections: list[tuple[Any, Callable[[Any], list[str]]]] = [
+        (intake.get("sustained"), _sustained_lines),
+        (intake.get("paced"), _paced_lines),
+        (intake.get("cpu_ms_per_bet"), lambda per: _intake_cpu_lines(per, intake, base)),
+        (fig.get("settlement"), _settlement_lines),
+        (fig.get("rounds"), lambda rounds: [line for r in rounds for line in _round_lines(r)]),
+        (fig.get("cpu_scaling"), _cpu_scaling_lines),
+        (fig.get("records"), _records_lines),
+        (fig.get("replay"), _replay_lines),
+        (fig.get("lifetime"), _lifetime_lines),
+        (fig.get("dead_services"), lambda dead: [f"  DEAD SERVICES: {dead}"]),
+        (fig.get("errors"), lambda errors: [f"  RUN ERROR: {error[:600]}" for error in errors]),
+    ]
+    for part, lines_of in sections:
+        if part:
+            lines += lines_of(part)
     lines.append(f"  machine load average (1, 5, 15 min) at start {_load(fig.get('load_average_at_start'))}"
                  f", at end {_load(fig.get('load_average_at_end'))}; run took "
                  f"{fig.get('seconds', 0):.0f} s")
@@ -194,6 +148,80 @@ def render(fig: dict) -> str:
         mark = {True: "PASS", False: "MISS", None: "n/a "}[t["pass"]]
         lines.append(f"    [{mark}] {t['target']}: {t['figure'] or 'not measured'}")
     return "\n".join(lines)
+
+
+def _vs(value, ratio, unit: str = "") -> str:
+    """A figure and, when there is one, its ratio to the pipe."""
+    return _fmt(value, unit) + _x(ratio)
+
+
+def _sustained_lines(s: dict) -> list[str]:
+    return [f"  sustained intake ({s['clients']} clients, {s['seconds']:.0f} s): "
+            f"{_vs(s['accepted_per_s'], s['ratio_accepted_per_s'], ' accepted bets/s')}; HTTP p50 "
+            f"{_fmt(s['latency_p50_s'], ' s')} p99 {_fmt(s['latency_p99_s'], ' s')}; answers "
+            f"{s['answers']}; client CPU {_fmt(s['client_cpu_ms_per_request'], ' ms/request')}"]
+
+
+def _paced_lines(p: dict) -> list[str]:
+    lines = [f"  HTTP at {p['offered_per_s']:g} bets/s offered: "
+             f"p50 {_vs(p['latency_p50_s'], p['ratio_latency_p50'], ' s')}, "
+             f"p99 {_vs(p['latency_p99_s'], p['ratio_latency_p99'], ' s')}; "
+             f"answered {p['answered']}/{p['offered']}, answers {p['answers']}"]
+    if p["generator_lag_s"] > 1.0:
+        lines.append(f"    WARNING: the load generator fell {p['generator_lag_s']:.1f} s behind "
+                     f"its schedule (client CPU {p['client_cpu_share']:.0%} of a core): the "
+                     "offered rate was not reached")
+    return lines
+
+
+def _intake_cpu_lines(per_bet: dict, intake: dict, base: dict) -> list[str]:
+    total = intake.get("cpu_ms_per_bet_total")
+    ratio = _ratio(total, base["cpu_ms_per_message"])
+    return [f"  intake CPU ms/bet: {_cpu(per_bet)}, total {_vs(total, ratio)}"]
+
+
+def _settlement_lines(s: dict) -> list[str]:
+    return [f"  settlements credited: {_vs(s.get('credits_per_s'), s.get('ratio_credits_per_s'), '/s')} "
+            f"({s.get('credits')} credits of {s.get('settled')} settled bets, "
+            f"{_fmt(s.get('bets_ended_per_s'), '/s')} bets ended; {s.get('note', '')})"]
+
+
+def _round_lines(r: dict) -> list[str]:
+    outcome = "ok" if r["ok"] else "ERRORS: " + "; ".join(r["errors"])
+    return [f"  round of {r['size']:,} bets: completion → last credit "
+            f"{_vs(r['completion_to_last_credit_s'], r['ratio_last_credit_to_pipe_time'], ' s')}; "
+            f"per bet p50 {_fmt(r['completion_to_end_p50_s'], ' s')} "
+            f"p99 {_vs(r['completion_to_end_p99_s'], r['ratio_end_p99'], ' s')}; "
+            f"placed in {r['place_seconds']:.1f} s; {outcome}",
+            f"    CPU ms/bet: {_cpu(r['cpu_ms_per_bet'])}, "
+            f"total {_vs(r['cpu_ms_per_bet_total'], r['ratio_cpu_per_bet'])}"]
+
+
+def _cpu_scaling_lines(c: dict) -> list[str]:
+    return [f"  per-bet CPU at {c['large']:,} vs {c['small']:,} bets per round: {_fmt(c['ratio'], '×')}"]
+
+
+def _records_lines(rec: dict) -> list[str]:
+    largest, scan = rec["largest"], "" if rec["complete"] else ", scan INCOMPLETE"
+    return [f"  largest record: {largest['bytes']:,} B on {largest['topic']} ({rec['records']:,} "
+            f"records on {rec['topics']} topics{scan}){_x(rec.get('ratio_to_pipe_record'))}"]
+
+
+def _replay_lines(replay: dict) -> list[str]:
+    return [f"  replay of the {int(size):,}-bet round: "
+            f"{_vs(rp['seconds'], rp.get('ratio_to_pipe_time'), ' s')}, verdict {rp.get('verdict')}"
+            + ("" if rp["seconds"] is not None else " (timed out)")
+            for size, rp in replay.items()]
+
+
+def _lifetime_lines(life: dict) -> list[str]:
+    if life.get("ratio") is None:
+        return [f"  lifetime player cost: not measured ({life.get('error')})"]
+    return [f"  lifetime player cost (wallet pure handlers): new "
+            f"{_fmt(life['new_ms_per_bet'], ' ms/bet')}, after {life['lifetime_bets']:,} bets "
+            f"{_vs(life['old_ms_per_bet'], life.get('ratio_old_to_pipe_cpu'), ' ms/bet')} → "
+            f"{_fmt(life['ratio'], '×')}; "
+            f"account value {life['account_bytes_new']} → {life['account_bytes_old']} B"]
 
 
 def _load(avg) -> str:

@@ -12,7 +12,7 @@
 # a policy-rc.d that forbids starting services (the Debian-sanctioned way), the
 # service is disabled where systemd exists, and any prometheus process the install
 # started is stopped by its pid. Our own Prometheus servers are started by the tests
-# on free loopback ports (services/infra/prometheus_server.py).
+# on free loopback ports (tests/prometheus_server.py).
 set -eu
 
 want="${*:-prometheus chromium}"

@@ -1,7 +1,9 @@
 """`python -m services.bet_settlement worker -l info`"""
 
-from services.bet_settlement.app import app, settings
+from services.bet_settlement.app import build_app
 from services.infra.private_topics import run_worker
+from services.infra.settings import get_settings
 
 if __name__ == "__main__":
-    run_worker(app, settings)
+    settings = get_settings()
+    run_worker(build_app(settings), settings)

@@ -3,8 +3,8 @@
 
 State (persistent tables, written to the changelog partition of the record being applied,
 that is the round's partition):
-- `rounds`: `<table>:<round>` -> the round's header (`intake.RoundHeader`), bounded;
-  `<table>:<round>/b/<bet id>` -> the bet's entry (`intake.BetEntry`) and
+- `rounds`: `<table>:<round>` -> the round's header (`round_book.RoundHeader`), bounded;
+  `<table>:<round>/b/<bet id>` -> the bet's entry (`round_book.BetEntry`) and
   `<table>:<round>/n/<k>` -> the id of the round's k-th bet;
 - `pending-rounds`: table id -> ids of its rounds with bets read before their RoundOpened.
 No value grows with the number of bets in a round.
@@ -22,101 +22,119 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
+from typing import Any
 
 import faust
 
-from services.bet_settlement import counting, intake
+from services.bet_settlement import decision_metrics, round_book
 from services.infra import metrics, observability
 from services.infra.batching import Record, publish_all, run_batches
 from services.infra.clock import SystemClock
 from services.infra.dead_letters import apply_each, flag_table
 from services.infra.faust_app import make_app
 from services.infra.observability import health_problems
-from services.infra.settings import get_settings
+from services.infra.settings import Settings, get_settings
 from shared.events.bet_events import BET_INTAKE, IntakeMark
 from shared.events.event_auth import TableFlagged, TableWatch, advance
 from shared.events.results import RoundResultPublished
 from shared.events.table import RoundOpened, RoundVoided, TableEventBase, parse_table_event
 
 log = logging.getLogger("croupier.bet_settlement")
-settings = get_settings()
 clock = SystemClock()
-# a crashed worker's partitions are reassigned after 10 s instead of Faust's 60 s
-app = make_app("bet-settlement", settings, broker_session_timeout=10,
-               broker_heartbeat_interval=1)
-observability.install(app, "bet-settlement", settings,
-                      invariants=metrics.SETTLEMENT_INVARIANTS)
-counting.init_metrics()
-
 # Faust stores plain values with its json codec: headers and entries as JSON objects
 _schema: faust.Schema = faust.Schema(key_serializer="json", value_serializer="json")
-ROUND_RETENTION_MS = 2 * settings.retention_ms
-rounds = app.Table("rounds", default=None, partitions=settings.topic_partitions, schema=_schema,
-                   extra_topic_configs={"cleanup.policy": "compact,delete",
-                                        "retention.ms": str(ROUND_RETENTION_MS)})
-pending_rounds = app.Table("pending-rounds", default=None,  # table id -> [round ids]
-                           partitions=settings.topic_partitions, schema=_schema)
+
+# Built by build_app when the worker starts (importing this module builds nothing):
+settings: Settings
+app: faust.App
+rounds: Any  # Faust tables (dicts in unit tests)
+pending_rounds: Any  # table id -> [round ids]
 # table id -> its chain's last authentic event and its flag (shared/events/event_auth.py)
-table_chains = app.Table("table-chains", default=None, partitions=settings.topic_partitions,
-                         schema=_schema)
-inputs = app.topic("bets.placed", "table.events", "round.results",
-                   key_type=bytes, value_type=bytes)
+table_chains: Any
+inputs: faust.TopicT
+
+
+def build_app(service_settings: Settings | None = None) -> faust.App:
+    """The worker's Faust app with its tables, topic, agent and pages; the exact RTP of
+    every profile is computed here (decision_metrics.init_metrics), not at import."""
+    global settings, app, rounds, pending_rounds, table_chains, inputs
+    settings = service_settings or get_settings()
+    # a crashed worker's partitions are reassigned after 10 s instead of Faust's 60 s
+    app = make_app("bet-settlement", settings, broker_session_timeout=10,
+                   broker_heartbeat_interval=1)
+    observability.install(app, "bet-settlement", settings,
+                          invariants=metrics.SETTLEMENT_INVARIANTS)
+    decision_metrics.init_metrics()
+    round_retention_ms = 2 * settings.retention_ms
+    rounds = app.Table("rounds", default=None, partitions=settings.topic_partitions,
+                       schema=_schema,
+                       extra_topic_configs={"cleanup.policy": "compact,delete",
+                                            "retention.ms": str(round_retention_ms)})
+    pending_rounds = app.Table("pending-rounds", default=None,
+                               partitions=settings.topic_partitions, schema=_schema)
+    table_chains = app.Table("table-chains", default=None,
+                             partitions=settings.topic_partitions, schema=_schema)
+    inputs = app.topic("bets.placed", "table.events", "round.results",
+                       key_type=bytes, value_type=bytes)
+    app.agent(inputs)(settlement_agent)
+    app.page("/health")(health)
+    return app
 
 
 class StoredBets:
-    """One round's bets in `rounds` (intake.RoundBets); an entry is parsed once per record."""
+    """One round's bets in `rounds` (round_book.RoundBets); an entry is parsed once per record."""
 
-    def __init__(self, table_id: str, round_id: str, header: intake.RoundHeader | None
+    def __init__(self, table_id: str, round_id: str, header: round_book.RoundHeader | None
                  ) -> None:
         self.table_id, self.round_id = table_id, round_id
         self.received = header.received if header is not None else 0
-        self._seen: dict[str, intake.BetEntry | None] = {}
+        self._seen: dict[str, round_book.BetEntry | None] = {}
 
-    def entry(self, bet_id: str) -> intake.BetEntry | None:
+    def entry(self, bet_id: str) -> round_book.BetEntry | None:
         """The bet's entry, unless a crash kept it but lost its header's update (its ordinal
         is past the header's count): then it was never recorded."""
         if bet_id not in self._seen:
-            raw = rounds.get(intake.bet_key(self.table_id, self.round_id, bet_id))
-            entry = None if raw is None else intake.BetEntry.model_validate(raw)
+            raw = rounds.get(round_book.bet_key(self.table_id, self.round_id, bet_id))
+            entry = None if raw is None else round_book.BetEntry.model_validate(raw)
             self._seen[bet_id] = None if entry is None or entry.ordinal > self.received \
                 else entry
         return self._seen[bet_id]
 
     def bet_at(self, ordinal: int) -> str | None:
-        return rounds.get(intake.order_key(self.table_id, self.round_id, ordinal))
+        return rounds.get(round_book.order_key(self.table_id, self.round_id, ordinal))
 
-    def spot(self, key: str) -> intake.SpotTotal | None:
+    def spot(self, key: str) -> round_book.SpotTotal | None:
         """The spot's total as the header knows it. Spot totals are written before the
         header in the same changelog partition, so a crash can keep a total whose last
         contributors are past the header's count (never recorded): walk back through their
         entries (each holds the total before it and the previous contributor)."""
         raw = rounds.get(key)
-        spot = None if raw is None else intake.SpotTotal.model_validate(raw)
-        return intake.effective_spot(spot, self.received, self._written_at)
+        spot = None if raw is None else round_book.SpotTotal.model_validate(raw)
+        return round_book.effective_spot(spot, self.received, self._written_at)
 
-    def _written_at(self, ordinal: int) -> intake.BetEntry | None:
+    def _written_at(self, ordinal: int) -> round_book.BetEntry | None:
         """The entry last written for `ordinal`, even one its header never counted."""
         bet_id = self.bet_at(ordinal)
         raw = None if bet_id is None else rounds.get(
-            intake.bet_key(self.table_id, self.round_id, bet_id))
-        return None if raw is None else intake.BetEntry.model_validate(raw)
+            round_book.bet_key(self.table_id, self.round_id, bet_id))
+        return None if raw is None else round_book.BetEntry.model_validate(raw)
 
 
-def load(table_id: str, round_id: str) -> intake.RoundHeader | None:
-    raw = rounds.get(intake.round_key(table_id, round_id))
-    return None if raw is None else intake.RoundHeader.model_validate(raw)
+def load(table_id: str, round_id: str) -> round_book.RoundHeader | None:
+    raw = rounds.get(round_book.round_key(table_id, round_id))
+    return None if raw is None else round_book.RoundHeader.model_validate(raw)
 
 
-def save(before: intake.RoundHeader | None, t: intake.Transition) -> None:
+def save(before: round_book.RoundHeader | None, t: round_book.Transition) -> None:
     h = t.header
     for ordinal, bet_id in t.order.items():
-        rounds[intake.order_key(h.table_id, h.round_id, ordinal)] = bet_id
+        rounds[round_book.order_key(h.table_id, h.round_id, ordinal)] = bet_id
     for bet_id, entry in t.entries.items():
-        rounds[intake.bet_key(h.table_id, h.round_id, bet_id)] = entry.model_dump(mode="json")
+        rounds[round_book.bet_key(h.table_id, h.round_id, bet_id)] = entry.model_dump(mode="json")
     for key, spot in t.spots.items():  # after the entries they walk back through
         rounds[key] = spot.model_dump(mode="json")
     if h != before:
-        rounds[intake.round_key(h.table_id, h.round_id)] = h.model_dump(mode="json")
+        rounds[round_book.round_key(h.table_id, h.round_id)] = h.model_dump(mode="json")
     waiting = pending_rounds.get(h.table_id) or []
     if h.status == "pending" and h.round_id not in waiting:
         pending_rounds[h.table_id] = [*waiting, h.round_id]
@@ -124,17 +142,17 @@ def save(before: intake.RoundHeader | None, t: intake.Transition) -> None:
         pending_rounds[h.table_id] = [r for r in waiting if r != h.round_id]
 
 
-def commit(before: intake.RoundHeader | None, bets: StoredBets, t: intake.Transition
-           ) -> list[intake.Output]:
+def commit(before: round_book.RoundHeader | None, bets: StoredBets, t: round_book.Transition
+           ) -> list[round_book.Output]:
     """Store a round's transition and count what it newly decided (replays count nothing)."""
-    counting.record(counting.fresh(bets, t.header, (record for _, _, record in t.out)))
+    decision_metrics.record(decision_metrics.fresh(bets, t.header, (record for _, _, record in t.out)))
     save(before, t)
     return t.out
 
 
-def check_second_settlement(before: intake.RoundHeader | None, bets: StoredBets,
+def check_second_settlement(before: round_book.RoundHeader | None, bets: StoredBets,
                             record) -> None:
-    conflicts = intake.conflicts(before, bets, record)
+    conflicts = round_book.conflicts(before, bets, record)
     if conflicts and before is not None:  # only a settled round (a header) has conflicts
         metrics.breach("settlement_conflict")
         log.error("MONEY: round %s of table %s asked to settle again with different amounts "
@@ -143,15 +161,15 @@ def check_second_settlement(before: intake.RoundHeader | None, bets: StoredBets,
 
 
 def step(source: str, raw: bytes, published_at: datetime | None = None
-         ) -> list[intake.Output]:
+         ) -> list[round_book.Output]:
     now = clock.now()
     if source == "bets.placed":
         record = BET_INTAKE.validate_json(raw)
         before = load(record.table_id, record.round_id)
         bets = StoredBets(record.table_id, record.round_id, before)
         if isinstance(record, IntakeMark):
-            return commit(before, bets, intake.apply_mark(before, bets, record, now))
-        return commit(before, bets, intake.place(before, bets, record, now))
+            return commit(before, bets, round_book.apply_mark(before, bets, record, now))
+        return commit(before, bets, round_book.place(before, bets, record, now))
     if source == "round.results":
         result = RoundResultPublished.model_validate_json(raw)
         flagged = TableWatch.from_json(table_chains.get(result.table_id)).flagged
@@ -161,22 +179,22 @@ def step(source: str, raw: bytes, published_at: datetime | None = None
         before = load(result.table_id, result.round_id)
         bets = StoredBets(result.table_id, result.round_id, before)
         check_second_settlement(before, bets, result)
-        return commit(before, bets, intake.apply_result(before, bets, result, now, published_at))
+        return commit(before, bets, round_book.apply_result(before, bets, result, now, published_at))
     event = verified(parse_table_event(raw))
     round_id = getattr(event, "round_id", None)
     if round_id is None:
         return []
-    out: list[intake.Output] = []
+    out: list[round_book.Output] = []
     if isinstance(event, RoundOpened):  # rounds that never opened are over for good
         for other in pending_rounds.get(event.table_id) or []:
             if other != round_id and (waiting := load(event.table_id, other)) is not None:
                 bets = StoredBets(event.table_id, other, waiting)
-                out += commit(waiting, bets, intake.expire(waiting, bets, now))
+                out += commit(waiting, bets, round_book.expire(waiting, bets, now))
     before = load(event.table_id, round_id)
     bets = StoredBets(event.table_id, round_id, before)
     if isinstance(event, RoundVoided):
         check_second_settlement(before, bets, event)
-    return out + commit(before, bets, intake.apply_table_event(before, bets, event, now))
+    return out + commit(before, bets, round_book.apply_table_event(before, bets, event, now))
 
 
 class TableIsFlagged(Exception):
@@ -225,13 +243,11 @@ async def settle_batch(events) -> None:
     await publish_all(app, apply_batch(events))
 
 
-@app.agent(inputs)
-async def settlement_agent(stream):
+async def settlement_agent(stream):  # the agent (build_app registers it)
     await run_batches(stream, settle_batch)
 
 
-@app.page("/health")
-async def health(web, request):
+async def health(web, request):  # GET /health (build_app registers it)
     problems = health_problems(app)
     return web.json({"status": "ok" if not problems else "unavailable", "problems": problems},
                     status=503 if problems else 200)

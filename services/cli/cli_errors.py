@@ -6,7 +6,7 @@ from typing import NoReturn
 
 import typer
 
-from shared.profile import BaccaratProfile, ProfileError, TripleFaceProfile, load_profile
+from shared.profile import AnyProfile, ProfileError, load_profile
 
 EXIT_BAD_INPUT = 2
 
@@ -16,7 +16,7 @@ def fail(message: str) -> NoReturn:
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
-def profile_or_fail(name: str, version: int | None = None) -> BaccaratProfile | TripleFaceProfile:
+def profile_or_fail(name: str, version: int | None = None) -> AnyProfile:
     try:
         return load_profile(name, version)
     except ProfileError as exc:

@@ -17,9 +17,8 @@ from services.cli.cli_errors import fail, profile_or_fail
 from shared.baccarat import BaccaratResult
 from shared.bets import Position
 from shared.cards import CardError, parse_cards
-from shared.rounds import RoundError, evaluate_round
+from shared.rounds import AnyResult, RoundError, evaluate_round
 from shared.settlement import Bet, BetError, Settlement, check_bet, settle
-from shared.triple_face import TripleFaceResult
 
 BET_HELP = "A bet as ID[:POS]=STAKE (stake in minor units), e.g. banker=1000, win:2=500, " \
     "pair_plus:banker=100. Repeat for more bets."
@@ -88,7 +87,7 @@ def parse_bet(spec: str) -> Bet:
 
 def evaluation_json(
     name: str,
-    result: BaccaratResult | TripleFaceResult,
+    result: AnyResult,
     settlements: list[tuple[Bet, Settlement]],
 ) -> dict:
     """The `--json` shape: profile, hands, points or ranks, winner, surplus, bets."""
@@ -115,7 +114,7 @@ def evaluation_json(
     return out
 
 
-def _print(report: dict, result: BaccaratResult | TripleFaceResult) -> None:
+def _print(report: dict, result: AnyResult) -> None:
     console = Console()
     hands = Table(title=f"{report['profile']}", title_justify="left")
     hands.add_column("hand")

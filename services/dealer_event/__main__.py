@@ -1,8 +1,9 @@
 """`python -m services.dealer_event worker -l info`"""
 
-from services.dealer_event.app import app
+from services.dealer_event.app import build_app
 from services.infra.private_topics import run_worker
 from services.infra.settings import get_settings
 
 if __name__ == "__main__":
-    run_worker(app, get_settings())
+    settings = get_settings()
+    run_worker(build_app(settings), settings)

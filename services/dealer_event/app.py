@@ -13,6 +13,8 @@ import asyncio
 import logging
 from functools import partial
 
+import faust
+
 from services.dealer_event.rebuild import rebuild
 from services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
 from services.infra import observability
@@ -20,20 +22,41 @@ from services.infra.batching import publish_all, run_batches, until_applied
 from services.infra.clock import SystemClock
 from services.infra.dead_letters import give_up_on
 from services.infra.faust_app import make_app, topic
-from services.infra.settings import get_settings
+from services.infra.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
 INPUTS = "dealer.inputs"
+clock = SystemClock()
 
-settings = get_settings()
-# A short session: after a crash the other workers (or the restarted one) get its
-# partitions in seconds instead of waiting a minute for the dead member to time out.
-app = make_app("dealer-event", persistent=False, broker_session_timeout=8,
-               broker_heartbeat_interval=1)
-inputs_topic = topic(app, INPUTS)
-observability.install(app, "dealer-event", settings)
-init_metrics()
+# Built by build_app when the worker starts (importing this module builds nothing):
+settings: Settings
+app: faust.App
+inputs_topic: faust.TopicT
+runtime: DealerRuntime
+
+
+def build_app(service_settings: Settings | None = None) -> faust.App:
+    """The worker's Faust app with its topic, runtime, agent, timer, signals and web
+    routes."""
+    global settings, app, inputs_topic, runtime
+    settings = service_settings or get_settings()
+    # A short session: after a crash the other workers (or the restarted one) get its
+    # partitions in seconds instead of waiting a minute for the dead member to time out.
+    app = make_app("dealer-event", settings, persistent=False, broker_session_timeout=8,
+                   broker_heartbeat_interval=1)
+    inputs_topic = topic(app, INPUTS)
+    observability.install(app, "dealer-event", settings)
+    init_metrics()
+    runtime = DealerRuntime(machine_config(settings), clock, partial(publish_all, app),
+                            _rebuild, owned_partitions, joined=False)
+    app.on_partitions_revoked.connect(drop_tables_on_revoke)  # type: ignore[arg-type]  # faust types handlers (sender, *args)
+    app.on_partitions_assigned.connect(rebuild_on_assign)  # type: ignore[arg-type]  # faust types handlers (sender, *args)
+    app.agent(inputs_topic, concurrency=1)(dealer_inputs)
+    app.timer(interval=settings.betting_timer_interval_seconds)(betting_timer)
+    from services.dealer_event import views  # the web routes (views imports this module)
+    views.register(app)
+    return app
 
 
 def owned_partitions() -> frozenset[int]:
@@ -52,17 +75,10 @@ async def _rebuild(partitions):
         accept_unsigned=settings.table_events_accept_unsigned)
 
 
-clock = SystemClock()
-runtime = DealerRuntime(machine_config(settings), clock, partial(publish_all, app), _rebuild,
-                        owned_partitions, joined=False)
-
-
-@app.on_partitions_revoked.connect  # type: ignore[arg-type]  # faust types handlers (sender, *args)
 async def drop_tables_on_revoke(sender, revoked, **kwargs) -> None:
     await runtime.on_revoked()
 
 
-@app.on_partitions_assigned.connect  # type: ignore[arg-type]  # faust types handlers (sender, *args)
 async def rebuild_on_assign(sender, assigned, **kwargs) -> None:
     log.info("assigned partition(s) %s of %s: rebuilding their tables",
              sorted(owned_partitions()), INPUTS)
@@ -81,13 +97,11 @@ async def decide_batch(events) -> None:
                                give_up)
 
 
-@app.agent(inputs_topic, concurrency=1)
-async def dealer_inputs(stream):
+async def dealer_inputs(stream):  # the agent (build_app registers it)
     await run_batches(stream, until_applied(decide_batch, "deciding inputs"))
 
 
-@app.timer(interval=settings.betting_timer_interval_seconds)
-async def betting_timer() -> None:
+async def betting_timer() -> None:  # a timer (build_app registers it)
     try:
         await runtime.tick_all()
     except Exception:
@@ -106,5 +120,3 @@ async def forward(raw: bytes, table_id: str) -> None:
     """The HTTP door puts what it received on `dealer.inputs`, like any device would."""
     await app.producer.send_and_wait(INPUTS, table_id.encode(), raw, None, None, None)
 
-
-from services.dealer_event import views  # noqa: E402,F401  (registers the web routes)

@@ -31,7 +31,7 @@ CODES = frozenset({
 
 
 @dataclass(frozen=True)
-class Refusal:
+class InputRefusal:
     code: str
     message: str
 
@@ -50,4 +50,4 @@ class Refused(Exception):
 
     def __init__(self, code: str, message: str) -> None:
         super().__init__(f"{code}: {message}")
-        self.refusal = Refusal(code, message)
+        self.refusal = InputRefusal(code, message)

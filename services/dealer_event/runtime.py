@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 from services.dealer_event.admission import AdmissionPolicy
-from services.dealer_event.intake import Parsed, make_rejection, parse_raw
-from services.dealer_event.refusals import Refusal
+from services.dealer_event.input_parsing import Parsed, make_rejection, parse_raw
+from services.dealer_event.refusals import InputRefusal
 from services.dealer_event.state import TableState
 from services.dealer_event.table_machine import MachineConfig, step, tick
 from services.infra import metrics
 from services.infra.batching import Record
 from services.infra.clock import Clock
+from services.infra.replies import Replies
 from services.infra.settings import Settings
 from services.infra.table_keys import table_key
 from shared.events.table import (
@@ -81,7 +82,7 @@ class _Plan:
     records: list[Record] = field(default_factory=list)
     events: list[tuple[TableEventBase, TableState]] = field(default_factory=list)
     reports: list[tuple[str, dict]] = field(default_factory=list)  # waiter key, report
-    refused: list[tuple[str, Parsed, Refusal]] = field(default_factory=list)  # metric label
+    refused: list[tuple[str, Parsed, InputRefusal]] = field(default_factory=list)  # metric label
     accepted: list[str] = field(default_factory=list)  # table ids, one per accepted input
 
 
@@ -99,7 +100,8 @@ class DealerRuntime:
         self._stale = True  # the tables must be rebuilt before the next decision
         self._rebuilt_for: frozenset[int] | None = frozenset()
         self._lock = asyncio.Lock()
-        self._waiters: dict[str, list[tuple[asyncio.Future, int | None]]] = {}
+        # HTTP waiters by waiter_key, each tagged with its input's partition
+        self._waiters: Replies[dict, int] = Replies()
         self._rebuild_task: asyncio.Task | None = None
 
     # --- ownership and rebuild -------------------------------------------------------
@@ -178,10 +180,13 @@ class DealerRuntime:
         owned = self._owned()
         if owned is None:
             return
-        for key, waiting in list(self._waiters.items()):
-            for fut, partition in list(waiting):
-                if partition is not None and partition not in owned and not fut.done():
-                    fut.set_result({"status": MOVED, "input_id": key.partition(_SEP)[0]})
+
+        def moved(key: str, partition: int | None) -> dict | None:
+            if partition is not None and partition not in owned:
+                return {"status": MOVED, "input_id": key.partition(_SEP)[0]}
+            return None
+
+        self._waiters.answer_each(moved)
 
     # --- HTTP waiters -----------------------------------------------------------------
 
@@ -190,22 +195,13 @@ class DealerRuntime:
         """A future the HTTP door awaits: resolved with the decision on the input with this
         id AND this signature (a forged input reusing a genuine one's id is answered to its
         own sender only, never to the genuine device)."""
-        fut = asyncio.get_running_loop().create_future()
-        self._waiters.setdefault(waiter_key(input_id, signature), []).append((fut, partition))
-        return fut
+        return self._waiters.expect(waiter_key(input_id, signature), partition)
 
     def forget(self, input_id: str, fut: asyncio.Future, signature: str = "") -> None:
-        key = waiter_key(input_id, signature)
-        waiting = [w for w in self._waiters.get(key, []) if w[0] is not fut]
-        if waiting:
-            self._waiters[key] = waiting
-        else:
-            self._waiters.pop(key, None)
+        self._waiters.forget(waiter_key(input_id, signature), fut)
 
     def _answer(self, key: str, report: dict) -> None:
-        for fut, _ in self._waiters.pop(key, []):
-            if not fut.done():
-                fut.set_result(report)
+        self._waiters.resolve(key, report)
 
     # --- decisions --------------------------------------------------------------------
 
@@ -283,7 +279,7 @@ class DealerRuntime:
                                  event.model_dump_json().encode()))
             plan.events.append((event, state))
 
-    def _refuse(self, plan: _Plan, parsed: Parsed, refusal: Refusal, raw: bytes) -> dict:
+    def _refuse(self, plan: _Plan, parsed: Parsed, refusal: InputRefusal, raw: bytes) -> dict:
         record = make_rejection(parsed, refusal, raw, self.clock.now())
         plan.records.append(("dealer.rejections", record.table_id.encode(),
                              record.model_dump_json().encode()))

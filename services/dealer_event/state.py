@@ -12,7 +12,6 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from shared.cards import DECK
 from shared.events.canonical import GENESIS_HASH
 from shared.events.table import (
     BettingClosed,
@@ -33,13 +32,16 @@ from shared.events.table import (
     TableEventBase,
     TableReopened,
 )
-from shared.profile import BaccaratProfile, TripleFaceProfile, load_profile
+from shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile, load_profile
+from shared.shoe import full_composition as shoe_composition
+from shared.shoe import take_one
 
 IN_PROGRESS = ("betting", "dealing")
 
 
 def full_composition(decks: int) -> dict[str, int]:
-    return {str(card): decks for card in DECK}
+    """A fresh shoe's composition (shared.shoe), keyed by card name."""
+    return {str(card): n for card, n in shoe_composition(decks).items()}
 
 
 @dataclass
@@ -57,7 +59,7 @@ class ShoeState:
     fresh_deck_due: bool = False  # Triple Face: the next round takes a new deck
 
     @property
-    def rules(self) -> BaccaratProfile | TripleFaceProfile:
+    def rules(self) -> AnyProfile:
         return load_profile(self.profile)
 
     @property
@@ -65,9 +67,7 @@ class ShoeState:
         return sum(self.remaining.values())
 
     def take(self, card: str) -> None:
-        self.remaining[card] = self.remaining.get(card, 0) - 1
-        if self.remaining[card] <= 0:
-            del self.remaining[card]
+        take_one(self.remaining, card)
         self.position += 1
 
     def renew_deck(self) -> None:
@@ -77,7 +77,7 @@ class ShoeState:
 
 
 @dataclass
-class RoundState:
+class TableRound:
     round_id: str
     round_number: int
     dealer: str
@@ -98,7 +98,7 @@ class TableState:
     seq: int = 0
     head_hash: str = GENESIS_HASH
     shoe: ShoeState | None = None
-    round: RoundState | None = None
+    round: TableRound | None = None
     # round id -> open|completed|voided|annulled, and -> its shoe id (both in log order)
     round_status: dict[str, str] = field(default_factory=dict)
     round_shoe: dict[str, str] = field(default_factory=dict)
@@ -209,7 +209,7 @@ def _round_opened(state: TableState, e: RoundOpened) -> None:
     if shoe.fresh_deck_due:
         shoe.renew_deck()
     shoe.round_count += 1
-    state.round = RoundState(round_id=e.round_id, round_number=e.round_number, dealer=e.dealer,
+    state.round = TableRound(round_id=e.round_id, round_number=e.round_number, dealer=e.dealer,
                              profile=e.profile, betting_closes_at=e.betting_closes_at)
     state.round_status[e.round_id] = "open"
     state.round_shoe[e.round_id] = e.shoe_id
@@ -279,7 +279,7 @@ def _shoe(state: TableState) -> ShoeState:
     return state.shoe
 
 
-def _round(state: TableState) -> RoundState:
+def _round(state: TableState) -> TableRound:
     if state.round is None:
         raise ValueError(f"table {state.table_id}: event at seq {state.seq + 1} needs a round")
     return state.round

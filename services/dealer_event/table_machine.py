@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from services.dealer_event.admission import AdmissionPolicy, authenticate, check_freshness
-from services.dealer_event.refusals import Refusal, Refused
-from services.dealer_event.state import RoundState, ShoeState, TableState, fold_into
+from services.dealer_event.refusals import InputRefusal, Refused
+from services.dealer_event.state import ShoeState, TableRound, TableState, fold_into
 from shared.cards import parse_card
 from shared.events.inputs import (
     AnnulRounds,
@@ -79,10 +79,10 @@ class MachineConfig:
 
 
 @dataclass(frozen=True)
-class Outcome:
+class MachineStep:
     state: TableState
     events: tuple[TableEventBase, ...] = ()
-    refusal: Refusal | None = None
+    refusal: InputRefusal | None = None
 
 
 @dataclass
@@ -102,31 +102,31 @@ class _Emitter:
         self.events.append(event)
 
 
-def tick(state: TableState, now: datetime) -> Outcome:
+def tick(state: TableState, now: datetime) -> MachineStep:
     """Close the betting window of a round whose timer ran out."""
     rnd = state.round
     if state.corrupt or rnd is None or rnd.phase != "betting" or now < rnd.betting_closes_at:
-        return Outcome(state)
+        return MachineStep(state)
     em = _Emitter(state.copy(), now, None)
     em.emit(BettingClosed, round_id=rnd.round_id, reason="timer")
-    return Outcome(em.state, tuple(em.events))
+    return MachineStep(em.state, tuple(em.events))
 
 
-def step(state: TableState, inp: InputBase, now: datetime, config: MachineConfig) -> Outcome:
+def step(state: TableState, inp: InputBase, now: datetime, config: MachineConfig) -> MachineStep:
     """What the worker calls per input: the timer first (an input after the deadline
     sees betting closed), then the input itself."""
     timed = tick(state, now)
     outcome = apply(timed.state, inp, now, config)
-    return Outcome(outcome.state, timed.events + outcome.events, outcome.refusal)
+    return MachineStep(outcome.state, timed.events + outcome.events, outcome.refusal)
 
 
-def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfig) -> Outcome:
+def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfig) -> MachineStep:
     if inp.table_id != state.table_id:
         raise ValueError(f"input for table {inp.table_id} handed to table {state.table_id}")
     try:
         _admit(state, inp, now, config.admission)
     except Refused as refused_by:  # refused before the rules are consulted: state untouched
-        return Outcome(state, (), refused_by.refusal)
+        return MachineStep(state, (), refused_by.refusal)
     em = _Emitter(state.copy(), now, inp.input_id)
     try:
         _table_open(state, inp)
@@ -134,8 +134,8 @@ def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfi
     except Refused as refused_by:
         refused = state.copy()
         refused.refused_inputs[inp.input_id] = refused_by.refusal.code
-        return Outcome(refused, (), refused_by.refusal)
-    return Outcome(em.state, tuple(em.events))
+        return MachineStep(refused, (), refused_by.refusal)
+    return MachineStep(em.state, tuple(em.events))
 
 
 def _admit(state: TableState, inp: InputBase, now: datetime, policy: AdmissionPolicy) -> None:
@@ -486,7 +486,7 @@ def _round_status(state: TableState, round_id: str) -> str:
     return status
 
 
-def _dealt_round(state: TableState, round_id: str, allow_betting: bool = False) -> RoundState:
+def _dealt_round(state: TableState, round_id: str, allow_betting: bool = False) -> TableRound:
     """`round_id` is the table's current round: being dealt (or betting), or just complete."""
     status = _round_status(state, round_id)
     _not_ended(round_id, status)
@@ -499,7 +499,7 @@ def _dealt_round(state: TableState, round_id: str, allow_betting: bool = False) 
 
 
 def _current_round(state: TableState, round_id: str, allow_complete: bool = False
-                   ) -> RoundState:
+                   ) -> TableRound:
     if round_id not in state.round_status:
         raise _round_not_found(state, round_id)
     rnd = state.round

@@ -18,11 +18,12 @@ from __future__ import annotations
 import asyncio
 from typing import cast
 
+import faust
 from aiohttp.web import BaseRequest
 from faust import web
 
-from services.dealer_event.app import app, forward, input_partition, inputs_topic, runtime, settings
-from services.dealer_event.intake import parse_raw
+from services.dealer_event import app as d
+from services.dealer_event.input_parsing import parse_raw
 from services.dealer_event.runtime import MOVED
 from services.infra import routing
 from services.infra.observability import health_problems
@@ -44,18 +45,18 @@ async def _elsewhere(view: web.View, request: web.Request, table_id: str,
     """The owner's answer if another worker owns `table_id`, a 503 while nobody does,
     None if this worker owns it (`body`: the request's body, already read)."""
     try:
-        owner = routing.owner_of(app, inputs_topic, table_id.encode())
+        owner = routing.owner_of(d.app, d.inputs_topic, table_id.encode())
     except routing.NoOwner as exc:
         return routing.unavailable(view.web, str(exc))
     if owner is None:
         return None
-    return await routing.forward(app, owner, request, view.web, body)
+    return await routing.forward(d.app, owner, request, view.web, body)
 
 
 async def _body_within_limit(request: web.Request) -> bytes | None:
     """The body, or None when it is over `input_max_bytes` (checked before anything is
     written to dealer.inputs: 20 posts of 1 MB used to write 18 MB in a second)."""
-    limit = settings.input_max_bytes
+    limit = d.settings.input_max_bytes
     # faust's web driver is aiohttp's: its requests stream (faust's Request ABC does not say)
     aio_request = cast(BaseRequest, request)
     if aio_request.content_length is not None and aio_request.content_length > limit:
@@ -69,17 +70,16 @@ async def _body_within_limit(request: web.Request) -> bytes | None:
     return b"".join(chunks)
 
 
-@app.page("/inputs")
 class InputsView(web.View):
     async def post(self, request: web.Request) -> web.Response:
         raw = await _body_within_limit(request)
         if raw is None:
             return self.json({"status": "refused", "reason_code": "body_too_large",
-                              "message": f"an input is at most {settings.input_max_bytes} "
+                              "message": f"an input is at most {d.settings.input_max_bytes} "
                                          "bytes; nothing was written"}, status=413)
         parsed = parse_raw(raw)
         if parsed.input is None:  # any worker may log it: it moves no table
-            await forward(raw, parsed.table_id)
+            await d.forward(raw, parsed.table_id)
             return self.json({"status": "refused", "input_id": parsed.input_id,
                               "reason_code": "malformed_input",
                               "message": parsed.problem.message}, status=400)
@@ -87,42 +87,47 @@ class InputsView(web.View):
         if routed is not None:
             return routed
         input_id, signature = parsed.input.input_id, parsed.input.signature
-        waiter = runtime.expect(input_id, input_partition(parsed.table_id), signature)
+        waiter = d.runtime.expect(input_id, d.input_partition(parsed.table_id), signature)
         try:
-            await forward(raw, parsed.table_id)
+            await d.forward(raw, parsed.table_id)
             report = await asyncio.wait_for(asyncio.shield(waiter),
-                                            settings.decision_wait_seconds)
+                                            d.settings.decision_wait_seconds)
         except TimeoutError:
             return self.json({"status": "queued", "input_id": input_id}, status=202)
         finally:
-            runtime.forget(input_id, waiter, signature)
+            d.runtime.forget(input_id, waiter, signature)
         if report["status"] == MOVED:
             return routing.unavailable(self.web, "the table moved to another worker before "
                                                  "this input was decided; resend it")
         return self.json(report, status=http_status(report))
 
 
-@app.page("/tables/{table_id}")
-class TableView(web.View):
+class TablePage(web.View):
     async def get(self, request: web.Request, table_id: str) -> web.Response:
         routed = await _elsewhere(self, request, table_id)
         if routed is not None:
             return routed
-        if not runtime.ready:
+        if not d.runtime.ready:
             return routing.unavailable(self.web, "this worker is rebuilding its tables")
-        state = runtime.tables.get(table_id)
+        state = d.runtime.tables.get(table_id)
         if state is None:
             return self.json({"error": f"table {table_id} has no events yet"}, status=404)
         return self.json(state.summary())
 
 
-@app.page("/health")
 class HealthView(web.View):
     async def get(self, request: web.Request) -> web.Response:
-        partitions = runtime.partitions
-        problems = [] if runtime.ready else ["rebuilding its tables from the log"]
-        problems += [p for p in health_problems(app) if p.startswith("stalled")]
+        partitions = d.runtime.partitions
+        problems = [] if d.runtime.ready else ["rebuilding its tables from the log"]
+        problems += [p for p in health_problems(d.app) if p.startswith("stalled")]
         return self.json({"service": "dealer-event", "ready": not problems,
                           "partitions": None if partitions is None else sorted(partitions),
-                          "tables": len(runtime.tables), "problems": problems},
+                          "tables": len(d.runtime.tables), "problems": problems},
                          status=503 if problems else 200)
+
+
+def register(app: faust.App) -> None:
+    """The door's routes on the worker's app (`services.dealer_event.app.build_app`)."""
+    app.page("/inputs")(InputsView)
+    app.page("/tables/{table_id}")(TablePage)
+    app.page("/health")(HealthView)

@@ -19,7 +19,7 @@ from services.infra.settings import Settings
 from services.player_simulator import PlayerSimulator
 from services.table_simulator.driver import (
     BettingHook,
-    RoundInfo,
+    BettingWindow,
     SimConfig,
     SimSummary,
     TableSimulator,
@@ -105,7 +105,7 @@ class _Bettor:
     bets_per_player: int
     missed: int = 0
 
-    async def on_betting_open(self, info: RoundInfo) -> None:
+    async def on_betting_open(self, info: BettingWindow) -> None:
         within = max(1.0, info.betting_pause * 0.6)  # leave the rest of the pause to the bets
         if not await self.players.bet_when_open(info.table_id, info.round_id, within,
                                                 self.bets_per_player):

@@ -9,7 +9,8 @@ from dataclasses import dataclass, field
 from services.infra import topic_admin
 from services.infra.faust_app import port_of_worker, service_port
 from services.infra.local_broker import BrokerError, admin_ready, broker_from_settings
-from services.infra.processes import SERVICES, ServiceProcess, service_env, worker_name
+from services.infra.processes import ServiceProcess, service_env, worker_name
+from services.infra.service_table import SERVICE_NAMES
 from services.infra.settings import Settings
 from shared.topics import topic_catalogue
 
@@ -43,7 +44,7 @@ class Stack:
     def start(self, timeout_s: float = 120.0) -> Stack:
         env = service_env(self.settings)
         logs = (self.settings.home / "logs").resolve()
-        for name in SERVICES:
+        for name in SERVICE_NAMES:
             for worker in range(self.workers):
                 label = worker_name(name, worker)
                 self.processes[label] = ServiceProcess(

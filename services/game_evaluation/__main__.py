@@ -1,8 +1,9 @@
 """`python -m services.game_evaluation worker -l info`"""
 
-from services.game_evaluation.app import app
+from services.game_evaluation.app import build_app
 from services.infra.private_topics import run_worker
 from services.infra.settings import get_settings
 
 if __name__ == "__main__":
-    run_worker(app, get_settings())
+    settings = get_settings()
+    run_worker(build_app(settings), settings)

@@ -16,28 +16,44 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 import faust
 from faust import web
 
-from services.game_evaluation.evaluator import TableFlagged, TableView, observe_verified
+from services.game_evaluation.evaluator import EvaluationState, TableFlagged, observe_verified
 from services.infra import metrics, observability
 from services.infra.batching import Record, processing, publish_all, run_batches, until_applied
 from services.infra.dead_letters import flag_table, give_up_on
 from services.infra.faust_app import make_app, tables_recovered, topic
 from services.infra.observability import health_problems
-from services.infra.settings import get_settings
+from services.infra.settings import Settings, get_settings
 from shared.events.results import RoundResultPublished
 from shared.events.table import parse_table_event
 
 log = logging.getLogger(__name__)
-settings = get_settings()
 
-# short session: a dead worker's partitions move to the others in seconds
-app = make_app("game-evaluation", broker_session_timeout=8, broker_heartbeat_interval=1)
-events_topic = topic(app, "table.events")
-observability.install(app, "game-evaluation")
-views = app.Table("evaluation-tables", key_type=bytes, value_type=bytes, default=None)
+# Built by build_app when the worker starts (importing this module builds nothing):
+settings: Settings
+app: faust.App
+events_topic: faust.TopicT
+views: Any  # table id -> EvaluationState (a Faust table)
+
+
+def build_app(service_settings: Settings | None = None) -> faust.App:
+    """The worker's Faust app with its table, topic, agent, signal and pages."""
+    global settings, app, events_topic, views
+    settings = service_settings or get_settings()
+    # short session: a dead worker's partitions move to the others in seconds
+    app = make_app("game-evaluation", settings, broker_session_timeout=8,
+                   broker_heartbeat_interval=1)
+    events_topic = topic(app, "table.events")
+    observability.install(app, "game-evaluation", settings)
+    views = app.Table("evaluation-tables", key_type=bytes, value_type=bytes, default=None)
+    app.on_partitions_assigned.connect(_joined)  # type: ignore[arg-type]  # faust types handlers (sender, *args)
+    app.agent(events_topic, concurrency=1)(evaluate)
+    app.page("/health")(HealthView)
+    return app
 
 
 class _Group:
@@ -49,7 +65,6 @@ class _Group:
 group = _Group()
 
 
-@app.on_partitions_assigned.connect  # type: ignore[arg-type]  # faust types handlers (sender, *args)
 async def _joined(sender, assigned, **kwargs) -> None:
     group.joined = True
 
@@ -58,7 +73,7 @@ async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
     """Follow each table's chain through the batch; publish the results, then store the
     progress. A record that cannot be read or followed is dead-lettered (its table's
     progress stays where it was) and the others are evaluated."""
-    progress: dict[bytes, tuple[TableView, faust.EventT]] = {}  # changed in this batch
+    progress: dict[bytes, tuple[EvaluationState, faust.EventT]] = {}  # changed in this batch
     out: list[Record] = []
     results: list[RoundResultPublished] = []
     for record in records:
@@ -94,7 +109,7 @@ async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
             views[key] = view.model_dump_json().encode()
 
 
-def _observe(record: faust.EventT, progress: dict[bytes, tuple[TableView, faust.EventT]]):
+def _observe(record: faust.EventT, progress: dict[bytes, tuple[EvaluationState, faust.EventT]]):
     """(table key, the view before, what the evaluator saw) for one record."""
     event = parse_table_event(record.value)
     key = event.table_id.encode()
@@ -103,20 +118,18 @@ def _observe(record: faust.EventT, progress: dict[bytes, tuple[TableView, faust.
     else:
         with processing(record):
             stored = views.get(key)
-        view = TableView.model_validate_json(stored) if stored else TableView(
+        view = EvaluationState.model_validate_json(stored) if stored else EvaluationState(
             table_id=event.table_id)
     return key, view, observe_verified(view, event, settings.table_events_key_bytes,
                                        settings.table_events_accept_unsigned)
 
 
-@app.agent(events_topic, concurrency=1)
-async def evaluate(stream):
+async def evaluate(stream):  # the agent (build_app registers it)
     # a failed publish stores no progress: the batch is evaluated again
     await run_batches(stream, until_applied(evaluate_batch, "evaluating table events"))
 
 
-@app.page("/health")
-class HealthView(web.View):
+class HealthView(web.View):  # GET /health (build_app registers it)
     async def get(self, request: web.Request) -> web.Response:
         """Ready once the worker joined the group and its tables are recovered; a worker
         with no partition (more workers than partitions) is ready too: it stands by."""

@@ -43,7 +43,7 @@ class RoundView(BaseModel):
     status: Literal["open", "complete", "voided"] = "open"
 
 
-class TableView(BaseModel):
+class EvaluationState(BaseModel):
     """What the evaluator keeps per table (stored as JSON in a Faust table)."""
 
     model_config = ConfigDict(frozen=True)
@@ -60,7 +60,7 @@ class TableView(BaseModel):
 class Observation(BaseModel):
     model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
-    view: TableView
+    view: EvaluationState
     result: RoundResultPublished | None = None
     problems: tuple[str, ...] = ()
 
@@ -68,12 +68,12 @@ class Observation(BaseModel):
 class TableFlagged(Exception):
     """An event refused (dead-letter it); `view` is the table's view, now flagged."""
 
-    def __init__(self, view: TableView, refused: TableEventRefused) -> None:
+    def __init__(self, view: EvaluationState, refused: TableEventRefused) -> None:
         super().__init__(str(refused))
         self.view, self.refused = view, refused
 
 
-def observe_verified(view: TableView, event: TableEventBase, key: bytes,
+def observe_verified(view: EvaluationState, event: TableEventBase, key: bytes,
                      accept_unsigned: bool = False) -> Observation:
     """`observe`, for an event that is dealer-event's (its HMAC verifies) and continues the
     chain; otherwise raise TableFlagged. A flagged table is still followed (authenticity
@@ -103,7 +103,7 @@ def observe_verified(view: TableView, event: TableEventBase, key: bytes,
     return observe(view, event)
 
 
-def observe(view: TableView, event: TableEventBase) -> Observation:
+def observe(view: EvaluationState, event: TableEventBase) -> Observation:
     if event.seq <= view.last_seq:
         return Observation(view=view)
     problems: list[str] = []

@@ -18,6 +18,7 @@ from faust.tables.manager import TableManager
 from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
 from faust.types import AppT
 
+from services.infra import service_table
 from services.infra.kafka_security import faust_credentials
 from services.infra.settings import Settings, get_settings
 
@@ -39,12 +40,8 @@ AIOKafkaConsumerThread._create_worker_consumer = _quick_fetching_consumer  # typ
 
 
 def service_port(settings: Settings, service: str) -> int:
-    return {
-        "dealer-event": settings.dealer_event_port,
-        "game-evaluation": settings.game_evaluation_port,
-        "bet-settlement": settings.bet_settlement_port,
-        "wallet": settings.wallet_port,
-    }[service]
+    """The HTTP port of a service's first worker (`services.infra.service_table`)."""
+    return service_table.service(service).port(settings)
 
 
 WORKER_PORT_STEP = 100  # worker i of a service: its port + 100·i (8104, 8204, ...)

@@ -27,9 +27,10 @@ import secrets
 import ssl
 from pathlib import Path
 
+from services.infra.service_table import SERVICE_NAMES
 from shared.topics import TOPIC_NAMES
 
-SERVICE_PRINCIPALS = ("dealer-event", "game-evaluation", "bet-settlement", "wallet")
+SERVICE_PRINCIPALS = SERVICE_NAMES  # services.infra.service_table
 TABLE_DEVICE = "table-device"
 OPERATOR = "operator"
 ADMIN = "admin"

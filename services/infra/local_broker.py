@@ -241,7 +241,7 @@ class LocalBroker:
         """The JMX exporter flag, so Prometheus can scrape the broker; fetched once per machine."""
         if self.metrics_port is None:
             return []
-        from services.infra.ops_jmx_agent import JmxAgentError, ensure_agent, javaagent_flag
+        from services.infra.jmx_agent import JmxAgentError, ensure_agent, javaagent_flag
         try:
             return [javaagent_flag(ensure_agent(self.cache_dir), self.metrics_port)]
         except JmxAgentError as exc:

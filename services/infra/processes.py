@@ -17,20 +17,17 @@ from pathlib import Path
 
 import httpx
 
+from services.infra import service_table
 from services.infra.kafka_security import principal_env
 from services.infra.settings import Settings
 
-SERVICES: dict[str, str] = {
-    "dealer-event": "services.dealer_event",
-    "game-evaluation": "services.game_evaluation",
-    "bet-settlement": "services.bet_settlement",
-    "wallet": "services.wallet",
-}
+# service name -> the module that runs it (services.infra.service_table)
+SERVICES: dict[str, str] = {s.name: s.module for s in service_table.SERVICES}
 
 
 # settings every service process must share with the demo driver
-SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers", "dealer_event_port",
-              "game_evaluation_port", "bet_settlement_port", "wallet_port",
+SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers",
+              *(s.port_setting for s in service_table.SERVICES),
               "table_signing_secret", "table_events_key",
               "table_events_accept_unsigned", "operator_token", "player_token_secret",
               "player_token_key_id", "player_token_previous_keys", "player_token_ttl_seconds",
@@ -101,7 +98,7 @@ class ServiceProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", SERVICES[self.name], "worker", "-l", "info"],
+            [sys.executable, *service_table.service(self.name).command],
             # the service's own Kafka principal (never the launcher's: a test or the demo
             # driver may act as admin or operator, a service only as itself)
             env={**os.environ, **self.env, **self._principal_env(),

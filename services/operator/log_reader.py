@@ -10,25 +10,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from services.infra.log_reader import read_to_end
 from shared.audit import Books
-from shared.events.bet_events import BET_DECISION, BET_ENDING, BET_INTAKE
-from shared.events.results import RoundResultPublished
-from shared.events.table import TABLE_EVENT
-from shared.events.wallet_events import WalletTransaction
+from shared.events.registry import topic_adapter
 
-PARSERS: dict[str, Callable[[bytes], Any]] = {
-    "table.events": TABLE_EVENT.validate_json,
-    "round.results": TypeAdapter(RoundResultPublished).validate_json,
-    "bets.placed": BET_INTAKE.validate_json,  # funded bets and the wallet's intake marks
-    "bets.decisions": BET_DECISION.validate_json,
-    "bets.settled": BET_ENDING.validate_json,  # settlements and their reversals
-    "wallet.transactions": TypeAdapter(WalletTransaction).validate_json,
-}
 BOOK_TOPICS = ("round.results", "bets.placed", "bets.decisions", "bets.settled",
                "wallet.transactions")
+PARSERS: dict[str, Callable[[bytes], Any]] = {
+    topic: topic_adapter(topic).validate_json for topic in ("table.events", *BOOK_TOPICS)
+}
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,8 @@ from shared.events.inputs import (
     VoidRound,
 )
 from shared.profile import BaccaratProfile, load_profile
-from shared.rounds import cards_needed
-from shared.shoe import Shoe, start_burn_count
+from shared.shoe import Shoe
+from shared.simulate import burns_before_round, deal_round, open_shoe
 
 FAULTS = frozenset({"duplicate_scan", "void", "surplus", "foreign_card"})
 TIMER_MARGIN_S = 0.1  # dealt this long after the window ends, so betting is surely closed
@@ -64,7 +64,7 @@ class SimConfig:
 
 
 @dataclass(frozen=True)
-class RoundInfo:
+class BettingWindow:
     table_id: str
     round_id: str
     profile: str
@@ -87,7 +87,7 @@ class SimSummary:
     round_cards: dict[str, list[str]] = field(default_factory=dict)  # completed rounds
 
 
-BettingHook = Callable[[RoundInfo], Awaitable[None]]
+BettingHook = Callable[[BettingWindow], Awaitable[None]]
 
 
 class TableSimulator:
@@ -134,7 +134,7 @@ class TableSimulator:
             if self._shoe_over:  # Triple Face: one "shoe" (table session), a deck per round
                 await self._new_shoe()
             if not baccarat:
-                self._shoe = self._fresh_shoe()
+                self._shoe, _first = self._open_shoe()
             if not await self._burns():
                 continue
             number += 1
@@ -144,37 +144,35 @@ class TableSimulator:
 
     # --- shoe ---------------------------------------------------------------------------
 
-    def _fresh_shoe(self) -> Shoe:
-        cut = None
-        if isinstance(self.profile, BaccaratProfile):
-            cut = self.config.cut_card_from_end or self.profile.cut_card_from_end
-        shoe = Shoe(self.profile.decks, cut_card_from_end=cut)
-        shoe.shuffle(self.rng)
-        return shoe
+    def _open_shoe(self) -> tuple[Shoe, Card | None]:
+        # the same shoe opening as the offline simulation (a cut card override of 0 or
+        # none: the profile's)
+        return open_shoe(self.profile, self.rng, self.config.cut_card_from_end or None)
 
     async def _new_shoe(self) -> None:
         self.summary.shoes += 1
         shoe_id = f"{self.config.table_id}-{self.factory.run_tag}-s{self.summary.shoes}"
         await self.send(NewShoe, shoe_id=shoe_id, profile=self.profile.name)
-        shoe = self._fresh_shoe()
+        shoe, first = self._open_shoe()  # the start burn's other cards go face down: no input
         self._shoe, self._cut_sent, self._shoe_over = shoe, False, False
-        if isinstance(self.profile, BaccaratProfile) and self.profile.shoe_start_burn:
-            first = shoe.draw()
+        if first is not None:
             await self.send(ShoeFirstCard, card=first)
-            shoe.burn(start_burn_count(first))  # face down: no input per card
 
     def _shoe_in_play(self) -> Shoe:
         if self._shoe is None:
             raise RuntimeError(f"table {self.config.table_id}: no shoe to draw from")
         return self._shoe
 
-    async def _draw(self) -> Card:
-        shoe = self._shoe_in_play()
-        card = shoe.draw()
+    def _drawn(self, shoe: Shoe, card: Card) -> Card:
+        """`card` left the shoe: note the cut card if it came out with it."""
         if shoe.cut_card_out and not self._cut_sent:
             self._cut_sent = True
             self._pending_cut = True
         return card
+
+    async def _draw(self) -> Card:
+        shoe = self._shoe_in_play()
+        return self._drawn(shoe, shoe.draw())
 
     async def _announce_cut(self) -> None:
         if self._pending_cut:
@@ -183,8 +181,9 @@ class TableSimulator:
 
     async def _burns(self) -> bool:
         """Burn before the round; False when the cut card came out while burning."""
-        for _ in range(self.profile.burn_per_round):
-            await self.send(Burn, card=await self._draw())
+        shoe = self._shoe_in_play()
+        for card in burns_before_round(self.profile, shoe):
+            await self.send(Burn, card=self._drawn(shoe, card))
             if self._cut_sent:
                 await self._announce_cut()
                 self._shoe_over = True
@@ -196,22 +195,21 @@ class TableSimulator:
     async def _round(self, round_id: str) -> None:
         opened = await self.send(OpenRound, round_id=round_id, dealer=self.config.dealer)
         window = self._betting_left(opened)
-        info = RoundInfo(self.config.table_id, round_id, self.profile.name, window)
+        info = BettingWindow(self.config.table_id, round_id, self.profile.name, window)
         pause: list[Awaitable[None]] = [asyncio.sleep(window)]
         if self.on_betting_open is not None:
             pause.append(self.on_betting_open(info))
         await asyncio.gather(*pause)
+        shoe = self._shoe_in_play()
         cards: list[Card] = []
-        while needed := cards_needed(self.profile, cards):
-            for _ in range(needed):
-                card = await self._draw()
-                cards.append(card)
-                await self._scan(round_id, card)
-                await self._announce_cut()
-                if len(cards) == 2 and await self._maybe_void(round_id):
-                    return
-                if len(cards) == 2:
-                    await self._maybe_foreign(round_id, cards)
+        for card in deal_round(self.profile, shoe):  # stopping early draws no more cards
+            cards.append(self._drawn(shoe, card))
+            await self._scan(round_id, card)
+            await self._announce_cut()
+            if len(cards) == 2 and await self._maybe_void(round_id):
+                return
+            if len(cards) == 2:
+                await self._maybe_foreign(round_id, cards)
         self.summary.rounds_completed += 1
         self.summary.round_cards[round_id] = [str(c) for c in cards]
         if self._take_fault("surplus"):

@@ -1,7 +1,9 @@
 """`python -m services.wallet worker -l info`"""
 
 from services.infra.private_topics import run_worker
-from services.wallet.app import COMMANDS_TOPIC, app, settings
+from services.infra.settings import get_settings
+from services.wallet import app as wallet
 
 if __name__ == "__main__":
-    run_worker(app, settings, extra=(COMMANDS_TOPIC,))
+    settings = get_settings()
+    run_worker(wallet.build_app(settings), settings, extra=(wallet.COMMANDS_TOPIC,))

@@ -2,7 +2,8 @@
 
 Every change to an account goes through the private commands topic keyed by
 player id, so one agent owns each balance: HTTP requests (with a `reply_id` the
-web view waits on) and the bet endings forwarded from bet-settlement alike.
+web view waits on) and the bet endings forwarded from bet-settlement alike
+(`ending_command` translates those records).
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from shared.events.bet_events import Position
+from shared.events.bet_events import (
+    BET_DECISION,
+    BET_ENDING,
+    BetRejected,
+    Position,
+    SettlementReversed,
+)
 from shared.events.ids import BetId, RequestId, RoundId, TableId
 
 Amount = Annotated[int, Field(gt=0, strict=True, description="Minor units.")]
@@ -100,3 +107,25 @@ class Envelope(BaseModel):
 
 
 ENVELOPE: TypeAdapter[Envelope] = TypeAdapter(Envelope)
+
+
+def ending_command(raw: bytes) -> EndBet | ReverseSettlement | None:
+    """The wallet's side of a bet-settlement record: refund or pay, or nothing to do."""
+    if b'"settlement_reversed"' in raw or b'"bet_settled"' in raw:
+        s = BET_ENDING.validate_json(raw)
+        if isinstance(s, SettlementReversed):
+            return ReverseSettlement(player_id=s.player_id, bet_id=s.bet_id,
+                                     reversal_id=s.reversal_id, settlement_id=s.settlement_id,
+                                     amount=s.amount, table_id=s.table_id,
+                                     round_id=s.round_id)
+        ending = "voided" if s.outcome == "void_refund" else "settled"
+        return EndBet(player_id=s.player_id, bet_id=s.bet_id, ending=ending,
+                      returned=s.returned, settlement_id=s.settlement_id,
+                      table_id=s.table_id, round_id=s.round_id, result_at=s.result_at,
+                      last_card_at=s.last_card_at, last_of_round=s.last_of_round)
+    decision = BET_DECISION.validate_json(raw)
+    if isinstance(decision, BetRejected):
+        return EndBet(player_id=decision.player_id, bet_id=decision.bet_id, ending="rejected",
+                      returned=decision.stake, table_id=decision.table_id,
+                      round_id=decision.round_id)
+    return None

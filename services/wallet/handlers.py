@@ -20,14 +20,12 @@ from services.wallet.commands import (
     CreateAccount,
     Deposit,
     EndBet,
+    Envelope,
     PlaceBet,
     ReverseSettlement,
     Withdraw,
 )
-from shared.bets import MAIN_BETS
-from shared.events.bet_events import BetPlaced
-from shared.events.wallet_events import WalletTransaction, tx_id
-from shared.ledger import (
+from services.wallet.ledger import (
     Account,
     Applied,
     BetRecord,
@@ -40,6 +38,9 @@ from shared.ledger import (
     restore_tx,
     spot_total,
 )
+from shared.bets import MAIN_BETS
+from shared.events.bet_events import BetPlaced
+from shared.events.wallet_events import WalletTransaction, tx_id
 
 log = logging.getLogger(__name__)
 TxAt = Callable[[str, int], WalletTransaction | None]  # (player_id, seq) -> tx, if stored
@@ -79,7 +80,7 @@ class Answer:
 
 
 @dataclass
-class Outcome:
+class CommandResult:
     answer: Answer
     account: Account | None = None  # set when the account changed
     txs: list[WalletTransaction] = field(default_factory=list)  # new ones
@@ -103,15 +104,15 @@ def account_body(account: Account) -> dict:
             "balance": account.balance, "tx_count": account.tx_count}
 
 
-def create_account(account: Account | None, cmd: CreateAccount) -> Outcome:
+def create_account(account: Account | None, cmd: CreateAccount) -> CommandResult:
     if account is None:
         new = Account(player_id=cmd.player_id, currency=cmd.currency)
-        return Outcome(Answer(201, account_body(new)), account=new)
+        return CommandResult(Answer(201, account_body(new)), account=new)
     if account.currency != cmd.currency:
-        return Outcome(Answer.error(409, "account_exists",
+        return CommandResult(Answer.error(409, "account_exists",
                                     f"player {cmd.player_id!r} already has a "
                                     f"{account.currency} account"))
-    return Outcome(Answer(200, account_body(account)))
+    return CommandResult(Answer(200, account_body(account)))
 
 
 def _apply(account: Account, movement: Movement, now: datetime, look: Lookups):
@@ -137,17 +138,17 @@ def _tx_of(account: Account, movement: Movement, result: Applied, now: datetime,
 
 
 def operator_movement(account: Account | None, cmd: Deposit | Withdraw, now: datetime,
-                      look: Lookups) -> Outcome:
+                      look: Lookups) -> CommandResult:
     if account is None:
-        return Outcome(no_account(cmd.player_id))
+        return CommandResult(no_account(cmd.player_id))
     movement = Movement(cmd.type, cmd.request_id, cmd.amount)
     result = _apply(account, movement, now, look)
     if not isinstance(result, Applied):
-        return Outcome(Answer.error(402 if result.code == "insufficient_funds" else 422,
+        return CommandResult(Answer.error(402 if result.code == "insufficient_funds" else 422,
                                     result.code, result.message))
     tx, restored = _tx_of(account, movement, result, now, look)
     if result.duplicate and (tx.kind != cmd.type or tx.amount != cmd.amount):
-        return Outcome(Answer.error(409, "request_id_conflict",
+        return CommandResult(Answer.error(409, "request_id_conflict",
                                     f"request {cmd.request_id!r} was already used for a "
                                     f"{tx.kind} of {tx.amount}"))
     body = {"transaction": tx.model_dump(mode="json"), "balance": tx.balance_after}
@@ -155,12 +156,12 @@ def operator_movement(account: Account | None, cmd: Deposit | Withdraw, now: dat
 
 
 def _moved(result: Applied, answer: Answer, tx: WalletTransaction,
-           extra: Sequence[tuple[str, str, BaseModel]] = (), restored: bool = False) -> Outcome:
+           extra: Sequence[tuple[str, str, BaseModel]] = (), restored: bool = False) -> CommandResult:
     publish = [("wallet.transactions", tx.player_id, tx), *extra]
     if result.duplicate:
-        return Outcome(answer, publish=publish,
+        return CommandResult(answer, publish=publish,
                        restored=[(result.seq, tx)] if restored else [])
-    return Outcome(answer, account=result.account, txs=[tx], seqs=[result.seq],
+    return CommandResult(answer, account=result.account, txs=[tx], seqs=[result.seq],
                    publish=publish)
 
 
@@ -172,13 +173,13 @@ def bet_body(bet_id: str, cmd: PlaceBet, record: BetRecord, debit: WalletTransac
             "currency": debit.currency}
 
 
-def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Lookups) -> Outcome:
+def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Lookups) -> CommandResult:
     """Debit the stake once per bet id and publish the funded bet."""
     if account is None:
-        return Outcome(no_account(cmd.player_id))
+        return CommandResult(no_account(cmd.player_id))
     existing = known_bet(account, look.bet_of(cmd.player_id, cmd.bet_id))
     if existing is not None and existing.fingerprint != cmd.fingerprint():
-        return Outcome(Answer.error(409, "bet_id_conflict",
+        return CommandResult(Answer.error(409, "bet_id_conflict",
                                     f"bet {cmd.bet_id!r} was already placed with different "
                                     "table, round, bet, position or stake"))
     movement = Movement("stake_debit", cmd.bet_id, cmd.stake, cmd.table_id, cmd.round_id)
@@ -188,10 +189,10 @@ def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Looku
     if existing is None and debited is None:  # a new bet: the round's rules at the door
         refused = _round_rules(account, cmd, spot, look)
         if refused is not None:
-            return Outcome(refused)
+            return CommandResult(refused)
     result = _apply(account, movement, now, look)
     if not isinstance(result, Applied):
-        return Outcome(Answer.error(402 if result.code == "insufficient_funds" else 422,
+        return CommandResult(Answer.error(402 if result.code == "insufficient_funds" else 422,
                                     result.code, result.message))
     debit, restored = _tx_of(account, movement, result, now, look)
     record = existing or BetRecord(fingerprint=cmd.fingerprint(), table_id=cmd.table_id,
@@ -233,26 +234,26 @@ def _round_rules(account: Account, cmd: PlaceBet, spot: SpotRecord | None, look:
     return None
 
 
-def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups) -> Outcome:
+def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups) -> CommandResult:
     """Refund a rejected or voided bet, pay a settled one: once, whatever the redelivery."""
     record = known_bet(account, look.bet_of(cmd.player_id, cmd.bet_id)) if account else None
     if account is None or record is None:
         log.error("MONEY: %s for bet %r of player %r, but the wallet never debited it",
                   cmd.ending, cmd.bet_id, cmd.player_id)
-        return Outcome(Answer.error(409, "unknown_bet", "bet was never debited"),
+        return CommandResult(Answer.error(409, "unknown_bet", "bet was never debited"),
                        breach="ending_for_unknown_bet")
     annulled = record.status == "reversed" and cmd.ending == "voided"  # refund after reversal
     if record.status not in ("placed", cmd.ending) and not annulled:
         log.error("MONEY: bet %r already ended %s; refusing to also end it %s",
                   cmd.bet_id, record.status, cmd.ending)
-        return Outcome(Answer.error(409, "bet_already_ended", record.status),
+        return CommandResult(Answer.error(409, "bet_already_ended", record.status),
                        breach="bet_ended_twice")
     ended_now = record.status == "placed" or annulled
     changed = {cmd.bet_id: record.model_copy(update={"status": cmd.ending})} if ended_now \
         else {}
     answer = Answer(200, {"bet_id": cmd.bet_id, "status": cmd.ending})
     if cmd.returned == 0:
-        return Outcome(answer, bets=changed, ended_now=ended_now)
+        return CommandResult(answer, bets=changed, ended_now=ended_now)
     if cmd.ending == "settled":
         movement = Movement("payout", cmd.settlement_id or cmd.bet_id, cmd.returned,
                             cmd.table_id, cmd.round_id)
@@ -272,7 +273,7 @@ def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups) 
 
 
 def reverse_settlement(account: Account | None, cmd: ReverseSettlement, now: datetime,
-                       look: Lookups) -> Outcome:
+                       look: Lookups) -> CommandResult:
     """Take a settled bet's return back (a management void after completion), once: a
     `payout_reversal` of what the settlement returned, applied in full even when the
     balance cannot cover it (docs/decisions/acceptance.md); the bet's refund follows."""
@@ -282,13 +283,13 @@ def reverse_settlement(account: Account | None, cmd: ReverseSettlement, now: dat
         status = record.status if record else "unknown"
         log.error("MONEY: reversal %s of bet %r of player %r, whose bet is %s",
                   cmd.reversal_id, cmd.bet_id, cmd.player_id, status)
-        return Outcome(Answer.error(409, "not_settled", f"bet is {status}"),
+        return CommandResult(Answer.error(409, "not_settled", f"bet is {status}"),
                        breach="reversal_of_unsettled_bet")
     first = record.status == "settled"
     changed = {cmd.bet_id: record.model_copy(update={"status": "reversed"})} if first else {}
     answer = Answer(200, {"bet_id": cmd.bet_id, "status": "reversed"})
     if cmd.amount == 0:  # a lost bet returned nothing: nothing to take back
-        return Outcome(answer, bets=changed)
+        return CommandResult(answer, bets=changed)
     movement = Movement("payout_reversal", cmd.reversal_id, cmd.amount, cmd.table_id,
                         cmd.round_id)
     result = _apply(account, movement, now, look)
@@ -304,3 +305,17 @@ def reverse_settlement(account: Account | None, cmd: ReverseSettlement, now: dat
 
 def refund_tx_id(bet_id: str) -> str:
     return tx_id("bet_refund", bet_id)
+
+
+def handle(account: Account | None, env: Envelope, now: datetime, look: Lookups) -> CommandResult:
+    """The handler of the envelope's command, applied to the player's account."""
+    cmd = env.command
+    if isinstance(cmd, CreateAccount):
+        return create_account(account, cmd)
+    if isinstance(cmd, Deposit | Withdraw):
+        return operator_movement(account, cmd, now, look)
+    if isinstance(cmd, PlaceBet):
+        return place_bet(account, cmd, now, look)
+    if isinstance(cmd, ReverseSettlement):
+        return reverse_settlement(account, cmd, now, look)
+    return end_bet(account, cmd, now, look)

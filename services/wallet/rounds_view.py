@@ -35,7 +35,7 @@ KEEP_ROUNDS = 100  # per table: the view stays a few KB, whatever the table's hi
 RoundStatus = Literal["open", "closed", "completed", "voided"]
 
 
-class RoundInfo(BaseModel):
+class KnownRound(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     round_id: str
@@ -46,14 +46,14 @@ class RoundInfo(BaseModel):
     seq: int
 
 
-class TableView(BaseModel):
+class TableRounds(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     table_id: str
     last_seq: int = 0
     last_hash: str | None = None  # of the last authentic event folded (None: none yet)
     current_round: str | None = None
-    rounds: dict[str, RoundInfo] = {}
+    rounds: dict[str, KnownRound] = {}
     # why the table is flagged (an event refused as forged, altered, unsigned or out of
     # order): no bet is taken on it until an authentic `table_reopened`
     flagged: str | None = None
@@ -62,15 +62,15 @@ class TableView(BaseModel):
 _STATUS_AFTER = {BettingClosed: "closed", RoundCompleted: "completed", RoundVoided: "voided"}
 
 
-def fold(view: TableView | None, event: TableEventBase) -> TableView:
+def fold(view: TableRounds | None, event: TableEventBase) -> TableRounds:
     """The view after one table event; events already seen (seq) change nothing."""
-    view = view or TableView(table_id=event.table_id)
+    view = view or TableRounds(table_id=event.table_id)
     if event.seq <= view.last_seq:
         return view
     rounds = dict(view.rounds)
     current = view.current_round
     if isinstance(event, RoundOpened):
-        rounds[event.round_id] = RoundInfo(round_id=event.round_id, status="open",
+        rounds[event.round_id] = KnownRound(round_id=event.round_id, status="open",
                                            profile=event.profile,
                                            profile_version=event.profile_version,
                                            betting_closes_at=event.betting_closes_at,
@@ -88,13 +88,13 @@ def fold(view: TableView | None, event: TableEventBase) -> TableView:
                                    "current_round": current})
 
 
-def fold_verified(view: TableView | None, event: TableEventBase, key: bytes,
+def fold_verified(view: TableRounds | None, event: TableEventBase, key: bytes,
                   accept_unsigned: bool = False
-                  ) -> tuple[TableView, TableEventRefused | None]:
+                  ) -> tuple[TableRounds, TableEventRefused | None]:
     """The view after `event` once its HMAC and its place in the chain are checked, and
     the refusal when it was refused (the view is then flagged and folds nothing of it).
     The first event seen of a table (the view starts an hour back) is its anchor."""
-    view = view or TableView(table_id=event.table_id)
+    view = view or TableRounds(table_id=event.table_id)
     head = ChainHead(view.last_seq, view.last_hash) if view.last_hash is not None else None
     try:
         after, verdict = advance(TableWatch(head, view.flagged), event, key, accept_unsigned)
@@ -112,7 +112,7 @@ class BetRefused(Exception):
         self.status, self.code, self.message = status, code, message
 
 
-def check_bet(view: TableView | None, *, table_id: str, round_id: str, bet: str,
+def check_round_takes_bet(view: TableRounds | None, *, table_id: str, round_id: str, bet: str,
               position: int | str | None, stake: int, currency: str, now: datetime) -> None:
     """Raise BetRefused naming the first problem; return when the bet may be funded."""
     if view is None:
@@ -140,7 +140,7 @@ def check_bet(view: TableView | None, *, table_id: str, round_id: str, bet: str,
         raise BetRefused(422, code, str(exc)) from exc
 
 
-def round_rules(view: TableView | None, round_id: str, bet: str) -> tuple[int | None, bool]:
+def round_rules(view: TableRounds | None, round_id: str, bet: str) -> tuple[int | None, bool]:
     """What the agent checks against the player's own bets of the round: the table maximum
     on one spot (seed 002), and whether this bet is a Tiger wager the table takes only with
     a main bet. (None, False) when the round or bet is unknown (the door refused already)."""
@@ -156,7 +156,7 @@ def round_rules(view: TableView | None, round_id: str, bet: str) -> tuple[int | 
     return (spec.max_stake if spec is not None else None), needs_main
 
 
-def current_round_body(view: TableView) -> dict | None:
+def current_round_body(view: TableRounds) -> dict | None:
     """What a player needs to bet on the open round: ids, deadline, bets and limits."""
     info = view.rounds.get(view.current_round or "")
     if info is None:

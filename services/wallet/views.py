@@ -21,11 +21,11 @@ from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
 from services.infra import routing
-from services.infra.auth import Authenticator, AuthError
+from services.infra.auth import AuthError
 from services.infra.faust_app import recovering
 from services.infra.observability import health_problems
 from services.wallet import app as w
-from services.wallet import counting
+from services.wallet import money_metrics
 from services.wallet.api_models import (
     CreateAccountRequest,
     MovementRequest,
@@ -34,11 +34,10 @@ from services.wallet.api_models import (
 )
 from services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
 from services.wallet.handlers import Answer, account_body, no_account
-from services.wallet.rounds_view import BetRefused, check_bet, current_round_body, round_rules
+from services.wallet.rounds_view import BetRefused, check_round_takes_bet, current_round_body, round_rules
+from services.wallet.store import tx_key
 
 log = logging.getLogger("croupier.wallet.http")
-app = w.app
-auth = Authenticator.from_settings(w.settings)
 REPLY_TIMEOUT_S = 15.0
 MAX_PAGE = 500
 
@@ -102,17 +101,26 @@ class Elsewhere(Exception):
 
 def here(player_id: str) -> None:
     """Return if this worker answers for `player_id`; raise Elsewhere or NoOwner."""
-    owner = routing.owner_of(app, w.commands_topic, player_id.encode())
+    owner = routing.owner_of(w.app, w.commands_topic, player_id.encode())
     if owner is not None:
         raise Elsewhere(owner)
-    if recovering(app):
+    if recovering(w.app):
         raise routing.NoOwner("this worker's partitions are being (re)assigned")
+
+
+_ROUTES: list[tuple[str, type[faust.web.View]]] = []  # (path, page): `register` adds them
+
+
+def register(app: faust.App) -> None:
+    """The routes on the worker's app (`services.wallet.app.build_app`)."""
+    for path, page in _ROUTES:
+        app.page(path)(page)
 
 
 def route(path: str):
     """A Faust page whose methods may raise Problem/AuthError and return an Answer."""
 
-    def register(cls):
+    def page_of(cls):
         class Page(faust.web.View):
             pass
 
@@ -128,16 +136,17 @@ def route(path: str):
                     answer = exc.answer if isinstance(exc, Problem) else Answer.error(
                         exc.status, exc.code, exc.message)
                 except Elsewhere as exc:
-                    return await routing.forward(app, exc.owner, request, self.web)
+                    return await routing.forward(w.app, exc.owner, request, self.web)
                 except routing.NoOwner as exc:
                     return routing.unavailable(self.web, str(exc))
                 return self.json(answer.body, status=answer.status)
 
             setattr(Page, method, wrapped)
         Page.__name__ = cls.__name__
-        return app.page(path)(Page)
+        _ROUTES.append((path, Page))
+        return Page
 
-    return register
+    return page_of
 
 
 def authorization(request) -> str | None:
@@ -149,12 +158,12 @@ def account_or_404(player_id: str, checked: bool = False):
     already asked)."""
     if not checked:
         here(player_id)
-    account = w.load_account(player_id)
+    account = w.store.load_account(player_id)
     if account is None:
         # 404 only from a worker that holds the player's partition, recovered: right after
         # a restart the router may name this worker before its consumer has the partition,
         # and an account that exists must then be "retry", never "unknown"
-        if recovering(app) or not routing.consumed_here(app, w.commands_topic,
+        if recovering(w.app) or not routing.consumed_here(w.app, w.commands_topic,
                                                         player_id.encode()):
             raise routing.NoOwner("this worker does not hold the account's partition yet")
         raise Problem(*_error_args(no_account(player_id)))
@@ -169,7 +178,7 @@ def _error_args(answer: Answer) -> tuple[int, str, str]:
 class Health:
     @staticmethod
     async def get(request):
-        problems = health_problems(app)
+        problems = health_problems(w.app)
         if not w.table_views.ready.is_set():
             problems.append("recovering: still reading table.events")
         return Answer(503 if problems else 200,
@@ -187,7 +196,7 @@ class OpenApi:
 class Accounts:
     @staticmethod
     async def post(request):
-        auth.require_operator(authorization(request))
+        w.auth.require_operator(authorization(request))
         body = await parse(request, CreateAccountRequest)
         here(body.player_id)
         return await ask(Envelope(command=CreateAccount(player_id=body.player_id,
@@ -198,7 +207,7 @@ class Accounts:
 class AccountView:
     @staticmethod
     async def get(request, player_id):
-        auth.require_operator(authorization(request))
+        w.auth.require_operator(authorization(request))
         return Answer(200, account_body(account_or_404(player_id)))
 
 
@@ -207,7 +216,7 @@ def _movement_route(path: str, command: type[Deposit] | type[Withdraw]) -> None:
     class Movement:
         @staticmethod
         async def post(request, player_id):
-            auth.require_operator(authorization(request))
+            w.auth.require_operator(authorization(request))
             here(player_id)
             body = await parse(request, MovementRequest)
             limit = w.settings.max_amount_minor_units
@@ -227,9 +236,9 @@ _movement_route("/accounts/{player_id}/withdrawals", Withdraw)
 class Token:
     @staticmethod
     async def post(request, player_id):
-        auth.require_operator(authorization(request))
+        w.auth.require_operator(authorization(request))
         account_or_404(player_id)
-        issued = auth.issue(player_id)
+        issued = w.auth.issue(player_id)
         return Answer(200, {"player_id": player_id, "token": issued.token,
                             "expires_at": issued.expires_at.isoformat()})
 
@@ -238,7 +247,7 @@ class Token:
 class Balance:
     @staticmethod
     async def get(request, player_id):
-        auth.require_player(authorization(request), player_id, operator_may=True)
+        w.auth.require_player(authorization(request), player_id, operator_may=True)
         return Answer(200, account_body(account_or_404(player_id)))
 
 
@@ -246,7 +255,7 @@ class Balance:
 class Transactions:
     @staticmethod
     async def get(request, player_id):
-        auth.require_player(authorization(request), player_id, operator_may=True)
+        w.auth.require_player(authorization(request), player_id, operator_may=True)
         account = account_or_404(player_id)
         try:
             limit = int(request.query.get("limit", 100))
@@ -256,7 +265,8 @@ class Transactions:
         if not 1 <= limit <= MAX_PAGE or after < 0:
             raise Problem(422, "malformed_query", f"limit must be 1..{MAX_PAGE}, after >= 0")
         last = min(account.tx_count, after + limit)
-        items = [w.transactions[w.tx_key(player_id, s)] for s in range(after + 1, last + 1)]
+        items = [w.store.transactions[tx_key(player_id, s)]
+                 for s in range(after + 1, last + 1)]
         return Answer(200, {"items": items,
                             "next_after": last if last < account.tx_count else None})
 
@@ -265,19 +275,19 @@ class Transactions:
 class Bets:
     @staticmethod
     async def post(request, player_id):
-        auth.require_player(authorization(request), player_id)
+        w.auth.require_player(authorization(request), player_id)
         here(player_id)  # before reading the body: the owner reads it
         body = await parse(request, PlaceBetRequest)
         account = account_or_404(player_id, checked=True)
         rules: dict = {}
-        if w.bet_of(player_id, body.bet_id) is None:  # a retry gets its original answer
-            view = w.load_view(body.table_id)
+        if w.store.bet_of(player_id, body.bet_id) is None:  # a retry gets its original answer
+            view = w.table_views.get(body.table_id)
             try:
-                check_bet(view, table_id=body.table_id,
+                check_round_takes_bet(view, table_id=body.table_id,
                           round_id=body.round_id, bet=body.bet, position=body.position,
                           stake=body.stake, currency=account.currency, now=w.clock.now())
             except BetRefused as exc:
-                counting.refused_at_the_door(exc.code)
+                money_metrics.refused_at_the_door(exc.code)
                 raise Problem(exc.status, exc.code, exc.message) from None
             spot_max, needs_main = round_rules(view, body.round_id, body.bet)
             rules = {"spot_max": spot_max, "needs_main_bet": needs_main}
@@ -285,7 +295,7 @@ class Bets:
                                                      **rules)))
         if answer.status == 422 and answer.body["error"]["code"] in ("spot_maximum",
                                                                      "needs_main_bet"):
-            counting.refused_at_the_door(answer.body["error"]["code"])
+            money_metrics.refused_at_the_door(answer.body["error"]["code"])
         return answer
 
 
@@ -293,7 +303,7 @@ class Bets:
 class CurrentRound:
     @staticmethod
     async def get(request, table_id):
-        view = w.load_view(table_id)
+        view = w.table_views.get(table_id)
         if view is None:
             raise Problem(404, "unknown_table", f"unknown table {table_id!r}")
         body = current_round_body(view)

@@ -12,6 +12,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
 
+from shared.bets import Position as BetPosition
 from shared.events.ids import BetId
 
 
@@ -22,7 +23,8 @@ def _no_lookalike(value: object) -> object:
     return value
 
 
-Position = Annotated[Literal[1, 2, 3, "banker"], BeforeValidator(_no_lookalike)]
+# the positions of shared.bets, with lookalikes refused at the event boundary
+Position = Annotated[BetPosition, BeforeValidator(_no_lookalike)]
 
 
 def settlement_id(bet_id: str) -> str:

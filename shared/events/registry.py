@@ -7,36 +7,50 @@ files drift from the models, so other systems can trust `schemas/`.
 from __future__ import annotations
 
 import json
+from functools import cache
+from typing import Any, get_args
 
-from pydantic import BaseModel
+from pydantic import BaseModel, TypeAdapter
 
-from shared.events.bet_events import (
-    BetAccepted,
-    BetPlaced,
-    BetRejected,
-    BetSettled,
-    IntakeMark,
-    RoundManifest,
-    SettlementReversed,
-)
+from shared.events.bet_events import BetDecision, BetEnding, BetIntake
 from shared.events.dead_letters import DeadLetter
-from shared.events.inputs import INPUT_TYPES
+from shared.events.inputs import DealerInput
 from shared.events.rejections import InputRefused
 from shared.events.results import RoundResultPublished
-from shared.events.table import TABLE_EVENT_TYPES
+from shared.events.table import TableEvent
 from shared.events.wallet_events import WalletTransaction
 
-EVENTS_BY_TOPIC: dict[str, tuple[type[BaseModel], ...]] = {
-    "dealer.inputs": INPUT_TYPES,
-    "table.events": TABLE_EVENT_TYPES,
-    "dealer.rejections": (InputRefused,),
-    "round.results": (RoundResultPublished,),
-    "bets.placed": (BetPlaced, IntakeMark),
-    "bets.decisions": (BetAccepted, BetRejected, RoundManifest),
-    "bets.settled": (BetSettled, SettlementReversed),
-    "wallet.transactions": (WalletTransaction,),
-    "dead.letters": (DeadLetter,),
+# topic -> what one record of it is: a model, or a discriminated union of models. The one
+# map of which events travel where; readers parse through `topic_adapter`.
+TOPIC_TYPES: dict[str, Any] = {
+    "dealer.inputs": DealerInput,
+    "table.events": TableEvent,
+    "dealer.rejections": InputRefused,
+    "round.results": RoundResultPublished,
+    "bets.placed": BetIntake,  # funded bets and the wallet's intake marks
+    "bets.decisions": BetDecision,
+    "bets.settled": BetEnding,  # settlements and their reversals
+    "wallet.transactions": WalletTransaction,
+    "dead.letters": DeadLetter,
 }
+
+
+def _models(record_type: Any) -> tuple[type[BaseModel], ...]:
+    if isinstance(record_type, type) and issubclass(record_type, BaseModel):
+        return (record_type,)
+    union, _discriminator = get_args(record_type)  # Annotated[A | B | ..., Field(...)]
+    return get_args(union)
+
+
+EVENTS_BY_TOPIC: dict[str, tuple[type[BaseModel], ...]] = {
+    topic: _models(record_type) for topic, record_type in TOPIC_TYPES.items()
+}
+
+
+@cache
+def topic_adapter(topic: str) -> TypeAdapter[Any]:
+    """Parses one record of `topic` into its event model."""
+    return TypeAdapter(TOPIC_TYPES[topic])
 
 
 def _type_name(model: type[BaseModel]) -> str:

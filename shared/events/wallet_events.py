@@ -9,6 +9,8 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 TxKind = Literal["deposit", "withdrawal", "stake_debit", "bet_refund", "payout",
                  "payout_reversal"]
+# the kinds that add to a balance; every other kind takes from it
+CREDITS: frozenset[TxKind] = frozenset({"deposit", "bet_refund", "payout"})
 
 
 def tx_id(kind: TxKind, cause_id: str) -> str:
@@ -36,4 +38,4 @@ class WalletTransaction(BaseModel):
 
     @property
     def signed_amount(self) -> int:
-        return self.amount if self.kind in ("deposit", "bet_refund", "payout") else -self.amount
+        return self.amount if self.kind in CREDITS else -self.amount

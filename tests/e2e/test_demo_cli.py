@@ -7,13 +7,13 @@ import json
 
 import pytest
 
-from tests.e2e.test_platform_e2e import _settings, croupier
+from tests.e2e.platform_support import croupier, platform_settings
 
 pytestmark = pytest.mark.kafka
 
 
 def test_croupier_demo_runs_to_its_summary(platform_kafka, tmp_path):
-    settings = _settings(platform_kafka, tmp_path / "home")
+    settings = platform_settings(platform_kafka, tmp_path / "home")
     out = tmp_path / "summary.json"
     done = croupier(settings, "demo", "--rounds", "2", "--players", "10", "--betting-pause",
                     "1.5", "--summary-json", str(out), columns=80)

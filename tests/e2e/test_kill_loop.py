@@ -7,18 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import time
-from pathlib import Path
 
 import pytest
 
 from services.demo.session import DemoConfig, play
 from services.demo.stack import Stack, ensure_kafka
-from services.demo.summary import summarise, wait_until_settled
 from services.infra.processes import SERVICES, worker_name
-from services.infra.settings import Settings
-from services.operator.rebuild import rebuild
-from services.operator.wallet_client import live_balances
-from tests.conftest import free_port, instance_for
+from tests.e2e.platform_support import platform_settings, settle_and_rebuild, worker_port
 
 pytestmark = pytest.mark.kafka
 KILLS_PER_SERVICE = 2
@@ -26,19 +21,6 @@ WARM_UP_S = 12.0  # tables dealing and players betting before the first kill
 SETTLE_S = 2.0  # after a restarted worker is ready, before the next kill
 DEADLINE_S = 200.0  # the whole loop, restarts included
 ROUNDS = 16  # per table: about 10 s each, so the tables outlast the loop (about 2 minutes)
-
-
-def _settings(bootstrap: str, home: Path) -> Settings:
-    return Settings(kafka_bootstrap_servers=bootstrap, home=home, instance=instance_for(home),
-                    env="development", dealer_event_port=free_port(),
-                    game_evaluation_port=free_port(), bet_settlement_port=free_port(),
-                    wallet_port=free_port(), betting_window_seconds=10)
-
-
-def _port(settings: Settings, service: str, worker: int) -> int:
-    from services.infra.faust_app import service_port
-
-    return service_port(settings, service) if worker == 0 else free_port()
 
 
 NOT_JSON: list[str] = []  # answers the simulators could not read, with where they came from
@@ -61,9 +43,9 @@ def loop(platform_kafka, tmp_path_factory):
 
     mp = pytest.MonkeyPatch()
     mp.setattr(httpx.Response, "json", _noting_json(httpx.Response.json))
-    settings = _settings(platform_kafka, tmp_path_factory.mktemp("kill-loop-home"))
+    settings = platform_settings(platform_kafka, tmp_path_factory.mktemp("kill-loop-home"))
     ensure_kafka(settings)
-    stack = Stack(settings, workers=2, port_of=_port).start()
+    stack = Stack(settings, workers=2, port_of=worker_port).start()
     kills: list[tuple[str, int, float]] = []
     try:
         config = DemoConfig(rounds=ROUNDS, players=30,
@@ -91,11 +73,8 @@ def loop(platform_kafka, tmp_path_factory):
             return await session
 
         run = asyncio.run(play_while_killing())
-        books, mine = wait_until_settled(platform_kafka, run, timeout_s=120)
-        wallet = stack.url("wallet")
-        rebuilt = rebuild(platform_kafka,
-                          lambda ps: live_balances(wallet, settings.operator_token, ps))
-        summary = summarise(run, books, mine, {}, rebuild_differences=len(rebuilt.differences))
+        summary, rebuilt = settle_and_rebuild(platform_kafka, settings, stack, run,
+                                              timeout_s=120)
         print("kills (service, returncode, seconds to ready):", kills)
         print("answers:", dict(run.answers), "rounds missed by players:",
               run.rounds_missed_by_players, "bets:", summary.bets)

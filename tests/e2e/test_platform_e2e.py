@@ -7,54 +7,31 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from services.demo.session import DemoConfig, play
 from services.demo.stack import Stack, ensure_kafka
-from services.demo.summary import summarise, wait_until_settled
-from services.infra.faust_app import service_port
-from services.infra.processes import SERVICES, service_env, worker_name
-from services.infra.settings import Settings
-from services.operator.rebuild import rebuild
-from services.operator.wallet_client import live_balances
+from services.infra.processes import SERVICES, worker_name
 from shared.profile import list_profiles
-from tests.conftest import free_port, instance_for
+from tests.e2e.platform_support import (
+    croupier,
+    platform_settings,
+    settle_and_rebuild,
+    worker_port,
+)
 
 pytestmark = pytest.mark.kafka
-ROOT = Path(__file__).resolve().parents[2]
 WORKERS = 2
 KILL_AFTER_S = 25.0  # into the session: tables are dealing and players betting
 KILL_EVERY_S = 4.0  # one service's second worker after another
 
 
-def _port(settings: Settings, service: str, worker: int) -> int:
-    return service_port(settings, service) if worker == 0 else free_port()
-
-
-def _settings(platform_kafka: str, home: Path) -> Settings:
-    return Settings(kafka_bootstrap_servers=platform_kafka, home=home,
-                    instance=instance_for(home),
-                    dealer_event_port=free_port(), game_evaluation_port=free_port(),
-                    bet_settlement_port=free_port(), wallet_port=free_port(),
-                    betting_window_seconds=10)  # the timer: room for 600 bets a round
-
-
-def croupier(settings: Settings, *args: str, columns: int = 200) -> subprocess.CompletedProcess:
-    env = {**os.environ, **service_env(settings), "COLUMNS": str(columns)}
-    return subprocess.run([sys.executable, "-m", "services.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=ROOT, timeout=600)
-
-
 @pytest.fixture(scope="module")
 def platform(platform_kafka, tmp_path_factory):
-    settings = _settings(platform_kafka, tmp_path_factory.mktemp("e2e-home"))
+    settings = platform_settings(platform_kafka, tmp_path_factory.mktemp("e2e-home"))
     ensure_kafka(settings)
-    stack = Stack(settings, workers=WORKERS, port_of=_port).start()
+    stack = Stack(settings, workers=WORKERS, port_of=worker_port).start()
     try:
         config = DemoConfig(rounds=17, players=50, profiles=tuple(list_profiles()),
                             betting_pause=3.0, bets_per_player=2, seed=11)
@@ -72,11 +49,8 @@ def platform(platform_kafka, tmp_path_factory):
             return await session
 
         run = asyncio.run(play_while_killing())
-        books, mine = wait_until_settled(platform_kafka, run, timeout_s=180)
-        wallet = stack.url("wallet")
-        rebuilt = rebuild(platform_kafka,
-                          lambda ps: live_balances(wallet, settings.operator_token, ps))
-        summary = summarise(run, books, mine, {}, rebuild_differences=len(rebuilt.differences))
+        summary, rebuilt = settle_and_rebuild(platform_kafka, settings, stack, run,
+                                              timeout_s=180)
         yield settings, run, summary, rebuilt, stack
     finally:
         stack.stop()

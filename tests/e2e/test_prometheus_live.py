@@ -13,9 +13,9 @@ import pytest
 from services.demo.session import DemoConfig, play
 from services.demo.stack import Stack, ensure_kafka
 from services.demo.summary import wait_until_settled
-from services.infra.ops_prometheus import PrometheusServer, prometheus_binary, rtp_graph_expr
-from services.infra.ops_screenshot import PNG_MAGIC, chromium_binary, screenshot
-from tests.e2e.test_platform_e2e import _settings
+from tests.browser_screenshot import PNG_MAGIC, chromium_binary, screenshot
+from tests.e2e.platform_support import platform_settings
+from tests.prometheus_server import PrometheusServer, prometheus_binary, rtp_graph_expr
 
 pytestmark = [pytest.mark.kafka, pytest.mark.skipif(
     prometheus_binary() is None,
@@ -36,7 +36,7 @@ KEY_SERIES = {
 
 @pytest.fixture(scope="module")
 def observed(platform_kafka, tmp_path_factory):
-    settings = _settings(platform_kafka, tmp_path_factory.mktemp("prom-home"))
+    settings = platform_settings(platform_kafka, tmp_path_factory.mktemp("prom-home"))
     ensure_kafka(settings)
     with Stack(settings) as stack:
         targets = {f"croupier-{name}": [stack.url(name).removeprefix("http://")]

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 import httpx
+import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
 from services.infra import topic_admin
@@ -25,6 +26,7 @@ from shared.events.canonical import GENESIS_HASH
 from shared.events.results import RoundResultPublished, result_id
 from shared.events.table import (
     BettingClosed,
+    CardDealt,
     RoundCompleted,
     RoundOpened,
     RoundVoided,
@@ -180,6 +182,18 @@ def money_platform(bootstrap: str, home) -> Iterator[Platform]:
         platform.stop()
 
 
+def money_platform_fixture(home_name: str):
+    """A test module's `platform` fixture: its money platform (`money_platform`, in a fresh
+    home named after `home_name`), started once for the module. Use as
+    `platform = money_platform_fixture("...-home")`."""
+    @pytest.fixture(scope="module")
+    def platform(platform_kafka: str, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[Platform]:
+        with money_platform(platform_kafka, tmp_path_factory.mktemp(home_name)) as p:
+            yield p
+    return platform
+
+
 @dataclass
 class ScriptedTable:
     producer: KafkaProducer
@@ -217,9 +231,15 @@ class ScriptedTable:
     def close(self, round_id: str) -> None:
         self.emit(BettingClosed, round_id=round_id, reason="dealer")
 
-    def complete(self, round_id: str) -> RoundResultPublished:
-        """RoundCompleted on table.events and the evaluated result on round.results."""
+    def complete(self, round_id: str, deal_cards: bool = False) -> RoundResultPublished:
+        """RoundCompleted on table.events and the evaluated result on round.results; with
+        `deal_cards`, every card's CardDealt on table.events first (what a rebuild recomputes
+        the result from)."""
         cards = next(self._deals)
+        if deal_cards:
+            for i, card in enumerate(cards):
+                self.emit(CardDealt, round_id=round_id, card=card, shoe_position=i,
+                          round_position=i)
         done = self.emit(RoundCompleted, round_id=round_id, cards=tuple(cards))
         published = RoundResultPublished(
             result_id=result_id(self.table_id, round_id), table_id=self.table_id,

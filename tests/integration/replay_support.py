@@ -1,5 +1,6 @@
-"""Support for the live replay tests: recorded rounds written onto the broker as the
-services would have written them, and the `croupier` command line run against it."""
+"""Support for the live replay and rebuild tests: the topic catalogue applied to their broker,
+recorded rounds written onto it as the services would have written them, and the `croupier`
+command line run against it."""
 
 from __future__ import annotations
 
@@ -10,10 +11,19 @@ from pathlib import Path
 
 from kafka import KafkaProducer
 
+from services.infra import topic_admin
 from services.infra.kafka_security import ADMIN, kafka_python_options
+from shared.topics import topic_catalogue
 from tests.round_builder import RecordedRound
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def apply_topics(bootstrap: str) -> None:
+    """The platform's topics, as `croupier topics apply` would create them."""
+    admin = topic_admin.admin_client(bootstrap)
+    topic_admin.apply(admin, topic_catalogue())
+    admin.close()
 
 
 def produce_rounds(bootstrap: str, rounds: list[RecordedRound]) -> None:

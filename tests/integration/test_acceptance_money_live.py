@@ -15,7 +15,7 @@ from shared.events.table import RoundAnnulled
 from tests.integration.money_support import (
     RUN,
     ScriptedTable,
-    money_platform,
+    money_platform_fixture,
     read_topic,
     wait_for,
 )
@@ -24,10 +24,7 @@ pytestmark = pytest.mark.kafka
 MAX = 5_000_000  # sbo-baccarat: player, banker
 
 
-@pytest.fixture(scope="module")
-def platform(platform_kafka, tmp_path_factory):
-    with money_platform(platform_kafka, tmp_path_factory.mktemp("acceptance-home")) as p:
-        yield p
+platform = money_platform_fixture("acceptance-home")
 
 
 def decisions(platform, table, round_id) -> dict[str, dict]:

@@ -20,7 +20,7 @@ from shared.audit import audit
 from shared.events.bet_events import manifest_digest
 from shared.profile import load_profile
 from shared.settlement import Bet, settle
-from tests.integration.money_support import ScriptedTable, money_platform, read_topic
+from tests.integration.money_support import ScriptedTable, money_platform_fixture, read_topic
 
 pytestmark = pytest.mark.kafka
 PLAYERS, BETS_EACH = 100, 20
@@ -39,10 +39,7 @@ def wait_until(check, what: str, timeout_s: float, every_s: float = 2.0) -> None
     raise AssertionError(f"timed out waiting for {what}")
 
 
-@pytest.fixture(scope="module")
-def platform(platform_kafka, tmp_path_factory):
-    with money_platform(platform_kafka, tmp_path_factory.mktemp("large-round-home")) as p:
-        yield p
+platform = money_platform_fixture("large-round-home")
 
 
 async def place_all(base_url: str, players: dict[str, str], table_id: str, round_id: str

@@ -14,7 +14,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from services.infra.ops_dashboards import (
+from services.devtools.grafana_dashboards import (
     RECORDING_RULES,
     metric_names_in_dashboards,
     promql_metric_names,
@@ -24,7 +24,7 @@ from services.infra.ops_dashboards import (
 from services.infra.processes import SERVICES, ServiceProcess
 from services.infra.settings import Settings
 from services.player_simulator import PlayerSimulator
-from services.table_simulator.driver import RoundInfo, SimConfig
+from services.table_simulator.driver import BettingWindow, SimConfig
 from services.table_simulator.run import run_tables
 from tests.integration.tables_live_support import running_services
 
@@ -50,7 +50,7 @@ async def play(procs: dict[str, ServiceProcess]) -> None:
                               list(TABLES), players=3, seed=4, run_id=RUN)
     await players.setup()
 
-    async def bet_while_open(info: RoundInfo) -> None:
+    async def bet_while_open(info: BettingWindow) -> None:
         deadline = time.monotonic() + info.betting_pause
         while time.monotonic() < deadline:
             body = await players.current_round(info.table_id)

@@ -20,7 +20,7 @@ from tests.integration.money_support import (
     RUN,
     Platform,
     ScriptedTable,
-    money_platform,
+    money_platform_fixture,
     read_topic,
     wait_for,
 )
@@ -28,10 +28,7 @@ from tests.integration.money_support import (
 pytestmark = pytest.mark.kafka
 
 
-@pytest.fixture(scope="module")
-def platform(platform_kafka, tmp_path_factory):
-    with money_platform(platform_kafka, tmp_path_factory.mktemp("money-home")) as p:
-        yield p
+platform = money_platform_fixture("money-home")
 
 
 @pytest.fixture(scope="module")

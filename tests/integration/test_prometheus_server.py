@@ -1,7 +1,7 @@
 """The live-check machinery, proven without the services: a real Prometheus server
-(services/infra/ops_prometheus.py) scrapes a tiny HTTP server exporting croupier's
+(tests/prometheus_server.py) scrapes a tiny HTTP server exporting croupier's
 RTP counters, evaluates the repo's recording and alert rules, answers the HTTP API,
-and headless Chromium photographs its graph page (services/infra/ops_screenshot.py).
+and headless Chromium photographs its graph page (tests/browser_screenshot.py).
 Prometheus and Chromium are Debian packages that `make test` installs when missing."""
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, start_http_server
 
-from services.infra.ops_prometheus import (
+from tests.browser_screenshot import PNG_MAGIC, chromium_binary, screenshot
+from tests.prometheus_server import (
     PrometheusError,
     PrometheusServer,
     free_port,
     prometheus_binary,
     rtp_graph_expr,
 )
-from services.infra.ops_screenshot import PNG_MAGIC, chromium_binary, screenshot
 
 pytestmark = pytest.mark.skipif(
     prometheus_binary() is None,

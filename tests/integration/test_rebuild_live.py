@@ -9,19 +9,16 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.infra import topic_admin
 from services.operator.rebuild import cyclic_gc_paused, rebuild
-from shared.topics import topic_catalogue
 from tests.floor_builder import Floor
+from tests.integration.replay_support import apply_topics
 
 pytestmark = pytest.mark.kafka
 
 
 @pytest.fixture(scope="module")
 def floor_log(platform_kafka):
-    admin = topic_admin.admin_client(platform_kafka)
-    topic_admin.apply(admin, topic_catalogue())
-    admin.close()
+    apply_topics(platform_kafka)
     floor = Floor(seed=31)
     floor.fill(3_000, ["RB1", "RB2", "RB3"], [f"rb-p{i}" for i in range(120)],
                datetime.now(UTC) - timedelta(hours=2), bets_per_round=30)

@@ -10,9 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.infra import topic_admin
-from shared.topics import topic_catalogue
-from tests.integration.replay_support import croupier, produce_rounds, replay_args
+from tests.integration.replay_support import apply_topics, croupier, produce_rounds, replay_args
 from tests.round_builder import RecordedRound
 
 pytestmark = pytest.mark.kafka
@@ -20,9 +18,7 @@ pytestmark = pytest.mark.kafka
 
 @pytest.fixture(scope="module")
 def annulled(kafka_bootstrap):
-    admin = topic_admin.admin_client(kafka_bootstrap)
-    topic_admin.apply(admin, topic_catalogue())
-    admin.close()
+    apply_topics(kafka_bootstrap)
     run = uuid.uuid4().hex[:6]
     rec = RecordedRound(table_id=f"A{run}", round_id=f"R-{run}", t0=datetime.now(UTC),
                         bets=((f"b1-{run}", f"alice-{run}", "banker", 1_000),

@@ -14,13 +14,11 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from services.infra import topic_admin
 from services.infra.auth import Authenticator
-from services.infra.ops_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from services.infra.settings import Settings
-from shared.topics import topic_catalogue
+from tests.browser_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from tests.conftest import free_port
-from tests.integration.replay_support import ROOT, croupier, produce_rounds, replay_args
+from tests.integration.replay_support import ROOT, apply_topics, croupier, produce_rounds, replay_args
 from tests.round_builder import RecordedRound
 
 pytestmark = pytest.mark.kafka
@@ -28,9 +26,7 @@ pytestmark = pytest.mark.kafka
 
 @pytest.fixture(scope="module")
 def recorded(platform_kafka):
-    admin = topic_admin.admin_client(platform_kafka)
-    topic_admin.apply(admin, topic_catalogue())
-    admin.close()
+    apply_topics(platform_kafka)
     run = uuid.uuid4().hex[:6]
     # records are stamped in the order they are appended, as the services' are (a back-dated
     # record behind newer ones is not what a live log holds)
@@ -150,9 +146,7 @@ def popular(platform_kafka):
     partition), between two other rounds of the same table with the same players."""
     from tests.floor_builder import Floor
 
-    admin = topic_admin.admin_client(platform_kafka)
-    topic_admin.apply(admin, topic_catalogue())
-    admin.close()
+    apply_topics(platform_kafka)
     run = uuid.uuid4().hex[:6]
     floor = Floor(seed=5)
     players = [f"pop{run}-{i}" for i in range(150)]

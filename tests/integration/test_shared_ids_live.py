@@ -13,15 +13,12 @@ import pytest
 
 from services.operator.rebuild import rebuild
 from services.operator.wallet_client import live_balances
-from shared.events.results import RoundResultPublished, result_id
-from shared.events.table import CardDealt, RoundCompleted
 from shared.events.wallet_events import WalletTransaction
-from shared.rounds import evaluate_round
 from tests.integration.money_support import (
     OPERATOR,
     RUN,
     ScriptedTable,
-    money_platform,
+    money_platform_fixture,
     read_topic,
     wait_for,
 )
@@ -30,26 +27,7 @@ pytestmark = pytest.mark.kafka
 DEPOSIT = 50_000
 
 
-@pytest.fixture(scope="module")
-def platform(platform_kafka, tmp_path_factory):
-    with money_platform(platform_kafka, tmp_path_factory.mktemp("ids-home")) as p:
-        yield p
-
-
-def _deal(table: ScriptedTable, round_id: str) -> RoundResultPublished:
-    """Every card on `table.events` (rebuild recomputes the result from them), then the
-    round's completion and its result."""
-    cards = next(table._deals)
-    for i, card in enumerate(cards):
-        table.emit(CardDealt, round_id=round_id, card=card, shoe_position=i, round_position=i)
-    done = table.emit(RoundCompleted, round_id=round_id, cards=tuple(cards))
-    published = RoundResultPublished(
-        result_id=result_id(table.table_id, round_id), table_id=table.table_id,
-        round_id=round_id, shoe_id=table.shoe_id, profile=table.profile_name, dealer="Dana",
-        cards=tuple(cards), completed_seq=done.seq, completed_hash=done.hash,
-        occurred_at=done.occurred_at, result=evaluate_round(table.profile, cards))
-    table.publish_result(published)
-    return published
+platform = money_platform_fixture("ids-home")
 
 
 def _account(platform, player_id: str, request_id: str = "dep-1") -> str:
@@ -96,7 +74,8 @@ def test_two_players_share_a_request_id_and_a_bet_id_and_rebuild_agrees(platform
     results = {}
     for table in (one, two):
         table.close("r1")
-        results[table.table_id] = _deal(table, "r1")
+        # every card on table.events too: rebuild recomputes the result from them
+        results[table.table_id] = table.complete("r1", deal_cards=True)
 
     def settled() -> set[tuple[str, str, str]]:
         return {(s["player_id"], s["table_id"], s["bet_id"])

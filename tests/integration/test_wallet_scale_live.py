@@ -19,8 +19,8 @@ from services.infra.log_reader import read_to_end
 from services.infra.processes import ServiceProcess
 from services.infra.routing import FORWARDED_HEADER
 from services.infra.settings import Settings
+from services.wallet.ledger import RECENT_TXS
 from shared.events.bet_events import BetRejected
-from shared.ledger import RECENT_TXS
 from shared.topics import topic_catalogue
 from tests.conftest import free_port, instance_for
 from tests.integration.money_support import ScriptedTable, wait_for

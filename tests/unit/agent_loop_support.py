@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from types import SimpleNamespace
+from types import ModuleType, SimpleNamespace
 
+import faust
 from faust.types import TP
 
 from services.infra import batching
@@ -117,10 +118,20 @@ async def _nothing_committed() -> dict:
     return {}
 
 
+def built_app(service: ModuleType) -> faust.App:
+    """A service's app (`services.<svc>.app`), built once, as its worker does when it starts
+    (importing the module builds nothing)."""
+    if not hasattr(service, "app"):
+        service.build_app()
+    return service.app
+
+
 def run_agent(monkeypatch, agent, app_id: str, broker: Broker, events: list[Event],
               timeout_s: float = 10.0) -> None:
-    """Run the agent's own body (`agent.fun`) over `events` until the stream ends. The
-    group's committed offsets are none (a fresh group): nothing asks a broker."""
+    """Run the agent's own body (the function `build_app` registers, or a Faust agent's
+    `fun`) over `events` until the stream ends. The group's committed offsets are none (a
+    fresh group): nothing asks a broker."""
     monkeypatch.setattr(batching, "committed_offsets", lambda app, service: _nothing_committed)
     stream = Stream(app_id, broker, events)
-    asyncio.run(asyncio.wait_for(agent.fun(stream), timeout_s))
+    body = getattr(agent, "fun", agent)
+    asyncio.run(asyncio.wait_for(body(stream), timeout_s))

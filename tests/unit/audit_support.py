@@ -14,7 +14,7 @@ from shared.events.bet_events import (
     settlement_id,
 )
 from shared.events.results import RoundResultPublished, result_id
-from shared.events.wallet_events import WalletTransaction, tx_id
+from shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
 from shared.profile import load_profile
 from shared.rounds import evaluate_round
 from shared.settlement import Bet, settle
@@ -37,7 +37,7 @@ class Ledger:
             occurred_at=NOW, result=self.result))
 
     def move(self, player: str, kind: str, amount: int, cause: str) -> None:
-        sign = 1 if kind in ("deposit", "bet_refund", "payout") else -1
+        sign = 1 if kind in CREDITS else -1
         self.balance[player] = self.balance.get(player, 0) + sign * amount
         self.books.add(WalletTransaction(
             tx_id=tx_id(kind, cause), player_id=player, kind=kind, amount=amount,

@@ -7,9 +7,10 @@ from datetime import timedelta
 
 import pytest
 
-from services.bet_settlement import counting, intake
+from services.bet_settlement import decision_metrics, round_book
 from services.wallet import handlers
 from services.wallet.commands import EndBet, PlaceBet, ReverseSettlement
+from services.wallet.ledger import Account, SpotRecord, add_to_spot, spot_total
 from shared.events.bet_events import (
     BetSettled,
     IntakeMark,
@@ -18,11 +19,10 @@ from shared.events.bet_events import (
 )
 from shared.events.results import RoundResultPublished
 from shared.events.table import BettingClosed, RoundAnnulled, RoundOpened, RoundVoided
-from shared.ledger import Account, SpotRecord, add_to_spot, spot_total
 from shared.profile import load_profile
 from shared.rounds import evaluate_round
 from shared.simulate import deal_rounds
-from tests.unit.intake_support import NOW, event, kinds, placed
+from tests.unit.round_book_support import NOW, event, kinds, placed
 from tests.unit.wallet_support import Ledger
 
 MAX = 5_000_000  # sbo-baccarat and sbo-tiger: player, banker
@@ -61,7 +61,7 @@ def result(profile="sbo-baccarat", seed=3):
 def run(state, *bets):
     out = []
     for b in bets:
-        state, more = intake.on_bet(state, b, NOW)
+        state, more = round_book.on_bet(state, b, NOW)
         out += more
     return state, out
 
@@ -74,7 +74,7 @@ def codes(out):
 # --- seed 002: "hingga nilai taruhan maksimal di meja itu" --------------------------------
 
 def test_seed002_table_maximum_is_per_spot_per_round():
-    state = intake.on_table_event(None, opened(), NOW)[0]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
     state, out = run(state, placed("a", stake=MAX), placed("b", stake=MAX),
                      placed("c", stake=1000), placed("d", bet="banker", stake=MAX),
                      placed("e", player="p2", stake=MAX))
@@ -84,12 +84,12 @@ def test_seed002_table_maximum_is_per_spot_per_round():
 
 
 def test_seed002_table_maximum_adds_up_the_clicks_on_one_spot():
-    state = intake.on_table_event(None, opened(), NOW)[0]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
     state, out = run(state, placed("a", stake=3_000_000), placed("b", stake=2_000_000),
                      placed("c", stake=1000))
     assert codes(out) == ["accepted", "accepted", "spot_maximum"]
     # Triple Face: one spot per position
-    tf = intake.on_table_event(None, opened("triple-face-id"), NOW)[0]
+    tf = round_book.on_table_event(None, opened("triple-face-id"), NOW)[0]
     spec = load_profile("triple-face-id").bets["win"]
     _, out = run(tf, placed("x", bet="win", position=1, stake=spec.max_stake),
                  placed("y", bet="win", position=2, stake=spec.max_stake),
@@ -100,20 +100,20 @@ def test_seed002_table_maximum_adds_up_the_clicks_on_one_spot():
 def test_seed002_table_maximum_spot_total_kept_by_a_crash_ahead_of_its_header_is_walked_back():
     """Spot totals are written before the header: after a crash that lost the header, the
     redelivered bets count the spot from what the header knew, not twice."""
-    state = intake.on_table_event(None, opened(), NOW)[0]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
     state, _ = run(state, placed("a", stake=2_000_000))
     header_before = state.header
     lost, _ = run(state, placed("b", stake=2_000_000), placed("c", stake=1_000_000))
-    key = intake.spot_key("T1", "R1", "p1", "player", None)
-    assert lost.spot(key) == intake.SpotTotal(total=MAX, last=3)
+    key = round_book.spot_key("T1", "R1", "p1", "player", None)
+    assert lost.spot(key) == round_book.SpotTotal(total=MAX, last=3)
 
     def written_at(k):
         return lost.entries[lost.order[k]]
-    assert intake.effective_spot(lost.spot(key), header_before.received, written_at) == \
-        intake.SpotTotal(total=2_000_000, last=1)
+    assert round_book.effective_spot(lost.spot(key), header_before.received, written_at) == \
+        round_book.SpotTotal(total=2_000_000, last=1)
     # the crash: the entries and the spot total survived, the header did not
-    crashed = intake.RoundState(header_before, lost.entries, lost.order, {
-        key: intake.effective_spot(lost.spot(key), header_before.received, written_at)})
+    crashed = round_book.RoundBook(header_before, lost.entries, lost.order, {
+        key: round_book.effective_spot(lost.spot(key), header_before.received, written_at)})
     _, out = run(crashed, placed("b", stake=2_000_000), placed("c", stake=1_000_000))
     assert codes(out) == ["accepted", "accepted"]
 
@@ -150,32 +150,32 @@ def test_seed002_wallet_spot_contribution_past_the_account_is_not_counted():
 # --- issue 12 item 4: a bet counts by its time, not by arrival ---------------------------
 
 def test_issue12_bet_placed_after_the_close_is_rejected_whichever_record_is_read_first():
-    state = intake.on_table_event(None, opened(), NOW)[0]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
     state, out = run(state, at(29, bet_id="in-time"), at(31, bet_id="late-read-first"))
     assert codes(out) == ["accepted"]  # the late one waits for the close
     assert state.header.deferred == 1
-    state, out = intake.on_table_event(state, closed(CLOSES + timedelta(seconds=2)), NOW)
+    state, out = round_book.on_table_event(state, closed(CLOSES + timedelta(seconds=2)), NOW)
     assert codes(out) == ["accepted"]  # placed at 31 s, the close came at 32 s
-    state, out = intake.on_table_event(
-        intake.on_table_event(None, opened(), NOW)[0], closed(), NOW)
+    state, out = round_book.on_table_event(
+        round_book.on_table_event(None, opened(), NOW)[0], closed(), NOW)
     state, out = run(state, at(31, bet_id="late-read-after"))
     assert codes(out) == ["round_closed"]
-    state = intake.on_table_event(None, opened(), NOW)[0]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
     state, _ = run(state, at(31, bet_id="late"))
-    state, out = intake.on_table_event(state, closed(), NOW)
+    state, out = round_book.on_table_event(state, closed(), NOW)
     assert codes(out) == ["round_closed"]
 
 
 def test_issue12_bet_placed_before_the_close_is_accepted_even_if_read_after_it():
-    state = intake.on_table_event(None, opened(), NOW)[0]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
     state, _ = run(state, at(10, bet_id="a"))
-    state, out = intake.on_table_event(state, closed(), NOW)
+    state, out = round_book.on_table_event(state, closed(), NOW)
     assert out == [] and state.status == "closing"
     state, out = run(state, at(29.9, bet_id="b", stake=3000))  # read after the close
     assert codes(out) == ["accepted"]
-    state, out = intake.on_mark(state, mark((0, 2), 3), NOW)
+    state, out = round_book.on_mark(state, mark((0, 2), 3), NOW)
     assert out == []  # partition 1's worker has not marked yet: still waiting
-    state, out = intake.on_mark(state, mark((1,), 3), NOW)
+    state, out = round_book.on_mark(state, mark((1,), 3), NOW)
     manifest = out[0][2]
     assert (manifest.bet_count, manifest.total_stake, manifest.closed_at) == (2, 5000, CLOSES)
     assert manifest.digest == manifest_digest(["a", "b"])
@@ -186,37 +186,37 @@ def test_issue12_bet_placed_before_the_close_is_accepted_even_if_read_after_it()
 def test_issue12_an_early_close_read_late_leaves_accepted_bets_standing_and_says_so(caplog):
     """Decision (acceptance.md): a supervisor's close before the announced time, read after a
     bet stamped later than it was accepted: the bet stands (final once accepted), reported."""
-    state = intake.on_table_event(None, opened(), NOW)[0]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
     state, out = run(state, at(12, bet_id="a"))
     assert codes(out) == ["accepted"]
     with caplog.at_level("WARNING"):
-        state, out = intake.on_table_event(state, closed(NOW + timedelta(seconds=10)), NOW)
+        state, out = round_book.on_table_event(state, closed(NOW + timedelta(seconds=10)), NOW)
     assert "closed early" in caplog.text and state.header.accepted == 1
     _, out = run(state, at(11, bet_id="b"))
     assert codes(out) == ["round_closed"]
 
 
 def test_issue12_marks_read_before_the_close_close_the_round_at_the_close():
-    state = intake.on_table_event(None, opened(), NOW)[0]
-    state, _ = intake.on_mark(state, mark((0,), 1), NOW)
-    state, out = intake.on_table_event(state, closed(), NOW)
+    state = round_book.on_table_event(None, opened(), NOW)[0]
+    state, _ = round_book.on_mark(state, mark((0,), 1), NOW)
+    state, out = round_book.on_table_event(state, closed(), NOW)
     assert kinds(out) == ["RoundManifest"] and state.status == "closed"
 
 
 def test_issue12_the_result_ends_the_wait_when_no_wallet_marked():
-    state = intake.on_table_event(None, opened(), NOW)[0]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
     state, _ = run(state, at(10, bet_id="a"))
-    state, _ = intake.on_table_event(state, closed(), NOW)
-    state, out = intake.on_result(state, result(), NOW)
+    state, _ = round_book.on_table_event(state, closed(), NOW)
+    state, out = round_book.on_result(state, result(), NOW)
     assert kinds(out) == ["RoundManifest", "BetSettled"]
 
 
 def test_issue12_a_void_decides_the_bets_that_waited_for_the_close():
-    state = intake.on_table_event(None, opened(), NOW)[0]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
     state, _ = run(state, at(31, bet_id="w", stake=4000))
     void = event(RoundVoided, 2, reason_code="misdeal", reason_text="x", supervisor="S")
     void = void.model_copy(update={"occurred_at": CLOSES + timedelta(seconds=5)})
-    state, out = intake.on_table_event(state, void, NOW)
+    state, out = round_book.on_table_event(state, void, NOW)
     assert kinds(out) == ["BetAccepted", "BetSettled"] and out[1][2].returned == 4000
 
 
@@ -225,7 +225,7 @@ def test_issue12_a_void_decides_the_bets_that_waited_for_the_close():
 def test_seed002_tiger_wager_needs_a_main_bet_at_the_sbo_tiger_table():
     assert load_profile("sbo-tiger").tiger_needs_main_bet
     assert not load_profile("sbo-baccarat").tiger_needs_main_bet
-    state = intake.on_table_event(None, opened("sbo-tiger"), NOW)[0]
+    state = round_book.on_table_event(None, opened("sbo-tiger"), NOW)[0]
     state, out = run(state, placed("t1", bet="tiger"), placed("m", bet="banker"),
                      placed("t2", bet="tiger"), placed("t3", bet="tiger_pair", player="p2"),
                      placed("m2", bet="tie", player="p2"), placed("t4", bet="big_tiger",
@@ -250,12 +250,12 @@ def test_seed002_tiger_wager_needs_a_main_bet_at_the_wallets_door():
 # --- seeds 000 §1, 004 §1 and §4: a management void after completion ---------------------
 
 def settled_round(profile="sbo-baccarat"):
-    state = intake.on_table_event(None, opened(profile), NOW)[0]
+    state = round_book.on_table_event(None, opened(profile), NOW)[0]
     state, _ = run(state, placed("a", bet="player", stake=2000),
                    placed("b", bet="banker", stake=3000, player="p2"),
                    placed("c", bet="tie", stake=1000))
-    state, _ = intake.on_table_event(state, closed(), NOW)
-    state, out = intake.on_result(state, result(profile), NOW)
+    state, _ = round_book.on_table_event(state, closed(), NOW)
+    state, out = round_book.on_result(state, result(profile), NOW)
     return state, [r for _, _, r in out if isinstance(r, BetSettled)]
 
 
@@ -266,7 +266,7 @@ def annulled(seq=10):
 def test_seed000_004_annulment_reverses_every_settlement_then_refunds_the_stake():
     state, originals = settled_round()
     later = NOW + timedelta(minutes=5)
-    annulled_state, out = intake.on_table_event(state, annulled(), later)
+    annulled_state, out = round_book.on_table_event(state, annulled(), later)
     records = [r for _, _, r in out]
     assert [type(r).__name__ for r in records] == ["SettlementReversed", "BetSettled"] * 3
     assert {topic for topic, _, _ in out} == {"bets.settled"}
@@ -284,26 +284,26 @@ def test_seed000_004_annulment_reverses_every_settlement_then_refunds_the_stake(
     # every original settlement stays as it was; the reversal sits beside it
     assert annulled_state.settlements == state.settlements
     # redelivered: the same records, nothing new
-    _, again = intake.on_table_event(annulled_state, annulled(), later + timedelta(seconds=9))
+    _, again = round_book.on_table_event(annulled_state, annulled(), later + timedelta(seconds=9))
     assert [r for _, _, r in again if not isinstance(r, BetSettled) or
             r.settlement_id.startswith("annul-refund:")] == records
-    _, again = intake.on_result(annulled_state, result(), later)
-    assert intake.conflicts(annulled_state.header, annulled_state, result()) == []
-    fresh = counting.fresh(state, annulled_state, [r for _, _, r in out])
+    _, again = round_book.on_result(annulled_state, result(), later)
+    assert round_book.conflicts(annulled_state.header, annulled_state, result()) == []
+    fresh = decision_metrics.fresh(state, annulled_state, [r for _, _, r in out])
     assert [s.settlement_id for s in fresh.settlements] == [r.settlement_id for r in records[1::2]]
     assert all(len(e.model_dump_json()) < 4096 for e in annulled_state.entries.values())
 
 
 def test_seed000_004_annulment_read_before_the_result_refunds_and_ignores_the_result():
-    state = intake.on_table_event(None, opened(), NOW)[0]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
     state, _ = run(state, placed("a", stake=2000))
-    state, _ = intake.on_table_event(state, closed(), NOW)
-    voided, out = intake.on_table_event(state, annulled(), NOW)
+    state, _ = round_book.on_table_event(state, closed(), NOW)
+    voided, out = round_book.on_table_event(state, annulled(), NOW)
     assert [(type(r).__name__, r.outcome) for _, _, r in out] == [("BetSettled", "void_refund")]
     assert voided.status == "voided" and voided.header.cause == "annul:T1:R1"
-    _, after = intake.on_result(voided, result(), NOW)
+    _, after = round_book.on_result(voided, result(), NOW)
     assert [r.outcome for _, _, r in after] == ["void_refund"]  # the refund again, no payout
-    assert intake.conflicts(voided.header, voided, result()) == []
+    assert round_book.conflicts(voided.header, voided, result()) == []
 
 
 # the wallet's side
@@ -321,7 +321,7 @@ class SpotLedger(Ledger):
         self.run(handlers.operator_movement, Deposit(player_id="p1", request_id="d",
                                                      amount=deposit))
 
-    def run(self, fn, cmd) -> handlers.Outcome:
+    def run(self, fn, cmd) -> handlers.CommandResult:
         outcome = super().run(fn, cmd)
         self.spots.update(outcome.spots)
         return outcome
@@ -369,10 +369,10 @@ def test_seed000_004_wallet_reversal_the_balance_cannot_cover_goes_below_zero_an
     led.run(handlers.operator_movement, Withdraw(player_id="p1", request_id="w", amount=4000))
     out = led.run(handlers.reverse_settlement, reverse())
     assert out.account.balance == -4000 and out.txs[0].balance_after == -4000
-    from services.wallet import app as wallet_app
-    assert wallet_app.guarded(out) is out  # a reversal may, nothing else may
+    from services.wallet.balance_guard import guarded
+    assert guarded(out) is out  # a reversal may, nothing else may
     out = led.run(handlers.end_bet, REFUND)
-    assert led.account.balance == -2000 and wallet_app.guarded(out) is out
+    assert led.account.balance == -2000 and guarded(out) is out
     # no debit but a reversal passes the balance: bets are refused until it is covered
     refused = led.run(handlers.place_bet, PlaceBet(player_id="p1", bet_id="z", table_id="T1",
                                                    round_id="R2", bet="player", stake=1000))
@@ -390,9 +390,9 @@ def test_seed000_004_wallet_reversal_of_a_lost_bet_moves_nothing_but_marks_it():
 
 @pytest.mark.parametrize("raw_type", ["settlement_reversed", "bet_settled"])
 def test_seed000_004_wallet_turns_bets_settled_records_into_commands(raw_type):
-    from services.wallet.app import ending_command
+    from services.wallet.commands import ending_command
     state, _ = settled_round()
-    _, out = intake.on_table_event(state, annulled(), NOW)
+    _, out = round_book.on_table_event(state, annulled(), NOW)
     record = next(r for _, _, r in out if r.type == raw_type)
     cmd = ending_command(record.model_dump_json().encode())
     if raw_type == "settlement_reversed":

@@ -13,15 +13,16 @@ import pytest
 
 yaml = pytest.importorskip("yaml", reason="pyyaml is needed to read docker-compose.yml")
 
+from services.infra import service_table  # noqa: E402
 from services.infra.faust_app import service_port  # noqa: E402
+from services.infra.jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
 from services.infra.kafka_security import PRINCIPALS, broker_security_properties  # noqa: E402
-from services.infra.ops_jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
 from services.infra.settings import DEVELOPMENT_SECRETS, Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
-CROUPIER = ("dealer-event", "game-evaluation", "bet-settlement", "wallet")
+CROUPIER = service_table.SERVICE_NAMES
 ONE_SHOT = ("kafka-jmx-agent", "topics")
 _INTERPOLATION = re.compile(r"\$\{(\w+)(?::?([-?])([^}]*))?\}")
 GIVEN_SECRET = "a-secret-the-operator-set"
@@ -124,11 +125,19 @@ def test_every_service_scales_to_n_workers(service: str) -> None:
     assert spec["volumes"] == [env(service)["CROUPIER_HOME"]], "an anonymous volume per replica"
 
 
-@pytest.mark.parametrize("service", CROUPIER)
-def test_service_command_runs_its_package(service: str) -> None:
-    command = SERVICES[service]["command"]
-    package = "services." + service.replace("-", "_")
-    assert command == ["python", "-m", package, "worker", "-l", "info"]
+def test_the_image_exposes_every_services_default_port() -> None:
+    (line,) = [x for x in (ROOT / "Dockerfile").read_text().splitlines()
+               if x.startswith("EXPOSE ")]
+    defaults = Settings(_env_file=None)
+    assert sorted(map(int, line.split()[1:])) == sorted(service_table.service(name).port(defaults)
+                                                        for name in CROUPIER)
+
+
+@pytest.mark.parametrize("name", CROUPIER)
+def test_service_command_runs_its_package(name: str) -> None:
+    command = SERVICES[name]["command"]
+    package = service_table.service(name).module
+    assert command == ["python", *service_table.service(name).command]
     assert importlib.util.find_spec(package) is not None
     assert (ROOT / package.replace(".", "/") / "__main__.py").exists()
 

@@ -10,13 +10,14 @@ import json
 import re
 import shutil
 import subprocess
+from importlib.metadata import version
 from pathlib import Path
 
 import pytest
 
 yaml = pytest.importorskip("yaml", reason="pyyaml is needed to read the deploy files")
 
-from services.infra.ops_dashboards import (  # noqa: E402
+from services.devtools.grafana_dashboards import (  # noqa: E402
     DASHBOARDS,
     DASHBOARDS_DIR,
     DATASOURCE,
@@ -29,6 +30,7 @@ from services.infra.ops_dashboards import (  # noqa: E402
     promql_metric_names,
     recorded_metric_names,
     render,
+    tables_dashboard,
 )
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,12 +45,27 @@ def test_the_three_dashboards_exist_and_are_generated_from_code() -> None:
     assert sorted(p.name for p in dashboard_files()) == sorted(DASHBOARDS)
     for name, builder in DASHBOARDS.items():
         assert (DASHBOARDS_DIR / name).read_text() == render(builder), (
-            f"{name} is stale: run `python -m services.infra.ops_dashboards`")
+            f"{name} is stale: run `python -m services.devtools.grafana_dashboards`")
+
+
+def test_the_sdk_is_the_build_for_the_grafana_compose_runs() -> None:
+    """grafana-foundation-sdk publishes one build per Grafana version (`EPOCH!11.4.0`):
+    the one that writes the dashboards must match the image that loads them."""
+    compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
+    image = compose["services"]["grafana"]["image"]
+    grafana = re.fullmatch(r"grafana/grafana:(\d+\.\d+)\.\d+", image)
+    sdk = re.fullmatch(r"(?:\d+!)?(\d+\.\d+)\.\d+", version("grafana-foundation-sdk"))
+    assert grafana and sdk, (image, version("grafana-foundation-sdk"))
+    assert sdk.group(1) == grafana.group(1), f"SDK for Grafana {sdk.group(1)}, compose runs {image}"
 
 
 def test_uids_and_panel_ids_are_unique() -> None:
     boards = dashboards().values()
     assert len({b["uid"] for b in boards}) == len(boards)
+    # links, bookmarks and provisioning key on these: the generator must not change them
+    assert {name: b["uid"] for name, b in dashboards().items()} == {
+        "platform.json": "croupier-platform", "money.json": "croupier-money",
+        "tables.json": "croupier-tables"}
     for board in boards:
         ids = [p["id"] for p in iter_panels(board)]
         assert len(ids) == len(set(ids)), board["uid"]
@@ -67,12 +84,28 @@ def test_every_panel_queries_the_provisioned_prometheus(name: str) -> None:
         assert 0 <= grid["x"] and grid["x"] + grid["w"] <= 24, panel["title"]
 
 
-def test_every_metric_a_panel_reads_exists() -> None:
+def unknown_metrics(directory: Path = DASHBOARDS_DIR) -> dict[str, list[str]]:
     known = (exported_metric_names() | recorded_metric_names() | jmx_exporter_metric_names()
              | {"up"})
-    used = metric_names_in_dashboards()
-    unknown = {name: sorted(where) for name, where in used.items() if name not in known}
+    used = metric_names_in_dashboards(directory)
+    return {name: sorted(where) for name, where in used.items() if name not in known}
+
+
+def test_every_metric_a_panel_reads_exists() -> None:
+    unknown = unknown_metrics()
     assert not unknown, f"dashboard queries read metrics nobody exports: {unknown}"
+
+
+def test_the_metric_check_catches_a_metric_nobody_exports(tmp_path: Path) -> None:
+    """The check reads the SDK's JSON: a panel or variable query naming a metric no
+    service, rule or JMX exporter rule produces is reported, with where it is."""
+    board = json.loads(render(tables_dashboard))
+    board["panels"][0]["targets"][0]["expr"] = "sum(rate(croupier_no_such_total[5m]))"
+    board["templating"]["list"][0]["query"]["query"] = "label_values(croupier_nor_this, table)"
+    (tmp_path / "tables.json").write_text(json.dumps(board))
+    assert unknown_metrics(tmp_path) == {
+        "croupier_no_such_total": [f"tables.json: panel {board['panels'][0]['title']!r}"],
+        "croupier_nor_this": ["tables.json: variable 'table'"]}
 
 
 def test_dashboards_cover_what_operators_watch() -> None:

@@ -3,7 +3,7 @@
 README.md and docs/**/*.md name files (`services/infra/batching.py`), folders
 (`deploy/grafana/`), globs (`deploy/grafana/dashboards/*.json`), templates
 (`shared/profiles/released/<name>/v<N>.json`) and dotted modules or their names
-(`services.infra.ops_dashboards`, `shared.settlement.validate_bet`). Only what is
+(`services.devtools.grafana_dashboards`, `shared.settlement.validate_bet`). Only what is
 clearly the repository's is checked: a path starting at one of its top-level folders
 (not inside a longer path or URL) and a dotted name starting at `services.` or `shared.`.
 """
@@ -96,7 +96,7 @@ def test_the_docs_name_paths_at_all():
     """The scanner finds what it should (a regex that matches nothing passes everything)."""
     readme = [m for _, m in mentions(ROOT / "README.md")]
     assert "services/infra/batching.py" in readme
-    assert "services.infra.ops_dashboards" in readme
+    assert "services.devtools.grafana_dashboards" in readme
     assert sum(len(mentions(d)) for d in doc_files()) > 100
 
 
@@ -121,9 +121,9 @@ def test_the_checker_tells_present_from_missing(mention, exists):
 
 def test_only_the_repositorys_paths_are_read():
     line = ("the sheets (`/work/shared/seeds/`), https://example.org/docs/x, my-tests/a, "
-            "`shared/ledger.py`, services.wallet, see the services. Then")
+            "`services/wallet/ledger.py`, services.wallet, see the services. Then")
     found = [m.group(1) for m in PATH.finditer(line)] + [m.group(1) for m in MODULE.finditer(line)]
-    assert found == ["shared/ledger.py", "services.wallet"]
+    assert found == ["services/wallet/ledger.py", "services.wallet"]
 
 
 def _layout() -> str:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.dealer_event.intake import parse_raw, rejection_id
-from services.game_evaluation.evaluator import TableView, observe
+from services.dealer_event.input_parsing import parse_raw, rejection_id
+from services.game_evaluation.evaluator import EvaluationState, observe
 from shared.cards import parse_card, parse_cards
 from shared.events.inputs import ScanCard, VoidRound
 from shared.events.table import RoundCompleted, seal
@@ -13,7 +13,7 @@ from tests.unit.table_machine_support import Table
 
 
 def _follow(events, view=None):
-    view = view or TableView(table_id="T1")
+    view = view or EvaluationState(table_id="T1")
     out, problems = [], []
     for event in events:
         seen = observe(view, event)

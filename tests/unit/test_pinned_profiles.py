@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from services.bet_settlement.intake import on_bet, on_result, on_table_event
+from services.bet_settlement.round_book import on_bet, on_result, on_table_event
 from services.cli.main import app as cli_app
 from services.cli.profiles_cmd import (
     DEFAULT_DIR,
@@ -29,7 +29,7 @@ from services.cli.profiles_cmd import (
 from services.dealer_event.admission import AdmissionPolicy
 from services.dealer_event.state import TableState
 from services.dealer_event.table_machine import MachineConfig, step
-from services.game_evaluation.evaluator import TableView, observe
+from services.game_evaluation.evaluator import EvaluationState, observe
 from services.infra.clock import ManualClock
 from services.infra.table_keys import table_key
 from services.operator.rebuild import _rounds_from_table_events
@@ -277,7 +277,7 @@ def test_issue12_audit_settles_by_the_version_on_the_result(profiles):
 
 def test_issue12_game_evaluation_carries_the_version_to_the_result(profiles):
     rec = RecordedRound(profile_version=1)
-    view, results, problems = TableView(table_id="T1"), [], []
+    view, results, problems = EvaluationState(table_id="T1"), [], []
     for event in rec.events:
         seen = observe(view, event)
         view, problems = seen.view, problems + list(seen.problems)
@@ -287,7 +287,7 @@ def test_issue12_game_evaluation_carries_the_version_to_the_result(profiles):
         1, shipped_digest("sbo-baccarat", 1))
     forged = [e.model_copy(update={"profile_digest": "f" * 64}) if isinstance(e, RoundOpened)
               else e for e in rec.events]
-    seen = observe(TableView(table_id="T1", last_seq=1, last_hash=forged[0].hash), forged[1])
+    seen = observe(EvaluationState(table_id="T1", last_seq=1, last_hash=forged[0].hash), forged[1])
     assert seen.problems and "f" * 64 in seen.problems[0]
 
 

@@ -8,15 +8,14 @@ import pytest
 from kafka import TopicPartition
 from prometheus_client import REGISTRY
 
-from services.bet_settlement import counting, intake
+from services.bet_settlement import decision_metrics, round_book
 from services.infra import metrics
 from services.infra.observability import UNMATCHED_ROUTE, lag_by_topic, route_template
-from services.wallet import counting as wallet_counting
-from services.wallet import handlers
+from services.wallet import handlers, money_metrics
 from services.wallet.commands import CreateAccount, Deposit, EndBet, Envelope
 from shared.events.bet_events import BetSettled
 from shared.events.table import RoundVoided
-from tests.unit.intake_support import NOW, event, open_round, placed, result
+from tests.unit.round_book_support import NOW, event, open_round, placed, result
 from tests.unit.wallet_support import Ledger, bet
 
 
@@ -51,25 +50,25 @@ def test_lag_is_end_minus_committed_summed_per_topic():
 def settled_round(*bets):
     state = open_round()
     for b in bets:
-        state, _ = intake.on_bet(state, b, NOW)
+        state, _ = round_book.on_bet(state, b, NOW)
     return state
 
 
 def test_replayed_decisions_and_settlements_are_not_new():
     state0 = open_round()
-    state1, out = intake.on_bet(state0, placed("a"), NOW)
-    assert len(counting.fresh(state0, state1, [r for *_, r in out]).decisions) == 1
-    state2, again = intake.on_bet(state1, placed("a"), NOW)
-    assert counting.fresh(state1, state2, [r for *_, r in again]).decisions == []
+    state1, out = round_book.on_bet(state0, placed("a"), NOW)
+    assert len(decision_metrics.fresh(state0, state1, [r for *_, r in out]).decisions) == 1
+    state2, again = round_book.on_bet(state1, placed("a"), NOW)
+    assert decision_metrics.fresh(state1, state2, [r for *_, r in again]).decisions == []
     # a clashing id from another player is a new (not stored) rejection
-    state3, clash = intake.on_bet(state1, placed("a", player="p2"), NOW)
-    assert len(counting.fresh(state1, state3, [r for *_, r in clash]).decisions) == 1
+    state3, clash = round_book.on_bet(state1, placed("a", player="p2"), NOW)
+    assert len(decision_metrics.fresh(state1, state3, [r for *_, r in clash]).decisions) == 1
 
-    state4, settled = intake.on_result(state1, result(), NOW)
-    new = counting.fresh(state1, state4, [r for *_, r in settled])
+    state4, settled = round_book.on_result(state1, result(), NOW)
+    new = decision_metrics.fresh(state1, state4, [r for *_, r in settled])
     assert len(new.settlements) == 1 and new.profile == "sbo-baccarat"
-    state5, replay = intake.on_result(state4, result(), NOW)
-    assert counting.fresh(state4, state5, [r for *_, r in replay]).settlements == []
+    state5, replay = round_book.on_result(state4, result(), NOW)
+    assert decision_metrics.fresh(state4, state5, [r for *_, r in replay]).settlements == []
 
 
 def settlement(bet_id, bet, stake, position=None, outcome="lose"):
@@ -85,7 +84,7 @@ def test_stake_squared_counts_each_bet_and_position_once_per_round():
               settlement("f", "pair_plus", 30, position=1),
               settlement("g", "player", 999, outcome="void_refund"),
               settlement("h", "made_up", 5)]
-    assert counting.stake_squared_by_bet(round_) == {
+    assert decision_metrics.stake_squared_by_bet(round_) == {
         "banker": 400 ** 2, "tie": 50 ** 2, "pair_plus": 40 ** 2 + 20 ** 2, "other": 5 ** 2}
 
 
@@ -93,12 +92,12 @@ def test_exactly_one_settlement_of_a_batch_is_last_of_round_with_its_timing():
     state = settled_round(placed("a"), placed("b", bet="banker"), placed("c", bet="tie"))
     published = result().model_copy(update={"last_card_at": NOW - timedelta(seconds=1)})
     at = NOW + timedelta(seconds=1)
-    _, out = intake.on_result(state, published, NOW, result_at=at)
+    _, out = round_book.on_result(state, published, NOW, result_at=at)
     settled = [r for *_, r in out if isinstance(r, BetSettled)]
     assert [s.last_of_round for s in settled] == [False, False, True]
     assert {(s.result_at, s.last_card_at) for s in settled} == {(at, published.last_card_at)}
     void = event(RoundVoided, 5, reason_code="misdeal", reason_text="x", supervisor="S")
-    _, out = intake.on_table_event(state, void, NOW)
+    _, out = round_book.on_table_event(state, void, NOW)
     voided = [r for *_, r in out if isinstance(r, BetSettled)]
     assert [s.last_of_round for s in voided] == [False, False, True]
     assert voided[-1].result_at == void.occurred_at and voided[-1].last_card_at is None
@@ -106,15 +105,15 @@ def test_exactly_one_settlement_of_a_batch_is_last_of_round_with_its_timing():
 
 def test_a_second_different_settlement_of_a_round_is_a_conflict():
     state = settled_round(placed("a", bet="banker"), placed("b", bet="player"))
-    assert intake.conflicting_settlements(state, result(), NOW) == []  # not settled yet
-    settled, _ = intake.on_result(state, result(), NOW)
-    assert intake.conflicting_settlements(settled, result(), NOW) == []  # a redelivery
+    assert round_book.conflicting_settlements(state, result(), NOW) == []  # not settled yet
+    settled, _ = round_book.on_result(state, result(), NOW)
+    assert round_book.conflicting_settlements(settled, result(), NOW) == []  # a redelivery
     void = event(RoundVoided, 5, reason_code="misdeal", reason_text="x", supervisor="S")
-    assert intake.conflicting_settlements(settled, void, NOW) != []
+    assert round_book.conflicting_settlements(settled, void, NOW) != []
 
 
 def test_exact_rtp_gauges_and_zero_series_are_set_at_start():
-    counting.init_metrics()
+    decision_metrics.init_metrics()
     labels = {"profile": "sbo-baccarat", "bet": "banker"}
     assert 0.98 < value("croupier_rtp_exact_ratio", **labels) < 0.99
     assert 0.5 < value("croupier_rtp_exact_variance_ratio", **labels) < 1.5
@@ -144,14 +143,14 @@ def test_latency_is_observed_once_when_the_marked_ending_first_applies(ledger, r
     cmd = ending(returned, result_at=NOW - timedelta(seconds=2),
                  last_card_at=NOW - timedelta(seconds=3))
     first = ledger.run(handlers.end_bet, cmd)
-    assert wallet_counting.round_latencies(cmd, first, NOW) == (2.0, 3.0)
+    assert money_metrics.round_latencies(cmd, first, NOW) == (2.0, 3.0)
     again = ledger.run(handlers.end_bet, cmd)
-    assert wallet_counting.round_latencies(cmd, again, NOW) == (None, None)
+    assert money_metrics.round_latencies(cmd, again, NOW) == (None, None)
 
 
 def test_unmarked_or_untimed_endings_observe_nothing(ledger):
     unmarked = ending(6000, last=False, result_at=NOW)
-    assert wallet_counting.round_latencies(unmarked, ledger.run(handlers.end_bet, unmarked),
+    assert money_metrics.round_latencies(unmarked, ledger.run(handlers.end_bet, unmarked),
                                            NOW) == (None, None)
 
 
@@ -174,8 +173,8 @@ def test_wallet_record_counts_new_money_and_the_house_result(ledger):
     before = money()
     cmd = ending(6000)
     outcome = ledger.run(handlers.end_bet, cmd)
-    wallet_counting.record(Envelope(command=cmd), outcome)
-    wallet_counting.record(Envelope(command=cmd), ledger.run(handlers.end_bet, cmd))  # replay
+    money_metrics.record(Envelope(command=cmd), outcome)
+    money_metrics.record(Envelope(command=cmd), ledger.run(handlers.end_bet, cmd))  # replay
     after = money()
     assert (after[0] - before[0], after[1] - before[1]) == (6000, -6000)
 

@@ -23,7 +23,7 @@ from shared.events.bet_events import BetPlaced
 from shared.events.dead_letters import DeadLetter
 from shared.events.wallet_events import tx_id
 from tests.round_builder import RecordedRound
-from tests.unit.agent_loop_support import Broker, Event, run_agent
+from tests.unit.agent_loop_support import Broker, Event, built_app, run_agent
 
 TABLES = ("rounds", "pending_rounds", "table_chains")
 # stakes within sbo-baccarat's limits; round_builder's cards (banker 6 on two cards): alice
@@ -40,6 +40,7 @@ def rec() -> RecordedRound:
 @pytest.fixture
 def tables(monkeypatch, rec) -> dict[str, dict]:
     """The agent's tables as dicts (one partition's store of a running worker)."""
+    built_app(settlement)
     stores = {name: {} for name in TABLES}
     for name, store in stores.items():
         monkeypatch.setattr(settlement, name, store)

@@ -6,7 +6,7 @@ import random
 from datetime import timedelta
 from itertools import permutations
 
-from services.bet_settlement import counting, intake
+from services.bet_settlement import decision_metrics, round_book
 from shared.events.bet_events import (
     EMPTY_DIGEST,
     BetAccepted,
@@ -17,7 +17,7 @@ from shared.events.bet_events import (
     manifest_digest,
 )
 from shared.events.table import BettingClosed, RoundVoided
-from tests.unit.intake_support import NOW, event, kinds, opened, placed, result
+from tests.unit.round_book_support import NOW, event, kinds, opened, placed, result
 
 VOID = dict(reason_code="misdeal", reason_text="x", supervisor="S")
 
@@ -26,10 +26,10 @@ class CountingStore:
     """A round's bets in a dict, counting the point reads intake makes."""
 
     def __init__(self) -> None:
-        self.header: intake.RoundHeader | None = None
-        self.entries: dict[str, intake.BetEntry] = {}
+        self.header: round_book.RoundHeader | None = None
+        self.entries: dict[str, round_book.BetEntry] = {}
         self.order: dict[int, str] = {}
-        self.spots: dict[str, intake.SpotTotal] = {}
+        self.spots: dict[str, round_book.SpotTotal] = {}
         self.reads = 0
 
     def entry(self, bet_id):
@@ -44,7 +44,7 @@ class CountingStore:
         self.reads += 1
         return self.spots.get(key)
 
-    def run(self, transition_of) -> intake.Transition:
+    def run(self, transition_of) -> round_book.Transition:
         self.reads = 0
         t = transition_of(self.header, self)
         self.header = t.header
@@ -69,10 +69,10 @@ def test_digest_is_order_independent_and_kept_one_bet_at_a_time():
 
 def test_a_bet_costs_a_constant_number_of_reads_and_writes_of_bounded_size():
     store = CountingStore()
-    store.run(lambda h, b: intake.apply_table_event(h, b, opened(), NOW))
+    store.run(lambda h, b: round_book.apply_table_event(h, b, opened(), NOW))
     sizes, reads = [], []
     for i in range(2000):
-        t = store.run(lambda h, b, i=i: intake.place(h, b, placed(f"b{i}", stake=1000 + i % 7,
+        t = store.run(lambda h, b, i=i: round_book.place(h, b, placed(f"b{i}", stake=1000 + i % 7,
                                                                     player=f"p{i % 50}"), NOW))
         assert len(t.entries) == len(t.order) == 1 and len(t.out) == 1
         reads.append(store.reads)
@@ -81,10 +81,10 @@ def test_a_bet_costs_a_constant_number_of_reads_and_writes_of_bounded_size():
     # two point reads per bet (its entry, its spot's total), whatever the round's size
     assert set(reads) == {2}
     assert max(sizes) < 2048
-    t = store.run(lambda h, b: intake.apply_table_event(h, b, event(BettingClosed, 2,
+    t = store.run(lambda h, b: round_book.apply_table_event(h, b, event(BettingClosed, 2,
                                                                     reason="timer"), NOW))
     assert store.reads == 0 and t.out == []  # closing: waits for the wallet's intake mark
-    t = store.run(lambda h, b: intake.apply_mark(h, b, IntakeMark(
+    t = store.run(lambda h, b: round_book.apply_mark(h, b, IntakeMark(
         table_id="T1", round_id="R1", partitions=(0,), partition_count=1, worker="w",
         through=NOW), NOW))
     assert store.reads == 0  # the manifest comes from the header alone
@@ -95,7 +95,7 @@ def test_a_bet_costs_a_constant_number_of_reads_and_writes_of_bounded_size():
     assert manifest.digest == manifest_digest(f"b{i}" for i in range(2000))
     assert len(t.header.model_dump_json()) < 2048
 
-    t = store.run(lambda h, b: intake.apply_result(h, b, result(), NOW))
+    t = store.run(lambda h, b: round_book.apply_result(h, b, result(), NOW))
     assert store.reads == 2 * 2000  # one index read and one entry read per bet
     settled = [r for _, _, r in t.out if isinstance(r, BetSettled)]
     assert len(settled) == 2000 and [s.last_of_round for s in settled].count(True) == 1
@@ -106,52 +106,52 @@ def test_a_bet_costs_a_constant_number_of_reads_and_writes_of_bounded_size():
 
 def test_redelivered_result_republishes_the_same_settlements_and_counts_none():
     store = CountingStore()
-    store.run(lambda h, b: intake.apply_table_event(h, b, opened(), NOW))
+    store.run(lambda h, b: round_book.apply_table_event(h, b, opened(), NOW))
     for bet_id, bet in [("a", "player"), ("b", "banker"), ("c", "tie")]:
-        store.run(lambda h, b, bet_id=bet_id, bet=bet: intake.place(h, b, placed(bet_id, bet=bet),
+        store.run(lambda h, b, bet_id=bet_id, bet=bet: round_book.place(h, b, placed(bet_id, bet=bet),
                                                                     NOW))
-    first = store.run(lambda h, b: intake.apply_result(h, b, result(), NOW))
+    first = store.run(lambda h, b: round_book.apply_result(h, b, result(), NOW))
     later = NOW + timedelta(seconds=9)
     before = store.header
-    again = store.run(lambda h, b: intake.apply_result(h, b, result(), later))
+    again = store.run(lambda h, b: round_book.apply_result(h, b, result(), later))
     assert again.out == first.out[1:] and again.entries == {} and again.header == before
-    assert counting.fresh(store, again.header, [r for *_, r in again.out]).settlements == []
-    assert intake.conflicts(store.header, store, result()) == []
-    assert intake.conflicts(store.header, store, event(RoundVoided, 5, **VOID)) != []
+    assert decision_metrics.fresh(store, again.header, [r for *_, r in again.out]).settlements == []
+    assert round_book.conflicts(store.header, store, result()) == []
+    assert round_book.conflicts(store.header, store, event(RoundVoided, 5, **VOID)) != []
 
 
 def test_pending_bets_wait_under_their_own_keys_and_a_clashing_id_is_rejected():
-    early, _ = intake.on_bet(None, placed("early"), NOW)
+    early, _ = round_book.on_bet(None, placed("early"), NOW)
     assert early.status == "pending" and early.header.received == 1
     assert early.entry("early").decision is None and early.bet_at(1) == "early"
-    again, out = intake.on_bet(early, placed("early"), NOW)
+    again, out = round_book.on_bet(early, placed("early"), NOW)
     assert out == [] and again == early  # redelivered while waiting: still waiting
-    clash, out = intake.on_bet(early, placed("early", player="p2"), NOW)
+    clash, out = round_book.on_bet(early, placed("early", player="p2"), NOW)
     assert [r.reason_code for _, _, r in out] == ["duplicate_bet_id"] and clash == early
-    state, _ = intake.on_bet(early, placed("second", stake=3000), NOW)
-    state, out = intake.on_table_event(state, opened(), NOW)
+    state, _ = round_book.on_bet(early, placed("second", stake=3000), NOW)
+    state, out = round_book.on_table_event(state, opened(), NOW)
     assert [type(r) for _, _, r in out] == [BetAccepted, BetAccepted]
     assert (state.header.accepted, state.header.total_stake) == (2, 5000)
     assert state.header.digest == manifest_digest(["second", "early"])
 
 
 def test_void_of_a_pending_round_rejects_its_bets_and_refunds_nothing():
-    state, _ = intake.on_bet(None, placed("x"), NOW)
-    voided, out = intake.on_table_event(state, event(RoundVoided, 3, **VOID), NOW)
+    state, _ = round_book.on_bet(None, placed("x"), NOW)
+    voided, out = round_book.on_table_event(state, event(RoundVoided, 3, **VOID), NOW)
     assert [r.reason_code for _, _, r in out] == ["unknown_round"]
     assert voided.status == "voided" and voided.settlements == {}
 
 
 def test_rejected_and_late_bets_are_kept_but_never_settled():
-    state = intake.on_table_event(None, opened(), NOW)[0]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
     for b in [placed("a"), placed("bad", bet="big"), placed("b", bet="banker")]:
-        state, _ = intake.on_bet(state, b, NOW)
-    state, _ = intake.on_table_event(state, event(BettingClosed, 2, reason="timer"), NOW)
-    state, late = intake.on_bet(state, placed("late"), NOW)
+        state, _ = round_book.on_bet(state, b, NOW)
+    state, _ = round_book.on_table_event(state, event(BettingClosed, 2, reason="timer"), NOW)
+    state, late = round_book.on_bet(state, placed("late"), NOW)
     assert [r.reason_code for _, _, r in late] == ["round_closed"]
-    _, again = intake.on_bet(state, placed("late"), NOW + timedelta(seconds=3))
+    _, again = round_book.on_bet(state, placed("late"), NOW + timedelta(seconds=3))
     assert again == late  # the stored rejection, not a new one
-    settled, out = intake.on_result(state, result(), NOW)
+    settled, out = round_book.on_result(state, result(), NOW)
     assert kinds(out) == ["RoundManifest", "BetSettled", "BetSettled"]  # the result closed it
     assert [r.bet_id for _, _, r in out[1:]] == ["a", "b"] and out[-1][2].last_of_round
     assert settled.header.received == 4 and settled.header.accepted == 2
@@ -164,9 +164,9 @@ def test_a_random_round_settles_the_same_whatever_the_order_of_its_bets():
     for seed in (1, 2):
         shuffled = bets[:]
         random.Random(seed).shuffle(shuffled)
-        state = intake.on_table_event(None, opened(), NOW)[0]
+        state = round_book.on_table_event(None, opened(), NOW)[0]
         for b in shuffled:
-            state, _ = intake.on_bet(state, b, NOW)
-        state, out = intake.on_result(state, result(), NOW)
+            state, _ = round_book.on_bet(state, b, NOW)
+        state, out = round_book.on_result(state, result(), NOW)
         outcomes.append((out[0][2].digest, sorted((r.bet_id, r.returned) for _, _, r in out[1:])))
     assert outcomes[0] == outcomes[1]

@@ -12,11 +12,10 @@ import pytest
 from services.bet_settlement import app as settlement
 from services.dealer_event.rebuild import fold_events
 from services.dealer_event.runtime import machine_config
+from services.game_evaluation.evaluator import EvaluationState, observe_verified
 from services.game_evaluation.evaluator import TableFlagged as EvaluationFlagged
-from services.game_evaluation.evaluator import TableView as EvaluationView
-from services.game_evaluation.evaluator import observe_verified
 from services.infra.settings import Settings
-from services.wallet.rounds_view import BetRefused, check_bet, fold_verified
+from services.wallet.rounds_view import BetRefused, check_round_takes_bet, fold_verified
 from shared.cards import parse_card
 from shared.events.canonical import GENESIS_HASH
 from shared.events.event_auth import (
@@ -178,7 +177,7 @@ def test_a_flagged_table_is_followed_and_cleared_only_by_an_authentic_reopening(
 # --- game-evaluation --------------------------------------------------------------------------
 
 def _evaluate(events, view=None):
-    view = view or EvaluationView(table_id="T1")
+    view = view or EvaluationState(table_id="T1")
     results = []
     for event in events:
         seen = observe_verified(view, event, KEY)
@@ -229,9 +228,10 @@ def test_game_evaluation_refuses_an_out_of_order_or_altered_event():
 def settlement_state(monkeypatch):
     state = {"rounds": {}, "pending_rounds": {}, "table_chains": {}}
     for name, data in state.items():
-        monkeypatch.setattr(settlement, name, data)
+        monkeypatch.setattr(settlement, name, data, raising=False)  # no app built
     monkeypatch.setattr(settlement, "settings", Settings(env="development",
-                                                         table_events_key=KEY.decode()))
+                                                         table_events_key=KEY.decode()),
+                        raising=False)
     return state
 
 
@@ -289,7 +289,7 @@ def test_the_wallet_view_skips_a_forged_event_and_takes_no_bet_on_the_flagged_ta
     view, refused = fold_verified(view, chain.head, KEY)
     assert refused is None and view.rounds["R1"].status == "open"
     with pytest.raises(BetRefused) as no:
-        check_bet(view, table_id="T1", round_id="R1", bet="player", position=None,
+        check_round_takes_bet(view, table_id="T1", round_id="R1", bet="player", position=None,
                   stake=10_000, currency="IDR", now=datetime.now(UTC))
     assert (no.value.status, no.value.code) == (409, "table_flagged")
     chain.add(TableClosed, reason_code="other", reason_text="forged event", supervisor="Sam")

@@ -13,7 +13,7 @@ from importlib import resources
 import pytest
 
 from services.dealer_event.state import TableState, fold_into
-from services.game_evaluation.evaluator import TableView, observe
+from services.game_evaluation.evaluator import EvaluationState, observe
 from shared.cards import parse_card, parse_cards
 from shared.events.chain import verify_chain
 from shared.events.inputs import (
@@ -231,7 +231,7 @@ def test_seed000_s1_burning_error_before_player1_second_card_reshuffles_and_rede
     assert done.type == "round_completed" and [str(c) for c in done.cards] == TF_ROUND.split(",")
     assert_rebuilds(t)
     # game-evaluation settles the redealt cards, not the ones set aside
-    view, results = TableView(table_id="T1"), []
+    view, results = EvaluationState(table_id="T1"), []
     for event in t.events:
         seen = observe(view, event)
         view, results = seen.view, results + ([seen.result] if seen.result else [])

@@ -1,5 +1,6 @@
 """The wallet's accounts agent without a broker (issue 13, item 6): the real batch code
-(`apply_batch`, `Pending`, `flush`) and the agent's own body over `run_batches`, with the
+(`CommandBatches`: `apply_batch`, `Pending`, `flush`) and the agent's own body over
+`run_batches`, with the
 Faust tables as dicts and the producer as a test double (tests/unit/agent_loop_support.py).
 
 What a player relies on: one player's commands apply in the order they were sent, a 201
@@ -15,11 +16,15 @@ from datetime import UTC, datetime
 import pytest
 
 from services.infra.clock import ManualClock
+from services.infra.replies import Replies
 from services.wallet import app as wallet
+from services.wallet import batches
+from services.wallet.batches import CommandBatches
 from services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
+from services.wallet.ledger import RECENT_TXS
+from services.wallet.store import Store
 from shared.events.dead_letters import DeadLetter
-from shared.ledger import RECENT_TXS
-from tests.unit.agent_loop_support import Broker, Event, run_agent
+from tests.unit.agent_loop_support import Broker, Event, built_app, run_agent
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 TABLES = ("accounts", "transactions", "tx_ids", "bets", "spots")
@@ -28,19 +33,20 @@ TABLES = ("accounts", "transactions", "tx_ids", "bets", "spots")
 @pytest.fixture
 def tables(monkeypatch) -> dict[str, dict]:
     """The agent's five tables as dicts (one partition's store of a running worker)."""
-    stores = {name: {} for name in TABLES}
-    for name, store in stores.items():
-        monkeypatch.setattr(wallet, name, store)
-    monkeypatch.setattr(wallet, "clock", ManualClock(NOW))
-    monkeypatch.setattr(wallet, "replies", wallet.Replies())
+    app = built_app(wallet)
+    stores: dict[str, dict] = {name: {} for name in TABLES}
+    replies: Replies = Replies()
+    monkeypatch.setattr(wallet, "replies", replies)
+    monkeypatch.setattr(wallet, "batches", CommandBatches(app, Store(**stores), replies,
+                                                          ManualClock(NOW)))
     return stores
 
 
 @pytest.fixture
 def broker(monkeypatch) -> Broker:
     fake = Broker()
-    monkeypatch.setattr(wallet, "publish_all", fake.publish_all)
-    monkeypatch.setattr(wallet, "flush_all", fake.flush_all)
+    monkeypatch.setattr(batches, "publish_all", fake.publish_all)
+    monkeypatch.setattr(batches, "flush_all", fake.flush_all)
     return fake
 
 
@@ -65,7 +71,7 @@ def apply_batch_answering(events: list[Event], broker: Broker) -> list:
     returns the answers (None: never answered)."""
     async def run() -> list:
         waiting = [wallet.replies.expect(f"r{e.message.offset}") for e in events]
-        await wallet.apply_batch(events)
+        await wallet.batches.apply_batch(events)
         return [f.result() if f.done() else None for f in waiting]
 
     return asyncio.run(run())
@@ -98,7 +104,7 @@ def test_every_answer_waits_until_the_batchs_records_are_published_and_flushed(t
     waiting_at_flush = []
 
     def look() -> None:
-        waiting_at_flush.append(len(wallet.replies._waiting))
+        waiting_at_flush.append(len(wallet.replies))
 
     broker.before_flush.append(look)
     batch = commands(CreateAccount(player_id="p1", currency="IDR"),
@@ -108,7 +114,7 @@ def test_every_answer_waits_until_the_batchs_records_are_published_and_flushed(t
     assert waiting_at_flush == [3]  # at the flush all three were still waiting
     assert broker.kinds() == ["publish", "flush"]  # one publish and one flush per batch
     assert [a.status for a in answers] == [201, 201, 201]
-    assert wallet.replies._waiting == {}
+    assert len(wallet.replies) == 0
     assert balance(tables) == 7_000
 
 

@@ -9,7 +9,7 @@ from services.wallet.api_models import ROUTES, openapi
 from services.wallet.rounds_view import (
     KEEP_ROUNDS,
     BetRefused,
-    check_bet,
+    check_round_takes_bet,
     current_round_body,
     fold,
 )
@@ -59,7 +59,7 @@ def test_the_wallet_refuses_bad_bets_by_name(kwargs, status, code):
     view, _ = _view()
     kwargs = {"table_id": "T1", "round_id": "R1", "currency": "IDR", "now": NOW, **kwargs}
     with pytest.raises(BetRefused) as err:
-        check_bet(view, **kwargs)
+        check_round_takes_bet(view, **kwargs)
     assert (err.value.status, err.value.code) == (status, code)
 
 
@@ -70,7 +70,7 @@ def test_a_closed_round_refuses_and_the_view_ignores_old_events():
     view = fold(view, closed)
     assert fold(view, opened) == view and view.rounds["R1"].status == "closed"
     with pytest.raises(BetRefused) as err:
-        check_bet(view, table_id="T1", round_id="R1", bet="win", position=1, stake=1000,
+        check_round_takes_bet(view, table_id="T1", round_id="R1", bet="win", position=1, stake=1000,
                   currency="IDR", now=NOW)
     assert err.value.code == "round_closed"
     assert current_round_body(view)["bets"]["pair_plus"]["positions"] == [1, 2, 3, "banker"]

@@ -5,13 +5,13 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.ledger import (
+from services.wallet.ledger import (
     RECENT_TXS,
     Account,
     Applied,
     BetRecord,
+    LedgerRefusal,
     Movement,
-    Refusal,
     apply,
     known_bet,
     restore_tx,
@@ -84,7 +84,7 @@ def test_a_bet_record_past_the_account_was_never_placed():
 
 def test_a_debit_beyond_the_balance_is_refused_by_name():
     refused = apply(fresh(), Movement("withdrawal", "w1", 1), NOW)
-    assert isinstance(refused, Refusal) and refused.code == "insufficient_funds"
+    assert isinstance(refused, LedgerRefusal) and refused.code == "insufficient_funds"
     assert apply(fresh(), Movement("deposit", "d0", 0), NOW).code == "bad_amount"
 
 

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 
 from services.wallet import handlers
 from services.wallet.commands import PlaceBet
-from shared.ledger import Account
+from services.wallet.ledger import Account
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -27,7 +27,7 @@ class Ledger:
                                      seq_of=lambda p, tx_id: self.seqs.get(tx_id),
                                      bet_of=lambda p, bet_id: self.bets.get(bet_id))
 
-    def run(self, fn, cmd) -> handlers.Outcome:
+    def run(self, fn, cmd) -> handlers.CommandResult:
         args = (self.account, cmd) if fn is handlers.create_account else (
             self.account, cmd, NOW, self.look)
         outcome = fn(*args)

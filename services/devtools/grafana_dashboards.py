@@ -1,7 +1,8 @@
 """Grafana dashboards as code, and the metric names their queries use.
 
-`python -m services.infra.ops_dashboards` writes `deploy/grafana/dashboards/*.json`
-from the definitions below (the JSON is committed; a test checks it is current).
+`python -m services.devtools.grafana_dashboards` (`make dashboards`) writes
+`deploy/grafana/dashboards/*.json` from the definitions below, built with Grafana's
+foundation SDK (a dev dependency; the JSON is committed and a test checks it is current).
 `metric_names_in_dashboards()` lists every metric a panel query reads, so tests can
 check each exists: statically against `services/infra/metrics.py`, the recording
 rules and the Kafka JMX exporter config; live against a scrape of the services.
@@ -12,9 +13,17 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeVar, Unpack
+
+from grafana_foundation_sdk.builders import bargauge, prometheus, stat, table, timeseries
+from grafana_foundation_sdk.builders import common as common_builders
+from grafana_foundation_sdk.builders import dashboard as db
+from grafana_foundation_sdk.cog.builder import Builder
+from grafana_foundation_sdk.cog.encoder import JSONEncoder
+from grafana_foundation_sdk.models import common
+from grafana_foundation_sdk.models import dashboard as dm
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DASHBOARDS_DIR = REPO_ROOT / "deploy" / "grafana" / "dashboards"
@@ -152,117 +161,141 @@ def scraped_metric_names(exposition: str) -> set[str]:
 
 
 # --------------------------------------------------------------- dashboards written
+# Built with Grafana's foundation SDK (its build for the Grafana version docker-compose.yml
+# runs): typed builders per panel kind, and the SDK's JSON encoder. The SDK lays panels
+# out left to right and starts a grid row when one is full (24 wide): it does not wrap a
+# panel that does not fit, so each row's widths add up to 24 (a test checks the grid).
+# Panel ids are numbered after the build.
 
-def _panel(title: str, targets: Iterable[tuple[str, str]], *, unit: str = "short",
-           kind: str = "timeseries", description: str = "", width: int = 12, height: int = 8,
-           **options: Any) -> dict[str, Any]:
-    panel: dict[str, Any] = {
-        "type": kind,
-        "title": title,
-        "description": description,
-        "datasource": DATASOURCE,
-        "gridPos": {"w": width, "h": height},
-        "fieldConfig": {"defaults": {"unit": unit}, "overrides": []},
-        "targets": [
-            {"refId": chr(ord("A") + i), "datasource": DATASOURCE, "expr": expr,
-             "legendFormat": legend, **({"instant": True} if kind in ("stat", "table") else {})}
-            for i, (expr, legend) in enumerate(targets)
-        ],
-        "options": options,
-    }
+_DATASOURCE_REF = dm.DataSourceRef(type_val=DATASOURCE["type"], uid=DATASOURCE["uid"])
+_LAST_NOT_NULL = ["lastNotNull"]  # Grafana's default reduction for stat and bar gauge
+PanelT = TypeVar("PanelT", timeseries.Panel, stat.Panel, table.Panel, bargauge.Panel)
+
+
+class _Layout(TypedDict, total=False):
+    unit: str
+    description: str
+    width: int
+    height: int
+
+
+def _panel(panel: PanelT, title: str, targets: Iterable[tuple[str, str]], *, unit: str = "short",
+           description: str = "", width: int = 12, height: int = 8, instant: bool = False) -> PanelT:
+    """`panel` with what every croupier panel has: title, Prometheus queries A, B, ...
+    (`(expr, legend)`; instant ones for stat and table), unit and size."""
+    panel = (panel.title(title).description(description).datasource(_DATASOURCE_REF)
+             .unit(unit).span(width).height(height))
+    for i, (expr, legend) in enumerate(targets):
+        query = (prometheus.Dataquery().ref_id(chr(ord("A") + i)).datasource(_DATASOURCE_REF)
+                 .expr(expr).legend_format(legend))
+        panel = panel.with_target(query.instant() if instant else query)
     return panel
 
 
-def _variable(name: str, query: str, *, label: str) -> dict[str, Any]:
-    return {"type": "query", "name": name, "label": label, "datasource": DATASOURCE,
-            "query": {"query": query, "refId": f"{name}-var"}, "definition": query,
-            "includeAll": True, "multi": True, "allValue": ".*", "refresh": 2, "sort": 1,
-            "current": {"selected": True, "text": ["All"], "value": ["$__all"]}}
+def _timeseries(title: str, targets: Iterable[tuple[str, str]], **kw: Unpack[_Layout]) -> timeseries.Panel:
+    return _panel(timeseries.Panel(), title, targets, **kw)
 
 
-def _dashboard(uid: str, title: str, description: str, panels: list[dict[str, Any]],
-               variables: Iterable[dict[str, Any]] = ()) -> dict[str, Any]:
-    x = y = row_height = 0
-    for panel_id, panel in enumerate(panels, start=1):
-        grid = panel["gridPos"]
-        if x + grid["w"] > 24:
-            x, y, row_height = 0, y + row_height, 0
-        grid.update(x=x, y=y)
-        x += grid["w"]
-        row_height = max(row_height, grid["h"])
-        panel["id"] = panel_id
-    return {
-        "uid": uid, "title": title, "description": description, "tags": ["croupier"],
-        "editable": True, "schemaVersion": 39, "version": 1, "refresh": "30s",
-        "time": {"from": "now-6h", "to": "now"}, "timezone": "utc",
-        "templating": {"list": list(variables)}, "annotations": {"list": []},
-        "panels": panels,
-    }
+def _stat(title: str, targets: Iterable[tuple[str, str]], **kw: Unpack[_Layout]) -> stat.Panel:
+    reduce = common_builders.ReduceDataOptions().calcs(_LAST_NOT_NULL)
+    return _panel(stat.Panel().reduce_options(reduce), title, targets, instant=True, **kw)
 
 
-def platform_dashboard() -> dict[str, Any]:
+def _table(title: str, targets: Iterable[tuple[str, str]], **kw: Unpack[_Layout]) -> table.Panel:
+    return _panel(table.Panel().show_header(True), title, targets, instant=True, **kw)
+
+
+def _bargauge(title: str, targets: Iterable[tuple[str, str]], **kw: Unpack[_Layout]) -> bargauge.Panel:
+    reduce = common_builders.ReduceDataOptions().calcs(_LAST_NOT_NULL)
+    return _panel(bargauge.Panel().reduce_options(reduce), title, targets, **kw)
+
+
+def _variable(name: str, query: str, *, label: str) -> db.QueryVariable:
+    """A multi-value Prometheus label variable, "All" (regex `.*`) selected."""
+    return (db.QueryVariable(name).label(label).datasource(_DATASOURCE_REF)
+            .query({"query": query, "refId": f"{name}-var"})
+            .include_all(True).multi(True).all_value(".*")
+            .refresh(dm.VariableRefresh.ON_TIME_RANGE_CHANGED).sort(dm.VariableSort.ALPHABETICAL_ASC)
+            .current(dm.VariableOption(selected=True, text=["All"], value=["$__all"])))
+
+
+def _dashboard(uid: str, title: str, description: str, panels: Iterable[Builder[dm.Panel]],
+               variables: Iterable[db.QueryVariable] = ()) -> dm.Dashboard:
+    board = (db.Dashboard(title).uid(uid).description(description).tags(["croupier"]).editable()
+             .version(1).refresh("30s").time("now-6h", "now").timezone("utc")
+             .annotations([]).variables(list(variables)))
+    for panel in panels:
+        board = board.with_panel(panel)
+    built = board.build()
+    for panel_id, panel_model in enumerate(built.panels or [], start=1):
+        panel_model.id_val = panel_id
+    return built
+
+
+def platform_dashboard() -> dm.Dashboard:
     return _dashboard("croupier-platform", "croupier / platform",
                       "Throughput, latency, consumer lag and errors of the four services and Kafka.", [
-        _panel("Services up", [('up{job=~"croupier-.+|kafka"}', "{{job}}")], kind="stat", width=8,
-               height=5, description="1 when Prometheus scraped the target; 0 fires ServiceDown.",
-               colorMode="background", graphMode="none", textMode="value_and_name"),
-        _panel("Invariant breaches (since start)", [
+        _stat("Services up", [('up{job=~"croupier-.+|kafka"}', "{{job}}")], width=8, height=5,
+              description="1 when Prometheus scraped the target; 0 fires ServiceDown.")
+        .color_mode(common.BigValueColorMode.BACKGROUND).graph_mode(common.BigValueGraphMode.NONE)
+        .text_mode(common.BigValueTextMode.VALUE_AND_NAME),
+        _stat("Invariant breaches (since start)", [
             ("sum by (invariant) (croupier_invariant_breaches_total)", "{{invariant}}")],
-            kind="stat", width=8, height=5, colorMode="background", graphMode="none",
-            description="Any value above 0 fires InvariantBreach."),
-        _panel("Rounds per minute", [("sum(table_game_outcome:croupier_rounds:rate5m) * 60", "rounds")],
-               kind="stat", width=8, height=5, unit="short", graphMode="area"),
-        _panel("Throughput (per minute)", [
+            width=8, height=5, description="Any value above 0 fires InvariantBreach.")
+        .color_mode(common.BigValueColorMode.BACKGROUND).graph_mode(common.BigValueGraphMode.NONE),
+        _stat("Rounds per minute", [("sum(table_game_outcome:croupier_rounds:rate5m) * 60", "rounds")],
+              width=8, height=5).graph_mode(common.BigValueGraphMode.AREA),
+        _timeseries("Throughput (per minute)", [
             ("sum by (game) (table_game_outcome:croupier_rounds:rate5m) * 60", "rounds {{game}}"),
             ("sum(table_game:croupier_round_results:rate5m) * 60", "round results"),
             ("sum by (state) (bet_state:croupier_bets:rate5m) * 60", "bets {{state}}")]),
-        _panel("Settlement and end-to-end latency", [
+        _timeseries("Settlement and end-to-end latency", [
             ("all:croupier_settlement_latency_seconds:p50_5m", "settlement p50"),
             ("all:croupier_settlement_latency_seconds:p99_5m", "settlement p99 (objective 2.5 s)"),
             ("all:croupier_end_to_end_latency_seconds:p50_5m", "end-to-end p50"),
             ("all:croupier_end_to_end_latency_seconds:p99_5m", "end-to-end p99")], unit="s",
             description="Settlement: round result to the round's last wallet credit. "
                         "End-to-end: last card scanned to that credit."),
-        _panel("Consumer lag (records)", [
+        _timeseries("Consumer lag (records)", [
             ("service_topic:croupier_consumer_lag_records:sum", "{{service}} {{topic}}")],
             description="Growing lag above 1000 records fires ConsumerLagGrowing."),
-        _panel("HTTP requests per second by status", [
+        _timeseries("HTTP requests per second by status", [
             ("sum by (service, status) (service_route_status:croupier_http_requests:rate5m)",
              "{{service}} {{status}}")], unit="reqps"),
-        _panel("HTTP error ratio (5xx)", [
+        _timeseries("HTTP error ratio (5xx)", [
             ('sum by (service) (service_route_status:croupier_http_requests:rate5m{status=~"5.."})'
              " / sum by (service) (service_route_status:croupier_http_requests:rate5m)", "{{service}}")],
             unit="percentunit"),
-        _panel("HTTP p99 latency by route", [
+        _timeseries("HTTP p99 latency by route", [
             ("service_route:croupier_http_request_duration_seconds:p99_5m", "{{service}} {{route}}")],
             unit="s"),
-        _panel("Kafka messages in per second by topic", [
+        _timeseries("Kafka messages in per second by topic", [
             ("sum by (topic) (rate(kafka_server_messages_in_total[5m]))", "{{topic}}")],
             description="From the broker's JMX exporter agent (deploy/kafka/jmx-exporter.yml)."),
     ])
 
 
-def money_dashboard() -> dict[str, Any]:
+def money_dashboard() -> dm.Dashboard:
     sel = '{profile=~"$profile", bet=~"$bet"}'
     exact = f"profile_bet:croupier_rtp_exact:ratio{sel}"
     se = f"profile_bet:croupier_rtp_standard_error:ratio_6h{sel}"
     return _dashboard("croupier-money", "croupier / money",
                       "Stakes, payouts, house result, and realised RTP against the rule engine's "
                       "exact RTP per bet type. Money in integer minor units.", [
-        _panel("Money moved per minute (minor units)", [
+        _timeseries("Money moved per minute (minor units)", [
             ("sum by (kind, currency) (kind_currency:croupier_money_minor_units:rate5m) * 60",
              "{{kind}} {{currency}}")], width=12),
-        _panel("House result (minor units)", [
+        _timeseries("House result (minor units)", [
             ("sum by (currency) (croupier_house_result_minor_units)", "{{currency}}")],
             description="Stakes minus payouts minus refunds, per wallet process since it started."),
-        _panel("Stakes vs payouts per minute (minor units)", [
+        _timeseries("Stakes vs payouts per minute (minor units)", [
             ('sum by (currency) (kind_currency:croupier_money_minor_units:rate5m{kind="stake_debit"}) * 60',
              "stakes {{currency}}"),
             ('sum by (currency) (kind_currency:croupier_money_minor_units:rate5m{kind="payout"}) * 60',
              "payouts {{currency}}"),
             ('sum by (currency) (kind_currency:croupier_money_minor_units:rate5m{kind="bet_refund"}) * 60',
              "refunds {{currency}}")], width=24),
-        _panel("Realised RTP vs exact RTP (6 h), with the ±4 SE alert band", [
+        _timeseries("Realised RTP vs exact RTP (6 h), with the ±4 SE alert band", [
             (f"profile_bet:croupier_rtp_realised:ratio_6h{sel}", "realised {{profile}} {{bet}}"),
             (exact, "exact {{profile}} {{bet}}"),
             (f"{exact} + 4 * {se}", "exact + 4 SE {{profile}} {{bet}}"),
@@ -271,48 +304,48 @@ def money_dashboard() -> dict[str, Any]:
             description="Realised = returned / staked over 6 h; SE = sqrt(exact variance x sum of "
                         "squared stakes) / staked. Outside the band for 30 min with >= 1000 effective "
                         "bets fires RtpDrift."),
-        _panel("RTP drift (standard errors)", [
+        _timeseries("RTP drift (standard errors)", [
             (f"profile_bet:croupier_rtp_drift:zscore6h{sel}", "{{profile}} {{bet}}")], width=12,
             description="(realised - exact) / SE; |z| > 4 is the RtpDrift bound."),
-        _panel("Effective bets settled (6 h)", [
+        _timeseries("Effective bets settled (6 h)", [
             (f"profile_bet:croupier_rtp_effective_bets:count6h{sel}", "{{profile}} {{bet}}")], width=12,
             description="(sum of stakes)^2 / sum of squared stakes; RtpDrift waits for 1000."),
-        _panel("RTP per bet type", [
+        _table("RTP per bet type", [
             (f"profile_bet:croupier_rtp_realised:ratio_6h{sel}", "realised"),
             (f"profile_bet:croupier_rtp_exact:ratio{sel}", "exact"),
             (f"profile_bet:croupier_rtp_drift:zscore6h{sel}", "z"),
             (f"profile_bet:croupier_settled_stake_minor_units:increase6h{sel}", "staked 6 h")],
-            kind="table", width=24, height=10, showHeader=True),
+            width=24, height=10),
     ], variables=[
         _variable("profile", "label_values(croupier_rtp_exact_ratio, profile)", label="Profile"),
         _variable("bet", 'label_values(croupier_rtp_exact_ratio{profile=~"$profile"}, bet)', label="Bet"),
     ])
 
 
-def tables_dashboard() -> dict[str, Any]:
+def tables_dashboard() -> dm.Dashboard:
     return _dashboard("croupier-tables", "croupier / tables",
                       "Rounds, voids and refused dealer inputs per table.", [
-        _panel("Rounds per minute by table and outcome", [
+        _timeseries("Rounds per minute by table and outcome", [
             ('sum by (table, outcome) (table_game_outcome:croupier_rounds:rate5m{table=~"$table"}) * 60',
              "{{table}} {{outcome}}")], width=12),
-        _panel("Round results per minute by table", [
+        _timeseries("Round results per minute by table", [
             ('sum by (table, game) (table_game:croupier_round_results:rate5m{table=~"$table"}) * 60',
              "{{table}} {{game}}")], width=12),
-        _panel("Voids per minute by reason", [
+        _timeseries("Voids per minute by reason", [
             ("reason:croupier_round_voids:rate5m * 60", "{{reason}}")], width=12),
-        _panel("Voids in the last 24 h by reason", [
-            ("sum by (reason) (increase(croupier_round_voids_total[24h]))", "{{reason}}")],
-            kind="bargauge", width=12, displayMode="basic", orientation="horizontal"),
-        _panel("Refused dealer inputs per minute by reason", [
+        _bargauge("Voids in the last 24 h by reason", [
+            ("sum by (reason) (increase(croupier_round_voids_total[24h]))", "{{reason}}")], width=12)
+        .display_mode(common.BarGaugeDisplayMode.BASIC).orientation(common.VizOrientation.HORIZONTAL),
+        _timeseries("Refused dealer inputs per minute by reason", [
             ('sum by (reason) (rate(croupier_dealer_inputs_total{outcome="refused", table=~"$table"}[5m]))'
              " * 60", "{{reason}}")], width=12),
-        _panel("Refused share of dealer inputs by table", [
+        _timeseries("Refused share of dealer inputs by table", [
             ('table:croupier_dealer_inputs_refused:ratio_rate5m{table=~"$table"}', "{{table}} 5 m"),
             ('table:croupier_dealer_inputs_refused:ratio_rate1h{table=~"$table"}', "{{table}} 1 h")],
             unit="percentunit", width=12,
             description="Over 5 % and 3x the last hour's share, with at least 10 refusals, "
                         "fires RefusedInputsSpike."),
-        _panel("Bet rejections per minute by reason", [
+        _timeseries("Bet rejections per minute by reason", [
             ("reason:croupier_bet_rejections:rate5m * 60", "{{reason}}")], width=24),
     ], variables=[_variable("table", "label_values(croupier_rounds_total, table)", label="Table")])
 
@@ -321,8 +354,9 @@ DASHBOARDS = {"platform.json": platform_dashboard, "money.json": money_dashboard
               "tables.json": tables_dashboard}
 
 
-def render(builder) -> str:
-    return json.dumps(builder(), indent=2, ensure_ascii=False) + "\n"
+def render(builder: Callable[[], dm.Dashboard]) -> str:
+    """The dashboard's JSON as committed: the SDK's encoding, indented, UTF-8 kept."""
+    return json.dumps(builder(), cls=JSONEncoder, indent=2, ensure_ascii=False) + "\n"
 
 
 def write_dashboards(directory: Path = DASHBOARDS_DIR) -> list[Path]:

@@ -2,7 +2,7 @@
 
 The broker has no Prometheus endpoint of its own; the agent
 (`io.prometheus.jmx:jmx_prometheus_javaagent`) serves its MBeans as `/metrics`,
-shaped by `deploy/kafka/jmx-exporter.yml`. `python -m services.infra.ops_jmx_agent`
+shaped by `deploy/kafka/jmx-exporter.yml`. `python -m services.infra.jmx_agent`
 fetches the jar (once per machine, next to the broker's jars) and prints the JVM flag.
 """
 

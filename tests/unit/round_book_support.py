@@ -6,7 +6,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from services.bet_settlement import intake
+from services.bet_settlement import round_book
 from shared.events.bet_events import BetPlaced
 from shared.events.canonical import GENESIS_HASH
 from shared.events.results import RoundResultPublished
@@ -50,5 +50,5 @@ def kinds(outputs):
 
 
 def open_round():
-    state, _ = intake.on_table_event(None, opened(), NOW)
+    state, _ = round_book.on_table_event(None, opened(), NOW)
     return state

@@ -4,17 +4,23 @@ round latencies and invariant breaches, from what one command did."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import get_args
 
 from services.infra import metrics
 from services.wallet.commands import EndBet, Envelope
-from services.wallet.handlers import Outcome
+from services.wallet.handlers import CommandResult
+from shared.events.wallet_events import CREDITS, TxKind
+from shared.settlement import BET_ERROR_CODES
 
-# deposits move no house money
-HOUSE_SIGN = {"stake_debit": 1, "payout": -1, "bet_refund": -1, "payout_reversal": 1}
-DOOR_REASONS = (  # services.wallet.rounds_view.check_bet's codes, then the rule engine's
-    "unknown_table", "unknown_round", "round_closed", "table_flagged", "unknown_profile", "currency_mismatch",
-    "bet_not_offered", "bad_position", "below_minimum", "above_maximum", "wrong_game",
-    "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",
+# what a player's credit is the house pays, and the reverse; deposits and withdrawals
+# move no house money
+HOUSE_SIGN = {kind: -1 if kind in CREDITS else 1 for kind in get_args(TxKind)
+              if kind not in ("deposit", "withdrawal")}
+# services.wallet.rounds_view.check_round_takes_bet's codes, then the rule engine's (its unknown_bet
+# is reported as bet_not_offered there)
+DOOR_REASONS = (
+    "unknown_table", "unknown_round", "round_closed", "table_flagged", "unknown_profile",
+    "currency_mismatch", *(code for code in BET_ERROR_CODES if code != "unknown_bet"),
 )
 
 
@@ -27,7 +33,7 @@ def init_metrics() -> None:
     metrics.init_series(metrics.WALLET_BETS_REFUSED, DOOR_REASONS)
 
 
-def record(env: Envelope, outcome: Outcome) -> None:
+def record(env: Envelope, outcome: CommandResult) -> None:
     """Count a command once it is applied (a duplicate carries no new transaction)."""
     metrics.WALLET_COMMANDS.labels(env.command.type, str(outcome.answer.status)).inc()
     for tx in outcome.txs:
@@ -38,7 +44,7 @@ def record(env: Envelope, outcome: Outcome) -> None:
         metrics.breach(outcome.breach)
 
 
-def round_latencies(cmd: object, outcome: Outcome, now: datetime
+def round_latencies(cmd: object, outcome: CommandResult, now: datetime
                     ) -> tuple[float | None, float | None]:
     """(settlement, end-to-end) seconds when this command ended the round's marked bet
     for the first time; None where there is nothing to observe."""
@@ -49,7 +55,7 @@ def round_latencies(cmd: object, outcome: Outcome, now: datetime
     return settle, e2e
 
 
-def observe_latency(cmd: object, outcome: Outcome, now: datetime) -> None:
+def observe_latency(cmd: object, outcome: CommandResult, now: datetime) -> None:
     settle, e2e = round_latencies(cmd, outcome, now)
     if settle is not None:
         metrics.SETTLEMENT_LATENCY.observe(max(0.0, settle))

@@ -11,7 +11,7 @@ State that does not grow with the round. A round is stored as
 - an ordinal index (key `<table>:<round>/n/<k>` -> bet id, k = 1..received), so opening,
   closing, settling and voiding walk the round's bets with one point read each.
 `RoundBets` is the read side the functions need; the service backs it with its Faust tables,
-tests with an in-memory `RoundState`.
+tests with an in-memory `RoundBook`.
 
 A record seen again re-publishes what was decided the first time (the first publication may
 have been lost in a crash; consumers are idempotent on the ids), and never decides twice.
@@ -564,7 +564,7 @@ def conflicts(header: RoundHeader | None, bets: RoundBets,
 # --- an in-memory round: tests, tools and the cost measurement ----------------------------
 
 @dataclass(frozen=True)
-class RoundState:
+class RoundBook:
     """A whole round in memory (header + entries + index), implementing `RoundBets`.
     `apply` returns a new state and leaves this one as it was."""
 
@@ -582,10 +582,10 @@ class RoundState:
     def spot(self, key: str) -> SpotTotal | None:
         return self.spots.get(key)
 
-    def apply(self, t: Transition) -> RoundState:
+    def apply(self, t: Transition) -> RoundBook:
         if not t.entries and not t.order and not t.spots:
-            return RoundState(t.header, self.entries, self.order, self.spots)
-        return RoundState(t.header, {**self.entries, **t.entries}, {**self.order, **t.order},
+            return RoundBook(t.header, self.entries, self.order, self.spots)
+        return RoundBook(t.header, {**self.entries, **t.entries}, {**self.order, **t.order},
                           {**self.spots, **t.spots})
 
     @property
@@ -618,45 +618,45 @@ class RoundState:
                 if e.settlement is not None}
 
 
-_NO_BETS = RoundState(RoundHeader(table_id="", round_id=""))
+_NO_BETS = RoundBook(RoundHeader(table_id="", round_id=""))
 
 
-def _header_of(state: RoundState | None) -> RoundHeader | None:
+def _header_of(state: RoundBook | None) -> RoundHeader | None:
     return None if state is None else state.header
 
 
-def _run(state: RoundState | None, t: Transition) -> tuple[RoundState, list[Output]]:
+def _run(state: RoundBook | None, t: Transition) -> tuple[RoundBook, list[Output]]:
     return (state or _NO_BETS).apply(t), t.out
 
 
-def on_bet(state: RoundState | None, bet: BetPlaced, now: datetime
-           ) -> tuple[RoundState, list[Output]]:
+def on_bet(state: RoundBook | None, bet: BetPlaced, now: datetime
+           ) -> tuple[RoundBook, list[Output]]:
     bets = state or _NO_BETS
     return _run(state, place(_header_of(state), bets, bet, now))
 
 
-def on_table_event(state: RoundState | None, event: TableEventBase, now: datetime
-                   ) -> tuple[RoundState, list[Output]]:
+def on_table_event(state: RoundBook | None, event: TableEventBase, now: datetime
+                   ) -> tuple[RoundBook, list[Output]]:
     bets = state or _NO_BETS
     return _run(state, apply_table_event(_header_of(state), bets, event, now))
 
 
-def on_result(state: RoundState | None, published: RoundResultPublished, now: datetime,
-              result_at: datetime | None = None) -> tuple[RoundState, list[Output]]:
+def on_result(state: RoundBook | None, published: RoundResultPublished, now: datetime,
+              result_at: datetime | None = None) -> tuple[RoundBook, list[Output]]:
     bets = state or _NO_BETS
     return _run(state, apply_result(_header_of(state), bets, published, now, result_at))
 
 
-def on_mark(state: RoundState | None, mark: IntakeMark, now: datetime
-            ) -> tuple[RoundState, list[Output]]:
+def on_mark(state: RoundBook | None, mark: IntakeMark, now: datetime
+            ) -> tuple[RoundBook, list[Output]]:
     bets = state or _NO_BETS
     return _run(state, apply_mark(_header_of(state), bets, mark, now))
 
 
-def expire_pending(state: RoundState, now: datetime) -> tuple[RoundState, list[Output]]:
+def expire_pending(state: RoundBook, now: datetime) -> tuple[RoundBook, list[Output]]:
     return _run(state, expire(state.header, state, now))
 
 
-def conflicting_settlements(state: RoundState, record: RoundResultPublished | RoundVoided,
+def conflicting_settlements(state: RoundBook, record: RoundResultPublished | RoundVoided,
                             now: datetime | None = None) -> list[str]:
     return conflicts(state.header, state, record)

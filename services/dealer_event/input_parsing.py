@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from services.dealer_event.refusals import Refusal
+from services.dealer_event.refusals import InputRefusal
 from shared.events.canonical import sha256_hex
 from shared.events.inputs import DEALER_INPUT, InputBase
 from shared.events.rejections import InputRefused
@@ -28,13 +28,13 @@ class Parsed:
     """A parsed input, or the refusal plus whatever could be read of the record."""
 
     input: InputBase | None
-    refusal: Refusal | None
+    refusal: InputRefusal | None
     table_id: str
     input_id: str | None
     command: str | None
 
     @property
-    def problem(self) -> Refusal:
+    def problem(self) -> InputRefusal:
         """Why the record is refused: for a record that is not a valid input (`input` None)."""
         if self.refusal is None:
             raise ValueError(f"input {self.input_id} parsed: it has no refusal")
@@ -72,7 +72,7 @@ def _malformed(problem: str, data: dict[str, Any]) -> Parsed:
     input_id = data.get("input_id")
     command = data.get("command")
     return Parsed(
-        None, Refusal("malformed_input", f"the input cannot be read: {problem}"),
+        None, InputRefusal("malformed_input", f"the input cannot be read: {problem}"),
         table if isinstance(table, str) and table else UNKNOWN_TABLE,
         input_id if isinstance(input_id, str) else None,
         command if isinstance(command, str) else None,
@@ -85,7 +85,7 @@ def rejection_id(table_id: str, input_id: str | None, code: str, raw: str) -> st
     return "rej:" + sha256_hex(basis.encode())[:32]
 
 
-def make_rejection(parsed: Parsed, refusal: Refusal, raw: bytes | str,
+def make_rejection(parsed: Parsed, refusal: InputRefusal, raw: bytes | str,
                    received_at: datetime) -> InputRefused:
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
     return InputRefused(

@@ -15,18 +15,18 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from services.bet_settlement.intake import RoundBets
+from services.bet_settlement.round_book import RoundBets
 from services.infra import metrics
 from shared.bets import GAME_RULES
 from shared.events.bet_events import BetAccepted, BetRejected, BetSettled
 from shared.profile import list_profiles, load_profile
 from shared.rtp import exact_rtp
+from shared.settlement import BET_ERROR_CODES
 
 KNOWN_BETS = frozenset(bet for rules in GAME_RULES.values() for bet in rules)
+# the intake's own codes, then the rule engine's
 REJECTION_REASONS = (
-    "unknown_round", "round_closed", "duplicate_bet_id", "unknown_profile", "unknown_bet",
-    "bet_not_offered", "bad_position", "below_minimum", "above_maximum", "wrong_game",
-    "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",
+    "unknown_round", "round_closed", "duplicate_bet_id", "unknown_profile", *BET_ERROR_CODES,
 )
 
 
@@ -45,7 +45,7 @@ class HasProfile(Protocol):
 def fresh(before: RoundBets | None, after: HasProfile, published: Iterable[BaseModel]
           ) -> Fresh:
     """The decisions and settlements among `published` that `before` did not hold.
-    `after`: the round after the transition (its header or an in-memory `RoundState`)."""
+    `after`: the round after the transition (its header or an in-memory `RoundBook`)."""
     out = Fresh(profile=after.profile or metrics.OTHER)
     for record in published:
         if not isinstance(record, BetAccepted | BetRejected | BetSettled):

@@ -26,9 +26,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.events.wallet_events import TxKind, WalletTransaction, tx_id
+from shared.events.wallet_events import CREDITS, TxKind, WalletTransaction, tx_id
 
-CREDITS: frozenset[str] = frozenset({"deposit", "bet_refund", "payout"})
 # the one debit applied in full even when the balance cannot cover it: a management void
 # takes a payout back whatever the player did with it since (docs/decisions/acceptance.md)
 UNCOVERED_DEBITS: frozenset[str] = frozenset({"payout_reversal"})
@@ -82,7 +81,7 @@ class Movement:
 
 
 @dataclass(frozen=True)
-class Refusal:
+class LedgerRefusal:
     code: str
     message: str
 
@@ -131,7 +130,7 @@ def restore_tx(account: Account, movement: Movement, seq: int, now: datetime
 
 
 def apply(account: Account, movement: Movement, now: datetime, indexed: int | None = None
-          ) -> Applied | Refusal:
+          ) -> Applied | LedgerRefusal:
     """Apply one movement once. `indexed` is the seq the per-item index holds for this
     movement's tx_id (None if none): if it was applied, nothing moves and the original seq
     is returned with no new tx."""
@@ -139,11 +138,11 @@ def apply(account: Account, movement: Movement, now: datetime, indexed: int | No
     if seen is not None:
         return Applied(account, seen, None)
     if movement.amount <= 0:
-        return Refusal("bad_amount", f"amount must be a positive integer, got {movement.amount}")
+        return LedgerRefusal("bad_amount", f"amount must be a positive integer, got {movement.amount}")
     credit = movement.kind in CREDITS
     if not credit and movement.kind not in UNCOVERED_DEBITS \
             and movement.amount > account.balance:
-        return Refusal(
+        return LedgerRefusal(
             "insufficient_funds",
             f"balance {account.balance} does not cover {movement.kind} of {movement.amount}",
         )

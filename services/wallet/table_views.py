@@ -1,0 +1,120 @@
+"""Every table's recent rounds, on every wallet worker whatever partitions it owns, so any
+worker can refuse a bet at the door: each worker folds the whole of `table.events` itself
+into an in-memory view (`services.wallet.rounds_view`)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from aiokafka import AIOKafkaConsumer, TopicPartition
+
+from services.infra import metrics
+from services.infra.clock import Clock
+from services.infra.dead_letters import flag_table
+from services.infra.kafka_security import aiokafka_options
+from services.wallet.rounds_view import TableRounds, fold_verified
+from shared.events.table import BettingClosed, parse_table_event
+
+log = logging.getLogger("croupier.wallet")
+TABLE_EVENTS = "table.events"
+VIEW_HORIZON_S = 3600  # a worker starts folding table.events from this long ago
+
+
+class TableViews:
+    """Every table's recent rounds: each worker folds the whole of `table.events` itself
+    (no consumer group, from VIEW_HORIZON_S ago), a batch of records at a time. In memory
+    only: at most KEEP_ROUNDS rounds per table."""
+
+    def __init__(self, events_key: bytes, accept_unsigned: bool, clock: Clock) -> None:
+        self.events_key = events_key
+        self.accept_unsigned = accept_unsigned
+        self.clock = clock
+        self.views: dict[str, TableRounds] = {}
+        self.ready = asyncio.Event()
+        # (table_id, round_id) -> None: a round's betting closed
+        self.on_close: Callable[[str, str], None] | None = None
+
+    def get(self, table_id: str) -> TableRounds | None:
+        return self.views.get(table_id)
+
+    def apply(self, raw: bytes) -> None:
+        """Fold one record; one that cannot be read or folded is skipped, counted and
+        logged (game-evaluation and bet-settlement dead-letter the same record)."""
+        try:
+            event = parse_table_event(raw)
+            before = self.views.get(event.table_id)
+            after, refused = fold_verified(before, event, self.events_key, self.accept_unsigned)
+            self.views[event.table_id] = after
+        except Exception as error:  # noqa: BLE001 - a hostile record must not stop the view
+            metrics.MALFORMED.labels("wallet", "table_event").inc()
+            log.error("table.events record skipped by the wallet's view: %s: %s",
+                      type(error).__name__, str(error)[:300])
+            return
+        if refused is not None:  # game-evaluation and bet-settlement dead-letter it
+            flag_table("wallet", refused, event.table_id)
+            return
+        if isinstance(event, BettingClosed) and self.ready.is_set() \
+                and (before is None or event.seq > before.last_seq):
+            self.closed(event.table_id, event.round_id)
+
+    def closed(self, table_id: str, round_id: str) -> None:
+        if self.on_close is not None:
+            self.on_close(table_id, round_id)
+
+    def caught_up(self) -> None:
+        """Ready: rounds closed and not yet completed may still wait for this worker's
+        intake mark (it restarted meanwhile): mark them."""
+        self.ready.set()
+        for view in self.views.values():
+            for info in view.rounds.values():
+                if info.status == "closed":
+                    self.closed(view.table_id, info.round_id)
+
+    async def follow(self, bootstrap: str, horizon_s: float = VIEW_HORIZON_S) -> None:
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                                    enable_auto_commit=False, auto_offset_reset="earliest",
+                                    **aiokafka_options("wallet"))
+        await consumer.start()
+        try:
+            partitions = None
+            while not partitions:
+                cluster = await consumer._client.fetch_all_metadata()
+                partitions = cluster.partitions_for_topic(TABLE_EVENTS)
+                if not partitions:
+                    log.warning("waiting for topic %s", TABLE_EVENTS)
+                    await asyncio.sleep(1)
+            tps = [TopicPartition(TABLE_EVENTS, p) for p in sorted(partitions)]
+            consumer.assign(tps)
+            since = int((self.clock.now().timestamp() - horizon_s) * 1000)
+            starts = await consumer.offsets_for_times({tp: since for tp in tps})
+            for tp in tps:
+                if starts.get(tp) is None:
+                    await consumer.seek_to_end(tp)
+                else:
+                    consumer.seek(tp, starts[tp].offset)
+            ends = await consumer.end_offsets(tps)
+            while True:
+                got = await consumer.getmany(timeout_ms=200, max_records=2000)
+                for records in got.values():
+                    for record in records:
+                        self.apply(record.value)
+                if not self.ready.is_set():
+                    positions = [await consumer.position(tp) for tp in tps]
+                    if all(pos >= ends[tp] for pos, tp in zip(positions, tps, strict=True)):
+                        log.info("table views caught up: %d tables", len(self.views))
+                        self.caught_up()
+        finally:
+            await consumer.stop()
+
+    async def follow_forever(self, bootstrap: str) -> None:
+        """`follow`, started over whenever it fails (the view is idempotent on seq)."""
+        while True:
+            try:
+                await self.follow(bootstrap)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # the broker went away: start over
+                log.exception("following table.events failed; retrying")
+                await asyncio.sleep(1)

@@ -1,0 +1,59 @@
+"""Each service's app is built by `build_app(settings)` when its worker starts, never when
+its module is imported (issue 13): importing builds no Faust app, creates no directory and
+computes no RTP; building registers the same agents, tables and routes as the worker runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from services.infra.service_table import SERVICES
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROBE = """
+import importlib, json, os, sys
+from services.infra import metrics
+home = os.environ["CROUPIER_HOME"]
+out = {}
+for module in sys.argv[1:]:
+    app_module = importlib.import_module(module + ".app")
+    if module in ("services.wallet", "services.dealer_event"):
+        importlib.import_module(module + ".views")
+    out[module] = {"built_at_import": hasattr(app_module, "app")}
+out["home_at_import"] = os.path.exists(home)
+out["rtp_at_import"] = bool(metrics.EXACT_RTP._metrics)
+for module in sys.argv[1:]:
+    app = importlib.import_module(module + ".app").build_app()
+    out[module].update(agents=sorted(app.agents), tables=sorted(app.tables),
+                       routes=sorted(app.web.views))
+out["rtp_after_build"] = bool(metrics.EXACT_RTP._metrics)
+print(json.dumps(out))
+"""
+
+
+def test_importing_a_service_builds_nothing_and_build_app_wires_it(tmp_path):
+    home = tmp_path / "home"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CROUPIER_")}
+    done = subprocess.run([sys.executable, "-c", PROBE, *(s.module for s in SERVICES)],
+                          env={**env, "CROUPIER_HOME": str(home)}, cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, check=True)
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert not seen["home_at_import"] and not seen["rtp_at_import"]
+    assert not any(seen[s.module]["built_at_import"] for s in SERVICES)
+    assert seen["rtp_after_build"]
+    assert sorted(p.name for p in home.iterdir()) == sorted(s.name for s in SERVICES)
+    wallet = seen["services.wallet"]
+    assert wallet["agents"] == ["services.wallet.app.accounts_agent",
+                                "services.wallet.app.bet_endings_agent"]
+    assert wallet["tables"] == ["accounts", "bets", "spots", "transactions", "tx-ids"]
+    assert {"/health", "/metrics", "/players/{player_id}/bets"} <= set(wallet["routes"])
+    assert seen["services.dealer_event"]["routes"] == ["/health", "/inputs", "/metrics",
+                                                       "/tables/{table_id}"]
+    assert seen["services.bet_settlement"]["tables"] == ["pending-rounds", "rounds",
+                                                         "table-chains"]
+    assert seen["services.game_evaluation"]["agents"] == [
+        "services.game_evaluation.app.evaluate"]
