@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass, field
@@ -89,6 +90,32 @@ class PlayerSimulator:
         response = await self._call("GET", f"/tables/{table_id}/current-round")
         return response.json() if response.status_code == 200 else None
 
+    def round_opened(self, table_id: str, round_id: str) -> bool:
+        """Note `round_id` as the table's open round: the one noted before it is over, and
+        the `round_closed` refusals bet on it. False when this round was noted already."""
+        last = self.seen_rounds.get(table_id)
+        if last == round_id:
+            return False
+        if last is not None:
+            self.closed_rounds[table_id] = last
+        self.seen_rounds[table_id] = round_id
+        return True
+
+    async def bet_when_open(self, table_id: str, round_id: str, within_s: float,
+                            bets_per_player: int) -> bool:
+        """Bet on the round once the wallet shows it open (the wallet learns of it from the
+        log, a moment after the table opens it), trying for `within_s` seconds. False when
+        the wallet had not seen it open in time: nobody bet on it."""
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            current = await self.current_round(table_id)
+            if current and current["round_id"] == round_id and current["status"] == "open":
+                self.round_opened(table_id, round_id)
+                await self.bet_on_round(current, bets_per_player)
+                return True
+            await asyncio.sleep(0.05)
+        return False
+
     def _good_bet(self, info: dict) -> dict:
         name = self.rng.choice(sorted(info["bets"]))
         spec = info["bets"][name]
@@ -149,13 +176,8 @@ class PlayerSimulator:
                 info = await self.current_round(table_id)
                 if info is None or info["status"] != "open":
                     continue
-                last = self.seen_rounds.get(table_id)
-                if last == info["round_id"]:
-                    continue
-                if last is not None:
-                    self.closed_rounds[table_id] = last
-                self.seen_rounds[table_id] = info["round_id"]
-                await self.bet_on_round(info)
+                if self.round_opened(table_id, info["round_id"]):
+                    await self.bet_on_round(info)
             await asyncio.sleep(poll_s)
         return self.answers
 

@@ -10,7 +10,9 @@ spelled out (where, expected, recorded).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
 from pydantic import BaseModel
 
@@ -166,65 +168,155 @@ def replay_round(
     hash is checked; the events between are not read). With `events_key` (the operator's
     table-events key) every event's HMAC is checked: one that does not verify (forged, or
     unsigned when legacy events are not accepted) is a difference, and the round is
-    rebuilt from the authentic events alone."""
+    rebuilt from the authentic events alone.
+
+    The steps run in the order of the report's differences: authenticity, the round's
+    opening and pinned profile, its annulment, the recomputed cards and result, then each
+    bet's settlement and wallet movements, then the manifest."""
     diffs: list[Difference] = []
     notes: list[str] = []
     if events_key is not None:
-        events = _authentic(events, events_key, accept_unsigned, diffs)
-        if annulment is not None and auth_problem(annulment, events_key, accept_unsigned):
-            diffs.append(Difference(
-                where=f"table.events seq {annulment.seq} (round_annulled)",
-                expected="an event authenticated by dealer-event",
-                recorded=str(auth_problem(annulment, events_key, accept_unsigned))))
-            annulment = None
+        events, annulment = _authenticated(events, annulment, events_key, accept_unsigned, diffs)
+    story = _round_story(events, round_id, annulment)
+    breaks = _chain_breaks(events, anchor, story, annulment, notes)
+    _check_opened(story, round_id, diffs)
+    profile = _pinned_profile(story.opened, result, diffs)
+    _check_annulled_round_completed(story, diffs)
+    recomputed = _recompute(profile, story, diffs)
+    _compare_result(recomputed, result, story.voided, diffs)
+    bets = _bets(decisions, settlements, wallet, recomputed, profile, story.voided, player_id, diffs,
+                 story.annulled)
+    _compare_manifest(decisions, diffs)
+    return _report(table_id, round_id, player_id, story, profile, recomputed, bets,
+                   chain=(len(events), anchor.seq if anchor else None, breaks),
+                   diffs=diffs, notes=notes)
+
+
+E = TypeVar("E", bound=TableEventBase)
+
+
+def _first(events: Sequence[TableEventBase], kind: type[E]) -> E | None:
+    return next((e for e in events if isinstance(e, kind)), None)
+
+
+@dataclass(frozen=True)
+class _RoundStory:
+    """The round as its own events tell it: the events that are the round's (its own, and the
+    shoe events and burns around them), its milestones, and the cards it was dealt."""
+
+    timeline: list[TableEventBase]  # its events, and an annulment read further on
+    opened: RoundOpened | None
+    voided: RoundVoided | None
+    completed: RoundCompleted | None
+    annulled: RoundAnnulled | None  # its own, or the annulment read further on
+    cards: list[Card]
+    surplus: list[Card]
+    burns: list[Card | None]
+
+
+def _round_story(events: Sequence[TableEventBase], round_id: str,
+                 annulment: RoundAnnulled | None) -> _RoundStory:
+    """The round's events end at its last own event (what follows is the next round's); shoe
+    events and burns (no round id) between belong to its story. A redeal (seed 000 §1) sets
+    the cards so far aside: the round is the cards dealt after it."""
+    last = max((i for i, e in enumerate(events) if getattr(e, "round_id", None) == round_id),
+               default=-1)
+    mine = [e for e in events[:last + 1] if getattr(e, "round_id", None) in (round_id, None)]
+    redealt = max((i for i, e in enumerate(mine) if isinstance(e, RoundRedealt)), default=-1)
+    late = [annulment] if annulment and annulment not in mine else []
+    return _RoundStory(
+        timeline=[*mine, *late],
+        opened=_first(mine, RoundOpened), voided=_first(mine, RoundVoided),
+        completed=_first(mine, RoundCompleted),
+        annulled=_first(mine, RoundAnnulled) or annulment,
+        cards=[e.card for e in mine[redealt + 1:] if isinstance(e, CardDealt)],
+        surplus=[e.card for e in mine if isinstance(e, SurplusCardRecorded)],
+        burns=[e.card for e in mine if isinstance(e, CardBurned)])
+
+
+def _authenticated(events: Sequence[TableEventBase], annulment: RoundAnnulled | None, key: bytes,
+                   accept_unsigned: bool, diffs: list[Difference]
+                   ) -> tuple[list[TableEventBase], RoundAnnulled | None]:
+    """The events, and the annulment read further on, that dealer-event signed: an event
+    anyone else could have written must not decide the round."""
+    kept = _authentic(events, key, accept_unsigned, diffs)
+    problem = auth_problem(annulment, key, accept_unsigned) if annulment is not None else None
+    if annulment is None or problem is None:
+        return kept, annulment
+    diffs.append(Difference(
+        where=f"table.events seq {annulment.seq} (round_annulled)",
+        expected="an event authenticated by dealer-event", recorded=str(problem)))
+    return kept, None
+
+
+def _chain_breaks(events: Sequence[TableEventBase], anchor: TableEventBase | None,
+                  story: _RoundStory, annulment: RoundAnnulled | None, notes: list[str]
+                  ) -> list[str]:
+    """Where the hash chain breaks from the anchor on: a gap, a reorder or an altered event
+    is tampering with the log. An annulment read further on is not chained to these events,
+    so its own hash is checked."""
     breaks = [str(b) for b in verify_chain(events, prev_hash=anchor.hash if anchor else None,
                                            prev_seq=anchor.seq if anchor else None)]
     if anchor is None and events and events[0].seq != 1:
         notes.append(f"no event before seq {events[0].seq} was read: the chain is checked "
                      "from there on")
-    # the round's own events, and the shoe events and burns around them (not the next round's)
-    last = max((i for i, e in enumerate(events) if getattr(e, "round_id", None) == round_id),
-               default=-1)
-    mine = [e for e in events[:last + 1] if getattr(e, "round_id", None) in (round_id, None)]
-    opened = next((e for e in mine if isinstance(e, RoundOpened)), None)
-    voided = next((e for e in mine if isinstance(e, RoundVoided)), None)
-    completed = next((e for e in mine if isinstance(e, RoundCompleted)), None)
-    annulled = next((e for e in mine if isinstance(e, RoundAnnulled)), None) or annulment
-    if annulled is not None and annulled is annulment and annulment.computed_hash() != annulment.hash:
+    if annulment is not None and story.annulled is annulment \
+            and annulment.computed_hash() != annulment.hash:
         breaks.append(f"round_annulled at seq {annulment.seq}: altered (its hash does not match "
                       "its content)")
-    # a redeal (seed 000 §1) sets the cards so far aside: the round is the cards after it
-    redealt = max((i for i, e in enumerate(mine) if isinstance(e, RoundRedealt)), default=-1)
-    cards = [e.card for e in mine[redealt + 1:] if isinstance(e, CardDealt)]
-    surplus = [e.card for e in mine if isinstance(e, SurplusCardRecorded)]
-    burns = [e.card for e in mine if isinstance(e, CardBurned)]
-    if opened is None:
+    return breaks
+
+
+def _check_opened(story: _RoundStory, round_id: str, diffs: list[Difference]) -> None:
+    """A round that never opened in the window read has nothing to be replayed against."""
+    if story.opened is None:
         diffs.append(Difference(where="table.events", expected=f"round {round_id} opened",
                                 recorded="no round_opened event in the log window"))
-    profile = _pinned_profile(opened, result, diffs)
-    status = ("voided" if voided else "annulled" if annulled and completed
-              else "complete" if completed else "open" if opened else "unknown")
-    if annulled is not None and completed is None:
-        diffs.append(Difference(where=f"round_annulled (seq {annulled.seq})",
+
+
+def _check_annulled_round_completed(story: _RoundStory, diffs: list[Difference]) -> None:
+    """An annulment voids a completed round (its settlements are reversed); one of a round
+    that never completed is a supervisor action on the wrong round."""
+    if story.annulled is not None and story.completed is None:
+        diffs.append(Difference(where=f"round_annulled (seq {story.annulled.seq})",
                                 expected="an annulment of a completed round",
                                 recorded="the round never completed"))
 
+
+def _status(story: _RoundStory) -> str:
+    if story.voided:
+        return "voided"
+    if story.annulled and story.completed:
+        return "annulled"
+    return "complete" if story.completed else "open" if story.opened else "unknown"
+
+
+def _recompute(profile: AnyProfile | None, story: _RoundStory, diffs: list[Difference]
+               ) -> AnyResult | None:
+    """The result the rule engine gives the dealt cards (none for a voided round), and
+    whether the cards the round recorded on completion are those dealt."""
     recomputed: AnyResult | None = None
-    if profile is not None and not voided:
+    if profile is not None and not story.voided:
         try:
-            recomputed = evaluate_round(profile, cards)
+            recomputed = evaluate_round(profile, story.cards)
         except RoundError as exc:
             diffs.append(Difference(where="cards", expected="a complete round",
                                     recorded=str(exc)))
-    if completed is not None and list(completed.cards) != cards:
+    completed = story.completed
+    if completed is not None and list(completed.cards) != story.cards:
         diffs.append(Difference(where=f"round_completed (seq {completed.seq})",
-                                expected=" ".join(map(str, cards)),
+                                expected=" ".join(map(str, story.cards)),
                                 recorded=" ".join(map(str, completed.cards))))
-    _compare_result(recomputed, result, voided, diffs)
+    return recomputed
 
-    bets = _bets(decisions, settlements, wallet, recomputed, profile, voided, player_id, diffs,
-                 annulled)
-    _compare_manifest(decisions, diffs)
+
+def _report(table_id: str, round_id: str, player_id: str | None, story: _RoundStory,
+            profile: AnyProfile | None, recomputed: AnyResult | None, bets: list[BetLine], *,
+            chain: tuple[int, int | None, list[str]], diffs: list[Difference],
+            notes: list[str]) -> ReplayReport:
+    """The report: `chain` is (events checked, the anchor's seq, where the chain breaks)."""
+    opened, voided, annulled = story.opened, story.voided, story.annulled
+    checked, anchor_seq, breaks = chain
     hands, scores, winner = _hands(recomputed)
     return ReplayReport(
         table_id=table_id, round_id=round_id, player_id=player_id,
@@ -233,15 +325,15 @@ def replay_round(
         profile_digest=opened.profile_digest if opened else None,
         game=profile.game if profile else None,
         dealer=opened.dealer if opened else None, shoe_id=opened.shoe_id if opened else None,
-        opened_at=opened.occurred_at if opened else None, status=status,
-        chain_checked=len(events), chain_anchor_seq=anchor.seq if anchor else None,
-        chain_breaks=breaks, cards=cards, surplus=surplus, burns=burns,
+        opened_at=opened.occurred_at if opened else None, status=_status(story),
+        chain_checked=checked, chain_anchor_seq=anchor_seq,
+        chain_breaks=breaks, cards=story.cards, surplus=story.surplus, burns=story.burns,
         hands=hands, scores=scores, winner=winner,
         void_reason=f"{voided.reason_code}: {voided.reason_text}" if voided else None,
         annul_reason=(f"{annulled.reason_code}: {annulled.reason_text} (supervisor "
                       f"{annulled.supervisor})") if annulled else None,
         timeline=[TimelineEntry(seq=e.seq, at=e.occurred_at, what=e.type, detail=_describe(e))
-                  for e in [*mine, *([annulment] if annulment and annulment not in mine else [])]],
+                  for e in story.timeline],
         bets=bets, differences=diffs, notes=notes,
     )
 
@@ -321,54 +413,19 @@ def _bets(decisions: Sequence[Decision | RoundManifest],
           wallet: Sequence[WalletTransaction], recomputed: AnyResult | None,
           profile: AnyProfile | None, voided: RoundVoided | None, player_id: str | None,
           diffs: list[Difference], annulled: RoundAnnulled | None = None) -> list[BetLine]:
-    # keyed by (player, bet id) and (player, tx id), as the wallet keys them: two players may
-    # use the same bet id (the second is rejected `duplicate_bet_id` and refunded)
-    by_bet = {(s.player_id, s.bet_id): s for s in settlements
-              if isinstance(s, BetSettled) and s.settlement_id != annul_refund_id(s.bet_id)}
-    refunds = {(s.player_id, s.bet_id): s for s in settlements
-               if isinstance(s, BetSettled) and s.settlement_id == annul_refund_id(s.bet_id)}
-    reversals = {(s.player_id, s.bet_id): s for s in settlements
-                 if isinstance(s, SettlementReversed)}
+    """Each bet of the round (the complaining player's alone with `player_id`): its recorded
+    settlement against the rule engine's, an annulment's reversal and refund, and the wallet
+    movements they call for, in that order for each bet."""
+    settled, refunds, reversals = _settlements_by_bet(settlements)
     txs: dict[str, dict[str, WalletTransaction]] = {}
     for tx in wallet:
         txs.setdefault(tx.player_id, {})[tx.tx_id] = tx
     lines = []
-    listed: set[tuple[str, str]] = set()
-    for d in decisions:
-        if isinstance(d, RoundManifest) or (player_id and d.player_id != player_id):
-            continue
+    for d in _bet_decisions(decisions, player_id):
         key = (d.player_id, d.bet_id)
-        if key in listed:  # a decision published again after a crash: the same bet
-            continue
-        listed.add(key)
-        recorded = by_bet.get(key)
-        expected_outcome: str | None = None
-        expected_returned: int | None = None
-        if isinstance(d, BetRejected):
-            decision = f"rejected ({d.reason_code})"
-            expected_outcome, expected_returned = None, None
-            if recorded is not None:
-                diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
-                                        expected="no settlement for a rejected bet",
-                                        recorded=f"{recorded.outcome} {recorded.returned}"))
-        else:
-            decision = "accepted"
-            if voided:
-                expected_outcome, expected_returned = "void_refund", d.stake
-            elif recomputed is not None and profile is not None:
-                want = settle(Bet(bet=d.bet, position=d.position, stake=d.stake), recomputed,
-                              profile)
-                expected_outcome, expected_returned = want.outcome, want.returned
-            if expected_outcome is not None:
-                if recorded is None:
-                    diffs.append(Difference(where=f"bets.settled {settlement_id(d.bet_id)}",
-                                            expected=f"{expected_outcome} {expected_returned}",
-                                            recorded="no settlement"))
-                elif (recorded.outcome, recorded.returned) != (expected_outcome, expected_returned):
-                    diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
-                                            expected=f"{expected_outcome} {expected_returned}",
-                                            recorded=f"{recorded.outcome} {recorded.returned}"))
-        reversal, refund = reversals.get(key), refunds.get(key)
+        recorded, reversal, refund = settled.get(key), reversals.get(key), refunds.get(key)
+        decision, expected_outcome, expected_returned = _expected_settlement(
+            d, recorded, recomputed, profile, voided, diffs)
         annul = _annulment_of(d, recorded, expected_returned, reversal, refund,
                               annulled is not None and isinstance(d, BetAccepted), diffs)
         moves = _check_wallet(d, recorded, expected_returned, txs.get(d.player_id, {}), diffs,
@@ -384,6 +441,69 @@ def _bets(decisions: Sequence[Decision | RoundManifest],
             refund=refund.returned if refund else None,
             expected_refund=annul[1] if annul else None))
     return lines
+
+
+BetKey = tuple[str, str]  # (player, bet id)
+
+
+def _settlements_by_bet(settlements: Sequence[BetSettled | SettlementReversed]
+                        ) -> tuple[dict[BetKey, BetSettled], dict[BetKey, BetSettled],
+                                   dict[BetKey, SettlementReversed]]:
+    """(settlements, annulment refunds, reversals) by (player, bet id), as the wallet keys
+    them: two players may use the same bet id (the second is rejected `duplicate_bet_id` and
+    refunded)."""
+    settled = {(s.player_id, s.bet_id): s for s in settlements
+               if isinstance(s, BetSettled) and s.settlement_id != annul_refund_id(s.bet_id)}
+    refunds = {(s.player_id, s.bet_id): s for s in settlements
+               if isinstance(s, BetSettled) and s.settlement_id == annul_refund_id(s.bet_id)}
+    reversals = {(s.player_id, s.bet_id): s for s in settlements
+                 if isinstance(s, SettlementReversed)}
+    return settled, refunds, reversals
+
+
+def _bet_decisions(decisions: Sequence[Decision | RoundManifest], player_id: str | None
+                   ) -> list[Decision]:
+    """The round's bet decisions (the player's alone with `player_id`), each bet once: a
+    decision published again after a crash is the same bet."""
+    listed: set[BetKey] = set()
+    kept: list[Decision] = []
+    for d in decisions:
+        if isinstance(d, RoundManifest) or (player_id and d.player_id != player_id):
+            continue
+        if (d.player_id, d.bet_id) not in listed:
+            listed.add((d.player_id, d.bet_id))
+            kept.append(d)
+    return kept
+
+
+def _expected_settlement(d: Decision, recorded: BetSettled | None, recomputed: AnyResult | None,
+                         profile: AnyProfile | None, voided: RoundVoided | None,
+                         diffs: list[Difference]) -> tuple[str, str | None, int | None]:
+    """(the decision, the outcome and return the rule engine gives the bet), checked against
+    its recorded settlement: a rejected bet is never settled; an accepted one is refunded when
+    the round is voided, and otherwise settled by the profile the round opened with."""
+    if isinstance(d, BetRejected):
+        if recorded is not None:
+            diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
+                                    expected="no settlement for a rejected bet",
+                                    recorded=f"{recorded.outcome} {recorded.returned}"))
+        return f"rejected ({d.reason_code})", None, None
+    if voided:
+        expected_outcome, expected_returned = "void_refund", d.stake
+    elif recomputed is not None and profile is not None:
+        want = settle(Bet(bet=d.bet, position=d.position, stake=d.stake), recomputed, profile)
+        expected_outcome, expected_returned = want.outcome, want.returned
+    else:
+        return "accepted", None, None
+    expected = f"{expected_outcome} {expected_returned}"
+    if recorded is None:
+        diffs.append(Difference(where=f"bets.settled {settlement_id(d.bet_id)}",
+                                expected=expected, recorded="no settlement"))
+    elif (recorded.outcome, recorded.returned) != (expected_outcome, expected_returned):
+        diffs.append(Difference(where=f"bets.settled {recorded.settlement_id}",
+                                expected=expected,
+                                recorded=f"{recorded.outcome} {recorded.returned}"))
+    return "accepted", expected_outcome, expected_returned
 
 
 def _annulment_of(decision: Decision, recorded: BetSettled | None, expected_returned: int | None,
@@ -428,6 +548,25 @@ def _check_wallet(decision: Decision, recorded: BetSettled | None, expected_retu
     for an annulled round also the reversal's debit and the refund that follows it. `txs`:
     the decision's player's transactions by tx id."""
     moves = []
+    for wanted_id, amount in _wanted_moves(decision, expected_returned, txs, annul):
+        tx = txs.get(wanted_id)
+        if tx is None:
+            diffs.append(Difference(where=f"wallet.transactions {wanted_id}",
+                                    expected=f"{amount} moved", recorded="no transaction"))
+            continue
+        moves.append(f"{tx.kind} {tx.amount} -> balance {tx.balance_after} ({tx.tx_id})")
+        if tx.amount != amount:
+            diffs.append(Difference(where=f"wallet.transactions {wanted_id}",
+                                    expected=str(amount), recorded=str(tx.amount)))
+    return moves
+
+
+def _wanted_moves(decision: Decision, expected_returned: int | None,
+                  txs: dict[str, WalletTransaction], annul: tuple[int, int] | None
+                  ) -> list[tuple[str, int]]:
+    """(tx id, amount) of each wallet movement the bet calls for. A credit the wallet may
+    key more than one way (a payout, or a refund by bet id) is looked for under each; when
+    none is there, the first is the one reported missing."""
     wanted = [(tx_id("stake_debit", decision.bet_id), decision.stake)]
     if isinstance(decision, BetRejected):
         wanted.append((tx_id("bet_refund", decision.bet_id), decision.stake))
@@ -446,17 +585,7 @@ def _check_wallet(decision: Decision, recorded: BetSettled | None, expected_retu
                       tx_id("payout", annul_refund_id(decision.bet_id))]
         found = next((c for c in candidates if c in txs and c not in dict(wanted)), candidates[0])
         wanted.append((found, refund))
-    for wanted_id, amount in wanted:
-        tx = txs.get(wanted_id)
-        if tx is None:
-            diffs.append(Difference(where=f"wallet.transactions {wanted_id}",
-                                    expected=f"{amount} moved", recorded="no transaction"))
-            continue
-        moves.append(f"{tx.kind} {tx.amount} -> balance {tx.balance_after} ({tx.tx_id})")
-        if tx.amount != amount:
-            diffs.append(Difference(where=f"wallet.transactions {wanted_id}",
-                                    expected=str(amount), recorded=str(tx.amount)))
-    return moves
+    return wanted
 
 
 def _compare_manifest(decisions: Sequence[Decision | RoundManifest],

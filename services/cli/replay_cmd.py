@@ -40,7 +40,7 @@ def replay(
 ) -> None:
     """Replay a round: verify the hash chain, recompute result and settlements, compare."""
     from services.operator.replay_service import ReplayRequest, run_replay
-    from services.operator.report_render import to_html, to_json, to_text
+    from services.operator.report_render import render
     from services.operator.round_reader import RoundNotFoundError
     from shared.complaints import ComplaintError
 
@@ -53,9 +53,7 @@ def replay(
     except (ComplaintError, RoundNotFoundError, ValueError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
-    rendered = {Format.text: lambda: to_text(report, notes),
-                Format.json: lambda: to_json(report, {"notes_extra": notes}),
-                Format.html: lambda: to_html(report, notes)}[fmt]()
+    rendered = render(report, fmt, notes)
     if out:
         out.write_text(rendered)
         typer.echo(f"{report.verdict}: report written to {out}")

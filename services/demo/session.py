@@ -17,7 +17,13 @@ from dataclasses import dataclass, field
 
 from services.infra.settings import Settings
 from services.player_simulator import PlayerSimulator
-from services.table_simulator.driver import BettingWindow, SimConfig, SimSummary, TableSimulator
+from services.table_simulator.driver import (
+    BettingHook,
+    BettingWindow,
+    SimConfig,
+    SimSummary,
+    TableSimulator,
+)
 from services.table_simulator.run import make_simulator
 from services.table_simulator.transport import HttpTransport
 
@@ -62,63 +68,83 @@ Progress = Callable[[dict[str, SimSummary], Counter, float], None]
 
 async def play(settings: Settings, config: DemoConfig, dealer_url: str, wallet_url: str,
                progress: Progress | None = None) -> DemoRun:
+    """Open and fund the players, then deal every table's rounds while they bet, calling
+    `progress` twice a second and once at the end; the wallet and dealer clients are closed
+    however the session ends."""
     players = PlayerSimulator(wallet_url, settings.operator_token, config.tables,
                               players=config.players, seed=config.seed, run_id=config.run_id)
     roster = await players.setup()
-    missed = 0
-
-    async def on_betting_open(info: BettingWindow) -> None:
-        nonlocal missed
-        deadline = time.monotonic() + max(1.0, info.betting_pause * 0.6)
-        while time.monotonic() < deadline:
-            current = await players.current_round(info.table_id)
-            if current and current["round_id"] == info.round_id and current["status"] == "open":
-                previous = players.seen_rounds.get(info.table_id)
-                if previous and previous != info.round_id:
-                    players.closed_rounds[info.table_id] = previous
-                players.seen_rounds[info.table_id] = info.round_id
-                await players.bet_on_round(current, config.bets_per_player)
-                return
-            await asyncio.sleep(0.05)
-        missed += 1  # the wallet had not seen the round open in time: nobody bet on it
-
+    bettor = _Bettor(players, config.bets_per_player)
     transport = HttpTransport(dealer_url)
-    rounds = FOREVER if config.forever else config.rounds
-    sims: list[TableSimulator] = [
-        make_simulator(SimConfig(profile=profile, table_id=config.table_id(profile),
-                                 rounds=rounds, seed=config.seed + i,
-                                 dealer=DEALERS[i % len(DEALERS)],
-                                 betting_pause=config.betting_pause),
-                       transport, settings, on_betting_open, run_tag=config.run_id)
-        for i, profile in enumerate(config.profiles)]
+    sims = _simulators(settings, config, transport, bettor.on_betting_open)
     began = time.monotonic()
 
-    async def report() -> None:
-        while True:
-            if progress:
-                progress({s.config.table_id: s.summary for s in sims}, players.answers,
-                         time.monotonic() - began)
-            await asyncio.sleep(0.5)
+    def show_progress() -> None:
+        if progress:
+            progress(_summaries(sims), players.answers, time.monotonic() - began)
 
-    reporter = asyncio.create_task(report())
-    dealing = asyncio.gather(*(sim.run() for sim in sims))
+    reporter = asyncio.create_task(_every(0.5, show_progress))
     try:
-        await asyncio.shield(dealing)
-    except asyncio.CancelledError:
-        if not config.forever:
-            dealing.cancel()
-            raise
-        # --forever ends with Ctrl-C: every table finishes its round, then the session ends
-        for sim in sims:
-            sim.stop_after_round()
-        await dealing
+        await _deal(sims, config.forever)
     finally:
         reporter.cancel()
         await transport.close()
         await players.close()
-    if progress:
-        progress({s.config.table_id: s.summary for s in sims}, players.answers,
-                 time.monotonic() - began)
-    return DemoRun(config=config, tables={s.config.table_id: s.summary for s in sims},
-                   answers=players.answers, players=[p.player_id for p in roster],
-                   rounds_missed_by_players=missed, seconds=time.monotonic() - began)
+    show_progress()
+    return DemoRun(config=config, tables=_summaries(sims), answers=players.answers,
+                   players=[p.player_id for p in roster],
+                   rounds_missed_by_players=bettor.missed, seconds=time.monotonic() - began)
+
+
+@dataclass
+class _Bettor:
+    """The players bet on each round a table opens, during its betting pause, and count the
+    rounds they missed."""
+
+    players: PlayerSimulator
+    bets_per_player: int
+    missed: int = 0
+
+    async def on_betting_open(self, info: BettingWindow) -> None:
+        within = max(1.0, info.betting_pause * 0.6)  # leave the rest of the pause to the bets
+        if not await self.players.bet_when_open(info.table_id, info.round_id, within,
+                                                self.bets_per_player):
+            self.missed += 1  # the wallet had not seen the round open in time: nobody bet on it
+
+
+def _simulators(settings: Settings, config: DemoConfig, transport: HttpTransport,
+                on_betting_open: BettingHook) -> list[TableSimulator]:
+    """One simulated table a profile, each with its own seed and dealer."""
+    rounds = FOREVER if config.forever else config.rounds
+    return [make_simulator(SimConfig(profile=profile, table_id=config.table_id(profile),
+                                     rounds=rounds, seed=config.seed + i,
+                                     dealer=DEALERS[i % len(DEALERS)],
+                                     betting_pause=config.betting_pause),
+                           transport, settings, on_betting_open, run_tag=config.run_id)
+            for i, profile in enumerate(config.profiles)]
+
+
+async def _deal(sims: list[TableSimulator], forever: bool) -> None:
+    """Every table deals its rounds. Cancelled (Ctrl-C), a session of so many rounds stops
+    at once; a --forever session lets every table finish its round first, so none is left
+    half dealt."""
+    dealing = asyncio.gather(*(sim.run() for sim in sims))
+    try:
+        await asyncio.shield(dealing)
+    except asyncio.CancelledError:
+        if not forever:
+            dealing.cancel()
+            raise
+        for sim in sims:
+            sim.stop_after_round()
+        await dealing
+
+
+async def _every(seconds: float, call: Callable[[], None]) -> None:
+    while True:
+        call()
+        await asyncio.sleep(seconds)
+
+
+def _summaries(sims: list[TableSimulator]) -> dict[str, SimSummary]:
+    return {s.config.table_id: s.summary for s in sims}

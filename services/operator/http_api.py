@@ -16,11 +16,9 @@ from aiohttp import web
 from services.infra.auth import Authenticator, AuthError
 from services.infra.settings import Settings
 from services.operator.replay_service import ReplayRequest, run_replay
-from services.operator.report_render import to_html, to_json, to_text
+from services.operator.report_render import CONTENT_TYPES, render
 from services.operator.round_reader import RoundNotFoundError
 from shared.complaints import ComplaintError
-
-CONTENT_TYPES = {"text": "text/plain", "json": "application/json", "html": "text/html"}
 
 
 def _problem(status: int, code: str, message: str) -> web.Response:
@@ -63,10 +61,7 @@ def make_app(settings: Settings) -> web.Application:
             return _problem(404, "unknown_round", str(exc))
         except (ValueError, OverflowError) as exc:
             return _problem(422, "bad_request", str(exc))
-        body = {"text": lambda: to_text(result, notes),
-                "json": lambda: to_json(result, {"notes_extra": notes}),
-                "html": lambda: to_html(result, notes)}[fmt]()
-        return web.Response(text=body, content_type=CONTENT_TYPES[fmt],
+        return web.Response(text=render(result, fmt, notes), content_type=CONTENT_TYPES[fmt],
                             headers={"X-Croupier-Verdict": result.verdict})
 
     app = web.Application(middlewares=[operator_only])

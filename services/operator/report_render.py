@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-import html
 import json
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from shared.cards import Card
 from shared.replay import BetLine, ReplayReport, winner_text
 
 SUIT_SYMBOL = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
+# the report formats, and the media type each is served as
+CONTENT_TYPES = {"text": "text/plain", "json": "application/json", "html": "text/html"}
 
 
 def _money(amount: int | None) -> str:
@@ -39,6 +42,20 @@ def to_json(report: ReplayReport, extra: dict | None = None) -> str:
 
 
 def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
+    """The report for a person at a terminal: the round, its cards and hands, its timeline,
+    the bets, then the verdict with each difference."""
+    lines = [*_text_heading(report), "", *_text_cards(report), "", "Timeline:"]
+    lines += [f"  seq {e.seq:>6}  {e.at:%H:%M:%S.%f}"[:-3] + f"  {e.detail}" for e in report.timeline]
+    lines += ["", *_text_bets(report)]
+    lines += [f"note: {note}" for note in [*report.notes, *(notes or [])]]
+    lines += ["", f"VERDICT: {report.verdict}"]
+    lines += [f"  - {d.where}: expected {d.expected}; recorded {d.recorded}"
+              for d in report.differences]
+    return "\n".join(lines) + "\n"
+
+
+def _text_heading(report: ReplayReport) -> list[str]:
+    """Which round, under which rules, how it ended, and whether its hash chain holds."""
     lines = [
         f"Round {report.round_id} at table {report.table_id}",
         f"  profile {profile_text(report)}, dealer {report.dealer}, shoe {report.shoe_id}, "
@@ -49,8 +66,12 @@ def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
         + (f" from the event after seq {report.chain_anchor_seq}" if report.chain_anchor_seq else "")
         + (": intact" if not report.chain_breaks else ": BROKEN"),
     ]
-    lines += [f"    ! {b}" for b in report.chain_breaks]
-    lines += ["", "Cards in shoe order: " + " ".join(card_text(c) for c in report.cards)]
+    return lines + [f"    ! {b}" for b in report.chain_breaks]
+
+
+def _text_cards(report: ReplayReport) -> list[str]:
+    """The cards in shoe order, the surplus, each hand with its score, and the result."""
+    lines = ["Cards in shoe order: " + " ".join(card_text(c) for c in report.cards)]
     if report.surplus:
         lines.append("Surplus (recorded, not used): " + " ".join(card_text(c) for c in report.surplus))
     for hand, cards in report.hands.items():
@@ -58,9 +79,12 @@ def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
                      f"{report.scores.get(hand, '')}")
     if report.winner is not None:
         lines.append(f"  result: {winner_text(report.winner)}")
-    lines += ["", "Timeline:"]
-    lines += [f"  seq {e.seq:>6}  {e.at:%H:%M:%S.%f}"[:-3] + f"  {e.detail}" for e in report.timeline]
-    lines += ["", "Bets" + (f" of player {report.player_id}" if report.player_id else "") + ":"]
+    return lines
+
+
+def _text_bets(report: ReplayReport) -> list[str]:
+    """Each bet, recorded against the rule engine, its annulment and its wallet movements."""
+    lines = ["Bets" + (f" of player {report.player_id}" if report.player_id else "") + ":"]
     if not report.bets:
         lines.append("  (none)")
     for b in report.bets:
@@ -73,12 +97,7 @@ def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
                          f"(rule engine: {_money(b.expected_reversed)}); then refunded "
                          f"{_money(b.refund)} (rule engine: {_money(b.expected_refund)})")
         lines += [f"      wallet: {m}" for m in b.wallet]
-    for note in [*report.notes, *(notes or [])]:
-        lines.append(f"note: {note}")
-    lines += ["", f"VERDICT: {report.verdict}"]
-    for d in report.differences:
-        lines.append(f"  - {d.where}: expected {d.expected}; recorded {d.recorded}")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def annulled(b: BetLine) -> bool:
@@ -93,77 +112,26 @@ def _annul_cell(b: BetLine) -> str:
             f"{_money(b.refund)} (engine {_money(b.expected_refund)})")
 
 
-def card_svg(card: Card | None) -> str:
-    """One card as inline SVG: no fonts or images to fetch, so the page opens offline."""
-    if card is None:
-        return ('<svg class="card" viewBox="0 0 60 84" width="60" height="84"><rect x="1" y="1" '
-                'width="58" height="82" rx="6" fill="#345" stroke="#123"/></svg>')
-    colour = "#c0392b" if card.suit in "HD" else "#1b1b1b"
-    rank = "10" if card.rank == "T" else card.rank
-    suit = SUIT_SYMBOL[card.suit]
-    return (f'<svg class="card" viewBox="0 0 60 84" width="60" height="84" role="img" '
-            f'aria-label="{rank}{suit}"><rect x="1" y="1" width="58" height="82" rx="6" '
-            f'fill="#fff" stroke="#888"/><text x="6" y="20" font-size="16" fill="{colour}" '
-            f'font-family="sans-serif" font-weight="bold">{rank}</text><text x="6" y="36" '
-            f'font-size="14" fill="{colour}">{suit}</text><text x="30" y="62" font-size="30" '
-            f'text-anchor="middle" fill="{colour}">{suit}</text></svg>')
+_PAGES = Environment(loader=PackageLoader("services.operator", "templates"), autoescape=True,
+                     keep_trailing_newline=True, undefined=StrictUndefined)
 
 
 def to_html(report: ReplayReport, notes: list[str] | None = None) -> str:
-    esc = html.escape
-    ok = report.verdict == "MATCH"
-    hands = "".join(
-        f'<div class="hand"><h3>{esc(name)} <span class="score">'
-        f'{esc(str(report.scores.get(name, "")))}</span></h3>'
-        f'{"".join(card_svg(c) for c in cards)}</div>'
-        for name, cards in report.hands.items())
-    timeline = "".join(f"<tr><td>{e.seq}</td><td>{e.at:%H:%M:%S.%f}</td><td>{esc(e.detail)}</td></tr>"
-                       for e in report.timeline)
-    bets = "".join(
-        f"<tr><td>{esc(b.bet_id)}</td><td>{esc(b.player_id)}</td><td>{esc(b.bet)}"
-        f"{':' + esc(str(b.position)) if b.position is not None else ''}</td>"
-        f"<td class=num>{_money(b.stake)}</td><td>{esc(b.decision)}</td>"
-        f"<td>{esc(b.outcome or '-')}</td><td class=num>{_money(b.returned)}</td>"
-        f"<td>{esc(b.expected_outcome or '-')} {_money(b.expected_returned)}</td>"
-        f"<td>{esc(_annul_cell(b))}</td>"
-        f"<td>{'<br>'.join(esc(m) for m in b.wallet)}</td></tr>" for b in report.bets)
-    diffs = "".join(f"<li><b>{esc(d.where)}</b>: expected {esc(d.expected)}; recorded "
-                    f"{esc(d.recorded)}</li>" for d in report.differences)
-    breaks = "".join(f"<li>{esc(b)}</li>" for b in report.chain_breaks)
-    all_notes = "".join(f"<li>{esc(n)}</li>" for n in [*report.notes, *(notes or [])])
-    surplus = "".join(card_svg(c) for c in report.surplus)
-    opened = f"{report.opened_at:%Y-%m-%d %H:%M:%S %Z}" if report.opened_at else "-"
-    chain = "intact" if not report.chain_breaks else "BROKEN"
-    return f"""<!doctype html>
-<html lang="en"><head><meta charset="utf-8">
-<title>Round {esc(report.round_id)} at {esc(report.table_id)}: {report.verdict}</title>
-<style>
-body{{font-family:system-ui,sans-serif;margin:2rem;color:#222;background:#f4f6f4}}
-.verdict{{padding:1rem 1.5rem;border-radius:8px;font-size:1.6rem;font-weight:bold;color:#fff;
-background:{'#1e8449' if ok else '#b03a2e'}}}
-.felt{{background:#0b5d3b;padding:1rem;border-radius:12px;display:flex;gap:2rem;flex-wrap:wrap}}
-.hand h3{{color:#fff;margin:.2rem 0}}
-.score{{background:#fff;color:#0b5d3b;border-radius:4px;padding:0 .4rem}}
-.card{{margin-right:4px}} table{{border-collapse:collapse;background:#fff;margin:.5rem 0}}
-td,th{{border:1px solid #ccc;padding:.3rem .6rem;font-size:.9rem;text-align:left}} .num{{text-align:right}}
-dl{{display:grid;grid-template-columns:max-content auto;gap:.2rem 1rem}}
-</style></head><body>
-<div class="verdict">{report.verdict}</div>
-<h1>Round {esc(report.round_id)} &middot; table {esc(report.table_id)}</h1>
-<dl><dt>Profile</dt><dd>{esc(profile_text(report))}</dd><dt>Dealer</dt><dd>{esc(report.dealer or '-')}</dd>
-<dt>Shoe</dt><dd>{esc(report.shoe_id or '-')}</dd><dt>Opened</dt><dd>{opened}</dd>
-<dt>Status</dt><dd>{esc(report.status)}{' - ' + esc(report.void_reason) if report.void_reason else ''}\
-{' after completion - ' + esc(report.annul_reason) if report.annul_reason else ''}</dd>
-<dt>Result</dt><dd>{esc(winner_text(report.winner))}</dd>
-<dt>Hash chain</dt><dd>{report.chain_checked} events checked: {chain}</dd></dl>
-<ul>{breaks}</ul>
-<h2>Hands</h2><div class="felt">{hands or '<p style="color:#fff">no hands (round not complete)</p>'}</div>
-{f'<h2>Surplus cards (recorded, not used)</h2><div>{surplus}</div>' if surplus else ''}
-<h2>Timeline</h2><table><tr><th>seq</th><th>time (UTC)</th><th>event</th></tr>{timeline}</table>
-<h2>Bets{' of player ' + esc(report.player_id) if report.player_id else ''}</h2>
-<table><tr><th>bet id</th><th>player</th><th>bet</th><th>stake</th><th>decision</th><th>outcome</th>
-<th>returned</th><th>rule engine</th><th>annulment</th><th>wallet movements</th></tr>{bets}</table>
-{f'<h2>Differences</h2><ul>{diffs}</ul>' if diffs else ''}
-{f'<h2>Notes</h2><ul>{all_notes}</ul>' if all_notes else ''}
-</body></html>
-"""
+    """A self-contained page (inline CSS and SVG cards): the markup is in
+    templates/replay_report.html, autoescaped, so no value from the log can inject markup."""
+    return _PAGES.get_template("replay_report.html").render(
+        report=report, notes=[*report.notes, *(notes or [])], suit_symbol=SUIT_SYMBOL,
+        money=_money, profile_text=profile_text, winner_text=winner_text, annul_cell=_annul_cell)
+
+
+def render(report: ReplayReport, fmt: str, notes: list[str] | None = None) -> str:
+    """The report in `fmt` (text, json or html; see CONTENT_TYPES), with the replay's own
+    notes: the one entry point the CLI and the operator API share, so a format renders the
+    same wherever it is asked for."""
+    if fmt == "text":
+        return to_text(report, notes)
+    if fmt == "json":
+        return to_json(report, {"notes_extra": notes})
+    if fmt == "html":
+        return to_html(report, notes)
+    raise ValueError(f"format must be one of {sorted(CONTENT_TYPES)}, not {fmt!r}")

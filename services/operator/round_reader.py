@@ -147,11 +147,28 @@ class RoundReader:
         holds on a busy partition. Parsed records of each topic come back in partition order
         (log order within a partition)."""
         self._assign_all()
-        consumer = self.consumer
         by_tp = {TopicPartition(w.topic, p): w for w in windows for p in w.partitions}
         tps = list(by_tp)
         for w in windows:
             self.window_reads[w.topic] += 1
+        pending, ends = self._seek_to(tps, start)
+        out: dict[TopicPartition, list[Any]] = {tp: [] for tp in tps}
+        read: Counter[str] = Counter()
+        self.consumer.resume(*pending)
+        try:
+            self._poll(pending, by_tp, ends, out, read)
+        finally:
+            self.consumer.pause(*tps)
+        self.records_by_topic.update(read)
+        return {w.topic: [v for p in w.partitions for v in out[TopicPartition(w.topic, p)]]
+                for w in windows}
+
+    def _seek_to(self, tps: list[TopicPartition], start: datetime
+                 ) -> tuple[set[TopicPartition], dict[TopicPartition, int]]:
+        """Each partition positioned at its first record at or after `start` (by the broker's
+        time index, never a scan): (the partitions with records left to read, each one's end
+        offset, taken now so that the read ends there however busy the log is)."""
+        consumer = self.consumer
         begins = consumer.beginning_offsets(tps)
         ends = consumer.end_offsets(tps)
         found = consumer.offsets_for_times({tp: int(start.timestamp() * 1000) for tp in tps})
@@ -162,44 +179,21 @@ class RoundReader:
             if position < ends[tp]:
                 consumer.seek(tp, position)
                 pending.add(tp)
-        out: dict[TopicPartition, list[Any]] = {tp: [] for tp in tps}
-        read: Counter[str] = Counter()
-        consumer.resume(*pending)
-        try:
-            while pending:
-                batches = consumer.poll(timeout_ms=3000, max_records=POLL_RECORDS)
-                if not batches:
-                    break
-                for tp, batch in batches.items():
-                    if tp not in pending:
-                        continue
-                    w = by_tp[tp]
-                    parse, keep, stop, kept = PARSERS[w.topic], w.keep, w.stop, out[tp]
-                    last = ends[tp] - 1
-                    for rec in batch:
-                        read[w.topic] += 1
-                        value = None
-                        if keep is None or keep(rec.key, rec.value):
-                            try:
-                                value = parse(rec.value)
-                            except ValueError as exc:
-                                value = Unparsed(w.topic, rec.partition, rec.offset,
-                                                 str(exc)[:300])
-                        if stop(value, rec.timestamp):
-                            pending.discard(tp)
-                            break
-                        if value is not None:
-                            kept.append(value)
-                        if rec.offset >= last:
-                            pending.discard(tp)
-                            break
-                    if tp not in pending:
-                        consumer.pause(tp)
-        finally:
-            consumer.pause(*tps)
-        self.records_by_topic.update(read)
-        return {w.topic: [v for p in w.partitions for v in out[TopicPartition(w.topic, p)]]
-                for w in windows}
+        return pending, ends
+
+    def _poll(self, pending: set[TopicPartition], by_tp: dict[TopicPartition, Window],
+              ends: dict[TopicPartition, int], out: dict[TopicPartition, list[Any]],
+              read: Counter[str]) -> None:
+        """Poll until every pending partition's window is done (paused as it is, so the
+        others' fetches are not crowded out) or a poll comes back empty."""
+        while pending:
+            batches = self.consumer.poll(timeout_ms=3000, max_records=POLL_RECORDS)
+            if not batches:
+                break
+            for tp, batch in batches.items():
+                if tp in pending and _take(by_tp[tp], batch, ends[tp] - 1, out[tp], read):
+                    pending.discard(tp)
+                    self.consumer.pause(tp)
 
     def scan(self, topic: str, key: str, start: datetime,
              stop: Callable[[Any, int], bool]) -> tuple[list[Any], int]:
@@ -223,51 +217,47 @@ class RoundReader:
         of `table.events`, parsing only this round's `round_annulled`), and the money windows
         then reach past it."""
         records = RoundRecords(table_id, round_id)
+        events, opened = self._events_from_opening(records, at)
+        _keep_round_events(records, events, opened)
+        if annulled_within is not None and not any(
+                isinstance(e, RoundAnnulled) and e.round_id == round_id for e in records.events):
+            records.annulment = self._annulment(table_id, round_id, records.events,
+                                                annulled_within)
+        self._read_money(records, player_id)
+        return records
+
+    def _events_from_opening(self, records: RoundRecords, at: datetime
+                             ) -> tuple[list[Any], int]:
+        """The table's events from a little before `at` (the time of play is a person's
+        recollection), reaching 8 times further back each try until the round's opening is
+        among them, up to MAX_LOOKBACK. Returns the events and the opening's index."""
+        table_id, round_id = records.table_id, records.round_id
         lead = LEAD
         while True:
             events, read = self._table_events(table_id, round_id, at - lead)
             records.records_read += read
             opened = next((i for i, e in enumerate(events) if isinstance(e, RoundOpened)
                            and e.round_id == round_id), None)
-            if opened is not None or lead >= MAX_LOOKBACK:
-                break
+            if opened is not None:
+                return events, opened
+            if lead >= MAX_LOOKBACK:
+                raise RoundNotFoundError(
+                    f"round {round_id} of table {table_id} was not opened between "
+                    f"{at - lead:%Y-%m-%d %H:%M} and the end of the log; check the time of play")
             lead *= 8
-        if opened is None:
-            raise RoundNotFoundError(
-                f"round {round_id} of table {table_id} was not opened between "
-                f"{at - lead:%Y-%m-%d %H:%M} and the end of the log; check the time of play")
-        # the shoe events and burns just before the opening belong to the round's story too
-        start = opened
-        while start > 0 and getattr(events[start - 1], "round_id", None) is None \
-                and not isinstance(events[start - 1], Unparsed):
-            start -= 1
-        records.anchor = events[start - 1] if start > 0 else None
-        records.events = [e for e in events[start:] if not isinstance(e, Unparsed)]
-        records.unparsed += [e for e in events if isinstance(e, Unparsed)]
-        if annulled_within is not None and not any(
-                isinstance(e, RoundAnnulled) and e.round_id == round_id for e in records.events):
-            records.annulment = self._annulment(table_id, round_id, records.events,
-                                                annulled_within)
-        start_at, end_ms = self.money_span(records.events, round_id, records.annulment)
 
+    def _read_money(self, records: RoundRecords, player_id: str | None) -> None:
+        """The round's result, decisions, settlements and wallet movements: one read of the
+        money topics' windows around the round's events (past its annulment, if any)."""
+        table_id, round_id = records.table_id, records.round_id
+        start_at, end_ms = self.money_span(records.events, round_id, records.annulment)
         windows = self.money_windows(table_id, round_id, end_ms, player_id)
         before = sum(self.records_by_topic.values())
         found = self.read_windows(windows, start_at)
         records.records_read += sum(self.records_by_topic.values()) - before
         for values in found.values():
             records.unparsed += [v for v in values if isinstance(v, Unparsed)]
-
-        def of_round(value: Any) -> bool:
-            return getattr(value, "round_id", None) == round_id
-
-        records.result = next((r for r in found["round.results"] if of_round(r)), None)
-        records.decisions = [d for d in found["bets.decisions"] if of_round(d)]
-        records.settlements = [s for s in found["bets.settled"] if of_round(s)]
-        records.wallet = [tx for tx in found["wallet.transactions"]
-                          if isinstance(tx, WalletTransaction) and of_round(tx)
-                          and tx.table_id in (table_id, None)
-                          and (player_id is None or tx.player_id == player_id)]
-        return records
+        _keep_round_money(records, found, player_id)
 
     def money_windows(self, table_id: str, round_id: str, end_ms: int,
                       player_id: str | None) -> list[Window]:
@@ -345,3 +335,57 @@ class RoundReader:
             return next_round or ts > ended_ms + slack_ms
 
         return self.scan("table.events", table_id, start, stop)
+
+
+def _keep_round_events(records: RoundRecords, events: list[Any], opened: int) -> None:
+    """The round's events from its opening on, with the shoe events and burns just before
+    the opening (they belong to the round's story too); the event before them anchors the
+    hash chain. Unparsed records are kept aside, for the report to name."""
+    start = opened
+    while start > 0 and getattr(events[start - 1], "round_id", None) is None \
+            and not isinstance(events[start - 1], Unparsed):
+        start -= 1
+    records.anchor = events[start - 1] if start > 0 else None
+    records.events = [e for e in events[start:] if not isinstance(e, Unparsed)]
+    records.unparsed += [e for e in events if isinstance(e, Unparsed)]
+
+
+def _keep_round_money(records: RoundRecords, found: dict[str, list[Any]],
+                      player_id: str | None) -> None:
+    """Of the money records read, the round's: a window also holds other rounds' records
+    (the record's bytes only mention the round id), and with `player_id` only that
+    player's wallet movements."""
+    round_id = records.round_id
+
+    def of_round(value: Any) -> bool:
+        return getattr(value, "round_id", None) == round_id
+
+    records.result = next((r for r in found["round.results"] if of_round(r)), None)
+    records.decisions = [d for d in found["bets.decisions"] if of_round(d)]
+    records.settlements = [s for s in found["bets.settled"] if of_round(s)]
+    records.wallet = [tx for tx in found["wallet.transactions"]
+                      if isinstance(tx, WalletTransaction) and of_round(tx)
+                      and tx.table_id in (records.table_id, None)
+                      and (player_id is None or tx.player_id == player_id)]
+
+
+def _take(w: Window, batch: list[Any], last: int, kept: list[Any], read: Counter[str]) -> bool:
+    """The batch's records that `w` keeps, parsed into `kept` (one that does not parse as
+    Unparsed, for the report to name). True when the window is done on this partition: its
+    `stop` said so, or the record at `last` (its end offset when the read began) was read."""
+    parse, keep, stop = PARSERS[w.topic], w.keep, w.stop
+    for rec in batch:
+        read[w.topic] += 1
+        value = None
+        if keep is None or keep(rec.key, rec.value):
+            try:
+                value = parse(rec.value)
+            except ValueError as exc:
+                value = Unparsed(w.topic, rec.partition, rec.offset, str(exc)[:300])
+        if stop(value, rec.timestamp):
+            return True
+        if value is not None:
+            kept.append(value)
+        if rec.offset >= last:
+            return True
+    return False
