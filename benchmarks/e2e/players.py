@@ -1,5 +1,5 @@
 """Players through the wallet's HTTP API: the operator opens and funds accounts and
-issues tokens (as services/player_simulator.py does), then players bet.
+issues tokens (as services/simulators/players.py does), then players bet.
 
 The client is aiohttp (already installed: faust's own HTTP stack), not httpx: measured
 on this machine against a server that answers in 50 ms, httpx's async pool spent

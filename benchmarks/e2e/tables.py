@@ -13,8 +13,8 @@ import time
 
 from services.infra.clock import SystemClock
 from services.infra.table_keys import table_key
-from services.table_simulator.inputs import InputFactory
-from services.table_simulator.transport import HttpTransport
+from services.simulators.tables.inputs import InputFactory
+from services.simulators.tables.transport import HttpTransport
 from shared.events.inputs import CloseBetting, NewShoe, OpenRound, ScanCard
 from shared.profile import load_profile
 from shared.rounds import cards_needed

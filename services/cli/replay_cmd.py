@@ -39,10 +39,10 @@ def replay(
     out: Path = typer.Option(None, help="Write the report to this file instead of stdout."),
 ) -> None:
     """Replay a round: verify the hash chain, recompute result and settlements, compare."""
+    from services.operator.complaints import ComplaintError
     from services.operator.replay_service import ReplayRequest, run_replay
     from services.operator.report_render import render
     from services.operator.round_reader import RoundNotFoundError
-    from shared.complaints import ComplaintError
 
     try:
         request = ReplayRequest.from_text(table, round_id, at, player, dealer, complaint_at,

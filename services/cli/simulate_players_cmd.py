@@ -13,7 +13,7 @@ from rich.table import Table
 
 from services.cli.cli_errors import fail
 from services.infra.settings import get_settings
-from services.player_simulator import PlayerSimulator
+from services.simulators.players import PlayerSimulator
 
 
 def register(app: typer.Typer) -> None:

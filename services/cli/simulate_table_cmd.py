@@ -12,9 +12,9 @@ from rich.table import Table
 from services.infra.clock import SystemClock
 from services.infra.settings import get_settings
 from services.infra.table_keys import table_key
-from services.table_simulator.driver import FAULTS, SimConfig, SimSummary
-from services.table_simulator.inputs import InputFactory
-from services.table_simulator.run import run_tables
+from services.simulators.tables.driver import FAULTS, SimConfig, SimSummary
+from services.simulators.tables.inputs import InputFactory
+from services.simulators.tables.run import run_tables
 from shared.events.inputs import INPUT_TYPES
 from shared.profile import UnknownProfileError, load_profile
 

@@ -10,7 +10,7 @@ from rich.text import Text
 
 from services.demo.session import FOREVER, DemoConfig
 from services.demo.summary import DemoSummary
-from services.table_simulator.driver import SimSummary
+from services.simulators.tables.driver import SimSummary
 
 
 def _money(amount: int) -> str:

@@ -16,16 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from services.infra.settings import Settings
-from services.player_simulator import PlayerSimulator
-from services.table_simulator.driver import (
+from services.simulators.players import PlayerSimulator
+from services.simulators.tables.driver import (
     BettingHook,
     BettingWindow,
     SimConfig,
     SimSummary,
     TableSimulator,
 )
-from services.table_simulator.run import make_simulator
-from services.table_simulator.transport import HttpTransport
+from services.simulators.tables.run import make_simulator
+from services.simulators.tables.transport import HttpTransport
 
 DEFAULT_PROFILES = ("sbo-baccarat", "sbo-tiger", "triple-face-id")
 DEALERS = ("Ayu", "Hiro", "Maria", "Dewi", "Kenji", "Sofia")

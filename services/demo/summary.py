@@ -9,8 +9,8 @@ from collections import Counter
 from pydantic import BaseModel
 
 from services.demo.session import DemoRun
-from services.operator.log_reader import read_books
-from shared.audit import AuditReport, BetTypeReturn, Books, InvariantCheck, audit
+from services.operator.audit import AuditReport, BetTypeReturn, Books, InvariantCheck, audit
+from services.operator.event_reader import read_books
 
 
 class SampleRound(BaseModel):

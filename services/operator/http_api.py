@@ -15,10 +15,10 @@ from aiohttp import web
 
 from services.infra.auth import Authenticator, AuthError
 from services.infra.settings import Settings
+from services.operator.complaints import ComplaintError
 from services.operator.replay_service import ReplayRequest, run_replay
 from services.operator.report_render import CONTENT_TYPES, render
 from services.operator.round_reader import RoundNotFoundError
-from shared.complaints import ComplaintError
 
 
 def _problem(status: int, code: str, message: str) -> web.Response:

@@ -15,8 +15,8 @@ from contextlib import contextmanager
 
 from pydantic import BaseModel
 
-from services.operator.log_reader import Unparsed, read_books, read_topic
-from shared.audit import AuditReport, Books, audit
+from services.operator.audit import AuditReport, Books, audit
+from services.operator.event_reader import Unparsed, read_books, read_topic
 from shared.events.chain import verify_chain
 from shared.events.event_auth import auth_problem
 from shared.events.ids import id_problem

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from services.infra.settings import get_settings
+from services.operator.complaints import Complaint, check_window, complaint_from
+from services.operator.replay import ReplayReport, replay_round
 from services.operator.round_reader import RoundReader
-from shared.complaints import Complaint, check_window, complaint_from
-from shared.replay import ReplayReport, replay_round
 
 
 @dataclass

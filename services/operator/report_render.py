@@ -6,8 +6,8 @@ import json
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from services.operator.replay import BetLine, ReplayReport, winner_text
 from shared.cards import Card
-from shared.replay import BetLine, ReplayReport, winner_text
 
 SUIT_SYMBOL = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 # the report formats, and the media type each is served as

@@ -35,7 +35,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
 from services.infra.kafka_security import OPERATOR, kafka_python_options
-from services.operator.log_reader import PARSERS, Unparsed
+from services.operator.event_reader import PARSERS, Unparsed
 from shared.events.bet_events import (
     BetAccepted,
     BetRejected,

@@ -16,7 +16,7 @@ from services.infra.log_reader import read_to_end
 from services.infra.processes import ServiceProcess
 from services.infra.settings import Settings
 from services.infra.table_keys import table_key
-from services.table_simulator.inputs import InputFactory
+from services.simulators.tables.inputs import InputFactory
 from shared.events.chain import verify_chain
 from shared.events.rejections import InputRefused
 from shared.events.results import RoundResultPublished

@@ -16,8 +16,8 @@ from kafka import KafkaProducer
 
 from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import read_to_end
-from services.table_simulator.driver import SimConfig
-from services.table_simulator.run import run_tables
+from services.simulators.tables.driver import SimConfig
+from services.simulators.tables.run import run_tables
 from shared.events.dead_letters import DeadLetter
 from tests.integration.money_support import read_topic, wait_for
 from tests.integration.tables_live_support import (

@@ -127,7 +127,7 @@ def test_a_wrong_password_is_refused(bootstrap: str) -> None:
 
 def test_the_table_simulator_writes_dealer_inputs_as_a_table_device(bootstrap: str) -> None:
     """`simulate-table --via-kafka` is a device: it may write dealer.inputs, nothing else."""
-    from services.table_simulator.transport import KafkaTransport
+    from services.simulators.tables.transport import KafkaTransport
 
     transport = KafkaTransport(bootstrap)
     producer = transport._producer

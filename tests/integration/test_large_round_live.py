@@ -15,8 +15,8 @@ from kafka import KafkaAdminClient
 
 from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import read_to_end
-from services.operator.log_reader import read_books
-from shared.audit import audit
+from services.operator.audit import audit
+from services.operator.event_reader import read_books
 from shared.events.bet_events import manifest_digest
 from shared.profile import load_profile
 from shared.settlement import Bet, settle

@@ -23,9 +23,9 @@ from services.devtools.grafana_dashboards import (
 )
 from services.infra.processes import SERVICES, ServiceProcess
 from services.infra.settings import Settings
-from services.player_simulator import PlayerSimulator
-from services.table_simulator.driver import BettingWindow, SimConfig
-from services.table_simulator.run import run_tables
+from services.simulators.players import PlayerSimulator
+from services.simulators.tables.driver import BettingWindow, SimConfig
+from services.simulators.tables.run import run_tables
 from tests.integration.tables_live_support import running_services
 
 pytestmark = pytest.mark.kafka

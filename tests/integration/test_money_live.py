@@ -300,7 +300,7 @@ def test_redelivery_moves_no_money(platform, bac):
 def test_player_simulator_bets_and_is_refused_by_name(platform, bac, tf):
     import asyncio
 
-    from services.player_simulator import PlayerSimulator
+    from services.simulators.players import PlayerSimulator
 
     async def run() -> Counter:
         sim = PlayerSimulator(platform.wallet.base_url, Settings().operator_token,

@@ -163,8 +163,8 @@ def popular(platform_kafka):
 
 
 def _read(bootstrap, played, player=None):
+    from services.operator.replay import replay_round
     from services.operator.round_reader import RoundReader
-    from shared.replay import replay_round
 
     reader = RoundReader(bootstrap)
     try:

@@ -18,8 +18,8 @@ import httpx
 import pytest
 
 from services.dealer_event.refusals import CODES
-from services.table_simulator.driver import SimConfig
-from services.table_simulator.run import run_tables
+from services.simulators.tables.driver import SimConfig
+from services.simulators.tables.run import run_tables
 from shared.cards import parse_card, parse_cards
 from shared.events.chain import verify_chain
 from shared.events.inputs import (

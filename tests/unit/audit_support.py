@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from shared.audit import Books
+from services.operator.audit import Books
 from shared.cards import parse_cards
 from shared.events.bet_events import (
     BetPlaced,

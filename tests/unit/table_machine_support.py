@@ -9,7 +9,7 @@ from services.dealer_event.state import TableState
 from services.dealer_event.table_machine import MachineConfig, step
 from services.infra.clock import ManualClock
 from services.infra.table_keys import table_key
-from services.table_simulator.inputs import InputFactory
+from services.simulators.tables.inputs import InputFactory
 from shared.cards import parse_cards
 from shared.events.inputs import Burn, CloseBetting, NewShoe, OpenRound, ScanCard
 

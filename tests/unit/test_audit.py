@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.audit import audit
+from services.operator.audit import audit
 from shared.events.bet_events import (
     BetSettled,
     SettlementReversed,

@@ -12,7 +12,7 @@ from services.dealer_event.rebuild import fold_events, fold_rejections
 from services.dealer_event.runtime import MOVED, DealerRuntime
 from services.dealer_event.table_machine import MachineConfig
 from services.infra.clock import ManualClock
-from services.table_simulator.inputs import InputFactory
+from services.simulators.tables.inputs import InputFactory
 from shared.cards import parse_card
 from shared.events.inputs import CloseBetting, NewShoe, OpenRound, ScanCard
 from tests.unit.table_machine_support import key_for

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from services.demo.render import print_copyable, print_summary
 from services.demo.summary import DemoSummary, SampleRound
-from shared.audit import BetTypeReturn, InvariantCheck
+from services.operator.audit import BetTypeReturn, InvariantCheck
 
 TABLE = "tf-id-70d82c"
 ROUND = "tf-id-70d82c-70d82c-r2"

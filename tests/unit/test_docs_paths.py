@@ -111,7 +111,7 @@ def test_the_docs_name_paths_at_all():
     ("services.infra.contiguity", False),
     ("shared.settlement.validate_bet", True),
     ("shared.settlement.validate_everything", False),
-    ("services.player_simulator.PlayerSimulator", True),
+    ("services.simulators.players.PlayerSimulator", True),
     ("shared.events.bet_events.manifest_digest", True),
     ("services.nothing", False),
 ])

@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
+from services.operator.audit import Books, audit
+from services.operator.complaints import ComplaintError, complaint_from
 from services.wallet.api_models import CreateAccountRequest, MovementRequest, PlaceBetRequest
 from services.wallet.commands import Deposit
-from shared.audit import Books, audit
-from shared.complaints import ComplaintError, complaint_from
 from shared.events import ids
 from shared.events.bet_events import BetAccepted, BetRejected, RoundManifest, manifest_digest
 from shared.events.inputs import ScanCard
@@ -199,7 +199,7 @@ def test_an_account_named_dot_dot_cannot_crash_rebuild(monkeypatch, shared_ids):
 # --- replay of one round: two players with the same bet id ---------------------------------
 
 def test_replay_lists_both_players_bets_with_the_same_id_and_matches():
-    from shared.replay import replay_round
+    from services.operator.replay import replay_round
     from tests.round_builder import RecordedRound
 
     rec = RecordedRound()  # alice's b1 on banker (wins 1,950), alice's b2, bob's b3
@@ -224,7 +224,7 @@ def test_replay_lists_both_players_bets_with_the_same_id_and_matches():
 
 def test_a_round_whose_cards_give_no_result_is_a_difference_not_a_crash(monkeypatch):
     from services.operator import rebuild as rb
-    from services.operator.log_reader import LogRecord
+    from services.operator.event_reader import LogRecord
     from tests.round_builder import RecordedRound
 
     rec = RecordedRound()

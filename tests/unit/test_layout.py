@@ -25,6 +25,8 @@ PURE_CORES = {
     "bet-settlement": ["services.bet_settlement.round_book"],
     "wallet": ["services.wallet.commands", "services.wallet.handlers", "services.wallet.ledger",
                "services.wallet.rounds_view"],
+    "operator": ["services.operator.audit", "services.operator.complaints",
+                 "services.operator.replay"],
 }
 CORE_MODULES = {module for modules in PURE_CORES.values() for module in modules}
 ALLOWED_THIRD_PARTY = {"pydantic"}

@@ -32,10 +32,11 @@ from services.dealer_event.table_machine import MachineConfig, step
 from services.game_evaluation.evaluator import EvaluationState, observe
 from services.infra.clock import ManualClock
 from services.infra.table_keys import table_key
+from services.operator.audit import Books, audit
 from services.operator.rebuild import _rounds_from_table_events
+from services.operator.replay import replay_round
 from services.operator.report_render import to_html, to_text
-from services.table_simulator.inputs import InputFactory
-from shared.audit import Books, audit
+from services.simulators.tables.inputs import InputFactory
 from shared.events.bet_events import BetPlaced, BetSettled
 from shared.events.inputs import NewShoe, OpenRound
 from shared.events.table import RoundOpened
@@ -51,7 +52,6 @@ from shared.profile import (
     shipped_digest,
     use_profiles_dir,
 )
-from shared.replay import replay_round
 from tests.round_builder import RecordedRound
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

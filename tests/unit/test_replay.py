@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import pytest
 
+from services.operator.complaints import ComplaintError, check_window, complaint_from
+from services.operator.replay import replay_round
 from services.operator.report_render import to_html, to_json, to_text
 from shared.cards import parse_card
-from shared.complaints import ComplaintError, check_window, complaint_from
-from shared.replay import replay_round
 from tests.round_builder import T0, RecordedRound
 
 
@@ -137,7 +137,7 @@ def test_a_late_complaint_is_refused_unless_overridden():
 
 def _floor_round(bets: int, players: int):
     """A round of `bets` bets from `players` players, as parsed records of each topic."""
-    from services.operator.log_reader import PARSERS
+    from services.operator.event_reader import PARSERS
     from tests.floor_builder import Floor
 
     floor = Floor(seed=9)

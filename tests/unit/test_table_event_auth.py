@@ -15,6 +15,7 @@ from services.dealer_event.runtime import machine_config
 from services.game_evaluation.evaluator import EvaluationState, observe_verified
 from services.game_evaluation.evaluator import TableFlagged as EvaluationFlagged
 from services.infra.settings import Settings
+from services.operator.replay import replay_round
 from services.wallet.rounds_view import BetRefused, check_round_takes_bet, fold_verified
 from shared.cards import parse_card
 from shared.events.canonical import GENESIS_HASH
@@ -41,7 +42,6 @@ from shared.events.table import (
     seal,
 )
 from shared.profile import load_profile
-from shared.replay import replay_round
 from shared.rounds import evaluate_round
 from tests.round_builder import RecordedRound
 

@@ -9,7 +9,7 @@ import pytest
 from services.dealer_event.admission import AdmissionPolicy
 from services.dealer_event.state import TableState, fold_into
 from services.dealer_event.table_machine import MachineConfig, tick
-from services.table_simulator.inputs import InputFactory
+from services.simulators.tables.inputs import InputFactory
 from shared.cards import parse_card, parse_cards
 from shared.events.chain import verify_chain
 from shared.events.inputs import (

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from services.infra.log_reader import read_to_end
-from shared.audit import Books
+from services.operator.audit import Books
 from shared.events.registry import topic_adapter
 
 BOOK_TOPICS = ("round.results", "bets.placed", "bets.decisions", "bets.settled",

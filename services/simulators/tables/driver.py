@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from services.table_simulator.inputs import InputFactory
-from services.table_simulator.transport import Transport
+from services.simulators.tables.inputs import InputFactory
+from services.simulators.tables.transport import Transport
 from shared.cards import Card
 from shared.events.inputs import (
     Burn,

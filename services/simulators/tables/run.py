@@ -8,9 +8,9 @@ from dataclasses import replace
 from services.infra.clock import SystemClock
 from services.infra.settings import Settings, get_settings
 from services.infra.table_keys import table_key
-from services.table_simulator.driver import BettingHook, SimConfig, SimSummary, TableSimulator
-from services.table_simulator.inputs import InputFactory
-from services.table_simulator.transport import HttpTransport, KafkaTransport, Transport
+from services.simulators.tables.driver import BettingHook, SimConfig, SimSummary, TableSimulator
+from services.simulators.tables.inputs import InputFactory
+from services.simulators.tables.transport import HttpTransport, KafkaTransport, Transport
 
 
 def make_simulator(config: SimConfig, transport: Transport, settings: Settings | None = None,
