@@ -13,11 +13,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
-from shared.baccarat import BaccaratResult
-from shared.triple_face import HandName, TripleFaceResult
+from croupier.shared.baccarat import BaccaratResult
+from croupier.shared.triple_face import HandName, TripleFaceResult
 
 if TYPE_CHECKING:
-    from shared.profile import BaccaratProfile, Profile
+    from croupier.shared.profile import BaccaratProfile, Profile
 
 Outcome = Literal["win", "lose", "push"]
 Position = Literal[1, 2, 3, "banker"]

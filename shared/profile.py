@@ -16,10 +16,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from shared.bets import GAME_RULES
-from shared.events.table import VoidReason
-from shared.money import Odds
-from shared.triple_face import Procedure
+from croupier.shared.bets import GAME_RULES
+from croupier.shared.events.table import VoidReason
+from croupier.shared.money import Odds
+from croupier.shared.triple_face import Procedure
 
 
 class ProfileError(ValueError):
@@ -204,7 +204,7 @@ def profile_digest(data: dict[str, Any]) -> str:
     """SHA-256 of a profile's canonical JSON (sorted keys, no whitespace, UTF-8), taken over
     the data as shipped (the JSON file, not the parsed model): reformatting a file does not
     change it, and neither does a new optional field in the model."""
-    from shared.events.canonical import canonical_bytes, sha256_hex
+    from croupier.shared.events.canonical import canonical_bytes, sha256_hex
 
     return sha256_hex(canonical_bytes(data))
 

@@ -11,10 +11,10 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.bets import TIGER_WAGERS, BetRule, Outcome, Position, resolve, rule_for
-from shared.money import returned_on_win
-from shared.profile import AnyProfile
-from shared.rounds import AnyResult
+from croupier.shared.bets import TIGER_WAGERS, BetRule, Outcome, Position, resolve, rule_for
+from croupier.shared.money import returned_on_win
+from croupier.shared.profile import AnyProfile
+from croupier.shared.rounds import AnyResult
 
 BetErrorCode = Literal[
     "unknown_bet", "bet_not_offered", "bad_position", "below_minimum", "above_maximum",

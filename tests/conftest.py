@@ -14,8 +14,8 @@ import pytest
 # The tests run the platform with its development secrets (production refuses them).
 os.environ.setdefault("CROUPIER_ENV", "development")
 
-from services.infra.local_broker import LocalBroker
-from services.infra.settings import Settings
+from croupier.services.infra.local_broker import LocalBroker
+from croupier.services.infra.settings import Settings
 
 
 def instance_for(home: Path) -> str:

@@ -17,8 +17,8 @@ from datetime import datetime, timedelta
 
 from pydantic import BaseModel
 
-from services.infra.kafka_security import ADMIN, kafka_python_options
-from shared.events.bet_events import (
+from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
+from croupier.shared.events.bet_events import (
     BetAccepted,
     BetPlaced,
     BetRejected,
@@ -27,9 +27,9 @@ from shared.events.bet_events import (
     manifest_digest,
     settlement_id,
 )
-from shared.events.canonical import GENESIS_HASH
-from shared.events.results import RoundResultPublished, result_id
-from shared.events.table import (
+from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.results import RoundResultPublished, result_id
+from croupier.shared.events.table import (
     BettingClosed,
     CardDealt,
     RoundCompleted,
@@ -37,11 +37,11 @@ from shared.events.table import (
     ShoeStarted,
     seal,
 )
-from shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
-from shared.profile import load_profile
-from shared.rounds import evaluate_round
-from shared.settlement import Bet, settle
-from shared.simulate import deal_rounds
+from croupier.shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
+from croupier.shared.profile import load_profile
+from croupier.shared.rounds import evaluate_round
+from croupier.shared.settlement import Bet, settle
+from croupier.shared.simulate import deal_rounds
 from tests.event_keys import events_key
 
 BETS = ("banker", "player", "tie", "player_pair", "banker_pair")

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from shared.cards import parse_cards
-from shared.events.bet_events import (
+from croupier.shared.cards import parse_cards
+from croupier.shared.events.bet_events import (
     BetAccepted,
     BetSettled,
     RoundManifest,
@@ -17,9 +17,9 @@ from shared.events.bet_events import (
     reversal_id,
     settlement_id,
 )
-from shared.events.canonical import GENESIS_HASH
-from shared.events.results import RoundResultPublished, result_id
-from shared.events.table import (
+from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.results import RoundResultPublished, result_id
+from croupier.shared.events.table import (
     BettingClosed,
     CardDealt,
     RoundAnnulled,
@@ -29,10 +29,10 @@ from shared.events.table import (
     TableEventBase,
     seal,
 )
-from shared.events.wallet_events import WalletTransaction, tx_id
-from shared.profile import load_profile, pinned, shipped_digest
-from shared.rounds import evaluate_round
-from shared.settlement import Bet, settle
+from croupier.shared.events.wallet_events import WalletTransaction, tx_id
+from croupier.shared.profile import load_profile, pinned, shipped_digest
+from croupier.shared.rounds import evaluate_round
+from croupier.shared.settlement import Bet, settle
 from tests.event_keys import events_key
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)

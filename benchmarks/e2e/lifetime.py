@@ -16,8 +16,8 @@ import gc
 import time
 from datetime import UTC, datetime
 
-from services.wallet import commands, handlers, ledger
-from shared.events.wallet_events import WalletTransaction
+from croupier.services.wallet import commands, handlers, ledger
+from croupier.shared.events.wallet_events import WalletTransaction
 
 WINDOW = 1_000
 

@@ -19,7 +19,7 @@ from aiokafka.structs import TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from benchmarks.e2e.stats import summary
-from services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
+from croupier.services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
 
 PAYLOAD_BYTES = 300  # about a BetPlaced record
 WARMUP = 20

@@ -14,10 +14,10 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from services.demo.stack import Stack, ensure_kafka
-from services.infra.faust_app import service_port
-from services.infra.local_broker import LocalBroker
-from services.infra.settings import Settings
+from croupier.services.demo.stack import Stack, ensure_kafka
+from croupier.services.infra.faust_app import service_port
+from croupier.services.infra.local_broker import LocalBroker
+from croupier.services.infra.settings import Settings
 from tests.conftest import free_port
 
 

@@ -18,7 +18,7 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 from kafka import KafkaConsumer
 
-from services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
+from croupier.services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
 
 LIMIT_BYTES = 64 * 1024
 

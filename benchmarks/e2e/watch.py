@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
-from services.infra.kafka_security import OPERATOR, aiokafka_options
+from croupier.services.infra.kafka_security import OPERATOR, aiokafka_options
 
 TOPICS = ("table.events", "bets.decisions", "bets.settled", "wallet.transactions")
 CREDIT_KINDS = ("payout", "bet_refund")

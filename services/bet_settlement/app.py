@@ -26,18 +26,18 @@ from typing import Any
 
 import faust
 
-from services.bet_settlement import decision_metrics, round_book
-from services.infra import metrics, observability
-from services.infra.batching import Record, publish_all, run_batches
-from services.infra.clock import SystemClock
-from services.infra.dead_letters import apply_each, flag_table
-from services.infra.faust_app import make_app
-from services.infra.observability import health_problems
-from services.infra.settings import Settings, get_settings
-from shared.events.bet_events import BET_INTAKE, IntakeMark
-from shared.events.event_auth import TableFlagged, TableWatch, advance
-from shared.events.results import RoundResultPublished
-from shared.events.table import RoundOpened, RoundVoided, TableEventBase, parse_table_event
+from croupier.services.bet_settlement import decision_metrics, round_book
+from croupier.services.infra import metrics, observability
+from croupier.services.infra.batching import Record, publish_all, run_batches
+from croupier.services.infra.clock import SystemClock
+from croupier.services.infra.dead_letters import apply_each, flag_table
+from croupier.services.infra.faust_app import make_app
+from croupier.services.infra.observability import health_problems
+from croupier.services.infra.settings import Settings, get_settings
+from croupier.shared.events.bet_events import BET_INTAKE, IntakeMark
+from croupier.shared.events.event_auth import TableFlagged, TableWatch, advance
+from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.table import RoundOpened, RoundVoided, TableEventBase, parse_table_event
 
 log = logging.getLogger("croupier.bet_settlement")
 clock = SystemClock()

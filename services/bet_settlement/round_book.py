@@ -47,8 +47,8 @@ from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.bets import MAIN_BETS, TIGER_WAGERS
-from shared.events.bet_events import (
+from croupier.shared.bets import MAIN_BETS, TIGER_WAGERS
+from croupier.shared.events.bet_events import (
     EMPTY_DIGEST,
     BetAccepted,
     BetFacts,
@@ -63,16 +63,16 @@ from shared.events.bet_events import (
     reversal_id,
     settlement_id,
 )
-from shared.events.results import RoundResultPublished
-from shared.events.table import (
+from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.table import (
     BettingClosed,
     RoundAnnulled,
     RoundOpened,
     RoundVoided,
     TableEventBase,
 )
-from shared.profile import ProfileError, UnknownProfileError, round_profile
-from shared.settlement import Bet, BetError, settle, validate_bet, validate_in_round
+from croupier.shared.profile import ProfileError, UnknownProfileError, round_profile
+from croupier.shared.settlement import Bet, BetError, settle, validate_bet, validate_in_round
 
 log = logging.getLogger(__name__)
 Status = Literal["pending", "open", "closing", "closed", "settled", "voided", "annulled",

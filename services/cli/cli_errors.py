@@ -6,7 +6,7 @@ from typing import NoReturn
 
 import typer
 
-from shared.profile import AnyProfile, ProfileError, load_profile
+from croupier.shared.profile import AnyProfile, ProfileError, load_profile
 
 EXIT_BAD_INPUT = 2
 

@@ -16,11 +16,11 @@ from kafka import KafkaProducer
 from rich.console import Console
 from rich.table import Table
 
-from services.cli.cli_errors import fail
-from services.infra.kafka_security import ADMIN, kafka_python_options
-from services.infra.log_reader import LogReadError, read_to_end
-from services.infra.settings import get_settings
-from shared.events.dead_letters import DeadLetter
+from croupier.services.cli.cli_errors import fail
+from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
+from croupier.services.infra.log_reader import LogReadError, read_to_end
+from croupier.services.infra.settings import get_settings
+from croupier.shared.events.dead_letters import DeadLetter
 
 console = Console()
 dead_letters_app = typer.Typer(help="Records a service could not apply: read, re-drive.",

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import typer
 
-from services.infra.settings import get_settings
+from croupier.services.infra.settings import get_settings
 
 
 def register(app: typer.Typer) -> None:
@@ -43,9 +43,9 @@ def demo(
     """Run the platform with simulated tables and players; end with a verified summary."""
     from rich.console import Console
 
-    from services.demo.render import print_copyable
-    from services.demo.session import DemoConfig
-    from services.demo.stack import Stack, ensure_kafka
+    from croupier.services.demo.render import print_copyable
+    from croupier.services.demo.session import DemoConfig
+    from croupier.services.demo.stack import Stack, ensure_kafka
 
     console = Console()
     names = tuple(p.strip() for p in profiles.split(",") if p.strip())
@@ -70,7 +70,7 @@ def demo(
     console.print("services stopped; Kafka keeps running for replay and rebuild; to stop it:")
     print_copyable(console, "  make kafka-down")
     if summary_json:
-        from services.demo.summary import summary_json as as_json
+        from croupier.services.demo.summary import summary_json as as_json
         summary_json.write_text(json.dumps(as_json(summary), indent=2))
         print_copyable(console, f"summary written to {summary_json}")
     raise typer.Exit(0 if summary.invariants_ok else 1)
@@ -79,11 +79,11 @@ def demo(
 def _play_and_summarise(console, settings, config, stack, bootstrap):
     from rich.live import Live
 
-    from services.demo.render import print_summary, progress_table
-    from services.demo.session import play
-    from services.demo.summary import summarise, wait_until_settled
-    from services.operator.rebuild import rebuild
-    from services.operator.wallet_client import live_balances
+    from croupier.services.demo.render import print_summary, progress_table
+    from croupier.services.demo.session import play
+    from croupier.services.demo.summary import summarise, wait_until_settled
+    from croupier.services.operator.rebuild import rebuild
+    from croupier.services.operator.wallet_client import live_balances
 
     with Live(console=console, refresh_per_second=4) as live:
         def progress(tables, answers, seconds):

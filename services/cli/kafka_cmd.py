@@ -5,8 +5,8 @@ from __future__ import annotations
 import typer
 from rich.console import Console
 
-from services.infra.local_broker import BrokerError, admin_ready, broker_from_settings, jars_dir
-from services.infra.settings import get_settings
+from croupier.services.infra.local_broker import BrokerError, admin_ready, broker_from_settings, jars_dir
+from croupier.services.infra.settings import get_settings
 
 console = Console()
 kafka_app = typer.Typer(help="Start, stop and inspect the Kafka broker.", no_args_is_help=True)

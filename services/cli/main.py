@@ -2,7 +2,7 @@
 
 import typer
 
-from services.cli import (
+from croupier.services.cli import (
     dead_letters_cmd,
     demo_cmd,
     evaluate_cmd,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from services.infra.settings import get_settings
+from croupier.services.infra.settings import get_settings
 
 
 class Format(StrEnum):
@@ -39,10 +39,10 @@ def replay(
     out: Path = typer.Option(None, help="Write the report to this file instead of stdout."),
 ) -> None:
     """Replay a round: verify the hash chain, recompute result and settlements, compare."""
-    from services.operator.complaints import ComplaintError
-    from services.operator.replay_service import ReplayRequest, run_replay
-    from services.operator.report_render import render
-    from services.operator.round_reader import RoundNotFoundError
+    from croupier.services.operator.complaints import ComplaintError
+    from croupier.services.operator.replay_service import ReplayRequest, run_replay
+    from croupier.services.operator.report_render import render
+    from croupier.services.operator.round_reader import RoundNotFoundError
 
     try:
         request = ReplayRequest.from_text(table, round_id, at, player, dealer, complaint_at,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import typer
 
-from shared.events.registry import schema_files
+from croupier.shared.events.registry import schema_files
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "schemas"
 

@@ -1,8 +1,8 @@
-"""`python -m services.dealer_event worker -l info`"""
+"""`python -m croupier.services.dealer_event worker -l info`"""
 
-from services.dealer_event.app import build_app
-from services.infra.private_topics import run_worker
-from services.infra.settings import get_settings
+from croupier.services.dealer_event.app import build_app
+from croupier.services.infra.private_topics import run_worker
+from croupier.services.infra.settings import get_settings
 
 if __name__ == "__main__":
     settings = get_settings()

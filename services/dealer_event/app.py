@@ -15,14 +15,14 @@ from functools import partial
 
 import faust
 
-from services.dealer_event.rebuild import rebuild
-from services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
-from services.infra import observability
-from services.infra.batching import publish_all, run_batches, until_applied
-from services.infra.clock import SystemClock
-from services.infra.dead_letters import give_up_on
-from services.infra.faust_app import make_app, topic
-from services.infra.settings import Settings, get_settings
+from croupier.services.dealer_event.rebuild import rebuild
+from croupier.services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
+from croupier.services.infra import observability
+from croupier.services.infra.batching import publish_all, run_batches, until_applied
+from croupier.services.infra.clock import SystemClock
+from croupier.services.infra.dead_letters import give_up_on
+from croupier.services.infra.faust_app import make_app, topic
+from croupier.services.infra.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     app.on_partitions_assigned.connect(rebuild_on_assign)  # type: ignore[arg-type]  # faust types handlers (sender, *args)
     app.agent(inputs_topic, concurrency=1)(dealer_inputs)
     app.timer(interval=settings.betting_timer_interval_seconds)(betting_timer)
-    from services.dealer_event import views  # the web routes (views imports this module)
+    from croupier.services.dealer_event import views  # the web routes (views imports this module)
     views.register(app)
     return app
 

@@ -14,12 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from services.dealer_event.refusals import NOT_A_DECISION
-from services.dealer_event.state import TableState, fold_into
-from services.infra.log_reader import read_to_end
-from shared.events.event_auth import auth_problem
-from shared.events.rejections import InputRefused
-from shared.events.table import parse_table_event
+from croupier.services.dealer_event.refusals import NOT_A_DECISION
+from croupier.services.dealer_event.state import TableState, fold_into
+from croupier.services.infra.log_reader import read_to_end
+from croupier.shared.events.event_auth import auth_problem
+from croupier.shared.events.rejections import InputRefused
+from croupier.shared.events.table import parse_table_event
 
 log = logging.getLogger(__name__)
 

@@ -22,18 +22,18 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from services.dealer_event.admission import AdmissionPolicy
-from services.dealer_event.input_parsing import Parsed, make_rejection, parse_raw
-from services.dealer_event.refusals import InputRefusal
-from services.dealer_event.state import TableState
-from services.dealer_event.table_machine import MachineConfig, step, tick
-from services.infra import metrics
-from services.infra.batching import Record
-from services.infra.clock import Clock
-from services.infra.replies import Replies
-from services.infra.settings import Settings
-from services.infra.table_keys import table_key
-from shared.events.table import (
+from croupier.services.dealer_event.admission import AdmissionPolicy
+from croupier.services.dealer_event.input_parsing import Parsed, make_rejection, parse_raw
+from croupier.services.dealer_event.refusals import InputRefusal
+from croupier.services.dealer_event.state import TableState
+from croupier.services.dealer_event.table_machine import MachineConfig, step, tick
+from croupier.services.infra import metrics
+from croupier.services.infra.batching import Record
+from croupier.services.infra.clock import Clock
+from croupier.services.infra.replies import Replies
+from croupier.services.infra.settings import Settings
+from croupier.services.infra.table_keys import table_key
+from croupier.shared.events.table import (
     TABLE_EVENT_TYPES,
     RoundCompleted,
     RoundOpened,
@@ -42,7 +42,7 @@ from shared.events.table import (
     VoidReason,
     event_auth,
 )
-from shared.profile import ProfileError, load_profile
+from croupier.shared.profile import ProfileError, load_profile
 
 log = logging.getLogger(__name__)
 

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from services.dealer_event.admission import AdmissionPolicy, authenticate, check_freshness
-from services.dealer_event.refusals import InputRefusal, Refused
-from services.dealer_event.state import ShoeState, TableRound, TableState, fold_into
-from shared.cards import parse_card
-from shared.events.inputs import (
+from croupier.services.dealer_event.admission import AdmissionPolicy, authenticate, check_freshness
+from croupier.services.dealer_event.refusals import InputRefusal, Refused
+from croupier.services.dealer_event.state import ShoeState, TableRound, TableState, fold_into
+from croupier.shared.cards import parse_card
+from croupier.shared.events.inputs import (
     AnnulRounds,
     Burn,
     CloseBetting,
@@ -33,7 +33,7 @@ from shared.events.inputs import (
     ShoeFirstCard,
     VoidRound,
 )
-from shared.events.table import (
+from croupier.shared.events.table import (
     BettingClosed,
     CardBurned,
     CardDealt,
@@ -54,16 +54,16 @@ from shared.events.table import (
     VoidReason,
     seal,
 )
-from shared.profile import (
+from croupier.shared.profile import (
     BaccaratProfile,
     TripleFaceProfile,
     UnknownProfileError,
     load_profile,
     pinned,
 )
-from shared.rounds import cards_needed
-from shared.shoe import start_burn_count
-from shared.triple_face import dealing_order
+from croupier.shared.rounds import cards_needed
+from croupier.shared.shoe import start_burn_count
+from croupier.shared.triple_face import dealing_order
 
 # who a void decided by the rule book itself is recorded under (no person decided it)
 BY_THE_RULES = "dealer-event"

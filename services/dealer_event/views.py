@@ -1,5 +1,5 @@
 """HTTP door of dealer-event: POST /inputs, GET /tables/{table_id}, GET /health
-(GET /metrics comes from services.infra.observability).
+(GET /metrics comes from croupier.services.infra.observability).
 
 POST /inputs puts the signed input on `dealer.inputs` (the log keeps everything
 received) and waits briefly for the worker's decision, so a device or a person
@@ -22,11 +22,11 @@ import faust
 from aiohttp.web import BaseRequest
 from faust import web
 
-from services.dealer_event import app as d
-from services.dealer_event.input_parsing import parse_raw
-from services.dealer_event.runtime import MOVED
-from services.infra import routing
-from services.infra.observability import health_problems
+from croupier.services.dealer_event import app as d
+from croupier.services.dealer_event.input_parsing import parse_raw
+from croupier.services.dealer_event.runtime import MOVED
+from croupier.services.infra import routing
+from croupier.services.infra.observability import health_problems
 
 AUTH_CODES = frozenset({"unsigned", "bad_signature", "role_not_allowed"})
 
@@ -127,7 +127,7 @@ class HealthView(web.View):
 
 
 def register(app: faust.App) -> None:
-    """The door's routes on the worker's app (`services.dealer_event.app.build_app`)."""
+    """The door's routes on the worker's app (`croupier.services.dealer_event.app.build_app`)."""
     app.page("/inputs")(InputsView)
     app.page("/tables/{table_id}")(TablePage)
     app.page("/health")(HealthView)

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from services.infra import topic_admin
-from services.infra.faust_app import port_of_worker, service_port
-from services.infra.local_broker import BrokerError, admin_ready, broker_from_settings
-from services.infra.processes import ServiceProcess, service_env, worker_name
-from services.infra.service_table import SERVICE_NAMES
-from services.infra.settings import Settings
-from shared.topics import topic_catalogue
+from croupier.services.infra import topic_admin
+from croupier.services.infra.faust_app import port_of_worker, service_port
+from croupier.services.infra.local_broker import BrokerError, admin_ready, broker_from_settings
+from croupier.services.infra.processes import ServiceProcess, service_env, worker_name
+from croupier.services.infra.service_table import SERVICE_NAMES
+from croupier.services.infra.settings import Settings
+from croupier.shared.topics import topic_catalogue
 
 
 def ensure_kafka(settings: Settings) -> str:

@@ -8,9 +8,9 @@ from collections import Counter
 
 from pydantic import BaseModel
 
-from services.demo.session import DemoRun
-from services.operator.audit import AuditReport, BetTypeReturn, Books, InvariantCheck, audit
-from services.operator.event_reader import read_books
+from croupier.services.demo.session import DemoRun
+from croupier.services.operator.audit import AuditReport, BetTypeReturn, Books, InvariantCheck, audit
+from croupier.services.operator.event_reader import read_books
 
 
 class SampleRound(BaseModel):

@@ -1,8 +1,8 @@
-"""`python -m services.game_evaluation worker -l info`"""
+"""`python -m croupier.services.game_evaluation worker -l info`"""
 
-from services.game_evaluation.app import build_app
-from services.infra.private_topics import run_worker
-from services.infra.settings import get_settings
+from croupier.services.game_evaluation.app import build_app
+from croupier.services.infra.private_topics import run_worker
+from croupier.services.infra.settings import get_settings
 
 if __name__ == "__main__":
     settings = get_settings()

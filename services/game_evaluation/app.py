@@ -21,15 +21,15 @@ from typing import Any
 import faust
 from faust import web
 
-from services.game_evaluation.evaluator import EvaluationState, TableFlagged, observe_verified
-from services.infra import metrics, observability
-from services.infra.batching import Record, processing, publish_all, run_batches, until_applied
-from services.infra.dead_letters import flag_table, give_up_on
-from services.infra.faust_app import make_app, tables_recovered, topic
-from services.infra.observability import health_problems
-from services.infra.settings import Settings, get_settings
-from shared.events.results import RoundResultPublished
-from shared.events.table import parse_table_event
+from croupier.services.game_evaluation.evaluator import EvaluationState, TableFlagged, observe_verified
+from croupier.services.infra import metrics, observability
+from croupier.services.infra.batching import Record, processing, publish_all, run_batches, until_applied
+from croupier.services.infra.dead_letters import flag_table, give_up_on
+from croupier.services.infra.faust_app import make_app, tables_recovered, topic
+from croupier.services.infra.observability import health_problems
+from croupier.services.infra.settings import Settings, get_settings
+from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.table import parse_table_event
 
 log = logging.getLogger(__name__)
 

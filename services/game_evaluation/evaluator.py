@@ -13,11 +13,11 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from shared.cards import parse_card
-from shared.events.canonical import GENESIS_HASH
-from shared.events.event_auth import ChainHead, TableEventRefused, verify_next
-from shared.events.results import RoundResultPublished, result_id
-from shared.events.table import (
+from croupier.shared.cards import parse_card
+from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.event_auth import ChainHead, TableEventRefused, verify_next
+from croupier.shared.events.results import RoundResultPublished, result_id
+from croupier.shared.events.table import (
     CardDealt,
     RoundCompleted,
     RoundOpened,
@@ -26,8 +26,8 @@ from shared.events.table import (
     TableEventBase,
     TableReopened,
 )
-from shared.profile import pin_mismatch, round_profile
-from shared.rounds import cards_needed, evaluate_round
+from croupier.shared.profile import pin_mismatch, round_profile
+from croupier.shared.rounds import cards_needed, evaluate_round
 
 
 class RoundView(BaseModel):

@@ -30,9 +30,9 @@ import faust
 from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
 
-from services.infra.contiguous import ContiguousReads, committed_offsets, reread
-from services.infra.faust_app import service_of
-from services.infra.observability import progress_of
+from croupier.services.infra.contiguous import ContiguousReads, committed_offsets, reread
+from croupier.services.infra.faust_app import service_of
+from croupier.services.infra.observability import progress_of
 
 log = logging.getLogger(__name__)
 BATCH_MAX = 1000  # records at most per batch
@@ -45,7 +45,7 @@ async def run_batches(stream: faust.Stream, apply: ApplyBatch,
     """Call `apply(batch)` for every batch of the stream's events, in order; each event
     keeps its topic, partition and offset. The events are acked after `apply` returns and
     the producer is flushed (table changelogs included). Offsets the stream skips are
-    re-read from the log and applied in their place (`services.infra.contiguous`)."""
+    re-read from the log and applied in their place (`croupier.services.infra.contiguous`)."""
     manual = stream.noack()
     track_buffer(stream.app.producer)
     apply = until_applied(apply, f"{stream.app.conf.id}: applying a batch")
@@ -138,7 +138,7 @@ def until_applied(apply: ApplyBatch, what: str, first_pause_s: float = 0.5,
     long each time, at most `max_pause_s`); any other error is raised at once. Safe because
     applying a batch again is what a redelivery does: every consumer is idempotent. A
     record the domain code cannot apply never gets here: it is dead-lettered
-    (`services.infra.dead_letters.apply_each`), so no record is retried forever."""
+    (`croupier.services.infra.dead_letters.apply_each`), so no record is retried forever."""
 
     async def retried(batch: Sequence[faust.EventT]) -> None:
         pause = first_pause_s

@@ -32,9 +32,9 @@ from faust.types import TP, AppT, ChannelT
 from faust.types.tuples import ConsumerMessage
 from kafka.admin import KafkaAdminClient
 
-from services.infra import metrics
-from services.infra.kafka_security import kafka_python_options
-from services.infra.log_reader import read_range
+from croupier.services.infra import metrics
+from croupier.services.infra.kafka_security import kafka_python_options
+from croupier.services.infra.log_reader import read_range
 
 log = logging.getLogger(__name__)
 CommittedOffsets = Callable[[], Awaitable[dict[TP, int]]]

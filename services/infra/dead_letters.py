@@ -12,9 +12,9 @@ from datetime import datetime
 
 import faust
 
-from services.infra import metrics
-from services.infra.batching import Record, processing
-from shared.events.dead_letters import KEEP_VALUE_BYTES, DeadLetter, dead_letter_id
+from croupier.services.infra import metrics
+from croupier.services.infra.batching import Record, processing
+from croupier.shared.events.dead_letters import KEEP_VALUE_BYTES, DeadLetter, dead_letter_id
 
 log = logging.getLogger("croupier.dead_letters")
 TOPIC = "dead.letters"

@@ -27,10 +27,10 @@ import secrets
 import ssl
 from pathlib import Path
 
-from services.infra.service_table import SERVICE_NAMES
-from shared.topics import TOPIC_NAMES
+from croupier.services.infra.service_table import SERVICE_NAMES
+from croupier.shared.topics import TOPIC_NAMES
 
-SERVICE_PRINCIPALS = SERVICE_NAMES  # services.infra.service_table
+SERVICE_PRINCIPALS = SERVICE_NAMES  # croupier.services.infra.service_table
 TABLE_DEVICE = "table-device"
 OPERATOR = "operator"
 ADMIN = "admin"
@@ -144,7 +144,7 @@ def principal_env(principal: str, settings=None) -> dict[str, str]:
 # ---------------------------------------------------------------- client options
 
 def _settings():
-    from services.infra.settings import get_settings
+    from croupier.services.infra.settings import get_settings
     return get_settings()
 
 

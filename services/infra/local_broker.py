@@ -27,7 +27,7 @@ from pathlib import Path
 from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
-from services.infra import kafka_security
+from croupier.services.infra import kafka_security
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_DIR = REPO_ROOT / "deploy" / "kafka"
@@ -241,7 +241,7 @@ class LocalBroker:
         """The JMX exporter flag, so Prometheus can scrape the broker; fetched once per machine."""
         if self.metrics_port is None:
             return []
-        from services.infra.jmx_agent import JmxAgentError, ensure_agent, javaagent_flag
+        from croupier.services.infra.jmx_agent import JmxAgentError, ensure_agent, javaagent_flag
         try:
             return [javaagent_flag(ensure_agent(self.cache_dir), self.metrics_port)]
         except JmxAgentError as exc:
@@ -310,7 +310,7 @@ def _alive(pid: int) -> bool:
 
 
 def _settings():
-    from services.infra.settings import get_settings
+    from croupier.services.infra.settings import get_settings
     return get_settings()
 
 

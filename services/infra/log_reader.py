@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
-from services.infra.kafka_security import OPERATOR, kafka_python_options
+from croupier.services.infra.kafka_security import OPERATOR, kafka_python_options
 
 
 class LogReadError(RuntimeError):
@@ -89,7 +89,7 @@ def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None]
 def read_range(bootstrap: str, topic: str, partition: int, start: int, stop: int,
                principal: str = OPERATOR, stall_s: float = 30.0) -> list[ConsumerRecord]:
     """The records of one partition from offset `start` up to (not including) `stop`:
-    what a worker re-reads when its stream skipped offsets (`services.infra.contiguous`).
+    what a worker re-reads when its stream skipped offsets (`croupier.services.infra.contiguous`).
     Offsets the log no longer holds (retention) are simply not returned."""
     consumer = _reader(bootstrap, principal)
     try:

@@ -11,9 +11,9 @@ from __future__ import annotations
 import faust
 from kafka.errors import TopicAlreadyExistsError
 
-from services.infra import topic_admin
-from services.infra.settings import Settings
-from shared.topics import validate_retention
+from croupier.services.infra import topic_admin
+from croupier.services.infra.settings import Settings
+from croupier.shared.topics import validate_retention
 
 
 def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, ...] = ()

@@ -1,6 +1,6 @@
 """Start, watch and stop the services as separate OS processes (demo, tests, operators).
 
-Each service runs as `python -m services.<package> worker`; readiness is its
+Each service runs as `python -m croupier.services.<package> worker`; readiness is its
 `GET /health` answering 200, not merely a live pid.
 """
 
@@ -17,11 +17,11 @@ from pathlib import Path
 
 import httpx
 
-from services.infra import service_table
-from services.infra.kafka_security import principal_env
-from services.infra.settings import Settings
+from croupier.services.infra import service_table
+from croupier.services.infra.kafka_security import principal_env
+from croupier.services.infra.settings import Settings
 
-# service name -> the module that runs it (services.infra.service_table)
+# service name -> the module that runs it (croupier.services.infra.service_table)
 SERVICES: dict[str, str] = {s.name: s.module for s in service_table.SERVICES}
 
 

@@ -13,7 +13,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.topics import DEFAULT_PARTITIONS, DEFAULT_RETENTION_MS
+from croupier.shared.topics import DEFAULT_PARTITIONS, DEFAULT_RETENTION_MS
 
 # The development defaults of the secrets: fine for a demo on one machine, refused in
 # production (anyone who read this file could mint a player token or sign a card).

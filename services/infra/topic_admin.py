@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from services.infra import kafka_security
-from shared.topics import TopicSpec
+from croupier.services.infra import kafka_security
+from croupier.shared.topics import TopicSpec
 
 
 @dataclass(frozen=True)

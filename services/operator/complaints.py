@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
-from shared.events.ids import id_problem
+from croupier.shared.events.ids import id_problem
 
 COMPLAINT_WINDOW = timedelta(hours=24)
 REQUIRED = ("player_id", "played_at", "dealer", "table_id", "round_id")

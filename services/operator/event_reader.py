@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from services.infra.log_reader import read_to_end
-from services.operator.audit import Books
-from shared.events.registry import topic_adapter
+from croupier.services.infra.log_reader import read_to_end
+from croupier.services.operator.audit import Books
+from croupier.shared.events.registry import topic_adapter
 
 BOOK_TOPICS = ("round.results", "bets.placed", "bets.decisions", "bets.settled",
                "wallet.transactions")

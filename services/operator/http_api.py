@@ -13,12 +13,12 @@ from datetime import timedelta
 
 from aiohttp import web
 
-from services.infra.auth import Authenticator, AuthError
-from services.infra.settings import Settings
-from services.operator.complaints import ComplaintError
-from services.operator.replay_service import ReplayRequest, run_replay
-from services.operator.report_render import CONTENT_TYPES, render
-from services.operator.round_reader import RoundNotFoundError
+from croupier.services.infra.auth import Authenticator, AuthError
+from croupier.services.infra.settings import Settings
+from croupier.services.operator.complaints import ComplaintError
+from croupier.services.operator.replay_service import ReplayRequest, run_replay
+from croupier.services.operator.report_render import CONTENT_TYPES, render
+from croupier.services.operator.round_reader import RoundNotFoundError
 
 
 def _problem(status: int, code: str, message: str) -> web.Response:

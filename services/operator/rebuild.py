@@ -15,12 +15,12 @@ from contextlib import contextmanager
 
 from pydantic import BaseModel
 
-from services.operator.audit import AuditReport, Books, audit
-from services.operator.event_reader import Unparsed, read_books, read_topic
-from shared.events.chain import verify_chain
-from shared.events.event_auth import auth_problem
-from shared.events.ids import id_problem
-from shared.events.table import (
+from croupier.services.operator.audit import AuditReport, Books, audit
+from croupier.services.operator.event_reader import Unparsed, read_books, read_topic
+from croupier.shared.events.chain import verify_chain
+from croupier.shared.events.event_auth import auth_problem
+from croupier.shared.events.ids import id_problem
+from croupier.shared.events.table import (
     CardDealt,
     RoundAnnulled,
     RoundOpened,
@@ -28,8 +28,8 @@ from shared.events.table import (
     RoundVoided,
     TableEventBase,
 )
-from shared.profile import ProfileError, check_pin
-from shared.rounds import RoundError, evaluate_round
+from croupier.shared.profile import ProfileError, check_pin
+from croupier.shared.rounds import RoundError, evaluate_round
 
 Progress = Callable[[str, int, int], None]
 

@@ -16,8 +16,8 @@ from typing import TypeVar
 
 from pydantic import BaseModel
 
-from shared.cards import Card
-from shared.events.bet_events import (
+from croupier.shared.cards import Card
+from croupier.shared.events.bet_events import (
     BetAccepted,
     BetRejected,
     BetSettled,
@@ -28,10 +28,10 @@ from shared.events.bet_events import (
     reversal_id,
     settlement_id,
 )
-from shared.events.chain import verify_chain
-from shared.events.event_auth import auth_problem
-from shared.events.results import RoundResultPublished
-from shared.events.table import (
+from croupier.shared.events.chain import verify_chain
+from croupier.shared.events.event_auth import auth_problem
+from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.table import (
     BettingClosed,
     CardBurned,
     CardDealt,
@@ -43,16 +43,16 @@ from shared.events.table import (
     SurplusCardRecorded,
     TableEventBase,
 )
-from shared.events.wallet_events import WalletTransaction, tx_id
-from shared.profile import (
+from croupier.shared.events.wallet_events import WalletTransaction, tx_id
+from croupier.shared.profile import (
     LEGACY_VERSION,
     AnyProfile,
     ProfileError,
     round_profile,
     shipped_digest,
 )
-from shared.rounds import AnyResult, RoundError, evaluate_round
-from shared.settlement import Bet, settle
+from croupier.shared.rounds import AnyResult, RoundError, evaluate_round
+from croupier.shared.settlement import Bet, settle
 
 Decision = BetAccepted | BetRejected
 

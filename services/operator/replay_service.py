@@ -8,10 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from services.infra.settings import get_settings
-from services.operator.complaints import Complaint, check_window, complaint_from
-from services.operator.replay import ReplayReport, replay_round
-from services.operator.round_reader import RoundReader
+from croupier.services.infra.settings import get_settings
+from croupier.services.operator.complaints import Complaint, check_window, complaint_from
+from croupier.services.operator.replay import ReplayReport, replay_round
+from croupier.services.operator.round_reader import RoundReader
 
 
 @dataclass

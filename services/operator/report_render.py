@@ -6,8 +6,8 @@ import json
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from services.operator.replay import BetLine, ReplayReport, winner_text
-from shared.cards import Card
+from croupier.services.operator.replay import BetLine, ReplayReport, winner_text
+from croupier.shared.cards import Card
 
 SUIT_SYMBOL = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 # the report formats, and the media type each is served as
@@ -112,7 +112,7 @@ def _annul_cell(b: BetLine) -> str:
             f"{_money(b.refund)} (engine {_money(b.expected_refund)})")
 
 
-_PAGES = Environment(loader=PackageLoader("services.operator", "templates"), autoescape=True,
+_PAGES = Environment(loader=PackageLoader("croupier.services.operator", "templates"), autoescape=True,
                      keep_trailing_newline=True, undefined=StrictUndefined)
 
 

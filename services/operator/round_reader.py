@@ -34,24 +34,24 @@ from typing import Any
 from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
-from services.infra.kafka_security import OPERATOR, kafka_python_options
-from services.operator.event_reader import PARSERS, Unparsed
-from shared.events.bet_events import (
+from croupier.services.infra.kafka_security import OPERATOR, kafka_python_options
+from croupier.services.operator.event_reader import PARSERS, Unparsed
+from croupier.shared.events.bet_events import (
     BetAccepted,
     BetRejected,
     BetSettled,
     RoundManifest,
     SettlementReversed,
 )
-from shared.events.results import RoundResultPublished
-from shared.events.table import (
+from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.table import (
     RoundAnnulled,
     RoundCompleted,
     RoundOpened,
     RoundVoided,
     TableEventBase,
 )
-from shared.events.wallet_events import WalletTransaction
+from croupier.shared.events.wallet_events import WalletTransaction
 
 LEAD = timedelta(minutes=2)      # read this long before the round's time
 START_SLACK = timedelta(seconds=5)  # money topics: from this long before the round's first event

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from services.infra.http_retry import with_retry
+from croupier.services.infra.http_retry import with_retry
 
 OTHER_GAME_BET = {"baccarat": "three_knights", "triple_face": "dragon_bonus_player"}
 BAD_KINDS = ("below_minimum", "bet_not_offered", "bad_position", "insufficient_funds",

@@ -9,10 +9,10 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from services.wallet.commands import Amount
-from shared.events.bet_events import Position
-from shared.events.ids import BetId, PlayerId, RequestId, RoundId, TableId
-from shared.events.wallet_events import WalletTransaction
+from croupier.services.wallet.commands import Amount
+from croupier.shared.events.bet_events import Position
+from croupier.shared.events.ids import BetId, PlayerId, RequestId, RoundId, TableId
+from croupier.shared.events.wallet_events import WalletTransaction
 
 
 class _Body(BaseModel):

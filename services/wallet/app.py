@@ -8,7 +8,7 @@ stream that writes it.
 
 The app only wires: the store (`store`), the batches the agents apply (`batches`), the
 balance guard (`balance_guard`), the table views (`table_views`), the intake marks
-(`intake_marks`), the reply futures (`services.infra.replies`), the HTTP routes (`views`).
+(`intake_marks`), the reply futures (`croupier.services.infra.replies`), the HTTP routes (`views`).
 `build_app` builds it all when the worker starts; importing this module builds nothing.
 
 State that does not grow with history (every key lives in the player's partition):
@@ -24,7 +24,7 @@ retention (`ITEM_RETENTION_MS`); nothing can be redelivered from older than that
 
 Several workers: each owns some partitions of the commands topic; the HTTP views
 forward a player's request to the worker owning the player's partition
-(`services.infra.routing`). Every worker folds the whole of `table.events` itself into
+(`croupier.services.infra.routing`). Every worker folds the whole of `table.events` itself into
 an in-memory view (`TableViews`), so any worker can refuse a bet at the door; when it
 reads a round's BettingClosed it writes an intake mark on `bets.placed` between two of its
 agent's batches, for the partitions it owns (docs/decisions/acceptance.md).
@@ -36,19 +36,19 @@ from typing import Any
 
 import faust
 
-from services.infra import metrics, observability
-from services.infra.auth import Authenticator
-from services.infra.batching import run_batches
-from services.infra.clock import SystemClock
-from services.infra.faust_app import make_app
-from services.infra.replies import Replies
-from services.infra.settings import Settings, get_settings
-from services.wallet import handlers, money_metrics
-from services.wallet.batches import CommandBatches, forward_endings
-from services.wallet.commands import Envelope
-from services.wallet.intake_marks import IntakeMarks
-from services.wallet.store import Store
-from services.wallet.table_views import TableViews
+from croupier.services.infra import metrics, observability
+from croupier.services.infra.auth import Authenticator
+from croupier.services.infra.batching import run_batches
+from croupier.services.infra.clock import SystemClock
+from croupier.services.infra.faust_app import make_app
+from croupier.services.infra.replies import Replies
+from croupier.services.infra.settings import Settings, get_settings
+from croupier.services.wallet import handlers, money_metrics
+from croupier.services.wallet.batches import CommandBatches, forward_endings
+from croupier.services.wallet.commands import Envelope
+from croupier.services.wallet.intake_marks import IntakeMarks
+from croupier.services.wallet.store import Store
+from croupier.services.wallet.table_views import TableViews
 
 clock = SystemClock()
 
@@ -110,7 +110,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     app.agent(commands_topic)(accounts_agent)
     app.agent(endings_topic)(bet_endings_agent)
     app.task(follow_table_events)
-    from services.wallet import views  # the HTTP routes (views imports this module)
+    from croupier.services.wallet import views  # the HTTP routes (views imports this module)
     views.register(app)
     return app
 

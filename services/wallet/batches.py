@@ -15,15 +15,15 @@ from datetime import datetime
 
 import faust
 
-from services.infra.batching import flush_all, processing, publish_all
-from services.infra.clock import Clock
-from services.infra.dead_letters import give_up_on
-from services.infra.replies import Replies
-from services.wallet import handlers, money_metrics
-from services.wallet.balance_guard import guarded
-from services.wallet.commands import ENVELOPE, Envelope, ending_command
-from services.wallet.ledger import RECENT_TXS
-from services.wallet.store import Store
+from croupier.services.infra.batching import flush_all, processing, publish_all
+from croupier.services.infra.clock import Clock
+from croupier.services.infra.dead_letters import give_up_on
+from croupier.services.infra.replies import Replies
+from croupier.services.wallet import handlers, money_metrics
+from croupier.services.wallet.balance_guard import guarded
+from croupier.services.wallet.commands import ENVELOPE, Envelope, ending_command
+from croupier.services.wallet.ledger import RECENT_TXS
+from croupier.services.wallet.store import Store
 
 log = logging.getLogger("croupier.wallet")
 

@@ -13,14 +13,14 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from shared.events.bet_events import (
+from croupier.shared.events.bet_events import (
     BET_DECISION,
     BET_ENDING,
     BetRejected,
     Position,
     SettlementReversed,
 )
-from shared.events.ids import BetId, RequestId, RoundId, TableId
+from croupier.shared.events.ids import BetId, RequestId, RoundId, TableId
 
 Amount = Annotated[int, Field(gt=0, strict=True, description="Minor units.")]
 

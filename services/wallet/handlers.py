@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from services.wallet.commands import (
+from croupier.services.wallet.commands import (
     CreateAccount,
     Deposit,
     EndBet,
@@ -26,7 +26,7 @@ from services.wallet.commands import (
     ReverseSettlement,
     Withdraw,
 )
-from services.wallet.ledger import (
+from croupier.services.wallet.ledger import (
     Account,
     Applied,
     BetRecord,
@@ -40,9 +40,9 @@ from services.wallet.ledger import (
     restore_tx,
     spot_total,
 )
-from shared.bets import MAIN_BETS
-from shared.events.bet_events import BetPlaced
-from shared.events.wallet_events import WalletTransaction, tx_id
+from croupier.shared.bets import MAIN_BETS
+from croupier.shared.events.bet_events import BetPlaced
+from croupier.shared.events.wallet_events import WalletTransaction, tx_id
 
 log = logging.getLogger(__name__)
 TxAt = Callable[[str, int], WalletTransaction | None]  # (player_id, seq) -> tx, if stored

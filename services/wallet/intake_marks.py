@@ -9,11 +9,11 @@ import logging
 
 import faust
 
-from services.infra.batching import publish_all
-from services.infra.clock import Clock
-from services.infra.faust_app import recovering
-from services.infra.settings import Settings
-from shared.events.bet_events import IntakeMark
+from croupier.services.infra.batching import publish_all
+from croupier.services.infra.clock import Clock
+from croupier.services.infra.faust_app import recovering
+from croupier.services.infra.settings import Settings
+from croupier.shared.events.bet_events import IntakeMark
 
 log = logging.getLogger("croupier.wallet")
 MARK_TRIES = 20

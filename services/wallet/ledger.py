@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from shared.events.wallet_events import CREDITS, TxKind, WalletTransaction, tx_id
+from croupier.shared.events.wallet_events import CREDITS, TxKind, WalletTransaction, tx_id
 
 # the one debit applied in full even when the balance cannot cover it: a management void
 # takes a payout back whatever the player did with it since (docs/decisions/acceptance.md)

@@ -13,23 +13,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from shared.bets import GAME_RULES, TIGER_WAGERS
-from shared.events.event_auth import (
+from croupier.shared.bets import GAME_RULES, TIGER_WAGERS
+from croupier.shared.events.event_auth import (
     ChainHead,
     TableEventRefused,
     TableFlagged,
     TableWatch,
     advance,
 )
-from shared.events.table import (
+from croupier.shared.events.table import (
     BettingClosed,
     RoundCompleted,
     RoundOpened,
     RoundVoided,
     TableEventBase,
 )
-from shared.profile import ProfileError, round_profile
-from shared.settlement import Bet, BetError, validate_bet
+from croupier.shared.profile import ProfileError, round_profile
+from croupier.shared.settlement import Bet, BetError, validate_bet
 
 KEEP_ROUNDS = 100  # per table: the view stays a few KB, whatever the table's history
 RoundStatus = Literal["open", "closed", "completed", "voided"]

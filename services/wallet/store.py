@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import MutableMapping
 from typing import Any
 
-from services.wallet import handlers
-from services.wallet.ledger import Account, BetRecord, SpotRecord
-from shared.events.wallet_events import WalletTransaction
+from croupier.services.wallet import handlers
+from croupier.services.wallet.ledger import Account, BetRecord, SpotRecord
+from croupier.shared.events.wallet_events import WalletTransaction
 
 Table = MutableMapping[str, Any]
 

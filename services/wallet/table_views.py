@@ -1,6 +1,6 @@
 """Every table's recent rounds, on every wallet worker whatever partitions it owns, so any
 worker can refuse a bet at the door: each worker folds the whole of `table.events` itself
-into an in-memory view (`services.wallet.rounds_view`)."""
+into an in-memory view (`croupier.services.wallet.rounds_view`)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from collections.abc import Callable
 
 from aiokafka import AIOKafkaConsumer, TopicPartition
 
-from services.infra import metrics
-from services.infra.clock import Clock
-from services.infra.dead_letters import flag_table
-from services.infra.kafka_security import aiokafka_options
-from services.wallet.rounds_view import TableRounds, fold_verified
-from shared.events.table import BettingClosed, parse_table_event
+from croupier.services.infra import metrics
+from croupier.services.infra.clock import Clock
+from croupier.services.infra.dead_letters import flag_table
+from croupier.services.infra.kafka_security import aiokafka_options
+from croupier.services.wallet.rounds_view import TableRounds, fold_verified
+from croupier.shared.events.table import BettingClosed, parse_table_event
 
 log = logging.getLogger("croupier.wallet")
 TABLE_EVENTS = "table.events"

@@ -4,7 +4,7 @@ is a command to the accounts agent, whose answer the view waits for.
 Every route about one player is answered by the worker that owns the player's
 partition of the commands topic (its tables hold the account, and its agent resolves
 the reply future): any other worker forwards the whole request there
-(`services.infra.routing`), and answers 503 + Retry-After while nobody owns it
+(`croupier.services.infra.routing`), and answers 503 + Retry-After while nobody owns it
 (a rebalance, or this worker's tables still recovering). Table routes are answered by
 any worker: each one folds all of `table.events` itself."""
 
@@ -20,22 +20,27 @@ import faust
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from services.infra import routing
-from services.infra.auth import AuthError
-from services.infra.faust_app import recovering
-from services.infra.observability import health_problems
-from services.wallet import app as w
-from services.wallet import money_metrics
-from services.wallet.api_models import (
+from croupier.services.infra import routing
+from croupier.services.infra.auth import AuthError
+from croupier.services.infra.faust_app import recovering
+from croupier.services.infra.observability import health_problems
+from croupier.services.wallet import app as w
+from croupier.services.wallet import money_metrics
+from croupier.services.wallet.api_models import (
     CreateAccountRequest,
     MovementRequest,
     PlaceBetRequest,
     openapi,
 )
-from services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
-from services.wallet.handlers import Answer, account_body, no_account
-from services.wallet.rounds_view import BetRefused, check_round_takes_bet, current_round_body, round_rules
-from services.wallet.store import tx_key
+from croupier.services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
+from croupier.services.wallet.handlers import Answer, account_body, no_account
+from croupier.services.wallet.rounds_view import (
+    BetRefused,
+    check_round_takes_bet,
+    current_round_body,
+    round_rules,
+)
+from croupier.services.wallet.store import tx_key
 
 log = logging.getLogger("croupier.wallet.http")
 REPLY_TIMEOUT_S = 15.0
@@ -71,7 +76,7 @@ async def parse(request, model: type[_Model]) -> _Model:
 
 def _bad_id(error: ErrorDetails) -> bool:
     """An id field (`player_id`, `bet_id`, ...) that is a string but not an id
-    (`shared.events.ids`: `..`, `a/b`, whitespace, control characters, too long)."""
+    (`croupier.shared.events.ids`: `..`, `a/b`, whitespace, control characters, too long)."""
     return (bool(error["loc"]) and str(error["loc"][-1]).endswith("_id")
             and error["type"] in ("string_pattern_mismatch", "string_too_short",
                                   "string_too_long"))
@@ -112,7 +117,7 @@ _ROUTES: list[tuple[str, type[faust.web.View]]] = []  # (path, page): `register`
 
 
 def register(app: faust.App) -> None:
-    """The routes on the worker's app (`services.wallet.app.build_app`)."""
+    """The routes on the worker's app (`croupier.services.wallet.app.build_app`)."""
     for path, page in _ROUTES:
         app.page(path)(page)
 

@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
 
-from shared.bets import Position as BetPosition
-from shared.events.ids import BetId
+from croupier.shared.bets import Position as BetPosition
+from croupier.shared.events.ids import BetId
 
 
 def _no_lookalike(value: object) -> object:
@@ -23,7 +23,7 @@ def _no_lookalike(value: object) -> object:
     return value
 
 
-# the positions of shared.bets, with lookalikes refused at the event boundary
+# the positions of croupier.shared.bets, with lookalikes refused at the event boundary
 Position = Annotated[BetPosition, BeforeValidator(_no_lookalike)]
 
 

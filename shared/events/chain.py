@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from shared.events.canonical import GENESIS_HASH
-from shared.events.table import TableEventBase
+from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.table import TableEventBase
 
 
 @dataclass(frozen=True)

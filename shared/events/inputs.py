@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 
-from shared.cards import Card
-from shared.events.canonical import canonical_bytes, hmac_hex, same_digest
-from shared.events.ids import InputId, RoundId, ShoeId, TableId
-from shared.events.table import VoidReason
+from croupier.shared.cards import Card
+from croupier.shared.events.canonical import canonical_bytes, hmac_hex, same_digest
+from croupier.shared.events.ids import InputId, RoundId, ShoeId, TableId
+from croupier.shared.events.table import VoidReason
 
 Role = Literal["device", "supervisor"]
 

@@ -12,13 +12,13 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, TypeAdapter
 
-from shared.events.bet_events import BetDecision, BetEnding, BetIntake
-from shared.events.dead_letters import DeadLetter
-from shared.events.inputs import DealerInput
-from shared.events.rejections import InputRefused
-from shared.events.results import RoundResultPublished
-from shared.events.table import TableEvent
-from shared.events.wallet_events import WalletTransaction
+from croupier.shared.events.bet_events import BetDecision, BetEnding, BetIntake
+from croupier.shared.events.dead_letters import DeadLetter
+from croupier.shared.events.inputs import DealerInput
+from croupier.shared.events.rejections import InputRefused
+from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.table import TableEvent
+from croupier.shared.events.wallet_events import WalletTransaction
 
 # topic -> what one record of it is: a model, or a discriminated union of models. The one
 # map of which events travel where; readers parse through `topic_adapter`.

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from services.demo.session import DemoConfig, play
-from services.demo.stack import Stack, ensure_kafka
-from services.infra.processes import SERVICES, worker_name
+from croupier.services.demo.session import DemoConfig, play
+from croupier.services.demo.stack import Stack, ensure_kafka
+from croupier.services.infra.processes import SERVICES, worker_name
 from tests.e2e.platform_support import platform_settings, settle_and_rebuild, worker_port
 
 pytestmark = pytest.mark.kafka

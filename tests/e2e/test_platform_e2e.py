@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from services.demo.session import DemoConfig, play
-from services.demo.stack import Stack, ensure_kafka
-from services.infra.processes import SERVICES, worker_name
-from shared.profile import list_profiles
+from croupier.services.demo.session import DemoConfig, play
+from croupier.services.demo.stack import Stack, ensure_kafka
+from croupier.services.infra.processes import SERVICES, worker_name
+from croupier.shared.profile import list_profiles
 from tests.e2e.platform_support import (
     croupier,
     platform_settings,

@@ -37,11 +37,11 @@ import random
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from services.infra.auth import Authenticator
-from services.infra.settings import Settings
-from services.infra.table_keys import table_key
-from shared.cards import parse_card
-from shared.events.bet_events import (
+from croupier.services.infra.auth import Authenticator
+from croupier.services.infra.settings import Settings
+from croupier.services.infra.table_keys import table_key
+from croupier.shared.cards import parse_card
+from croupier.shared.events.bet_events import (
     BetAccepted,
     BetPlaced,
     BetRejected,
@@ -50,8 +50,8 @@ from shared.events.bet_events import (
     RoundManifest,
     SettlementReversed,
 )
-from shared.events.canonical import GENESIS_HASH
-from shared.events.inputs import (
+from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.inputs import (
     CloseBetting,
     NewShoe,
     OpenRound,
@@ -59,8 +59,8 @@ from shared.events.inputs import (
     VoidRound,
     make_input,
 )
-from shared.events.results import RoundResultPublished
-from shared.events.table import (
+from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.table import (
     BettingClosed,
     CardDealt,
     RoundCompleted,
@@ -69,8 +69,8 @@ from shared.events.table import (
     ShoeStarted,
     seal,
 )
-from shared.profile import load_profile
-from shared.rounds import evaluate_round
+from croupier.shared.profile import load_profile
+from croupier.shared.rounds import evaluate_round
 
 HERE = Path(__file__).resolve().parent
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

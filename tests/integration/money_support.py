@@ -17,14 +17,14 @@ import httpx
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
-from services.infra import topic_admin
-from services.infra.kafka_security import ADMIN, kafka_python_options
-from services.infra.log_reader import read_to_end
-from services.infra.processes import ServiceProcess
-from services.infra.settings import Settings
-from shared.events.canonical import GENESIS_HASH
-from shared.events.results import RoundResultPublished, result_id
-from shared.events.table import (
+from croupier.services.infra import topic_admin
+from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
+from croupier.services.infra.log_reader import read_to_end
+from croupier.services.infra.processes import ServiceProcess
+from croupier.services.infra.settings import Settings
+from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.results import RoundResultPublished, result_id
+from croupier.shared.events.table import (
     BettingClosed,
     CardDealt,
     RoundCompleted,
@@ -33,10 +33,10 @@ from shared.events.table import (
     ShoeStarted,
     seal,
 )
-from shared.profile import load_profile
-from shared.rounds import evaluate_round
-from shared.simulate import deal_rounds
-from shared.topics import topic_catalogue
+from croupier.shared.profile import load_profile
+from croupier.shared.rounds import evaluate_round
+from croupier.shared.simulate import deal_rounds
+from croupier.shared.topics import topic_catalogue
 from tests.conftest import free_port, instance_for
 from tests.event_keys import events_key
 

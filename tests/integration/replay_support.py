@@ -11,9 +11,9 @@ from pathlib import Path
 
 from kafka import KafkaProducer
 
-from services.infra import topic_admin
-from services.infra.kafka_security import ADMIN, kafka_python_options
-from shared.topics import topic_catalogue
+from croupier.services.infra import topic_admin
+from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
+from croupier.shared.topics import topic_catalogue
 from tests.round_builder import RecordedRound
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def produce_rounds(bootstrap: str, rounds: list[RecordedRound]) -> None:
 
 def croupier(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap}
-    return subprocess.run([sys.executable, "-m", "services.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "croupier.services.cli", *args], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=120)
 
 

@@ -11,19 +11,19 @@ from pathlib import Path
 
 import httpx
 
-from services.infra import topic_admin
-from services.infra.log_reader import read_to_end
-from services.infra.processes import ServiceProcess
-from services.infra.settings import Settings
-from services.infra.table_keys import table_key
-from services.simulators.tables.inputs import InputFactory
-from shared.events.chain import verify_chain
-from shared.events.rejections import InputRefused
-from shared.events.results import RoundResultPublished
-from shared.events.table import parse_table_event
-from shared.profile import load_profile
-from shared.rounds import evaluate_round
-from shared.topics import topic_catalogue
+from croupier.services.infra import topic_admin
+from croupier.services.infra.log_reader import read_to_end
+from croupier.services.infra.processes import ServiceProcess
+from croupier.services.infra.settings import Settings
+from croupier.services.infra.table_keys import table_key
+from croupier.services.simulators.tables.inputs import InputFactory
+from croupier.shared.events.chain import verify_chain
+from croupier.shared.events.rejections import InputRefused
+from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.table import parse_table_event
+from croupier.shared.profile import load_profile
+from croupier.shared.rounds import evaluate_round
+from croupier.shared.topics import topic_catalogue
 from tests.conftest import free_port, instance_for
 
 
@@ -167,7 +167,7 @@ class HandDriver:
 
     def close(self, round_id: str) -> dict:
         """A supervisor's early close, with a reason (a device may not, seed 002)."""
-        from shared.events.inputs import CloseBetting
+        from croupier.shared.events.inputs import CloseBetting
 
         return self.ok(CloseBetting, round_id=round_id, role="supervisor",
                        reason_text="test: close before the timer")

@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.events.bet_events import BetPlaced
-from shared.events.table import RoundAnnulled
+from croupier.shared.events.bet_events import BetPlaced
+from croupier.shared.events.table import RoundAnnulled
 from tests.integration.money_support import (
     RUN,
     ScriptedTable,

@@ -14,11 +14,11 @@ import httpx
 import pytest
 from kafka import KafkaProducer
 
-from services.infra.kafka_security import ADMIN, kafka_python_options
-from services.infra.log_reader import read_to_end
-from services.simulators.tables.driver import SimConfig
-from services.simulators.tables.run import run_tables
-from shared.events.dead_letters import DeadLetter
+from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
+from croupier.services.infra.log_reader import read_to_end
+from croupier.services.simulators.tables.driver import SimConfig
+from croupier.services.simulators.tables.run import run_tables
+from croupier.shared.events.dead_letters import DeadLetter
 from tests.integration.money_support import read_topic, wait_for
 from tests.integration.tables_live_support import (
     check_results_match_rules,

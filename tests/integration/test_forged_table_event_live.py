@@ -13,11 +13,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.infra.processes import ServiceProcess
-from services.operator.replay_service import ReplayRequest, run_replay
-from shared.cards import parse_card
-from shared.events.dead_letters import DeadLetter
-from shared.events.table import CardDealt, RoundCompleted, TableClosed, TableReopened, seal
+from croupier.services.infra.processes import ServiceProcess
+from croupier.services.operator.replay_service import ReplayRequest, run_replay
+from croupier.shared.cards import parse_card
+from croupier.shared.events.dead_letters import DeadLetter
+from croupier.shared.events.table import CardDealt, RoundCompleted, TableClosed, TableReopened, seal
 from tests.conftest import free_port
 from tests.integration.money_support import (
     OPERATOR,

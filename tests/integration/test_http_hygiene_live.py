@@ -8,8 +8,8 @@ import httpx
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from services.infra.kafka_security import OPERATOR as OPERATOR_PRINCIPAL
-from services.infra.kafka_security import kafka_python_options
+from croupier.services.infra.kafka_security import OPERATOR as OPERATOR_PRINCIPAL
+from croupier.services.infra.kafka_security import kafka_python_options
 from tests.integration.money_support import OPERATOR, RUN
 from tests.integration.tables_live_support import running_services
 

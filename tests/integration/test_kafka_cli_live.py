@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from services.infra.local_broker import JARS_MARKER, jars_dir
-from services.infra.settings import Settings
-from shared.topics import TOPIC_NAMES
+from croupier.services.infra.local_broker import JARS_MARKER, jars_dir
+from croupier.services.infra.settings import Settings
+from croupier.shared.topics import TOPIC_NAMES
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.kafka
-CROUPIER = [sys.executable, "-m", "services.cli"]
+CROUPIER = [sys.executable, "-m", "croupier.services.cli"]
 
 
 def croupier(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -11,10 +11,10 @@ from collections import Counter, defaultdict
 import httpx
 import pytest
 
-from services.infra.settings import Settings
-from shared.events.results import RoundResultPublished
-from shared.profile import load_profile
-from shared.settlement import Bet, settle
+from croupier.services.infra.settings import Settings
+from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.profile import load_profile
+from croupier.shared.settlement import Bet, settle
 from tests.integration.money_support import (
     OPERATOR,
     RUN,
@@ -112,7 +112,7 @@ def settled_records(bootstrap: str, round_ids: set[str]) -> list[dict]:
 # --- tests -------------------------------------------------------------------------------
 
 def test_openapi_lists_every_route(platform):
-    from services.wallet.api_models import ROUTES
+    from croupier.services.wallet.api_models import ROUTES
 
     doc = platform.http.get("/openapi.json").json()
     for route in ROUTES:
@@ -300,7 +300,7 @@ def test_redelivery_moves_no_money(platform, bac):
 def test_player_simulator_bets_and_is_refused_by_name(platform, bac, tf):
     import asyncio
 
-    from services.simulators.players import PlayerSimulator
+    from croupier.services.simulators.players import PlayerSimulator
 
     async def run() -> Counter:
         sim = PlayerSimulator(platform.wallet.base_url, Settings().operator_token,

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.operator.rebuild import cyclic_gc_paused, rebuild
+from croupier.services.operator.rebuild import cyclic_gc_paused, rebuild
 from tests.floor_builder import Floor
 from tests.integration.replay_support import apply_topics
 

@@ -14,8 +14,8 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from services.infra.auth import Authenticator
-from services.infra.settings import Settings
+from croupier.services.infra.auth import Authenticator
+from croupier.services.infra.settings import Settings
 from tests.browser_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from tests.conftest import free_port
 from tests.integration.replay_support import ROOT, apply_topics, croupier, produce_rounds, replay_args
@@ -102,7 +102,7 @@ def test_html_report_opens_in_chromium(platform_kafka, recorded, tmp_path):
 def operator_api(platform_kafka):
     port = free_port()
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": platform_kafka}
-    proc = subprocess.Popen([sys.executable, "-m", "services.cli", "operator-api", "--port",
+    proc = subprocess.Popen([sys.executable, "-m", "croupier.services.cli", "operator-api", "--port",
                              str(port)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
@@ -163,8 +163,8 @@ def popular(platform_kafka):
 
 
 def _read(bootstrap, played, player=None):
-    from services.operator.replay import replay_round
-    from services.operator.round_reader import RoundReader
+    from croupier.services.operator.replay import replay_round
+    from croupier.services.operator.round_reader import RoundReader
 
     reader = RoundReader(bootstrap)
     try:

@@ -11,9 +11,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.operator.rebuild import rebuild
-from services.operator.wallet_client import live_balances
-from shared.events.wallet_events import WalletTransaction
+from croupier.services.operator.rebuild import rebuild
+from croupier.services.operator.wallet_client import live_balances
+from croupier.shared.events.wallet_events import WalletTransaction
 from tests.integration.money_support import (
     OPERATOR,
     RUN,

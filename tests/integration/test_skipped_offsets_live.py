@@ -13,11 +13,11 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.structs import OffsetAndMetadata
 
-from services.infra.contiguous import committed_offsets, reread
-from services.infra.faust_app import make_app
-from services.infra.kafka_security import ADMIN, kafka_python_options
-from services.infra.log_reader import read_range
-from services.infra.settings import Settings
+from croupier.services.infra.contiguous import committed_offsets, reread
+from croupier.services.infra.faust_app import make_app
+from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
+from croupier.services.infra.log_reader import read_range
+from croupier.services.infra.settings import Settings
 
 pytestmark = pytest.mark.kafka
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from services.infra import topic_admin
-from shared.topics import DAY_MS, RetentionTooShortError, topic_catalogue
+from croupier.services.infra import topic_admin
+from croupier.shared.topics import DAY_MS, RetentionTooShortError, topic_catalogue
 
 pytestmark = pytest.mark.kafka
 

@@ -13,15 +13,15 @@ import httpx
 import pytest
 from kafka import KafkaProducer
 
-from services.infra import topic_admin
-from services.infra.kafka_security import ADMIN, ensure_acls, kafka_python_options
-from services.infra.log_reader import read_to_end
-from services.infra.processes import ServiceProcess
-from services.infra.routing import FORWARDED_HEADER
-from services.infra.settings import Settings
-from services.wallet.ledger import RECENT_TXS
-from shared.events.bet_events import BetRejected
-from shared.topics import topic_catalogue
+from croupier.services.infra import topic_admin
+from croupier.services.infra.kafka_security import ADMIN, ensure_acls, kafka_python_options
+from croupier.services.infra.log_reader import read_to_end
+from croupier.services.infra.processes import ServiceProcess
+from croupier.services.infra.routing import FORWARDED_HEADER
+from croupier.services.infra.settings import Settings
+from croupier.services.wallet.ledger import RECENT_TXS
+from croupier.shared.events.bet_events import BetRejected
+from croupier.shared.topics import topic_catalogue
 from tests.conftest import free_port, instance_for
 from tests.integration.money_support import ScriptedTable, wait_for
 

@@ -18,7 +18,7 @@ from types import ModuleType, SimpleNamespace
 import faust
 from faust.types import TP
 
-from services.infra import batching
+from croupier.services.infra import batching
 
 Record = tuple[str, bytes, bytes]
 
@@ -119,7 +119,7 @@ async def _nothing_committed() -> dict:
 
 
 def built_app(service: ModuleType) -> faust.App:
-    """A service's app (`services.<svc>.app`), built once, as its worker does when it starts
+    """A service's app (`croupier.services.<svc>.app`), built once, as its worker does when it starts
     (importing the module builds nothing)."""
     if not hasattr(service, "app"):
         service.build_app()

@@ -10,18 +10,18 @@ import subprocess
 import sys
 from pathlib import Path
 
-from services.infra.service_table import SERVICES
+from croupier.services.infra.service_table import SERVICES
 
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import importlib, json, os, sys
-from services.infra import metrics
+from croupier.services.infra import metrics
 home = os.environ["CROUPIER_HOME"]
 out = {}
 for module in sys.argv[1:]:
     app_module = importlib.import_module(module + ".app")
-    if module in ("services.wallet", "services.dealer_event"):
+    if module in ("croupier.services.wallet", "croupier.services.dealer_event"):
         importlib.import_module(module + ".views")
     out[module] = {"built_at_import": hasattr(app_module, "app")}
 out["home_at_import"] = os.path.exists(home)
@@ -46,14 +46,14 @@ def test_importing_a_service_builds_nothing_and_build_app_wires_it(tmp_path):
     assert not any(seen[s.module]["built_at_import"] for s in SERVICES)
     assert seen["rtp_after_build"]
     assert sorted(p.name for p in home.iterdir()) == sorted(s.name for s in SERVICES)
-    wallet = seen["services.wallet"]
-    assert wallet["agents"] == ["services.wallet.app.accounts_agent",
-                                "services.wallet.app.bet_endings_agent"]
+    wallet = seen["croupier.services.wallet"]
+    assert wallet["agents"] == ["croupier.services.wallet.app.accounts_agent",
+                                "croupier.services.wallet.app.bet_endings_agent"]
     assert wallet["tables"] == ["accounts", "bets", "spots", "transactions", "tx-ids"]
     assert {"/health", "/metrics", "/players/{player_id}/bets"} <= set(wallet["routes"])
-    assert seen["services.dealer_event"]["routes"] == ["/health", "/inputs", "/metrics",
+    assert seen["croupier.services.dealer_event"]["routes"] == ["/health", "/inputs", "/metrics",
                                                        "/tables/{table_id}"]
-    assert seen["services.bet_settlement"]["tables"] == ["pending-rounds", "rounds",
+    assert seen["croupier.services.bet_settlement"]["tables"] == ["pending-rounds", "rounds",
                                                          "table-chains"]
-    assert seen["services.game_evaluation"]["agents"] == [
-        "services.game_evaluation.app.evaluate"]
+    assert seen["croupier.services.game_evaluation"]["agents"] == [
+        "croupier.services.game_evaluation.app.evaluate"]

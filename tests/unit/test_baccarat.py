@@ -2,10 +2,10 @@
 
 import pytest
 
-from shared.baccarat import cards_needed, deal
-from shared.cards import card_for_value, parse_cards
+from croupier.shared.baccarat import cards_needed, deal
+from croupier.shared.cards import card_for_value, parse_cards
 
-# Written from RULES §3.2 independently of shared.baccarat: when the player drew,
+# Written from RULES §3.2 independently of croupier.shared.baccarat: when the player drew,
 # the banker (two-card total) draws exactly for these values of the player's third card.
 BANKER_DRAWS_WHEN_P3_IS = {
     0: set(range(10)),

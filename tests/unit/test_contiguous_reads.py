@@ -10,8 +10,8 @@ from dataclasses import dataclass
 
 from faust.types import TP
 
-from services.infra import metrics
-from services.infra.contiguous import ContiguousReads
+from croupier.services.infra import metrics
+from croupier.services.infra.contiguous import ContiguousReads
 
 T2 = TP("table.events", 2)
 T3 = TP("table.events", 3)

@@ -7,14 +7,14 @@ import asyncio
 
 import pytest
 
-from services.dealer_event.admission import AdmissionPolicy
-from services.dealer_event.rebuild import fold_events, fold_rejections
-from services.dealer_event.runtime import MOVED, DealerRuntime
-from services.dealer_event.table_machine import MachineConfig
-from services.infra.clock import ManualClock
-from services.simulators.tables.inputs import InputFactory
-from shared.cards import parse_card
-from shared.events.inputs import CloseBetting, NewShoe, OpenRound, ScanCard
+from croupier.services.dealer_event.admission import AdmissionPolicy
+from croupier.services.dealer_event.rebuild import fold_events, fold_rejections
+from croupier.services.dealer_event.runtime import MOVED, DealerRuntime
+from croupier.services.dealer_event.table_machine import MachineConfig
+from croupier.services.infra.clock import ManualClock
+from croupier.services.simulators.tables.inputs import InputFactory
+from croupier.shared.cards import parse_card
+from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound, ScanCard
 from tests.unit.table_machine_support import key_for
 
 PARTITIONS = {"A": 0, "B": 1, "C": 0}  # table -> partition (all three topics)

@@ -13,11 +13,11 @@ import pytest
 
 yaml = pytest.importorskip("yaml", reason="pyyaml is needed to read docker-compose.yml")
 
-from services.infra import service_table  # noqa: E402
-from services.infra.faust_app import service_port  # noqa: E402
-from services.infra.jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
-from services.infra.kafka_security import PRINCIPALS, broker_security_properties  # noqa: E402
-from services.infra.settings import DEVELOPMENT_SECRETS, Settings  # noqa: E402
+from croupier.services.infra import service_table  # noqa: E402
+from croupier.services.infra.faust_app import service_port  # noqa: E402
+from croupier.services.infra.jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
+from croupier.services.infra.kafka_security import PRINCIPALS, broker_security_properties  # noqa: E402
+from croupier.services.infra.settings import DEVELOPMENT_SECRETS, Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())

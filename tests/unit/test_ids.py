@@ -11,14 +11,14 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from services.operator.audit import Books, audit
-from services.operator.complaints import ComplaintError, complaint_from
-from services.wallet.api_models import CreateAccountRequest, MovementRequest, PlaceBetRequest
-from services.wallet.commands import Deposit
-from shared.events import ids
-from shared.events.bet_events import BetAccepted, BetRejected, RoundManifest, manifest_digest
-from shared.events.inputs import ScanCard
-from shared.events.wallet_events import WalletTransaction, tx_id
+from croupier.services.operator.audit import Books, audit
+from croupier.services.operator.complaints import ComplaintError, complaint_from
+from croupier.services.wallet.api_models import CreateAccountRequest, MovementRequest, PlaceBetRequest
+from croupier.services.wallet.commands import Deposit
+from croupier.shared.events import ids
+from croupier.shared.events.bet_events import BetAccepted, BetRejected, RoundManifest, manifest_digest
+from croupier.shared.events.inputs import ScanCard
+from croupier.shared.events.wallet_events import WalletTransaction, tx_id
 from tests.unit.audit_support import Ledger
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -165,7 +165,7 @@ def test_the_session_part_keeps_both_players(shared_ids):
 # --- rebuild: one bad id cannot crash it, and it compares both players ---------------------
 
 def _rebuild_with(monkeypatch, books: Books, live: dict[str, int]):
-    from services.operator import rebuild as rb
+    from croupier.services.operator import rebuild as rb
 
     monkeypatch.setattr(rb, "read_topic", lambda *a, **k: iter(()))
     monkeypatch.setattr(rb, "read_books", lambda *a, **k: (books, []))
@@ -199,7 +199,7 @@ def test_an_account_named_dot_dot_cannot_crash_rebuild(monkeypatch, shared_ids):
 # --- replay of one round: two players with the same bet id ---------------------------------
 
 def test_replay_lists_both_players_bets_with_the_same_id_and_matches():
-    from services.operator.replay import replay_round
+    from croupier.services.operator.replay import replay_round
     from tests.round_builder import RecordedRound
 
     rec = RecordedRound()  # alice's b1 on banker (wins 1,950), alice's b2, bob's b3
@@ -223,8 +223,8 @@ def test_replay_lists_both_players_bets_with_the_same_id_and_matches():
 
 
 def test_a_round_whose_cards_give_no_result_is_a_difference_not_a_crash(monkeypatch):
-    from services.operator import rebuild as rb
-    from services.operator.event_reader import LogRecord
+    from croupier.services.operator import rebuild as rb
+    from croupier.services.operator.event_reader import LogRecord
     from tests.round_builder import RecordedRound
 
     rec = RecordedRound()

@@ -7,9 +7,9 @@ import stat
 
 import pytest
 
-from services.infra import kafka_security as ks
-from services.infra.settings import Settings
-from shared.topics import topic_catalogue
+from croupier.services.infra import kafka_security as ks
+from croupier.services.infra.settings import Settings
+from croupier.shared.topics import topic_catalogue
 
 
 def settings(tmp_path, **kw) -> Settings:
@@ -144,7 +144,7 @@ def test_unknown_protocol_is_refused(tmp_path) -> None:
 
 
 def test_the_local_broker_config_authenticates_and_authorises(tmp_path) -> None:
-    from services.infra.local_broker import LocalBroker
+    from croupier.services.infra.local_broker import LocalBroker
 
     broker = LocalBroker(data_dir=tmp_path / "kafka", cache_dir=tmp_path, port=1, secured=True)
     props = dict(line.split("=", 1) for line in broker.server_properties().splitlines())

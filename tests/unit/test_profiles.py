@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from shared.profile import (
+from croupier.shared.profile import (
     BaccaratProfile,
     ProfileError,
     TripleFaceProfile,

@@ -6,10 +6,10 @@ from datetime import timedelta
 
 import pytest
 
-from services.operator.complaints import ComplaintError, check_window, complaint_from
-from services.operator.replay import replay_round
-from services.operator.report_render import to_html, to_json, to_text
-from shared.cards import parse_card
+from croupier.services.operator.complaints import ComplaintError, check_window, complaint_from
+from croupier.services.operator.replay import replay_round
+from croupier.services.operator.report_render import to_html, to_json, to_text
+from croupier.shared.cards import parse_card
 from tests.round_builder import T0, RecordedRound
 
 
@@ -137,7 +137,7 @@ def test_a_late_complaint_is_refused_unless_overridden():
 
 def _floor_round(bets: int, players: int):
     """A round of `bets` bets from `players` players, as parsed records of each topic."""
-    from services.operator.event_reader import PARSERS
+    from croupier.services.operator.event_reader import PARSERS
     from tests.floor_builder import Floor
 
     floor = Floor(seed=9)
@@ -178,7 +178,7 @@ def test_a_missing_payout_among_thousands_is_named():
 
 
 def test_the_money_window_runs_from_the_rounds_first_event_to_past_its_end():
-    from services.operator.round_reader import SETTLE_SLACK, START_SLACK, RoundReader
+    from croupier.services.operator.round_reader import SETTLE_SLACK, START_SLACK, RoundReader
 
     rec = RecordedRound()
     start, end_ms = RoundReader.money_span(rec.events, rec.round_id)
@@ -254,7 +254,7 @@ def test_issue12_item8_a_reversal_without_an_annulment_is_a_difference():
 
 def test_a_redealt_round_replays_with_the_cards_dealt_after_the_redeal():
     """Seed 000 §1 (item 7): the cards before a redeal are set aside, never part of the round."""
-    from shared.events.table import CardDealt, RoundRedealt, seal
+    from croupier.shared.events.table import CardDealt, RoundRedealt, seal
 
     rec = RecordedRound()
     base = {"schema_version", "event_id", "table_id", "seq", "occurred_at", "input_id",

@@ -2,11 +2,11 @@
 
 from datetime import timedelta
 
-from services.bet_settlement import round_book
-from shared.events.bet_events import IntakeMark, manifest_digest
-from shared.events.table import BettingClosed, RoundVoided
-from shared.profile import load_profile
-from shared.settlement import Bet, settle
+from croupier.services.bet_settlement import round_book
+from croupier.shared.events.bet_events import IntakeMark, manifest_digest
+from croupier.shared.events.table import BettingClosed, RoundVoided
+from croupier.shared.profile import load_profile
+from croupier.shared.settlement import Bet, settle
 from tests.unit.round_book_support import (
     NOW,
     PROFILE,

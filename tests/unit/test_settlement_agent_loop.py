@@ -17,11 +17,11 @@ from datetime import timedelta
 
 import pytest
 
-from services.bet_settlement import app as settlement
-from services.infra.clock import ManualClock
-from shared.events.bet_events import BetPlaced
-from shared.events.dead_letters import DeadLetter
-from shared.events.wallet_events import tx_id
+from croupier.services.bet_settlement import app as settlement
+from croupier.services.infra.clock import ManualClock
+from croupier.shared.events.bet_events import BetPlaced
+from croupier.shared.events.dead_letters import DeadLetter
+from croupier.shared.events.wallet_events import tx_id
 from tests.round_builder import RecordedRound
 from tests.unit.agent_loop_support import Broker, Event, built_app, run_agent
 

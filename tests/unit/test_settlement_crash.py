@@ -7,9 +7,9 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.bet_settlement import app as settlement
-from services.bet_settlement import round_book
-from shared.events.bet_events import BetPlaced
+from croupier.services.bet_settlement import app as settlement
+from croupier.services.bet_settlement import round_book
+from croupier.shared.events.bet_events import BetPlaced
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -9,17 +9,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.bet_settlement import app as settlement
-from services.dealer_event.rebuild import fold_events
-from services.dealer_event.runtime import machine_config
-from services.game_evaluation.evaluator import EvaluationState, observe_verified
-from services.game_evaluation.evaluator import TableFlagged as EvaluationFlagged
-from services.infra.settings import Settings
-from services.operator.replay import replay_round
-from services.wallet.rounds_view import BetRefused, check_round_takes_bet, fold_verified
-from shared.cards import parse_card
-from shared.events.canonical import GENESIS_HASH
-from shared.events.event_auth import (
+from croupier.services.bet_settlement import app as settlement
+from croupier.services.dealer_event.rebuild import fold_events
+from croupier.services.dealer_event.runtime import machine_config
+from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
+from croupier.services.game_evaluation.evaluator import TableFlagged as EvaluationFlagged
+from croupier.services.infra.settings import Settings
+from croupier.services.operator.replay import replay_round
+from croupier.services.wallet.rounds_view import BetRefused, check_round_takes_bet, fold_verified
+from croupier.shared.cards import parse_card
+from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.event_auth import (
     ChainHead,
     TableEventRefused,
     TableFlagged,
@@ -29,8 +29,8 @@ from shared.events.event_auth import (
     chain_problem,
     verify_next,
 )
-from shared.events.results import RoundResultPublished, result_id
-from shared.events.table import (
+from croupier.shared.events.results import RoundResultPublished, result_id
+from croupier.shared.events.table import (
     BettingClosed,
     CardDealt,
     RoundOpened,
@@ -41,8 +41,8 @@ from shared.events.table import (
     parse_table_event,
     seal,
 )
-from shared.profile import load_profile
-from shared.rounds import evaluate_round
+from croupier.shared.profile import load_profile
+from croupier.shared.rounds import evaluate_round
 from tests.round_builder import RecordedRound
 
 KEY = b"test-table-events-key"

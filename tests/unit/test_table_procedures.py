@@ -12,11 +12,11 @@ from importlib import resources
 
 import pytest
 
-from services.dealer_event.state import TableState, fold_into
-from services.game_evaluation.evaluator import EvaluationState, observe
-from shared.cards import parse_card, parse_cards
-from shared.events.chain import verify_chain
-from shared.events.inputs import (
+from croupier.services.dealer_event.state import TableState, fold_into
+from croupier.services.game_evaluation.evaluator import EvaluationState, observe
+from croupier.shared.cards import parse_card, parse_cards
+from croupier.shared.events.chain import verify_chain
+from croupier.shared.events.inputs import (
     AnnulRounds,
     Burn,
     CloseBetting,
@@ -30,8 +30,8 @@ from shared.events.inputs import (
     ShoeFirstCard,
     VoidRound,
 )
-from shared.events.table import BettingClosed, RoundAnnulled, parse_table_event
-from shared.profile import ProfileError, load_profile, parse_profile
+from croupier.shared.events.table import BettingClosed, RoundAnnulled, parse_table_event
+from croupier.shared.profile import ProfileError, load_profile, parse_profile
 from tests.unit.table_machine_support import Table, types
 
 TF_ROUND = "JS,QS,KS,AH,2H,3H,4H,5H,6H,7H,8H,9H"  # 12 cards, fixed deal
@@ -128,7 +128,7 @@ def test_seed002_betting_timer_a_device_may_close_once_the_window_has_ended():
     t.shoe("sbo-baccarat")
     t.ok(OpenRound, round_id="R1", dealer="Ayu")
     t.clock.advance(30)
-    from services.dealer_event.table_machine import apply  # no timer tick before the input
+    from croupier.services.dealer_event.table_machine import apply  # no timer tick before the input
 
     outcome = apply(t.state, t.make.make(CloseBetting, round_id="R1"), t.clock.now(), t.config)
     assert outcome.refusal is None and outcome.events[0].reason == "dealer"
@@ -370,7 +370,7 @@ def test_seed002_an_operator_system_failure_closes_the_table_until_a_supervisor_
 # --- item 11: profile validation -----------------------------------------------------------
 
 def _profile_data(name: str) -> dict:
-    return json.loads(resources.files("shared.profiles").joinpath(f"{name}.json")
+    return json.loads(resources.files("croupier.shared.profiles").joinpath(f"{name}.json")
                       .read_text("utf-8"))
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from shared.topics import (
+from croupier.shared.topics import (
     DAY_MS,
     DEFAULT_RETENTION_MS,
     TOPIC_NAMES,

@@ -15,15 +15,15 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.infra.clock import ManualClock
-from services.infra.replies import Replies
-from services.wallet import app as wallet
-from services.wallet import batches
-from services.wallet.batches import CommandBatches
-from services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
-from services.wallet.ledger import RECENT_TXS
-from services.wallet.store import Store
-from shared.events.dead_letters import DeadLetter
+from croupier.services.infra.clock import ManualClock
+from croupier.services.infra.replies import Replies
+from croupier.services.wallet import app as wallet
+from croupier.services.wallet import batches
+from croupier.services.wallet.batches import CommandBatches
+from croupier.services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
+from croupier.services.wallet.ledger import RECENT_TXS
+from croupier.services.wallet.store import Store
+from croupier.shared.events.dead_letters import DeadLetter
 from tests.unit.agent_loop_support import Broker, Event, built_app, run_agent
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

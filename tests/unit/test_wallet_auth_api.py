@@ -4,17 +4,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.infra.auth import Authenticator, AuthError
-from services.wallet.api_models import ROUTES, openapi
-from services.wallet.rounds_view import (
+from croupier.services.infra.auth import Authenticator, AuthError
+from croupier.services.wallet.api_models import ROUTES, openapi
+from croupier.services.wallet.rounds_view import (
     KEEP_ROUNDS,
     BetRefused,
     check_round_takes_bet,
     current_round_body,
     fold,
 )
-from shared.events.canonical import GENESIS_HASH
-from shared.events.table import BettingClosed, RoundOpened, seal
+from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.table import BettingClosed, RoundOpened, seal
 
 AUTH = Authenticator("player-secret", "operator-secret")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -3,8 +3,8 @@ account and every stored value stay the same size whatever the player's history.
 
 import pytest
 
-from services.wallet import handlers
-from services.wallet.commands import ENVELOPE, CreateAccount, Deposit, EndBet
+from croupier.services.wallet import handlers
+from croupier.services.wallet.commands import ENVELOPE, CreateAccount, Deposit, EndBet
 from tests.unit.wallet_support import Ledger, bet
 
 

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from services.wallet.ledger import (
+from croupier.services.wallet.ledger import (
     RECENT_TXS,
     Account,
     Applied,

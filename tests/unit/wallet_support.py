@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 
-from services.wallet import handlers
-from services.wallet.commands import PlaceBet
-from services.wallet.ledger import Account
+from croupier.services.wallet import handlers
+from croupier.services.wallet.commands import PlaceBet
+from croupier.services.wallet.ledger import Account
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -8,8 +8,8 @@ from typing import Protocol
 
 import httpx
 
-from services.infra.http_retry import with_retry
-from shared.events.inputs import InputBase
+from croupier.services.infra.http_retry import with_retry
+from croupier.shared.events.inputs import InputBase
 
 
 class Transport(Protocol):
@@ -43,7 +43,7 @@ class KafkaTransport:
     def __init__(self, bootstrap: str) -> None:
         from kafka import KafkaProducer
 
-        from services.infra.kafka_security import TABLE_DEVICE, kafka_python_options
+        from croupier.services.infra.kafka_security import TABLE_DEVICE, kafka_python_options
 
         # a table device's principal: it may write dealer.inputs and nothing else
         self._producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all",
