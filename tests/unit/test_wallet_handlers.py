@@ -25,6 +25,14 @@ def test_bet_debits_once_and_a_retry_gets_the_same_answer(ledger):
     assert ledger.run(handlers.place_bet, bet(stake=4000)).answer.status == 409
 
 
+def test_a_bet_id_reused_in_another_round_is_refused_and_moves_nothing(ledger):
+    ledger.run(handlers.place_bet, bet())
+    reused = ledger.run(handlers.place_bet, bet().model_copy(update={"round_id": "R2"}))
+    assert (reused.answer.status, reused.answer.body["error"]["code"]) == (409, "bet_id_conflict")
+    assert ledger.account.balance == 7000 and reused.publish == [] and reused.txs == []
+    assert ledger.bets["b1"].round_id == "R1"
+
+
 def test_insufficient_funds_is_402_and_moves_nothing(ledger):
     out = ledger.run(handlers.place_bet, bet(stake=20_000))
     assert out.answer.status == 402 and out.answer.body["error"]["code"] == "insufficient_funds"
