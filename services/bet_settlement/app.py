@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 import faust
+from faust import web
 
 from croupier.services.bet_settlement import decision_metrics, round_book
 from croupier.services.infra import metrics, observability
@@ -77,7 +78,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     inputs = app.topic("bets.placed", "table.events", "round.results",
                        key_type=bytes, value_type=bytes)
     app.agent(inputs)(settlement_agent)
-    app.page("/health")(health)
+    app.page("/health")(HealthView)
     return app
 
 
@@ -247,7 +248,8 @@ async def settlement_agent(stream):  # the agent (build_app registers it)
     await run_batches(stream, settle_batch)
 
 
-async def health(web, request):  # GET /health (build_app registers it)
-    problems = health_problems(app)
-    return web.json({"status": "ok" if not problems else "unavailable", "problems": problems},
-                    status=503 if problems else 200)
+class HealthView(web.View):  # GET /health (build_app registers it)
+    async def get(self, request: web.Request) -> web.Response:
+        problems = health_problems(app)
+        return self.json({"status": "ok" if not problems else "unavailable",
+                          "problems": problems}, status=503 if problems else 200)
