@@ -1,7 +1,7 @@
 """CPU per bet of bet-settlement's pure path at two round sizes (a measurement, not a test).
 
 `python benchmarks/bench_settlement_cost.py [small] [large]` plays whole rounds through
-`intake` over a store of JSON bytes shaped like the service's tables (every record parsed
+`round_book` over a store of JSON bytes shaped like the service's tables (every record parsed
 from JSON, every header and entry read and written as JSON, every output dumped), and prints
 the CPU per bet of each round size and their ratio. State that does not grow with the round
 keeps the ratio near 1.

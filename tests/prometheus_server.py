@@ -28,7 +28,7 @@ from urllib.parse import urlencode
 
 import httpx
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 PROMETHEUS_DIR = REPO_ROOT / "deploy" / "prometheus"
 RULE_FILES = (PROMETHEUS_DIR / "rules" / "recording.yml", PROMETHEUS_DIR / "rules" / "alerts.yml")
 INSTALL_TOOLS = PROMETHEUS_DIR / "install-tools.sh"

@@ -1,6 +1,6 @@
 """bet-settlement's metrics: what one state transition newly decided, counted once.
 
-A redelivered record makes intake re-publish what was decided the first time; those
+A redelivered record makes the round book re-publish what was decided the first time; those
 replays are not new decisions and are not counted. `fresh` compares the round's bets
 before the transition (point reads of the bets the records name) with the records the
 transition published: a decision is new unless the bet's entry already held that very
@@ -24,7 +24,7 @@ from croupier.shared.rtp import exact_rtp
 from croupier.shared.settlement import BET_ERROR_CODES
 
 KNOWN_BETS = frozenset(bet for rules in GAME_RULES.values() for bet in rules)
-# the intake's own codes, then the rule engine's
+# the round book's own codes, then the rule engine's
 REJECTION_REASONS = (
     "unknown_round", "round_closed", "duplicate_bet_id", "unknown_profile", *BET_ERROR_CODES,
 )

@@ -44,6 +44,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     """The worker's Faust app with its table, topic, agent, signal and pages."""
     global settings, app, events_topic, views
     settings = service_settings or get_settings()
+    group.joined = False  # a new app has not joined its group yet
     # short session: a dead worker's partitions move to the others in seconds
     app = make_app("game-evaluation", settings, broker_session_timeout=8,
                    broker_heartbeat_interval=1)

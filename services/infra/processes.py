@@ -21,10 +21,6 @@ from croupier.services.infra import service_table
 from croupier.services.infra.kafka_security import principal_env
 from croupier.services.infra.settings import Settings
 
-# service name -> the module that runs it (croupier.services.infra.service_table)
-SERVICES: dict[str, str] = {s.name: s.module for s in service_table.SERVICES}
-
-
 # settings every service process must share with the demo driver
 SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers",
               *(s.port_setting for s in service_table.SERVICES),

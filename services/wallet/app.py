@@ -20,7 +20,7 @@ State that does not grow with history (every key lives in the player's partition
 - `spots`         `<player>/<table>/<round>/<bet>/<position>` -> SpotRecord (seed 002's
                                           table maximum per spot per round): compact,delete
 The per-item idempotency keys expire from their changelogs after twice the topics'
-retention (`ITEM_RETENTION_MS`); nothing can be redelivered from older than that.
+retention (`build_app`); nothing can be redelivered from older than that.
 
 Several workers: each owns some partitions of the commands topic; the HTTP views
 forward a player's request to the worker owning the player's partition

@@ -12,7 +12,8 @@ import pytest
 
 from croupier.services.demo.session import DemoConfig, play
 from croupier.services.demo.stack import Stack, ensure_kafka
-from croupier.services.infra.processes import SERVICES, worker_name
+from croupier.services.infra.processes import worker_name
+from croupier.services.infra.service_table import SERVICE_NAMES
 from tests.e2e.platform_support import platform_settings, settle_and_rebuild, worker_port
 
 pytestmark = pytest.mark.kafka
@@ -58,7 +59,7 @@ def loop(platform_kafka, tmp_path_factory):
             await asyncio.sleep(WARM_UP_S)
             began = time.monotonic()
             for _ in range(KILLS_PER_SERVICE):
-                for service in SERVICES:
+                for service in SERVICE_NAMES:
                     assert not session.done(), "the session ended before the kills"
                     assert time.monotonic() - began < DEADLINE_S, f"deadline: {kills}"
                     proc = stack.processes[worker_name(service, 1)]
@@ -87,8 +88,8 @@ def loop(platform_kafka, tmp_path_factory):
 
 def test_every_service_was_killed_twice_and_came_back(loop):
     _, _, _, kills, stack = loop
-    assert len(kills) == KILLS_PER_SERVICE * len(SERVICES)
-    for service in SERVICES:
+    assert len(kills) == KILLS_PER_SERVICE * len(SERVICE_NAMES)
+    for service in SERVICE_NAMES:
         mine = [k for k in kills if k[0] == service]
         assert len(mine) == KILLS_PER_SERVICE
         assert all(code == -9 for _, code, _ in mine), mine

@@ -12,7 +12,8 @@ import pytest
 
 from croupier.services.demo.session import DemoConfig, play
 from croupier.services.demo.stack import Stack, ensure_kafka
-from croupier.services.infra.processes import SERVICES, worker_name
+from croupier.services.infra.processes import worker_name
+from croupier.services.infra.service_table import SERVICE_NAMES
 from croupier.shared.profile import list_profiles
 from tests.e2e.platform_support import (
     croupier,
@@ -42,7 +43,7 @@ def platform(platform_kafka, tmp_path_factory):
             session = asyncio.create_task(play(settings, config, stack.url("dealer-event"),
                                                stack.url("wallet")))
             await asyncio.sleep(KILL_AFTER_S)
-            for service in SERVICES:
+            for service in SERVICE_NAMES:
                 assert not session.done(), "the session ended before the kills"
                 await asyncio.to_thread(stack.processes[worker_name(service, 1)].kill)
                 await asyncio.sleep(KILL_EVERY_S)
@@ -58,7 +59,7 @@ def platform(platform_kafka, tmp_path_factory):
 
 def test_one_worker_of_each_service_was_killed_and_the_other_carried_on(platform):
     stack = platform[4]
-    for service in SERVICES:
+    for service in SERVICE_NAMES:
         killed = stack.processes[worker_name(service, 1)]
         survivor = stack.processes[service]
         assert killed.proc.returncode == -9, (service, killed.proc.returncode)

@@ -31,7 +31,8 @@ from croupier.services.demo.stack import Stack, ensure_kafka
 from croupier.services.demo.summary import summarise, wait_until_settled
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.log_reader import read_to_end
-from croupier.services.infra.processes import SERVICES, service_env
+from croupier.services.infra.processes import service_env
+from croupier.services.infra.service_table import SERVICE_NAMES
 from croupier.services.infra.settings import Settings
 from croupier.services.infra.table_keys import table_key
 from croupier.services.operator.rebuild import rebuild
@@ -381,7 +382,7 @@ def test_poison_record_is_handled_as_its_case_says(hostile, case_id):
 def test_every_service_is_healthy_after_the_corpus(hostile):
     assert set(hostile["health"].values()) == {200}, hostile["health"]
     assert set(hostile["health_after"].values()) == {200}, hostile["health_after"]
-    assert set(hostile["health"]) == set(SERVICES)
+    assert set(hostile["health"]) == set(SERVICE_NAMES)
 
 
 def test_a_normal_session_settles_to_the_rule_engine(hostile):

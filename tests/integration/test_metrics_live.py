@@ -21,7 +21,8 @@ from croupier.services.devtools.grafana_dashboards import (
     recorded_metric_names,
     scraped_metric_names,
 )
-from croupier.services.infra.processes import SERVICES, ServiceProcess
+from croupier.services.infra.processes import ServiceProcess
+from croupier.services.infra.service_table import SERVICE_NAMES
 from croupier.services.infra.settings import Settings
 from croupier.services.simulators.players import PlayerSimulator
 from croupier.services.simulators.tables.driver import BettingWindow, SimConfig
@@ -39,7 +40,7 @@ NOT_FROM_SERVICES = ("up",)
 @pytest.fixture(scope="module")
 def services(platform_kafka, tmp_path_factory):
     home: Path = tmp_path_factory.mktemp("metrics-home")
-    with running_services(platform_kafka, home, list(SERVICES),
+    with running_services(platform_kafka, home, list(SERVICE_NAMES),
                           CROUPIER_BETTING_WINDOW_SECONDS="3",
                           CROUPIER_LAG_INTERVAL_SECONDS="1") as procs:
         yield procs

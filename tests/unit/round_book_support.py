@@ -1,5 +1,5 @@
-"""bet-settlement intake fixtures: bets placed, signed table events and a result for table
-T1 (profile sbo-baccarat), for the intake, settlement-state, acceptance and metrics tests."""
+"""bet-settlement round-book fixtures: bets placed, signed table events and a result for table
+T1 (profile sbo-baccarat), for the round book, settlement-state, acceptance and metrics tests."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ def test_lag_is_end_minus_committed_summed_per_topic():
     assert lag_by_topic({a0: 1}, {}) == {}
 
 
-# ------------------------------------------------------------ bet-settlement counting
+# ------------------------------------------------------------ bet-settlement decision metrics
 
 def settled_round(*bets):
     state = open_round()
