@@ -25,13 +25,22 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from time import monotonic
 
 import faust
 from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
 
-from croupier.services.infra.contiguous import ContiguousReads, committed_offsets, reread
-from croupier.services.infra.faust_app import service_of
+from croupier.services.infra import metrics
+from croupier.services.infra.contiguous import (
+    ContiguousReads,
+    LogEnds,
+    WaitingPartitions,
+    bootstrap_of,
+    committed_offsets,
+    reread,
+)
+from croupier.services.infra.faust_app import service_of, settings_of
 from croupier.services.infra.observability import progress_of
 
 log = logging.getLogger(__name__)
@@ -45,7 +54,8 @@ async def run_batches(stream: faust.Stream, apply: ApplyBatch,
     """Call `apply(batch)` for every batch of the stream's events, in order; each event
     keeps its topic, partition and offset. The events are acked after `apply` returns and
     the producer is flushed (table changelogs included). Offsets the stream skips are
-    re-read from the log and applied in their place (`croupier.services.infra.contiguous`)."""
+    re-read from the log and applied in their place, and so are the records of a partition
+    the stream stopped handing on (`croupier.services.infra.contiguous`)."""
     manual = stream.noack()
     track_buffer(stream.app.producer)
     apply = until_applied(apply, f"{stream.app.conf.id}: applying a batch")
@@ -66,13 +76,18 @@ async def run_batches(stream: faust.Stream, apply: ApplyBatch,
             await queue.put(event)
 
     reader = asyncio.ensure_future(read())
+    topics = topics_of(stream)  # none in a test context: nothing to watch
+    watcher = asyncio.ensure_future(
+        watch_waiting_partitions(manual, topics, reads, queue) if topics else asyncio.Future())
     try:
         while True:
             getting = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getting, reader}, return_when=asyncio.FIRST_COMPLETED)
-            if getting not in done:  # the reader ended or failed: let it raise
+            done, _ = await asyncio.wait({getting, reader, watcher},
+                                         return_when=asyncio.FIRST_COMPLETED)
+            if getting not in done:  # the reader or the watcher ended or failed: let it raise
                 getting.cancel()
-                reader.result()
+                for task in done:
+                    task.result()
                 return
             batch = [getting.result()]
             while len(batch) < max_records and not queue.empty():
@@ -84,6 +99,50 @@ async def run_batches(stream: faust.Stream, apply: ApplyBatch,
             progress.batch_finished()
     finally:
         reader.cancel()
+        watcher.cancel()
+
+
+def topics_of(stream: faust.StreamT) -> set[str]:
+    """The topics a stream reads."""
+    channel = getattr(stream, "channel", None)
+    return set(channel.topics) if isinstance(channel, faust.TopicT) else set()
+
+
+async def watch_waiting_partitions(stream: faust.StreamT, topics: set[str],
+                                   reads: ContiguousReads, queue: asyncio.Queue) -> None:
+    """Every few seconds, read from the log the records of any assigned partition the stream
+    has not handed on for `partition_patience_seconds` although the log holds them, and
+    queue them like the stream's own (`croupier.services.infra.contiguous`)."""
+    app = stream.app
+    service = service_of(app)
+    patience_s = settings_of(app).partition_patience_seconds
+    waiting = WaitingPartitions(patience_s)
+    ends = LogEnds(bootstrap_of(app), service)
+    try:
+        while True:
+            await asyncio.sleep(min(5.0, patience_s / 3))
+            if app.rebalancing or queue.qsize() > queue.maxsize // 2:
+                continue  # partitions are moving, or the batches are behind the reader
+            generation = app.consumer_generation_id
+            tps = {tp for tp in app.consumer.assignment() if tp.topic in topics}
+            try:
+                nexts = await reads.next_offsets(generation, tps)
+                stuck = waiting.stuck(nexts, await asyncio.to_thread(ends.read, tps),
+                                      monotonic())
+            except Exception as error:  # noqa: BLE001 - Kafka may hiccup; the next tick retries
+                log.warning("%s: checking for partitions that wait failed (%r); next tick "
+                            "retries", service, error)
+                continue
+            for tp, (start, stop) in sorted(stuck.items()):
+                log.warning("%s: %s has records waiting at offsets %d..%d and the stream "
+                            "handed none on for %.0f s: reading them from the log", service,
+                            tp, start, stop - 1, patience_s)
+                metrics.REWINDS.labels(service, tp.topic).inc()
+                for event in await reread(stream, tp, start, stop, service, generation):
+                    await queue.put(event)
+                reads.read_up_to(tp, stop)
+    finally:
+        await asyncio.to_thread(ends.close)
 
 
 class _Unacknowledged:

@@ -18,23 +18,30 @@ stream's own channel, and handed on before the record that jumped, so the batch 
 them in log order and acks them like any other record (their offsets are then committed
 in order). A record read twice is harmless: every consumer is idempotent. Each repair
 is logged and counted (`croupier_consumer_skips_total`).
+
+A partition can also go quiet: seen in a clean-clone run, a restarted bet-settlement was
+assigned all four partitions and Faust's consumer fetched only two of them (faust-streaming
+issues 166 and 629); the others never delivered a record, so a round on them never
+settled and no jump was ever seen. `WaitingPartitions` notices a partition whose next
+offset stays put while the log holds more, and the reader reads those records itself.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import cast
 
 import faust
 from faust.types import TP, AppT, ChannelT
 from faust.types.tuples import ConsumerMessage
+from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from croupier.services.infra import metrics
 from croupier.services.infra.kafka_security import kafka_python_options
-from croupier.services.infra.log_reader import read_range
+from croupier.services.infra.log_reader import log_reader, read_range
 
 log = logging.getLogger(__name__)
 CommittedOffsets = Callable[[], Awaitable[dict[TP, int]]]
@@ -54,10 +61,7 @@ class ContiguousReads:
         """Note the record's offset. Returns the first offset the stream skipped before
         this record (the skipped ones are `[returned, this record's offset)`), else None."""
         message = event.message
-        if message.generation_id != self.generation:  # a rebalance: positions were reset
-            self.generation = message.generation_id
-            self.expected.clear()
-            self.baseline = None
+        self._enter(message.generation_id)
         tp, offset = message.tp, message.offset
         want = self.expected.get(tp)
         if want is None:
@@ -73,6 +77,23 @@ class ContiguousReads:
             return want
         return None
 
+    async def next_offsets(self, generation: int, tps: Iterable[TP]) -> dict[TP, int]:
+        """The next offset the stream should hand on, per partition: after the last one it
+        did in this generation, else the group's committed offset, else the log's start."""
+        self._enter(generation)
+        baseline = await self._baseline()
+        return {tp: self.expected.get(tp, baseline.get(tp, 0)) for tp in tps}
+
+    def read_up_to(self, tp: TP, stop: int) -> None:
+        """The reader itself handed on `tp`'s records up to `stop` (not the stream)."""
+        self.expected[tp] = max(stop, self.expected.get(tp, 0))
+
+    def _enter(self, generation: int | None) -> None:
+        if generation != self.generation:  # a rebalance: positions were reset
+            self.generation = generation
+            self.expected.clear()
+            self.baseline = None
+
     async def _baseline(self) -> dict[TP, int]:
         if self.baseline is None:
             self.baseline = {}
@@ -84,6 +105,65 @@ class ContiguousReads:
                                 "offsets within a generation are checked until the next "
                                 "rebalance", self.service, error)
         return self.baseline
+
+
+class WaitingPartitions:
+    """Partitions whose records wait in the log while the stream hands none of them on.
+
+    A partition is stuck when its next offset has not moved for `patience_s` although the
+    log holds records past it. A partition the stream merely reads slowly moves; one the
+    stream is done with has nothing waiting."""
+
+    def __init__(self, patience_s: float) -> None:
+        self.patience_s = patience_s
+        self.waiting: dict[TP, tuple[int, float]] = {}  # next offset, since when it waits
+
+    def stuck(self, nexts: Mapping[TP, int], ends: Mapping[TP, int],
+              now: float) -> dict[TP, tuple[int, int]]:
+        """The offsets `[start, stop)` to read from the log, per stuck partition."""
+        stuck: dict[TP, tuple[int, int]] = {}
+        for tp in set(self.waiting) - set(nexts):  # no longer assigned here
+            del self.waiting[tp]
+        for tp, start in nexts.items():
+            stop = ends.get(tp, start)
+            if stop <= start:
+                self.waiting.pop(tp, None)
+                continue
+            seen = self.waiting.get(tp)
+            if seen is None or seen[0] != start:
+                self.waiting[tp] = (start, now)
+            elif now - seen[1] >= self.patience_s:
+                stuck[tp] = (start, stop)
+                del self.waiting[tp]
+        return stuck
+
+
+class LogEnds:
+    """The end offsets of partitions, from a client outside any group (used in a thread;
+    recreated after a failure)."""
+
+    def __init__(self, bootstrap: str, principal: str) -> None:
+        self.bootstrap = bootstrap
+        self.principal = principal
+        self._consumer: KafkaConsumer | None = None
+
+    def read(self, tps: Iterable[TP]) -> dict[TP, int]:
+        wanted = [TopicPartition(tp.topic, tp.partition) for tp in tps]
+        if not wanted:
+            return {}
+        if self._consumer is None:
+            self._consumer = log_reader(self.bootstrap, self.principal)
+        try:
+            ends = self._consumer.end_offsets(wanted)
+        except Exception:
+            self.close()
+            raise
+        return {TP(tp.topic, tp.partition): end for tp, end in ends.items()}
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            consumer, self._consumer = self._consumer, None
+            consumer.close()
 
 
 def bootstrap_of(app: AppT) -> str:

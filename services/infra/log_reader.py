@@ -21,7 +21,7 @@ class LogReadError(RuntimeError):
     pass
 
 
-def _reader(bootstrap: str, principal: str) -> KafkaConsumer:
+def log_reader(bootstrap: str, principal: str) -> KafkaConsumer:
     """A consumer outside any group (it commits nothing) with large fetches."""
     return KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
                          group_id=None, client_id="croupier-log-reader",
@@ -40,7 +40,7 @@ def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None]
     only these partitions (a worker rebuilding the keys of the partitions assigned to it);
     None reads them all. Large fetches, and partitions paused once read to their end, keep
     the cost per record independent of the log's size."""
-    consumer = _reader(bootstrap, principal)
+    consumer = log_reader(bootstrap, principal)
     wanted = None if partitions is None else set(partitions)
     try:
         existing = consumer.partitions_for_topic(topic)
@@ -91,7 +91,7 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, stop: int
     """The records of one partition from offset `start` up to (not including) `stop`:
     what a worker re-reads when its stream skipped offsets (`croupier.services.infra.contiguous`).
     Offsets the log no longer holds (retention) are simply not returned."""
-    consumer = _reader(bootstrap, principal)
+    consumer = log_reader(bootstrap, principal)
     try:
         tp = TopicPartition(topic, partition)
         consumer.assign([tp])

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from faust.types import TP
 
 from croupier.services.infra import metrics
-from croupier.services.infra.contiguous import ContiguousReads
+from croupier.services.infra.contiguous import ContiguousReads, WaitingPartitions
 
 T2 = TP("table.events", 2)
 T3 = TP("table.events", 3)
@@ -86,3 +86,40 @@ def test_unreadable_committed_offsets_leave_the_in_generation_check():
 
     reads = ContiguousReads("svc", failing)
     assert _admit_all(reads, [(T2, 7, 1), (T2, 9, 1)]) == [None, 8]
+
+
+def test_the_next_offset_of_a_partition_is_the_last_handed_on_else_committed_else_zero():
+    T0 = TP("table.events", 0)
+    reads = ContiguousReads("svc", _committed({T2: 18}))
+    _admit_all(reads, [(T3, 40, 4), (T3, 41, 4)])
+    assert asyncio.run(reads.next_offsets(4, {T0, T2, T3})) == {T0: 0, T2: 18, T3: 42}
+    reads.read_up_to(T2, 25)  # the reader read 18..24 from the log itself
+    assert asyncio.run(reads.next_offsets(4, {T2}))[T2] == 25
+    assert asyncio.run(reads.next_offsets(5, {T2, T3})) == {T2: 18, T3: 0}  # a rebalance
+
+
+def test_a_partition_whose_next_offset_stays_put_while_records_wait_is_stuck():
+    waiting = WaitingPartitions(patience_s=10)
+    ends = {T2: 30, T3: 50}
+    assert waiting.stuck({T2: 20, T3: 50}, ends, now=0) == {}  # T3 has nothing waiting
+    assert waiting.stuck({T2: 20, T3: 50}, ends, now=9) == {}  # not yet patient enough
+    assert waiting.stuck({T2: 20, T3: 50}, ends, now=10) == {T2: (20, 30)}
+    assert waiting.stuck({T2: 30, T3: 50}, ends, now=11) == {}  # read up to its end
+
+
+def test_a_partition_that_moves_slowly_or_drains_is_never_stuck():
+    waiting = WaitingPartitions(patience_s=10)
+    for second, nxt in enumerate(range(100, 130)):  # one record a second, 400 waiting
+        assert waiting.stuck({T2: nxt}, {T2: 500}, now=float(second)) == {}
+    assert waiting.stuck({T2: 500}, {T2: 500}, now=100) == {}  # drained: waits no more
+    assert waiting.stuck({T2: 500}, {T2: 501}, now=105) == {}  # a new record: patience anew
+    assert waiting.stuck({T2: 500}, {T2: 501}, now=114) == {}
+    assert waiting.stuck({T2: 500}, {T2: 501}, now=115) == {T2: (500, 501)}
+
+
+def test_a_partition_moved_to_another_worker_is_forgotten():
+    waiting = WaitingPartitions(patience_s=10)
+    assert waiting.stuck({T2: 5}, {T2: 9}, now=0) == {}
+    assert waiting.stuck({}, {}, now=5) == {}  # T2 revoked
+    assert waiting.stuck({T2: 5}, {T2: 9}, now=12) == {}  # assigned again: patience anew
+    assert waiting.stuck({T2: 5}, {T2: 9}, now=22) == {T2: (5, 9)}
