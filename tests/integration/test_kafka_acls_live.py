@@ -106,7 +106,7 @@ def test_the_operator_reads_every_topic_and_writes_none(bootstrap: str) -> None:
 def test_a_client_without_credentials_is_refused(bootstrap: str) -> None:
     with pytest.raises(KafkaError):
         producer = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=5_000,
-                                 request_timeout_ms=5_000,
+                                 request_timeout_ms=5_000, bootstrap_timeout_ms=5_000,
                                  security_protocol="PLAINTEXT")
         try:
             producer.send("table.events", key=b"T-forged", value=b"{}").get(timeout=10)
@@ -118,7 +118,8 @@ def test_a_wrong_password_is_refused(bootstrap: str) -> None:
     options = {**kafka_python_options("dealer-event"), "sasl_plain_password": "guessed"}
     with pytest.raises(KafkaError):
         producer = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=5_000,
-                                 request_timeout_ms=5_000, **options)
+                                 request_timeout_ms=5_000, bootstrap_timeout_ms=5_000,
+                                 **options)
         try:
             producer.send("table.events", key=b"T-forged", value=b"{}").get(timeout=10)
         finally:
