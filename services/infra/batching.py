@@ -25,22 +25,19 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from time import monotonic
 
 import faust
 from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
+from faust.types import TP
 
-from croupier.services.infra import metrics
 from croupier.services.infra.contiguous import (
     ContiguousReads,
-    LogEnds,
-    WaitingPartitions,
-    bootstrap_of,
     committed_offsets,
     reread,
+    watch_waiting_partitions,
 )
-from croupier.services.infra.faust_app import service_of, settings_of
+from croupier.services.infra.faust_app import service_of
 from croupier.services.infra.observability import progress_of
 
 log = logging.getLogger(__name__)
@@ -65,20 +62,27 @@ async def run_batches(stream: faust.Stream, apply: ApplyBatch,
     service = service_of(stream.app)
     reads = ContiguousReads(service, committed_offsets(stream.app, service))
 
+    async def from_log(tp: TP, start: int, stop: int, generation: int) -> None:
+        """Queue `tp`'s records `[start, stop)`, read from the log, like the stream's own."""
+        for event in await reread(manual, tp, start, stop, service, generation):
+            await queue.put(event)
+
     async def read() -> None:
         async for event in manual.events():
             skipped_from = await reads.admit(event)
             if skipped_from is not None:
                 message = event.message
-                for missed in await reread(manual, message.tp, skipped_from, message.offset,
-                                           service, message.generation_id):
-                    await queue.put(missed)
+                await from_log(message.tp, skipped_from, message.offset, message.generation_id)
             await queue.put(event)
+
+    def behind() -> bool:  # the batches are behind the reader: a busy worker, not a stuck one
+        return queue.qsize() > queue.maxsize // 2
 
     reader = asyncio.ensure_future(read())
     topics = topics_of(stream)  # none in a test context: nothing to watch
     watcher = asyncio.ensure_future(
-        watch_waiting_partitions(manual, topics, reads, queue) if topics else asyncio.Future())
+        watch_waiting_partitions(stream.app, topics, reads, from_log, behind) if topics
+        else asyncio.Future())
     try:
         while True:
             getting = asyncio.ensure_future(queue.get())
@@ -106,43 +110,6 @@ def topics_of(stream: faust.StreamT) -> set[str]:
     """The topics a stream reads."""
     channel = getattr(stream, "channel", None)
     return set(channel.topics) if isinstance(channel, faust.TopicT) else set()
-
-
-async def watch_waiting_partitions(stream: faust.StreamT, topics: set[str],
-                                   reads: ContiguousReads, queue: asyncio.Queue) -> None:
-    """Every few seconds, read from the log the records of any assigned partition the stream
-    has not handed on for `partition_patience_seconds` although the log holds them, and
-    queue them like the stream's own (`croupier.services.infra.contiguous`)."""
-    app = stream.app
-    service = service_of(app)
-    patience_s = settings_of(app).partition_patience_seconds
-    waiting = WaitingPartitions(patience_s)
-    ends = LogEnds(bootstrap_of(app), service)
-    try:
-        while True:
-            await asyncio.sleep(min(5.0, patience_s / 3))
-            if app.rebalancing or queue.qsize() > queue.maxsize // 2:
-                continue  # partitions are moving, or the batches are behind the reader
-            generation = app.consumer_generation_id
-            tps = {tp for tp in app.consumer.assignment() if tp.topic in topics}
-            try:
-                nexts = await reads.next_offsets(generation, tps)
-                stuck = waiting.stuck(nexts, await asyncio.to_thread(ends.read, tps),
-                                      monotonic())
-            except Exception as error:  # noqa: BLE001 - Kafka may hiccup; the next tick retries
-                log.warning("%s: checking for partitions that wait failed (%r); next tick "
-                            "retries", service, error)
-                continue
-            for tp, (start, stop) in sorted(stuck.items()):
-                log.warning("%s: %s has records waiting at offsets %d..%d and the stream "
-                            "handed none on for %.0f s: reading them from the log", service,
-                            tp, start, stop - 1, patience_s)
-                metrics.REWINDS.labels(service, tp.topic).inc()
-                for event in await reread(stream, tp, start, stop, service, generation):
-                    await queue.put(event)
-                reads.read_up_to(tp, stop)
-    finally:
-        await asyncio.to_thread(ends.close)
 
 
 class _Unacknowledged:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
+from time import monotonic
 from typing import cast
 
 import faust
@@ -40,11 +41,13 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from croupier.services.infra import metrics
+from croupier.services.infra.faust_app import service_of, settings_of
 from croupier.services.infra.kafka_security import kafka_python_options
 from croupier.services.infra.log_reader import log_reader, read_range
 
 log = logging.getLogger(__name__)
 CommittedOffsets = Callable[[], Awaitable[dict[TP, int]]]
+FromLog = Callable[[TP, int, int, int], Awaitable[None]]  # tp, start, stop, generation
 
 
 class ContiguousReads:
@@ -164,6 +167,41 @@ class LogEnds:
         if self._consumer is not None:
             consumer, self._consumer = self._consumer, None
             consumer.close()
+
+
+async def watch_waiting_partitions(app: AppT, topics: set[str], reads: ContiguousReads,
+                                   from_log: FromLog, busy: Callable[[], bool]) -> None:
+    """Every few seconds, have `from_log` hand on the records of any assigned partition of
+    `topics` the stream has not handed on for `partition_patience_seconds` although the log
+    holds them. Skips a check while partitions move or while `busy()`."""
+    service = service_of(app)
+    patience_s = settings_of(app).partition_patience_seconds
+    waiting = WaitingPartitions(patience_s)
+    ends = LogEnds(bootstrap_of(app), service)
+    try:
+        while True:
+            await asyncio.sleep(min(5.0, patience_s / 3))
+            if app.rebalancing or busy():
+                continue
+            generation = app.consumer_generation_id
+            tps = {tp for tp in app.consumer.assignment() if tp.topic in topics}
+            try:
+                nexts = await reads.next_offsets(generation, tps)
+                stuck = waiting.stuck(nexts, await asyncio.to_thread(ends.read, tps),
+                                      monotonic())
+            except Exception as error:  # noqa: BLE001 - Kafka may hiccup; the next tick retries
+                log.warning("%s: checking for partitions that wait failed (%r); next tick "
+                            "retries", service, error)
+                continue
+            for tp, (start, stop) in sorted(stuck.items()):
+                log.warning("%s: %s has records waiting at offsets %d..%d and the stream "
+                            "handed none on for %.0f s: reading them from the log", service,
+                            tp, start, stop - 1, patience_s)
+                metrics.REWINDS.labels(service, tp.topic).inc()
+                await from_log(tp, start, stop, generation)
+                reads.read_up_to(tp, stop)
+    finally:
+        await asyncio.to_thread(ends.close)
 
 
 def bootstrap_of(app: AppT) -> str:

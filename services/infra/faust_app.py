@@ -92,23 +92,21 @@ def make_app(service: str, settings: Settings | None = None, *, persistent: bool
     )
     config.update(overrides)
     app = faust.App(f"{settings.instance}-{service}", **config)
-    _service_of_app[app.conf.id] = service
-    _settings_of_app[app.conf.id] = settings
+    _built[app.conf.id] = (service, settings)
     return app
 
 
-_service_of_app: dict[str, str] = {}
-_settings_of_app: dict[str, Settings] = {}
+_built: dict[str, tuple[str, Settings]] = {}  # app id: the service and settings it was built for
 
 
 def service_of(app: AppT) -> str:
     """The service an app belongs to (also its Kafka principal)."""
-    return _service_of_app[app.conf.id]
+    return _built[app.conf.id][0]
 
 
 def settings_of(app: AppT) -> Settings:
     """The settings an app was built with."""
-    return _settings_of_app[app.conf.id]
+    return _built[app.conf.id][1]
 
 
 def recovering(app: AppT) -> bool:
