@@ -1,26 +1,23 @@
-"""The wallet's Faust app: tables, topics and the agents that own every balance.
+"""The wallet's Faust app: its own log, topics and the agents that own every balance.
 
 One agent (`accounts_agent`) is the only writer of accounts: it reads the private
 commands topic keyed by player id, in batches. HTTP requests and the bet endings
 bet-settlement publishes both become commands there, so one player's money moves
-strictly in order, and the changelog of each table stays co-partitioned with the
-stream that writes it.
+strictly in order.
 
-The app only wires: the store (`store`), the batches the agents apply (`batches`), the
-balance guard (`balance_guard`), the table views (`table_views`), the intake marks
-(`intake_marks`), the reply futures (`croupier.services.infra.replies`), the HTTP routes (`views`).
-`build_app` builds it all when the worker starts; importing this module builds nothing.
+The wallet's state is the fold of its ledger, `wallet.ledger` (one entry per command that
+changed anything, on the partition of the command's own partition of the commands topic):
+accounts, the paged history, the applied tx ids, the bets and the spot totals are what
+the entries wrote (`ledger_fold`). The agent runs on the kernel
+(`croupier.services.infra.kernel`): a worker assigned a partition folds its ledger
+partition first and resumes the commands after the last one its ledger applied; it
+answers only for entries it saw land where their chain said (docs/decisions/ledger.md).
 
-State that does not grow with history (every key lives in the player's partition):
-- `accounts`      `<player>`           -> Account (balance, tx_count): compact
-- `transactions`  `<player>:<seq>`     -> WalletTransaction (paged history): compact
-- `tx-ids`        `<player>:<tx_id>`   -> seq (idempotency): compact,delete
-- `bets`          `<player>:<bet_id>`  -> BetRecord (retry answers, ending once):
-                                          compact,delete
-- `spots`         `<player>/<table>/<round>/<bet>/<position>` -> SpotRecord (seed 002's
-                                          table maximum per spot per round): compact,delete
-The per-item idempotency keys expire from their changelogs after twice the topics'
-retention (`build_app`); nothing can be redelivered from older than that.
+The app only wires: the own log (`own`) and its read side (`store`), the decisions the
+agent makes (`batches`), the balance guard (`balance_guard`), the table views
+(`table_views`), the intake marks (`intake_marks`), the reply futures
+(`croupier.services.infra.replies`), the HTTP routes (`views`). `build_app` builds it all
+when the worker starts; importing this module builds nothing.
 
 Several workers: each owns some partitions of the commands topic; the HTTP views
 forward a player's request to the worker owning the player's partition
@@ -32,23 +29,25 @@ agent's batches, for the partitions it owns (docs/decisions/acceptance.md).
 
 from __future__ import annotations
 
-from typing import Any
-
 import faust
+from kafka.partitioner.default import DefaultPartitioner
 
 from croupier.services.infra import metrics, observability
 from croupier.services.infra.auth import Authenticator
 from croupier.services.infra.batching import run_batches
 from croupier.services.infra.clock import SystemClock
 from croupier.services.infra.faust_app import make_app
+from croupier.services.infra.kernel import OwnLog, run_own_log
 from croupier.services.infra.replies import Replies
 from croupier.services.infra.settings import Settings, get_settings
 from croupier.services.wallet import handlers, money_metrics
 from croupier.services.wallet.batches import CommandBatches, forward_endings
 from croupier.services.wallet.commands import Envelope
 from croupier.services.wallet.intake_marks import IntakeMarks
+from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WALLET_FOLD
 from croupier.services.wallet.store import Store
 from croupier.services.wallet.table_views import TableViews
+from croupier.shared.events.wallet_ledger import LedgerEntry
 
 clock = SystemClock()
 
@@ -58,6 +57,7 @@ app: faust.App
 COMMANDS_TOPIC: str  # the private commands topic, `<instance>-wallet-commands`
 commands_topic: faust.TopicT
 endings_topic: faust.TopicT
+own: OwnLog  # the worker's folded partitions of wallet.ledger
 store: Store
 # futures the web views wait on, resolved by the agent in this same process (the views only
 # send commands for players whose partition this worker owns)
@@ -69,41 +69,32 @@ auth: Authenticator
 
 
 def build_app(service_settings: Settings | None = None) -> faust.App:
-    """The worker's Faust app: its tables, topics, agents, task and HTTP routes."""
-    global settings, app, COMMANDS_TOPIC, commands_topic, endings_topic, store, replies
+    """The worker's Faust app: its own log, topics, agents, task and HTTP routes."""
+    global settings, app, COMMANDS_TOPIC, commands_topic, endings_topic, own, store, replies
     global batches, table_views, marks, auth
     settings = service_settings or get_settings()
     # a crashed worker's partitions are reassigned after 10 s instead of Faust's 60 s
-    # linger: under load, the many small records (commands, changelogs, transactions) of a
+    # linger: under load, the many small records (commands, entries, transactions) of a
     # moment share one produce request instead of one request each
     app = make_app("wallet", settings, broker_session_timeout=10,
                    broker_heartbeat_interval=1, producer_linger=0.002)
     observability.install(app, "wallet", settings, invariants=metrics.WALLET_INVARIANTS)
     money_metrics.init_metrics()
 
-    # idempotency keys stay answerable for at least the topics' retention, then may expire
-    item_retention_ms = 2 * settings.retention_ms
-    tables: dict[str, Any] = dict(
-        partitions=settings.topic_partitions, default=None,
-        schema=faust.Schema(key_serializer="json", value_serializer="json"))
-    expiring = {"cleanup.policy": "compact,delete", "retention.ms": str(item_retention_ms)}
-    store = Store(
-        accounts=app.Table("accounts", **tables),
-        transactions=app.Table("transactions", **tables),
-        tx_ids=app.Table("tx-ids", extra_topic_configs=expiring, **tables),
-        bets=app.Table("bets", extra_topic_configs=expiring, **tables),
-        spots=app.Table("spots", extra_topic_configs=expiring, **tables))
-
     COMMANDS_TOPIC = f"{settings.instance}-wallet-commands"
     commands_topic = app.topic(COMMANDS_TOPIC, key_type=bytes, value_type=bytes,
                                internal=True, partitions=settings.topic_partitions)
     endings_topic = app.topic("bets.decisions", "bets.settled", key_type=bytes,
                               value_type=bytes)
+    own = OwnLog("wallet", LEDGER_TOPIC, WALLET_FOLD, LedgerEntry.model_validate_json,
+                 lambda entry: entry.account.player_id.encode(), settings.bootstrap_servers)
+    store = Store(own, partition_of(settings.topic_partitions))
     replies = Replies()
-    batches = CommandBatches(app, store, replies, clock)
+    writer = f"{settings.instance}-wallet-{settings.worker_id}"
+    batches = CommandBatches(writer, replies, clock)
     table_views = TableViews(settings.table_events_key_bytes,
                              settings.table_events_accept_unsigned, clock)
-    marks = IntakeMarks(app, settings, COMMANDS_TOPIC, batches.lock, clock)
+    marks = IntakeMarks(app, settings, lambda: tuple(sorted(own.owned)), batches.lock, clock)
     table_views.on_close = marks.schedule
     auth = Authenticator.from_settings(settings)
 
@@ -115,10 +106,22 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     return app
 
 
+def partition_of(partitions: int):
+    """A player's partition of the commands topic, as the producer's partitioner puts it."""
+    all_partitions = list(range(partitions))
+    partitioner = DefaultPartitioner()
+
+    def of(player_id: str) -> int:
+        return int(partitioner(player_id.encode(), all_partitions, all_partitions))
+
+    return of
+
+
 async def accounts_agent(stream):
-    """A batch at a time: apply every command in order, publish every record they
-    produced, wait for all acks once, then answer (a 201 means "debited and in the log")."""
-    await run_batches(stream, batches.apply_batch)
+    """A batch at a time, on the kernel: decide every command, write its ledger entry,
+    verify and fold the entries, publish their outputs, then answer (a 201 means "debited
+    and in the log")."""
+    await run_own_log(stream, own, batches.decide, batches.answer, lock=batches.lock)
 
 
 async def bet_endings_agent(stream):

@@ -15,13 +15,16 @@ def guarded(outcome: handlers.CommandResult) -> handlers.CommandResult:
     rules make it impossible; if it happens, it is a breach). The one exception: a payout
     reversal (a management void) the balance could not cover, and credits after it while
     the balance is still below zero."""
-    if outcome.account is None or outcome.account.balance >= 0:
+    change = outcome.change
+    if change is None or change.account.balance >= 0:
         return outcome
-    if outcome.txs and all(tx.kind in UNCOVERED_DEBITS or tx.signed_amount > 0
-                           for tx in outcome.txs):
+    if change.tx is not None and (change.tx.kind in UNCOVERED_DEBITS
+                                  or change.tx.signed_amount > 0):
+        return outcome
+    if change.tx is None:  # no movement: the balance is what an earlier entry left
         return outcome
     log.error("MONEY: a command would leave %r at balance %d; nothing stored",
-              outcome.account.player_id, outcome.account.balance)
+              change.account.player_id, change.account.balance)
     return handlers.CommandResult(handlers.Answer.error(500, "invariant_breach",
                                                   "the movement would make a balance negative"),
                             breach="negative_balance")

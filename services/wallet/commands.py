@@ -14,10 +14,11 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 from croupier.shared.events.bet_events import (
-    BET_DECISION,
-    BET_ENDING,
+    BetAccepted,
     BetRejected,
+    BetSettled,
     Position,
+    RoundManifest,
     SettlementReversed,
 )
 from croupier.shared.events.ids import BetId, RequestId, RoundId, TableId
@@ -48,6 +49,17 @@ class Withdraw(_Command):
     amount: Amount
 
 
+class DoorRefusal(BaseModel):
+    """What the HTTP door found wrong with a bet (the round closed, the table unknown...):
+    binding only on a bet id never placed, so a resent bet gets its first answer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: int
+    code: str
+    message: str
+
+
 class PlaceBet(_Command):
     type: Literal["place_bet"] = "place_bet"
     bet_id: BetId
@@ -61,6 +73,7 @@ class PlaceBet(_Command):
                                                            "one spot per round.")
     needs_main_bet: bool = Field(default=False, description="A Tiger wager at a table that "
                                                             "takes it only with a main bet.")
+    door_refusal: DoorRefusal | None = None
 
     def fingerprint(self) -> str:
         return f"{self.table_id}|{self.round_id}|{self.bet}|{self.position}|{self.stake}"
@@ -108,24 +121,31 @@ class Envelope(BaseModel):
 
 ENVELOPE: TypeAdapter[Envelope] = TypeAdapter(Envelope)
 
+# every record of bets.decisions and bets.settled, told apart by its `type` alone
+_ENDING_RECORD: TypeAdapter[BetAccepted | BetRejected | RoundManifest | BetSettled |
+                            SettlementReversed] = TypeAdapter(
+    Annotated[BetAccepted | BetRejected | RoundManifest | BetSettled | SettlementReversed,
+              Field(discriminator="type")])
+
 
 def ending_command(raw: bytes) -> EndBet | ReverseSettlement | None:
-    """The wallet's side of a bet-settlement record: refund or pay, or nothing to do."""
-    if b'"settlement_reversed"' in raw or b'"bet_settled"' in raw:
-        s = BET_ENDING.validate_json(raw)
-        if isinstance(s, SettlementReversed):
-            return ReverseSettlement(player_id=s.player_id, bet_id=s.bet_id,
-                                     reversal_id=s.reversal_id, settlement_id=s.settlement_id,
-                                     amount=s.amount, table_id=s.table_id,
-                                     round_id=s.round_id)
-        ending = "voided" if s.outcome == "void_refund" else "settled"
-        return EndBet(player_id=s.player_id, bet_id=s.bet_id, ending=ending,
-                      returned=s.returned, settlement_id=s.settlement_id,
-                      table_id=s.table_id, round_id=s.round_id, result_at=s.result_at,
-                      last_card_at=s.last_card_at, last_of_round=s.last_of_round)
-    decision = BET_DECISION.validate_json(raw)
-    if isinstance(decision, BetRejected):
-        return EndBet(player_id=decision.player_id, bet_id=decision.bet_id, ending="rejected",
-                      returned=decision.stake, table_id=decision.table_id,
-                      round_id=decision.round_id)
+    """The wallet's side of a bet-settlement record (read by its parsed type, never by
+    searching its bytes): refund or pay, or nothing to do."""
+    record = _ENDING_RECORD.validate_json(raw)
+    if isinstance(record, SettlementReversed):
+        return ReverseSettlement(player_id=record.player_id, bet_id=record.bet_id,
+                                 reversal_id=record.reversal_id,
+                                 settlement_id=record.settlement_id, amount=record.amount,
+                                 table_id=record.table_id, round_id=record.round_id)
+    if isinstance(record, BetSettled):
+        ending = "voided" if record.outcome == "void_refund" else "settled"
+        return EndBet(player_id=record.player_id, bet_id=record.bet_id, ending=ending,
+                      returned=record.returned, settlement_id=record.settlement_id,
+                      table_id=record.table_id, round_id=record.round_id,
+                      result_at=record.result_at, last_card_at=record.last_card_at,
+                      last_of_round=record.last_of_round)
+    if isinstance(record, BetRejected):
+        return EndBet(player_id=record.player_id, bet_id=record.bet_id, ending="rejected",
+                      returned=record.stake, table_id=record.table_id,
+                      round_id=record.round_id)
     return None

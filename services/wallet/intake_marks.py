@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 import faust
 
 from croupier.services.infra.batching import publish_all
 from croupier.services.infra.clock import Clock
-from croupier.services.infra.faust_app import recovering
 from croupier.services.infra.settings import Settings
 from croupier.shared.events.bet_events import IntakeMark
 
@@ -20,26 +20,27 @@ MARK_TRIES = 20
 
 
 class IntakeMarks:
-    def __init__(self, app: faust.App, settings: Settings, commands_topic: str,
-                 batch_lock: asyncio.Lock, clock: Clock) -> None:
+    def __init__(self, app: faust.App, settings: Settings,
+                 owned: Callable[[], tuple[int, ...]], batch_lock: asyncio.Lock,
+                 clock: Clock) -> None:
         self.app = app
         self.settings = settings
-        self.commands_topic = commands_topic
+        self.owned = owned
         self.batch_lock = batch_lock  # held by the accounts agent while it applies a batch
         self.clock = clock
         self._sending: set[asyncio.Task] = set()
 
     def owned_command_partitions(self) -> tuple[int, ...]:
-        """The wallet-commands partitions (players) this worker's agent applies."""
-        return tuple(sorted(tp.partition for tp in self.app.assignor.assigned_actives()
-                            if tp.topic == self.commands_topic))
+        """The wallet-commands partitions (players) this worker's agent applies: assigned,
+        and their ledger folded (so their outbox is published)."""
+        return self.owned()
 
     async def send_mark(self, table_id: str, round_id: str) -> None:
         """This worker's intake mark for a round whose betting closed: taken between
         batches, so every bet its agent stamped before `through` is already acknowledged
         on bets.placed, and every bet it stamps later is stamped after `through`."""
         for _ in range(MARK_TRIES):  # (re)starting: wait for the assignment and the recovery
-            if self.owned_command_partitions() and not recovering(self.app):
+            if self.owned_command_partitions() and not self.app.rebalancing:
                 break
             await asyncio.sleep(0.5)
         async with self.batch_lock:

@@ -22,7 +22,6 @@ from pydantic_core import ErrorDetails
 
 from croupier.services.infra import routing
 from croupier.services.infra.auth import AuthError
-from croupier.services.infra.faust_app import recovering
 from croupier.services.infra.observability import health_problems
 from croupier.services.wallet import app as w
 from croupier.services.wallet import money_metrics
@@ -32,15 +31,22 @@ from croupier.services.wallet.api_models import (
     PlaceBetRequest,
     openapi,
 )
-from croupier.services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
+from croupier.services.wallet.commands import (
+    CreateAccount,
+    Deposit,
+    DoorRefusal,
+    Envelope,
+    PlaceBet,
+    Withdraw,
+)
 from croupier.services.wallet.handlers import Answer, account_body, no_account
+from croupier.services.wallet.ledger_fold import Lookups
 from croupier.services.wallet.rounds_view import (
     BetRefused,
     check_round_takes_bet,
     current_round_body,
     round_rules,
 )
-from croupier.services.wallet.store import tx_key
 
 log = logging.getLogger("croupier.wallet.http")
 REPLY_TIMEOUT_S = 15.0
@@ -109,8 +115,17 @@ def here(player_id: str) -> None:
     owner = routing.owner_of(w.app, w.commands_topic, player_id.encode())
     if owner is not None:
         raise Elsewhere(owner)
-    if recovering(w.app):
+    if w.app.rebalancing:
         raise routing.NoOwner("this worker's partitions are being (re)assigned")
+
+
+def folded(player_id: str) -> Lookups:
+    """The player's state here: 503 (never 404) while this worker has not folded the
+    ledger partition of the player (a restart, a rebalance, another worker holding it)."""
+    look = w.store.lookups(player_id)
+    if look is None:
+        raise routing.NoOwner("this worker does not hold the account's partition yet")
+    return look
 
 
 _ROUTES: list[tuple[str, type[faust.web.View]]] = []  # (path, page): `register` adds them
@@ -163,14 +178,11 @@ def account_or_404(player_id: str, checked: bool = False):
     already asked)."""
     if not checked:
         here(player_id)
-    account = w.store.load_account(player_id)
+    # 404 only from a worker that holds the player's partition, folded: right after a
+    # restart the router may name this worker before it has folded the partition, and an
+    # account that exists must then be "retry", never "unknown"
+    account = folded(player_id).account(player_id)
     if account is None:
-        # 404 only from a worker that holds the player's partition, recovered: right after
-        # a restart the router may name this worker before its consumer has the partition,
-        # and an account that exists must then be "retry", never "unknown"
-        if recovering(w.app) or not routing.consumed_here(w.app, w.commands_topic,
-                                                        player_id.encode()):
-            raise routing.NoOwner("this worker does not hold the account's partition yet")
         raise Problem(*_error_args(no_account(player_id)))
     return account
 
@@ -270,8 +282,9 @@ class Transactions:
         if not 1 <= limit <= MAX_PAGE or after < 0:
             raise Problem(422, "malformed_query", f"limit must be 1..{MAX_PAGE}, after >= 0")
         last = min(account.tx_count, after + limit)
-        items = [w.store.transactions[tx_key(player_id, s)]
-                 for s in range(after + 1, last + 1)]
+        look = folded(player_id)
+        items = [tx.model_dump(mode="json") for s in range(after + 1, last + 1)
+                 if (tx := look.tx_at(player_id, s)) is not None]
         return Answer(200, {"items": items,
                             "next_after": last if last < account.tx_count else None})
 
@@ -284,23 +297,28 @@ class Bets:
         here(player_id)  # before reading the body: the owner reads it
         body = await parse(request, PlaceBetRequest)
         account = account_or_404(player_id, checked=True)
+        if not w.table_views.ready.is_set():
+            raise routing.NoOwner("this worker is still reading table.events")
+        # The door's verdict travels with the command: it binds only a bet id the ledger
+        # never placed, so a resent bet gets its first attempt's answer even while that
+        # attempt is still on its way through the log (or was placed by another worker).
+        view = w.table_views.get(body.table_id)
         rules: dict = {}
-        if w.store.bet_of(player_id, body.bet_id) is None:  # a retry gets its original answer
-            view = w.table_views.get(body.table_id)
-            try:
-                check_round_takes_bet(view, table_id=body.table_id,
-                          round_id=body.round_id, bet=body.bet, position=body.position,
-                          stake=body.stake, currency=account.currency, now=w.clock.now())
-            except BetRefused as exc:
-                money_metrics.refused_at_the_door(exc.code)
-                raise Problem(exc.status, exc.code, exc.message) from None
+        try:
+            check_round_takes_bet(view, table_id=body.table_id,
+                                  round_id=body.round_id, bet=body.bet, position=body.position,
+                                  stake=body.stake, currency=account.currency,
+                                  now=w.clock.now())
             spot_max, needs_main = round_rules(view, body.round_id, body.bet)
             rules = {"spot_max": spot_max, "needs_main_bet": needs_main}
+        except BetRefused as exc:
+            rules = {"door_refusal": DoorRefusal(status=exc.status, code=exc.code,
+                                                 message=exc.message)}
         answer = await ask(Envelope(command=PlaceBet(player_id=player_id, **body.model_dump(),
                                                      **rules)))
-        if answer.status == 422 and answer.body["error"]["code"] in ("spot_maximum",
-                                                                     "needs_main_bet"):
-            money_metrics.refused_at_the_door(answer.body["error"]["code"])
+        code = answer.body.get("error", {}).get("code") if answer.status >= 400 else None
+        if code in (*money_metrics.DOOR_REASONS, "spot_maximum", "needs_main_bet"):
+            money_metrics.refused_at_the_door(code)
         return answer
 
 

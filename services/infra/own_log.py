@@ -1,0 +1,197 @@
+"""A service's own log: its state is the fold of its entries, and nothing else.
+
+Pure (no Kafka, no clock): the kernel (`croupier.services.infra.kernel`) does the I/O,
+the crash simulator drives the same functions.
+
+One partition of a service's log is written by the worker that owns the same partition of
+its input. Each entry names the input record it came from (`source`), so a worker resumes
+its input after the last offset its own log says it applied (the consumer group's
+committed offset only saves time), and each entry is chained: `prev` is the offset of the
+partition's previous *valid* entry. An entry whose `prev` is anything else is void, and
+skipped by every fold: it was written by a worker that lost the partition and has not
+noticed yet (a zombie), or by the new owner before it had read the zombie's last entries.
+Either way the fold resolves the two writers the same way everywhere, and a writer answers
+for an entry only once it has seen the entry land where its chain said (`Batch.verify`):
+no answer given to a client is ever contradicted by the log (docs/decisions/ledger.md).
+
+Entries write absolute values (an account's balance after, a bet's status after), never
+increments, so folding an entry over any state of the same keys that is at least as old
+gives the same result: a cache can be caught up from any offset it reflects.
+
+The outbox: a service's other outputs (records on other topics) are derived from its
+entries (`Fold.outputs`) and published only after the entries are acknowledged and
+verified. Each entry carries `published_through`, the offset up to which the writer's
+outputs were acknowledged; a worker recovering a partition publishes again the outputs of
+every valid entry after it (consumers are idempotent on the outputs' ids).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, MutableMapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, Protocol, TypeVar
+
+Record = tuple[str, bytes, bytes]  # topic, key, value
+Writes = MutableMapping[str, Any]
+
+
+class SourceRef(Protocol):
+    @property
+    def topic(self) -> str: ...
+
+    @property
+    def partition(self) -> int: ...
+
+    @property
+    def offset(self) -> int: ...
+
+
+class Entry(Protocol):
+    @property
+    def prev(self) -> int: ...
+
+    @property
+    def source(self) -> SourceRef: ...
+
+    @property
+    def published_through(self) -> int: ...
+
+
+E = TypeVar("E", bound=Entry)
+E_in = TypeVar("E_in", bound=Entry, contravariant=True)
+
+
+class Fold(Protocol[E_in]):
+    """A service's half of its own log: what an entry writes, and what it publishes."""
+
+    def apply(self, kv: Writes, entry: E_in) -> None:
+        """Write the entry's facts into `kv`: absolute values, a pure function of the entry."""
+        ...
+
+    def outputs(self, entry: E_in) -> list[Record]:
+        """The records the entry publishes on other topics (its outbox)."""
+        ...
+
+
+@dataclass
+class PartitionState(Generic[E]):
+    """One partition of a service's own log, folded: the values its valid entries wrote,
+    the last valid entry's offset, where its inputs stand, and its outbox."""
+
+    partition: int
+    kv: dict[str, Any] = field(default_factory=dict)
+    head: int = -1  # offset of the last valid entry
+    end: int = 0  # the next offset of the log, as far as this state has seen it
+    inputs: dict[tuple[str, int], int] = field(default_factory=dict)  # last applied offset
+    published_through: int = -1
+    unpublished: list[tuple[int, E]] = field(default_factory=list)  # valid, maybe unpublished
+    void: int = 0  # void entries seen (a zombie's, or a writer's that lost a race)
+
+    def resume_at(self, topic: str, partition: int) -> int:
+        """The first offset of an input partition that this log has not applied."""
+        return self.inputs.get((topic, partition), -1) + 1
+
+    def applied(self, topic: str, partition: int, offset: int) -> bool:
+        return offset < self.resume_at(topic, partition)
+
+
+def fold_entry(state: PartitionState[E], offset: int, entry: E, fold: Fold[E]) -> bool:
+    """Fold the entry found at `offset` into `state`; False (and nothing written) if it is
+    void. The one fold: live state, recovery and `croupier rebuild` all go through it."""
+    state.end = max(state.end, offset + 1)
+    if entry.prev != state.head or offset <= state.head:
+        state.void += 1
+        return False
+    fold.apply(state.kv, entry)
+    state.head = offset
+    source = entry.source
+    key = (source.topic, source.partition)
+    state.inputs[key] = max(source.offset, state.inputs.get(key, -1))
+    if entry.published_through > state.published_through:
+        state.published_through = entry.published_through
+        state.unpublished = [(o, e) for o, e in state.unpublished
+                             if o > state.published_through]
+    if offset > state.published_through:
+        state.unpublished.append((offset, entry))
+    return True
+
+
+def skip_to(state: PartitionState[E], end: int) -> None:
+    """The log holds nothing readable before `end` that this state has not seen (offsets of
+    records that are not entries, e.g. a transaction's markers)."""
+    state.end = max(state.end, end)
+
+
+class Overlay(MutableMapping[str, Any]):
+    """The state as a batch's earlier commands left it: reads fall through to the folded
+    state, writes stay here (scratch: thrown away once the batch's entries are verified,
+    when the entries themselves are folded)."""
+
+    def __init__(self, base: dict[str, Any]) -> None:
+        self.base = base
+        self.changes: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self.changes:
+            return self.changes[key]
+        return self.base[key]
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self.changes[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        raise TypeError("a fold writes absolute values; it never deletes")
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.changes
+        yield from (k for k in self.base if k not in self.changes)
+
+    def __len__(self) -> int:
+        return len(self.base) + sum(1 for k in self.changes if k not in self.base)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key in self.changes:
+            return self.changes[key]
+        return self.base.get(key, default)
+
+
+MakeEntry = Callable[[int, int], E]  # (prev, published_through) -> the entry
+
+
+@dataclass
+class Batch(Generic[E]):
+    """The entries one batch of inputs decided for one partition, chained on the state as
+    it was folded: the first entry's `prev` is the state's head, each next one's the offset
+    its predecessor will land at if no other writer comes in between."""
+
+    state: PartitionState[E]
+    fold: Fold[E]
+    scratch: Overlay = field(init=False)
+    entries: list[E] = field(default_factory=list)
+    expected: list[int] = field(default_factory=list)  # the offset each entry must land at
+
+    def __post_init__(self) -> None:
+        self.scratch = Overlay(self.state.kv)
+
+    def add(self, make: MakeEntry[E]) -> E:
+        """Chain the entry `make(prev, published_through)` builds; the batch's later
+        decisions read what it writes."""
+        prev = self.expected[-1] if self.expected else self.state.head
+        entry = make(prev, self.state.published_through)
+        self.fold.apply(self.scratch, entry)
+        self.expected.append(self.expected[-1] + 1 if self.expected else self.state.end)
+        self.entries.append(entry)
+        return entry
+
+    def landed_as_chained(self, offsets: list[int]) -> bool:
+        """Every entry landed at the offset its chain assumed: nothing came in between, so
+        every one of them is valid (the log's order is the chain's)."""
+        return offsets == self.expected
+
+    def commit(self, offsets: list[int]) -> list[tuple[int, E]]:
+        """Fold the batch's entries, which landed as chained, into the state."""
+        assert self.landed_as_chained(offsets), "only a batch that landed as chained commits"
+        for offset, entry in zip(offsets, self.entries, strict=True):
+            valid = fold_entry(self.state, offset, entry, self.fold)
+            assert valid, f"entry at {offset} landed as chained but does not fold"
+        return list(zip(offsets, self.entries, strict=True))

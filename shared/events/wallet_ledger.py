@@ -1,0 +1,100 @@
+"""`wallet.ledger`: the wallet's source of truth, one record per command it applied.
+
+A `LedgerEntry` carries everything the wallet must remember of the command: the
+movement (a `WalletTransaction`), the account after it (seq and balance), the bet's
+record (status, what a retry is answered with), the spot's total, and where in the
+wallet's input the command stood (`source`). The wallet's state is the fold of its
+entries (`croupier.services.wallet.ledger_fold`); nothing else is kept that the log
+does not say, so a crash, a wiped disk or a partition move can only ever leave a
+state the log rebuilds.
+
+Entries are chained per partition: `prev` is the offset of the partition's previous
+valid entry. An entry whose `prev` is not the offset of the last valid one is void
+(a writer that lost its partition and has not noticed yet wrote it): the fold skips it
+and its writer never answers for it (docs/decisions/ledger.md).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+
+from croupier.shared.events.bet_events import BetPlaced
+from croupier.shared.events.wallet_events import WalletTransaction
+
+# "reversed": a settled bet whose settlement a management void took back; its refund
+# (`voided`) follows
+BetStatus = Literal["placed", "rejected", "settled", "reversed", "voided"]
+CommandKind = Literal["create_account", "deposit", "withdrawal", "place_bet", "end_bet",
+                      "reverse_settlement"]
+
+
+class Account(BaseModel):
+    """The one value per player: bounded, whatever the player's history."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    player_id: str
+    currency: str
+    balance: int = Field(default=0, description="Minor units; below zero only after a "
+                                                "payout_reversal it could not cover")
+    tx_count: int = Field(default=0, ge=0, description="The seq of the last movement.")
+
+
+class BetRecord(BaseModel):
+    """What the wallet keeps of a bet: enough to answer a retry and to end it once."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    fingerprint: str
+    table_id: str
+    round_id: str
+    stake: int
+    status: BetStatus = "placed"
+    debit_seq: int
+    placed_at: AwareDatetime
+
+
+class InputRef(BaseModel):
+    """Where a record stood in a service's input: what a worker resumes after."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    topic: str
+    partition: int = Field(ge=0)
+    offset: int = Field(ge=0)
+
+
+class SpotTotal(BaseModel):
+    """A player's running total on one spot of a round (seed 002's table maximum)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    key: str
+    total: int = Field(ge=0)
+
+
+class LedgerEntry(BaseModel):
+    """One applied command: its movement and every fact it changed, absolute values only
+    (so folding an entry twice, or over a newer state of the same keys, is harmless)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    type: Literal["ledger_entry"] = "ledger_entry"
+    prev: int = Field(ge=-1, description="Offset of the partition's previous valid entry; "
+                                         "-1 for the first.")
+    writer: str = Field(description="The worker that wrote it (diagnostics only).")
+    source: InputRef
+    command: CommandKind
+    account: Account = Field(description="The account after the command.")
+    tx: WalletTransaction | None = Field(default=None, description="The movement, if any.")
+    bet_id: str | None = None
+    bet: BetRecord | None = Field(default=None, description="The bet's record after it.")
+    spot: SpotTotal | None = None
+    placed: BetPlaced | None = Field(default=None, description="The funded bet this entry "
+                                                               "publishes on bets.placed.")
+    published_through: int = Field(ge=-1, description="Every output of the entries up to "
+                                                      "this offset was acknowledged.")
+    recorded_at: AwareDatetime
