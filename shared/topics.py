@@ -48,6 +48,9 @@ _TOPICS: tuple[tuple[str, str, str, str], ...] = (
      "one settlement per accepted bet: win, lose, push or void refund"),
     ("wallet.transactions", "player id", "wallet",
      "every debit, credit and refund, with its idempotency key"),
+    ("wallet.ledger", "player id (partition: the command's)", "wallet",
+     "the wallet's source of truth: one chained entry per applied command, with the "
+     "account, bet and spot after it and the command's input offset"),
     ("dead.letters", "source topic and partition", "every service",
      "records a service could not apply: where from, the error, the bytes or their digest"),
 )
@@ -83,6 +86,14 @@ def topic_catalogue(
     }
     return tuple(
         TopicSpec(name=name, key=key, writer=writer, carries=carries,
-                  partitions=partitions, configs=dict(configs))
+                  partitions=partitions, configs={**configs, **SOURCE_OF_TRUTH.get(name, {})})
         for name, key, writer, carries in _TOPICS
     )
+
+
+# A service's own log is its state: every record of it is needed to fold that state, so it
+# is never deleted by time (docs/decisions/ledger.md); the archive keeps the other topics'
+# history beyond their retention.
+SOURCE_OF_TRUTH: dict[str, dict[str, str]] = {
+    "wallet.ledger": {"retention.ms": "-1", "retention.bytes": "-1"},
+}

@@ -51,6 +51,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "bets.decisions": ("bet-settlement",),
     "bets.settled": ("bet-settlement",),
     "wallet.transactions": ("wallet",),
+    "wallet.ledger": ("wallet",),
     # each service writes what it could not apply; the operator re-drives as admin
     "dead.letters": ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
 }
@@ -65,6 +66,7 @@ READERS: dict[str, tuple[str, ...]] = {
     "bets.decisions": ("wallet",),
     "bets.settled": ("wallet",),
     "wallet.transactions": (),
+    "wallet.ledger": ("wallet",),  # its own state: folded on every assignment
     "dead.letters": (),  # the operator reads it (croupier dead-letters)
 }
 

@@ -30,7 +30,7 @@ agent's batches, for the partitions it owns (docs/decisions/acceptance.md).
 from __future__ import annotations
 
 import faust
-from kafka.partitioner.default import DefaultPartitioner
+from kafka.partitioner.default import murmur2
 
 from croupier.services.infra import metrics, observability
 from croupier.services.infra.auth import Authenticator
@@ -108,11 +108,8 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
 
 def partition_of(partitions: int):
     """A player's partition of the commands topic, as the producer's partitioner puts it."""
-    all_partitions = list(range(partitions))
-    partitioner = DefaultPartitioner()
-
-    def of(player_id: str) -> int:
-        return int(partitioner(player_id.encode(), all_partitions, all_partitions))
+    def of(player_id: str) -> int:  # Kafka's default: murmur2 of the key, positive, mod n
+        return (murmur2(player_id.encode()) & 0x7FFFFFFF) % partitions
 
     return of
 

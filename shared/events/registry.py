@@ -19,6 +19,7 @@ from croupier.shared.events.rejections import InputRefused
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.table import TableEvent
 from croupier.shared.events.wallet_events import WalletTransaction
+from croupier.shared.events.wallet_ledger import LedgerEntry
 
 # topic -> what one record of it is: a model, or a discriminated union of models. The one
 # map of which events travel where; readers parse through `topic_adapter`.
@@ -31,6 +32,7 @@ TOPIC_TYPES: dict[str, Any] = {
     "bets.decisions": BetDecision,
     "bets.settled": BetEnding,  # settlements and their reversals
     "wallet.transactions": WalletTransaction,
+    "wallet.ledger": LedgerEntry,
     "dead.letters": DeadLetter,
 }
 
