@@ -65,10 +65,11 @@ MAX_CONFLICTS = 5  # a batch decided again this often lost its partition for goo
 
 @dataclass
 class Decided(Generic[E]):
-    """What `decide` made of one input record: its entry (if it changes the state), the
+    """What `decide` made of one input record: its entries (none if it changes nothing;
+    several for a record that changes many keys, the last one marked `source.last`), the
     records it sends regardless (dead letters), and what its waiter is told."""
 
-    make_entry: MakeEntry | None = None
+    entries: list[MakeEntry] = field(default_factory=list)
     also: list[Record] = field(default_factory=list)
     reply: Any = None
 
@@ -297,9 +298,9 @@ async def apply_batch(app: faust.App, own: OwnLog, events: Sequence[faust.EventT
                 if state.applied(message.topic, message.partition, message.offset):
                     # the own log holds it (a redelivery, or another writer's entry won the
                     # race): decided only for its answer, which changes nothing
-                    d.make_entry, d.also = None, []
-                if d.make_entry is not None:
-                    batch.add(d.make_entry)
+                    d.entries, d.also = [], []
+                for make in d.entries:
+                    batch.add(make)
                 also += d.also
                 decided[partition].append((event, d))
         sent = {p: asyncio.ensure_future(_send_entries(app, own, p, b.entries))

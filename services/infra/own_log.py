@@ -45,6 +45,12 @@ class SourceRef(Protocol):
     @property
     def offset(self) -> int: ...
 
+    @property
+    def last(self) -> bool:
+        """The input record's last entry (one record may write several, e.g. a round's
+        result settling thousands of bets): only then is the record applied."""
+        ...
+
 
 class Entry(Protocol):
     @property
@@ -105,8 +111,9 @@ def fold_entry(state: PartitionState[E], offset: int, entry: E, fold: Fold[E]) -
     fold.apply(state.kv, entry)
     state.head = offset
     source = entry.source
-    key = (source.topic, source.partition)
-    state.inputs[key] = max(source.offset, state.inputs.get(key, -1))
+    if source.last:  # a record whose entries landed only in part is decided again
+        key = (source.topic, source.partition)
+        state.inputs[key] = max(source.offset, state.inputs.get(key, -1))
     if entry.published_through > state.published_through:
         state.published_through = entry.published_through
         state.unpublished = [(o, e) for o, e in state.unpublished

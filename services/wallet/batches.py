@@ -25,7 +25,7 @@ from croupier.services.wallet import handlers, money_metrics
 from croupier.services.wallet.balance_guard import guarded
 from croupier.services.wallet.commands import ENVELOPE, Envelope, ending_command
 from croupier.services.wallet.ledger_fold import Lookups
-from croupier.shared.events.wallet_ledger import InputRef
+from croupier.shared.events.sources import InputRef
 
 log = logging.getLogger("croupier.wallet")
 
@@ -64,15 +64,15 @@ class CommandBatches:
                     500, "command_failed", "the command could not be applied; retrying "
                                            "with the same id is safe"))))
         change = outcome.change
-        make = None
-        if change is not None:
-            message = event.message
-            source = InputRef(topic=message.topic, partition=message.partition,
-                              offset=message.offset)
+        if change is None:
+            return Decided(reply=(env, outcome))
+        message = event.message
+        source = InputRef(topic=message.topic, partition=message.partition,
+                          offset=message.offset)
 
-            def make(prev: int, published_through: int):
-                return change.entry(prev, published_through, self.writer, source, now)
-        return Decided(make_entry=make, reply=(env, outcome))
+        def make(prev: int, published_through: int):
+            return change.entry(prev, published_through, self.writer, source, now)
+        return Decided(entries=[make], reply=(env, outcome))
 
     def answer(self, event: faust.EventT, decided: Decided) -> None:
         if decided.reply is None:

@@ -21,12 +21,12 @@ from datetime import datetime
 from typing import Any
 
 from croupier.services.infra.own_log import Record, Writes
+from croupier.shared.events.sources import InputRef
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.events.wallet_ledger import (
     Account,
     BetRecord,
     CommandKind,
-    InputRef,
     LedgerEntry,
     SpotTotal,
 )

@@ -21,6 +21,7 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from croupier.shared.events.bet_events import BetPlaced
+from croupier.shared.events.sources import InputRef
 from croupier.shared.events.wallet_events import WalletTransaction
 
 # "reversed": a settled bet whose settlement a management void took back; its refund
@@ -54,16 +55,6 @@ class BetRecord(BaseModel):
     status: BetStatus = "placed"
     debit_seq: int
     placed_at: AwareDatetime
-
-
-class InputRef(BaseModel):
-    """Where a record stood in a service's input: what a worker resumes after."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    topic: str
-    partition: int = Field(ge=0)
-    offset: int = Field(ge=0)
 
 
 class SpotTotal(BaseModel):
