@@ -19,7 +19,6 @@ from croupier.services.infra.log_reader import read_to_end
 from croupier.services.infra.processes import ServiceProcess
 from croupier.services.infra.routing import FORWARDED_HEADER
 from croupier.services.infra.settings import Settings
-from croupier.services.wallet.ledger import RECENT_TXS
 from croupier.shared.events.bet_events import BetRejected
 from croupier.shared.topics import topic_catalogue
 from tests.conftest import free_port, instance_for
@@ -30,7 +29,6 @@ RUN = uuid.uuid4().hex[:6]
 OPERATOR = {"Authorization": f"Bearer {Settings().operator_token}"}
 LIFETIME_BETS = 5_000
 STAKE = 1000
-WALLET_TABLES = ("accounts", "transactions", "tx-ids", "bets")
 
 
 def wallet_env(bootstrap: str, home, port: int) -> dict[str, str]:
@@ -143,30 +141,19 @@ def test_one_player_with_5000_lifetime_bets_keeps_records_small(platform_kafka, 
         http.close()
     finally:
         wallet.stop()
-    instance = instance_for(home)
-    topics = [f"{instance}-wallet-{name}-changelog" for name in WALLET_TABLES]
-    # idempotency keys expire after twice the topics' retention; balances and history never
+    # the ledger is the wallet's whole state: kept, never deleted by time
     admin = topic_admin.admin_client(platform_kafka)
-    states = topic_admin.describe(admin, topics)
+    ledger = topic_admin.describe(admin, ["wallet.ledger"])["wallet.ledger"].configs
     admin.close()
-    policies = {name: states[f"{instance}-wallet-{name}-changelog"].configs for name in
-                WALLET_TABLES}
-    retention = str(2 * Settings().retention_ms)
-    for name in ("tx-ids", "bets"):
-        assert policies[name]["cleanup.policy"] == "compact,delete", name
-        assert policies[name]["retention.ms"] == retention, name
-    for name in ("accounts", "transactions"):
-        assert policies[name]["cleanup.policy"] == "compact", name
-    topics += ["wallet.transactions", "bets.placed"]
-    for topic in topics:
+    assert ledger["cleanup.policy"] == "delete" and ledger["retention.ms"] == "-1", ledger
+    for topic in ["wallet.ledger", "wallet.transactions", "bets.placed"]:
         sizes = record_sizes(platform_kafka, topic, player)
         assert len(sizes) >= LIFETIME_BETS, (topic, len(sizes))
         first, last = max(sizes[100:200]), max(sizes[-100:])
         print(f"{topic}: {len(sizes)} records, largest of bets 100-200 {first} B, "
               f"of the last 100 {last} B")
-        # only ids and counters may gain digits (the account remembers its last RECENT_TXS
-        # movements' ids: a few digits each); nothing grows with the history
-        assert last <= first + 16 + 4 * RECENT_TXS and last < 2048, (topic, first, last)
+        # only ids, offsets and counters may gain digits; nothing grows with the history
+        assert last <= first + 32 and last < 2048, (topic, first, last)
 
 
 def test_two_workers_answer_for_every_player_and_survive_losing_one(platform_kafka,
