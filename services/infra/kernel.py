@@ -23,9 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 import faust
 from faust.types import TP
@@ -41,6 +41,7 @@ from croupier.services.infra.batching import (
 )
 from croupier.services.infra.contiguous import (
     ContiguousReads,
+    bootstrap_of,
     reread,
     watch_waiting_partitions,
 )
@@ -79,6 +80,52 @@ ParseEntry = Callable[[bytes], Any]
 Answer = Callable[[faust.EventT, Decided], None]
 
 
+class LogIO(Protocol):
+    """The kernel's I/O with Kafka: the real one (`KafkaLogIO`) in a worker, a model of
+    Kafka in the crash simulator (tests/crashsim)."""
+
+    async def send(self, topic: str, partition: int, records: Sequence[tuple[bytes | None, bytes]]
+                   ) -> list[int]:
+        """Append the records to the partition, in order; the offsets they landed at, once
+        every one is acknowledged."""
+        ...
+
+    async def read(self, topic: str, partition: int, start: int
+                   ) -> tuple[list[tuple[int, bytes]], int]:
+        """The partition's (offset, value) records from `start` to its end, and the end."""
+        ...
+
+    async def publish(self, records: Sequence[Record]) -> None:
+        """Send records to their topics (the producer's partitioner) and wait for every
+        ack."""
+        ...
+
+
+class KafkaLogIO:
+    """`LogIO` on a Faust app's producer and a kafka-python reader outside any group."""
+
+    def __init__(self, app: faust.App, bootstrap: str, principal: str) -> None:
+        self.app = app
+        self.bootstrap = bootstrap
+        self.principal = principal
+
+    async def send(self, topic: str, partition: int, records: Sequence[tuple[bytes | None, bytes]]
+                   ) -> list[int]:
+        futures = [await self.app.producer.send(topic, key, value, partition, None, None)
+                   for key, value in records]
+        return [meta.offset for meta in await asyncio.gather(*futures)]
+
+    async def read(self, topic: str, partition: int, start: int
+                   ) -> tuple[list[tuple[int, bytes]], int]:
+        records, end = await asyncio.to_thread(_read_log, self.bootstrap, self.principal,
+                                               topic, partition, start)
+        return [(r.offset, r.value) for r in records], end
+
+    async def publish(self, records: Sequence[Record]) -> None:
+        await publish_all(self.app, records)
+        await flush_all(self.app.producer)
+
+
 class LostPartition(Exception):
     """Another writer keeps winning this partition's log: this worker no longer owns it."""
 
@@ -114,17 +161,21 @@ class OwnLog(Generic[E]):
     state says the offset it reflects, and is caught up from there before it is used)."""
 
     def __init__(self, service: str, topic: str, fold: Fold, parse: ParseEntry,
-                 key_of: Callable[[Any], bytes | None], bootstrap: str) -> None:
+                 key_of: Callable[[Any], bytes | None]) -> None:
         self.service = service
         self.topic = topic
         self.fold = fold
         self.parse = parse
         self.key_of = key_of
-        self.bootstrap = bootstrap
         self.states: dict[int, PartitionState] = {}
         self.owned: set[int] = set()  # recovered in the current assignment
         self._locks: dict[int, asyncio.Lock] = {}
-        self.publish: Callable[[list[Record]], Awaitable[None]] | None = None
+        self.io: LogIO | None = None  # set when the worker starts (`run_own_log`)
+
+    def io_(self) -> LogIO:
+        if self.io is None:
+            raise RuntimeError(f"{self.service}: its own log has no I/O yet (not started)")
+        return self.io
 
     def state(self, partition: int) -> PartitionState | None:
         """The partition's folded state, if this worker has recovered it and owns it."""
@@ -142,28 +193,27 @@ class OwnLog(Generic[E]):
             if state is None:
                 state = self.states[partition] = PartitionState(partition)
             await self.catch_up(state)
-            if state.unpublished and self.publish is not None:
-                await self.publish([r for _, e in state.unpublished
-                                    for r in self.fold.outputs(e)])
+            if state.unpublished:
+                await self.io_().publish([r for _, e in state.unpublished
+                                          for r in self.fold.outputs(e)])
                 outputs_acked(state, state.head)
             self.owned.add(partition)
             return state
 
     async def catch_up(self, state: PartitionState) -> None:
         """Fold what the log holds past what `state` has seen."""
-        records, end = await asyncio.to_thread(_read_log, self.bootstrap, self.service,
-                                               self.topic, state.partition, state.end)
+        records, end = await self.io_().read(self.topic, state.partition, state.end)
         folded = 0
-        for record in records:
+        for offset, value in records:
             try:
-                entry = self.parse(record.value)
+                entry = self.parse(value)
             except Exception as error:  # noqa: BLE001 - not an entry: counted, skipped
                 log.error("%s: %s[%d]@%d is not an entry of its own log (%r): skipped",
-                          self.service, self.topic, state.partition, record.offset, error)
-                skip_to(state, record.offset + 1)
+                          self.service, self.topic, state.partition, offset, error)
+                skip_to(state, offset + 1)
                 state.void += 1
                 continue
-            folded += fold_entry(state, record.offset, entry, self.fold)
+            folded += fold_entry(state, offset, entry, self.fold)
         skip_to(state, end)
         if records:
             log.info("%s: %s[%d] folded %d entries up to offset %d (head %d, %d void)",
@@ -178,15 +228,6 @@ def outputs_acked(state: PartitionState, through: int) -> None:
         state.unpublished = [(o, e) for o, e in state.unpublished if o > through]
 
 
-async def _send_entries(app: faust.App, own: OwnLog, partition: int, entries: Sequence[Any]
-                        ) -> list[int]:
-    """Send one partition's entries in order; the offsets they landed at."""
-    futures = [await app.producer.send(own.topic, own.key_of(e), e.model_dump_json().encode(),
-                                       partition, None, None)
-               for e in entries]
-    return [meta.offset for meta in await asyncio.gather(*futures)]
-
-
 async def run_own_log(stream: faust.Stream, own: OwnLog, decide: Decide, answer: Answer,
                       lock: asyncio.Lock | None = None, max_records: int = BATCH_MAX) -> None:
     """Apply the stream's records through `decide`, with `own` as the only state."""
@@ -198,10 +239,7 @@ async def run_own_log(stream: faust.Stream, own: OwnLog, decide: Decide, answer:
     queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
     inputs = topics_of(stream)
 
-    async def publish(records: list[Record]) -> None:
-        await publish_all(app, records)
-
-    own.publish = publish
+    own.io = KafkaLogIO(app, bootstrap_of(app), service)
 
     async def baseline() -> dict[TP, int]:
         """Where each assigned input partition resumes: after what the own log applied."""
@@ -264,9 +302,9 @@ async def run_own_log(stream: faust.Stream, own: OwnLog, decide: Decide, answer:
                 batch.append(queue.get_nowait())
             if lock is not None:
                 async with lock:
-                    await apply_batch(app, own, batch, decide, answer)
+                    await apply_batch(own, batch, decide, answer)
             else:
-                await apply_batch(app, own, batch, decide, answer)
+                await apply_batch(own, batch, decide, answer)
             for event in batch:
                 await manual.ack(event)
             progress.batch_finished()
@@ -275,9 +313,10 @@ async def run_own_log(stream: faust.Stream, own: OwnLog, decide: Decide, answer:
             task.cancel()
 
 
-async def apply_batch(app: faust.App, own: OwnLog, events: Sequence[faust.EventT],
-                      decide: Decide, answer: Answer) -> None:
+async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decide,
+                      answer: Answer) -> None:
     """Decide, write, verify, fold, publish, answer: one batch of input records."""
+    io = own.io_()
     by_partition: dict[int, list[faust.EventT]] = {}
     for event in events:
         by_partition.setdefault(event.message.partition, []).append(event)
@@ -303,7 +342,8 @@ async def apply_batch(app: faust.App, own: OwnLog, events: Sequence[faust.EventT
                     batch.add(make)
                 also += d.also
                 decided[partition].append((event, d))
-        sent = {p: asyncio.ensure_future(_send_entries(app, own, p, b.entries))
+        sent = {p: asyncio.ensure_future(io.send(own.topic, p, [
+                    (own.key_of(e), e.model_dump_json().encode()) for e in b.entries]))
                 for p, b in batches.items() if b.entries}
         offsets = {p: await f for p, f in sent.items()}
         conflicted: dict[int, list[faust.EventT]] = {}
@@ -324,8 +364,7 @@ async def apply_batch(app: faust.App, own: OwnLog, events: Sequence[faust.EventT
             await own.recover(partition)  # folds what landed, publishes the outbox
             conflicted[partition] = pending[partition]
             decided.pop(partition, None)
-        await publish_all(app, outputs)
-        await flush_all(app.producer)
+        await io.publish(outputs)
         for partition, through in committed.items():
             outputs_acked(own.states[partition], through)
         for partition in list(decided):

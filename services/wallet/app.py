@@ -87,7 +87,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     endings_topic = app.topic("bets.decisions", "bets.settled", key_type=bytes,
                               value_type=bytes)
     own = OwnLog("wallet", LEDGER_TOPIC, WALLET_FOLD, LedgerEntry.model_validate_json,
-                 lambda entry: entry.account.player_id.encode(), settings.bootstrap_servers)
+                 lambda entry: entry.account.player_id.encode())
     store = Store(own, partition_of(settings.topic_partitions))
     replies = Replies()
     writer = f"{settings.instance}-wallet-{settings.worker_id}"
