@@ -22,6 +22,7 @@ No service core knows about crashes: the kernel owns checkpoints, fencing and th
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ from croupier.services.infra.batching import (
 )
 from croupier.services.infra.contiguous import (
     ContiguousReads,
+    LogEnds,
     bootstrap_of,
     reread,
     watch_waiting_partitions,
@@ -77,7 +79,9 @@ class Decided(Generic[E]):
 
 Decide = Callable[[Overlay, faust.EventT], Decided]
 ParseEntry = Callable[[bytes], Any]
-Answer = Callable[[faust.EventT, Decided], None]
+# (record, what was decided, whether the log backs the decision): an answer not backed is
+# "retry", never the decision
+Answer = Callable[[faust.EventT, Decided, bool], None]
 
 
 class LogIO(Protocol):
@@ -100,6 +104,10 @@ class LogIO(Protocol):
         ack."""
         ...
 
+    async def end(self, topic: str, partition: int) -> int:
+        """The partition's end offset now."""
+        ...
+
 
 class KafkaLogIO:
     """`LogIO` on a Faust app's producer and a kafka-python reader outside any group."""
@@ -108,6 +116,8 @@ class KafkaLogIO:
         self.app = app
         self.bootstrap = bootstrap
         self.principal = principal
+        self.ends = LogEnds(bootstrap, principal)
+        self._ends_lock = asyncio.Lock()
 
     async def send(self, topic: str, partition: int, records: Sequence[tuple[bytes | None, bytes]]
                    ) -> list[int]:
@@ -124,6 +134,11 @@ class KafkaLogIO:
     async def publish(self, records: Sequence[Record]) -> None:
         await publish_all(self.app, records)
         await flush_all(self.app.producer)
+
+    async def end(self, topic: str, partition: int) -> int:
+        tp = TP(topic, partition)
+        async with self._ends_lock:  # one kafka-python client: one thread at a time
+            return (await asyncio.to_thread(self.ends.read, [tp]))[tp]
 
 
 class LostPartition(Exception):
@@ -161,8 +176,10 @@ class OwnLog(Generic[E]):
     state says the offset it reflects, and is caught up from there before it is used)."""
 
     def __init__(self, service: str, topic: str, fold: Fold, parse: ParseEntry,
-                 key_of: Callable[[Any], bytes | None]) -> None:
+                 key_of: Callable[[Any], bytes | None], writer: str) -> None:
         self.service = service
+        self.writer = writer  # unique to this worker's life: its entries' ids start with it
+        self._ids = itertools.count(1)
         self.topic = topic
         self.fold = fold
         self.parse = parse
@@ -171,11 +188,15 @@ class OwnLog(Generic[E]):
         self.owned: set[int] = set()  # recovered in the current assignment
         self._locks: dict[int, asyncio.Lock] = {}
         self.io: LogIO | None = None  # set when the worker starts (`run_own_log`)
+        self.last_valid: set[int] = set()  # offsets the last catch-ups folded as valid
 
     def io_(self) -> LogIO:
         if self.io is None:
             raise RuntimeError(f"{self.service}: its own log has no I/O yet (not started)")
         return self.io
+
+    def new_id(self) -> str:
+        return f"{self.writer}:{next(self._ids)}"
 
     def state(self, partition: int) -> PartitionState | None:
         """The partition's folded state, if this worker has recovered it and owns it."""
@@ -200,6 +221,13 @@ class OwnLog(Generic[E]):
             self.owned.add(partition)
             return state
 
+    async def refold(self, partition: int) -> set[int]:
+        """Catch up after a lost race: the offsets that folded valid (publishing the
+        outbox, as a recovery does)."""
+        self.last_valid = set()
+        await self.recover(partition)
+        return self.last_valid
+
     async def catch_up(self, state: PartitionState) -> None:
         """Fold what the log holds past what `state` has seen."""
         records, end = await self.io_().read(self.topic, state.partition, state.end)
@@ -213,7 +241,9 @@ class OwnLog(Generic[E]):
                 skip_to(state, offset + 1)
                 state.void += 1
                 continue
-            folded += fold_entry(state, offset, entry, self.fold)
+            if fold_entry(state, offset, entry, self.fold):
+                folded += 1
+                self.last_valid.add(offset)
         skip_to(state, end)
         if records:
             log.info("%s: %s[%d] folded %d entries up to offset %d (head %d, %d void)",
@@ -313,66 +343,105 @@ async def run_own_log(stream: faust.Stream, own: OwnLog, decide: Decide, answer:
             task.cancel()
 
 
+@dataclass
+class _Decision:
+    """One input record of a partition's batch: what was decided, which of the batch's
+    entries are its own, and whether the own log had applied it before."""
+
+    event: faust.EventT
+    decided: Decided
+    first: int  # index of its first entry in the batch
+    stop: int  # one past its last entry
+    applied: bool
+
+
 async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decide,
                       answer: Answer) -> None:
-    """Decide, write, verify, fold, publish, answer: one batch of input records."""
+    """Decide, write, verify, fold, publish, answer: one batch of input records.
+
+    An answer is given only when the log backs it: the record's entries landed where their
+    chain said (so nothing came in between, and the state it was decided on is the log's),
+    or, for a partition whose records wrote nothing, the log's end did not move while they
+    were decided. A record another writer applied meanwhile is answered "retry"
+    (`backed=False`): it is not this worker's to answer."""
     io = own.io_()
-    by_partition: dict[int, list[faust.EventT]] = {}
+    pending: dict[int, list[faust.EventT]] = {}
     for event in events:
-        by_partition.setdefault(event.message.partition, []).append(event)
-    pending = dict(by_partition)
-    decided: dict[int, list[tuple[faust.EventT, Decided]]] = {}
+        pending.setdefault(event.message.partition, []).append(event)
     attempts = 0
     while pending:
         attempts += 1
         batches: dict[int, Batch] = {}
+        decisions: dict[int, list[_Decision]] = {}
         also: list[Record] = []
         for partition, part_events in pending.items():
             state = own.state(partition) or await own.recover(partition)
-            batch = batches[partition] = Batch(state, own.fold)
-            decided[partition] = []
+            batch = batches[partition] = Batch(state, own.fold, own.new_id)
+            decisions[partition] = []
             for event in part_events:
                 message = event.message
+                applied = state.applied(message.topic, message.partition, message.offset)
                 d = decide(batch.scratch, event)
-                if state.applied(message.topic, message.partition, message.offset):
-                    # the own log holds it (a redelivery, or another writer's entry won the
-                    # race): decided only for its answer, which changes nothing
+                if applied:  # the own log holds it: it changes nothing now
                     d.entries, d.also = [], []
+                first = len(batch.entries)
                 for make in d.entries:
                     batch.add(make)
                 also += d.also
-                decided[partition].append((event, d))
+                decisions[partition].append(
+                    _Decision(event, d, first, len(batch.entries), applied))
         sent = {p: asyncio.ensure_future(io.send(own.topic, p, [
                     (own.key_of(e), e.model_dump_json().encode()) for e in b.entries]))
                 for p, b in batches.items() if b.entries}
         offsets = {p: await f for p, f in sent.items()}
-        conflicted: dict[int, list[faust.EventT]] = {}
         outputs: list[Record] = list(also)
         committed: dict[int, int] = {}
+        answers: list[tuple[_Decision, bool]] = []
+        conflicted: dict[int, list[faust.EventT]] = {}
         for partition, batch in batches.items():
             landed = offsets.get(partition, [])
-            if batch.landed_as_chained(landed):
+            part = decisions[partition]
+            if batch.entries and batch.landed_as_chained(landed) or not batch.entries and (
+                    not any(x.decided.reply is not None and not x.applied for x in part)
+                    or await io.end(own.topic, partition) <= batch.state.end):
                 for _, entry in batch.commit(landed):
                     outputs += own.fold.outputs(entry)
                 if landed:
                     committed[partition] = landed[-1]
+                answers += [(x, not x.applied) for x in part]
                 continue
             metrics.REWINDS.labels(own.service, own.topic).inc()
             log.warning("%s: %s[%d]: entries landed at %s, not %s: another writer came in "
                         "between; folding the log again and deciding again", own.service,
                         own.topic, partition, landed, batch.expected)
-            await own.recover(partition)  # folds what landed, publishes the outbox
-            conflicted[partition] = pending[partition]
-            decided.pop(partition, None)
+            valid = await own.refold(partition)  # what landed, and the outbox published
+            kept = _backed_prefix(part, landed, valid)
+            answers += [(x, not x.applied) for x in part[:kept]]
+            conflicted[partition] = [x.event for x in part[kept:]]
         await io.publish(outputs)
         for partition, through in committed.items():
             outputs_acked(own.states[partition], through)
-        for partition in list(decided):
-            for event, d in decided.pop(partition):
-                answer(event, d)
-        pending = conflicted
+        for x, backed in answers:
+            answer(x.event, x.decided, backed)
+        pending = {p: e for p, e in conflicted.items() if e}
         if pending and attempts >= MAX_CONFLICTS:
             for partition in pending:
                 own.revoke({partition})
             raise LostPartition(f"{own.service}: lost the race for {own.topic} partitions "
                                 f"{sorted(pending)} {attempts} times")
+
+
+def _backed_prefix(part: list[_Decision], landed: list[int], valid: set[int]) -> int:
+    """How many of a conflicted partition's records the log backs as decided: those up to
+    the last one whose entries (and every earlier record's) all folded valid. The state
+    each of them was decided on is then the log's: the first valid entry's `prev` was the
+    true head, and each later valid entry's proves nothing valid came in between."""
+    kept = 0
+    for i, x in enumerate(part):
+        if x.stop == x.first:
+            continue
+        if all(landed[k] in valid for k in range(x.first, x.stop)):
+            kept = i + 1
+        else:
+            break
+    return kept

@@ -6,13 +6,18 @@ the crash simulator drives the same functions.
 One partition of a service's log is written by the worker that owns the same partition of
 its input. Each entry names the input record it came from (`source`), so a worker resumes
 its input after the last offset its own log says it applied (the consumer group's
-committed offset only saves time), and each entry is chained: `prev` is the offset of the
-partition's previous *valid* entry. An entry whose `prev` is anything else is void, and
-skipped by every fold: it was written by a worker that lost the partition and has not
-noticed yet (a zombie), or by the new owner before it had read the zombie's last entries.
-Either way the fold resolves the two writers the same way everywhere, and a writer answers
-for an entry only once it has seen the entry land where its chain said (`Batch.verify`):
-no answer given to a client is ever contradicted by the log (docs/decisions/ledger.md).
+committed offset only saves time), and each entry is chained: it has an id unique to its
+writer's life (`entry_id`), and `prev` is the id of the partition's previous *valid* entry
+("" for the first). An entry whose `prev` is anything else is void, and skipped by every
+fold: it was written by a worker that lost the partition and has not noticed yet (a
+zombie), or by the new owner before it had read the zombie's last entries. Either way the
+fold resolves the two writers the same way everywhere, and a writer answers for an entry
+only once it has seen the entry land right after what it had folded
+(`Batch.landed_as_chained`), or, after a lost race, fold as valid: no answer given to a
+client is ever contradicted by the log (docs/decisions/ledger.md). (The chain is by ids,
+not by predicted offsets: a batch shifted by a rival's records could otherwise have a
+later entry's predicted `prev` fall on an earlier valid entry of its own, and fold an
+entry decided on a state the log never had; the crash simulator found that.)
 
 Entries write absolute values (an account's balance after, a bet's status after), never
 increments, so folding an entry over any state of the same keys that is at least as old
@@ -54,7 +59,10 @@ class SourceRef(Protocol):
 
 class Entry(Protocol):
     @property
-    def prev(self) -> int: ...
+    def entry_id(self) -> str: ...
+
+    @property
+    def prev(self) -> str: ...
 
     @property
     def source(self) -> SourceRef: ...
@@ -87,6 +95,7 @@ class PartitionState(Generic[E]):
     partition: int
     kv: dict[str, Any] = field(default_factory=dict)
     head: int = -1  # offset of the last valid entry
+    head_id: str = ""  # its id
     end: int = 0  # the next offset of the log, as far as this state has seen it
     inputs: dict[tuple[str, int], int] = field(default_factory=dict)  # last applied offset
     published_through: int = -1
@@ -105,11 +114,12 @@ def fold_entry(state: PartitionState[E], offset: int, entry: E, fold: Fold[E]) -
     """Fold the entry found at `offset` into `state`; False (and nothing written) if it is
     void. The one fold: live state, recovery and `croupier rebuild` all go through it."""
     state.end = max(state.end, offset + 1)
-    if entry.prev != state.head or offset <= state.head:
+    if entry.prev != state.head_id or offset <= state.head:
         state.void += 1
         return False
     fold.apply(state.kv, entry)
     state.head = offset
+    state.head_id = entry.entry_id
     source = entry.source
     if source.last:  # a record whose entries landed only in part is decided again
         key = (source.topic, source.partition)
@@ -162,37 +172,42 @@ class Overlay(MutableMapping[str, Any]):
         return self.base.get(key, default)
 
 
-MakeEntry = Callable[[int, int], E]  # (prev, published_through) -> the entry
+MakeEntry = Callable[[str, str, int], E]  # (entry id, prev, published_through) -> the entry
 
 
 @dataclass
 class Batch(Generic[E]):
     """The entries one batch of inputs decided for one partition, chained on the state as
-    it was folded: the first entry's `prev` is the state's head, each next one's the offset
-    its predecessor will land at if no other writer comes in between."""
+    it was folded: the first entry's `prev` is the state's head, each next one's the entry
+    before it. They land as chained when nothing lands in between: at `state.end`, one
+    after the other (`landed_as_chained`); then every one of them is valid."""
 
     state: PartitionState[E]
     fold: Fold[E]
+    new_id: Callable[[], str]  # a fresh entry id of this writer
     scratch: Overlay = field(init=False)
     entries: list[E] = field(default_factory=list)
-    expected: list[int] = field(default_factory=list)  # the offset each entry must land at
 
     def __post_init__(self) -> None:
         self.scratch = Overlay(self.state.kv)
 
     def add(self, make: MakeEntry[E]) -> E:
-        """Chain the entry `make(prev, published_through)` builds; the batch's later
-        decisions read what it writes."""
-        prev = self.expected[-1] if self.expected else self.state.head
-        entry = make(prev, self.state.published_through)
+        """Chain the entry `make(entry_id, prev, published_through)` builds; the batch's
+        later decisions read what it writes."""
+        prev = self.entries[-1].entry_id if self.entries else self.state.head_id
+        entry = make(self.new_id(), prev, self.state.published_through)
         self.fold.apply(self.scratch, entry)
-        self.expected.append(self.expected[-1] + 1 if self.expected else self.state.end)
         self.entries.append(entry)
         return entry
 
+    @property
+    def expected(self) -> list[int]:
+        """The offsets the entries land at if nothing lands in between."""
+        return list(range(self.state.end, self.state.end + len(self.entries)))
+
     def landed_as_chained(self, offsets: list[int]) -> bool:
-        """Every entry landed at the offset its chain assumed: nothing came in between, so
-        every one of them is valid (the log's order is the chain's)."""
+        """Every entry landed right after the log the state folded: nothing came in
+        between, so every one of them is valid."""
         return offsets == self.expected
 
     def commit(self, offsets: list[int]) -> list[tuple[int, E]]:

@@ -29,6 +29,8 @@ agent's batches, for the partitions it owns (docs/decisions/acceptance.md).
 
 from __future__ import annotations
 
+import uuid
+
 import faust
 from kafka.partitioner.default import murmur2
 
@@ -86,12 +88,13 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
                                internal=True, partitions=settings.topic_partitions)
     endings_topic = app.topic("bets.decisions", "bets.settled", key_type=bytes,
                               value_type=bytes)
+    # the writer's name is unique to this process's life, so no two lives share an entry id
+    writer = f"{settings.instance}-wallet-{settings.worker_id}-{uuid.uuid4().hex[:8]}"
     own = OwnLog("wallet", LEDGER_TOPIC, WALLET_FOLD, LedgerEntry.model_validate_json,
-                 lambda entry: entry.account.player_id.encode())
+                 lambda entry: entry.account.player_id.encode(), writer)
     store = Store(own, partition_of(settings.topic_partitions))
     replies = Replies()
-    writer = f"{settings.instance}-wallet-{settings.worker_id}"
-    batches = CommandBatches(writer, replies, clock)
+    batches = CommandBatches(replies, clock)
     table_views = TableViews(settings.table_events_key_bytes,
                              settings.table_events_accept_unsigned, clock)
     marks = IntakeMarks(app, settings, lambda: tuple(sorted(own.owned)), batches.lock, clock)

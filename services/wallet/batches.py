@@ -28,6 +28,8 @@ from croupier.services.wallet.ledger_fold import Lookups
 from croupier.shared.events.sources import InputRef
 
 log = logging.getLogger("croupier.wallet")
+RETRY = handlers.Answer.error(503, "rebalancing", "another worker applied this command; "
+                                                  "retry (the same id is safe)")
 
 
 def command_record(topic: str, env: Envelope) -> tuple[str, bytes, bytes]:
@@ -38,9 +40,7 @@ def command_record(topic: str, env: Envelope) -> tuple[str, bytes, bytes]:
 class CommandBatches:
     """The accounts agent's decisions and answers (the kernel does the rest)."""
 
-    def __init__(self, writer: str, replies: Replies[handlers.Answer, None], clock: Clock
-                 ) -> None:
-        self.writer = writer
+    def __init__(self, replies: Replies[handlers.Answer, None], clock: Clock) -> None:
         self.replies = replies
         self.clock = clock
         # held while a batch is applied and published: an intake mark is stamped and sent
@@ -70,14 +70,20 @@ class CommandBatches:
         source = InputRef(topic=message.topic, partition=message.partition,
                           offset=message.offset)
 
-        def make(prev: int, published_through: int):
-            return change.entry(prev, published_through, self.writer, source, now)
+        def make(entry_id: str, prev: str, published_through: int):
+            return change.entry(entry_id, prev, published_through, source, now)
         return Decided(entries=[make], reply=(env, outcome))
 
-    def answer(self, event: faust.EventT, decided: Decided) -> None:
+    def answer(self, event: faust.EventT, decided: Decided, backed: bool) -> None:
+        """Answer the command's waiter, and count what it did. A decision the log does not
+        back (another worker applied the command meanwhile) is answered "retry": the
+        request reaches that worker, which answers as its entry says."""
         if decided.reply is None:
             return
         env, outcome = decided.reply
+        if not backed:
+            self.replies.resolve(env.reply_id, RETRY)
+            return
         money_metrics.record(env, outcome)
         money_metrics.observe_latency(env.command, outcome, self.clock.now())
         self.replies.resolve(env.reply_id, outcome.answer)

@@ -121,9 +121,9 @@ class Change:
     spot: SpotTotal | None = None
     placed: Any = None  # BetPlaced
 
-    def entry(self, prev: int, published_through: int, writer: str, source: InputRef,
+    def entry(self, entry_id: str, prev: str, published_through: int, source: InputRef,
               now: datetime) -> LedgerEntry:
-        return LedgerEntry(prev=prev, writer=writer, source=source, command=self.command,
+        return LedgerEntry(entry_id=entry_id, prev=prev, source=source, command=self.command,
                            account=self.account, tx=self.tx, bet_id=self.bet_id, bet=self.bet,
                            spot=self.spot, placed=self.placed,
                            published_through=published_through, recorded_at=now)

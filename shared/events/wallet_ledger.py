@@ -8,8 +8,8 @@ entries (`croupier.services.wallet.ledger_fold`); nothing else is kept that the 
 does not say, so a crash, a wiped disk or a partition move can only ever leave a
 state the log rebuilds.
 
-Entries are chained per partition: `prev` is the offset of the partition's previous
-valid entry. An entry whose `prev` is not the offset of the last valid one is void
+Entries are chained per partition: `prev` is the id of the partition's previous valid
+entry. An entry whose `prev` is not the id of the last valid one is void
 (a writer that lost its partition and has not noticed yet wrote it): the fold skips it
 and its writer never answers for it (docs/decisions/ledger.md).
 """
@@ -74,9 +74,9 @@ class LedgerEntry(BaseModel):
 
     schema_version: Literal[1] = 1
     type: Literal["ledger_entry"] = "ledger_entry"
-    prev: int = Field(ge=-1, description="Offset of the partition's previous valid entry; "
-                                         "-1 for the first.")
-    writer: str = Field(description="The worker that wrote it (diagnostics only).")
+    entry_id: str = Field(description="Unique to its writer's life: `<writer>:<n>`.")
+    prev: str = Field(description="The id of the partition's previous valid entry; \"\" "
+                                  "for the first.")
     source: InputRef
     command: CommandKind
     account: Account = Field(description="The account after the command.")
