@@ -170,6 +170,7 @@ class Worker:
         self.crash_at: str | None = None
         self.race: Worker | None = None
         self.alive = True
+        self.batch_max = 0  # records per partition per batch; 0: 1 to 6, by the schedule
 
     async def baseline(self) -> dict[TP, int]:
         nexts = {}
@@ -365,7 +366,7 @@ class Sim:
         rng = self.rng
         events: list[Event] = []
         for p in list(worker.position):
-            events += self.events(worker, p, rng.randint(1, 6))
+            events += self.events(worker, p, worker.batch_max or rng.randint(1, 6))
         try:
             batch = await self.deliver(worker, events) + await self.watch(worker, events)
             if not batch:
@@ -433,6 +434,7 @@ class Sim:
                 self.steps.append(f"{owner.name} redelivery from {owner.position}")
         # drain: a clean worker applies everything (endings included), no faults
         final = self.new_worker(set(range(PARTITIONS)))
+        final.batch_max = 1000
         for _ in range(200):
             before = {p: len(self.kafka.records(COMMANDS, p)) for p in range(PARTITIONS)}
             await self.run_batch(final)
@@ -562,9 +564,16 @@ def _changes_after(sim: Sim, p: int, state: PartitionState) -> bool:
     return False
 
 
-def run(seed: int, length: int = 60) -> Result:
+_loop: asyncio.AbstractEventLoop | None = None
+
+
+def run(seed: int, length: int = 40) -> Result:
+    """One schedule of `length` steps from `seed`, drained, then checked."""
+    global _loop
+    if _loop is None or _loop.is_closed():
+        _loop = asyncio.new_event_loop()
     sim = Sim(seed)
-    asyncio.run(sim.run(length))
+    _loop.run_until_complete(sim.run(length))
     return Result(seed, sim.steps, check(sim))
 
 
