@@ -169,3 +169,12 @@ def test_positions_that_never_come_leave_the_partitions_unknown(app, monkeypatch
     monkeypatch.setattr(faust_patches, "POSITION_TIMEOUT_SECONDS", 0.05)
     asyncio.run(faust_patches.perform_seek(made))
     assert made._committed_offset[slow] is None
+
+
+def test_streams_use_the_compiled_iterator_which_acks_no_dropped_event():
+    """Faust's pure-Python stream iterator acks an event it drops around a rebalance (flow
+    control off, an older generation) though no agent saw it (`Stream._py_aiter`); the
+    compiled one does not, and it is the one used (see docs/decisions/scale.md)."""
+    import faust.streams
+
+    assert faust.streams._CStreamIterator is not None
