@@ -77,24 +77,17 @@ async def perform_seek(self: Consumer) -> None:
 
 
 async def _positions(consumer: Consumer, tps: list[Any]) -> dict[Any, int | None]:
-    """Each partition's position; None where it cannot be had (unassigned meanwhile, a
-    timeout): that partition stays unknown, so uncommitted, until the next seek."""
+    """Each partition's position, asked together; None where it cannot be had (revoked
+    meanwhile, a timeout): that partition stays unknown, so uncommitted, until the next seek."""
     async def position(tp: Any) -> int | None:
         try:
-            return await consumer.position(tp)
+            return await asyncio.wait_for(consumer.position(tp), POSITION_TIMEOUT_SECONDS)
         except Exception as exc:
             consumer.log.warning("No position for %r (%r): not committed until the next seek",
                                  tp, exc)
             return None
 
-    try:
-        found = await asyncio.wait_for(asyncio.gather(*(position(tp) for tp in tps)),
-                                       POSITION_TIMEOUT_SECONDS)
-    except TimeoutError:
-        consumer.log.warning("No position for %r within %s s: not committed until the next "
-                             "seek", tps, POSITION_TIMEOUT_SECONDS)
-        return {}
-    return dict(zip(tps, found, strict=True))
+    return dict(zip(tps, await asyncio.gather(*(position(tp) for tp in tps)), strict=True))
 
 
 def install() -> None:
