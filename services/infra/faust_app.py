@@ -18,7 +18,7 @@ from faust.tables.manager import TableManager
 from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
 from faust.types import AppT
 
-from croupier.services.infra import service_table
+from croupier.services.infra import faust_patches, service_table
 from croupier.services.infra.kafka_security import faust_credentials
 from croupier.services.infra.settings import Settings, get_settings
 
@@ -37,6 +37,9 @@ def _quick_fetching_consumer(self, transport):
 
 
 AIOKafkaConsumerThread._create_worker_consumer = _quick_fetching_consumer  # type: ignore[method-assign]  # deliberate patch
+
+# Faust 0.15.3 can commit past an offset it never processed (issue 606): see faust_patches
+faust_patches.install()
 
 
 def service_port(settings: Settings, service: str) -> int:
