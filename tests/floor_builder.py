@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from kafka.partitioner.default import murmur2
 from pydantic import BaseModel
 
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
@@ -29,6 +30,7 @@ from croupier.shared.events.bet_events import (
 )
 from croupier.shared.events.canonical import GENESIS_HASH
 from croupier.shared.events.results import RoundResultPublished, result_id
+from croupier.shared.events.sources import InputRef
 from croupier.shared.events.table import (
     BettingClosed,
     CardDealt,
@@ -38,10 +40,12 @@ from croupier.shared.events.table import (
     seal,
 )
 from croupier.shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
+from croupier.shared.events.wallet_ledger import Account, LedgerEntry
 from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
 from croupier.shared.settlement import Bet, settle
 from croupier.shared.simulate import deal_rounds
+from croupier.shared.topics import DEFAULT_PARTITIONS
 from tests.event_keys import events_key
 
 BETS = ("banker", "player", "tie", "player_pair", "banker_pair")
@@ -67,6 +71,12 @@ class PlayedRound:
     bets: int
 
 
+# the wallet command a movement comes from
+_COMMAND_OF = {"deposit": "deposit", "withdrawal": "withdrawal", "stake_debit": "place_bet",
+               "bet_refund": "end_bet", "payout": "end_bet",
+               "payout_reversal": "reverse_settlement"}
+
+
 @dataclass
 class Floor:
     profile_name: str = "sbo-baccarat"
@@ -82,6 +92,9 @@ class Floor:
         self.rng = random.Random(self.seed)
         self.tables: dict[str, _Table] = {}
         self.counts = {"bets": 0, "rounds": 0}
+        self.tx_counts: dict[str, int] = {}
+        self.ledger_heads: dict[int, str] = {}
+        self.ledger_offsets: dict[int, int] = {}
 
     # -- writing ---------------------------------------------------------------------------
     def _put(self, topic: str, key: str, record: BaseModel, at: datetime) -> None:
@@ -100,10 +113,31 @@ class Floor:
             table_id: str | None = None, round_id: str | None = None) -> None:
         sign = 1 if kind in CREDITS else -1
         self.balances[player] = self.balances.get(player, 0) + sign * amount
-        self._put("wallet.transactions", player, WalletTransaction(
+        tx = WalletTransaction(
             tx_id=tx_id(kind, cause), player_id=player, kind=kind, amount=amount,
             balance_after=self.balances[player], currency=self.currency, cause_id=cause,
-            table_id=table_id, round_id=round_id, occurred_at=at), at)
+            table_id=table_id, round_id=round_id, occurred_at=at)
+        self._put("wallet.transactions", player, tx, at)
+        self._ledger_entry(tx, at)
+
+    def _ledger_entry(self, tx: WalletTransaction, at: datetime) -> None:
+        """The wallet's ledger entry of the movement, chained on its partition (the one
+        Kafka's partitioner gives the player, as the wallet's commands topic does)."""
+        player = tx.player_id
+        partition = (murmur2(player.encode()) & 0x7FFFFFFF) % DEFAULT_PARTITIONS
+        self.tx_counts[player] = self.tx_counts.get(player, 0) + 1
+        offset = self.ledger_offsets.get(partition, 0)
+        self.ledger_offsets[partition] = offset + 1
+        entry = LedgerEntry(
+            entry_id=f"floor-{self.seed}:{partition}:{offset}",
+            prev=self.ledger_heads.get(partition, ""),
+            source=InputRef(topic="floor-commands", partition=partition, offset=offset),
+            command=_COMMAND_OF[tx.kind],
+            account=Account(player_id=player, currency=tx.currency, balance=tx.balance_after,
+                            tx_count=self.tx_counts[player]),
+            tx=tx, published_through=-1, recorded_at=at)
+        self.ledger_heads[partition] = entry.entry_id
+        self._put("wallet.ledger", player, entry, at)
 
     def _table(self, table_id: str, at: datetime) -> _Table:
         if table_id not in self.tables:

@@ -19,7 +19,8 @@ from croupier.shared.events.registry import topic_adapter
 BOOK_TOPICS = ("round.results", "bets.placed", "bets.decisions", "bets.settled",
                "wallet.transactions")
 PARSERS: dict[str, Callable[[bytes], Any]] = {
-    topic: topic_adapter(topic).validate_json for topic in ("table.events", *BOOK_TOPICS)
+    topic: topic_adapter(topic).validate_json
+    for topic in ("table.events", *BOOK_TOPICS, "wallet.ledger")
 }
 
 

@@ -15,8 +15,10 @@ from contextlib import contextmanager
 
 from pydantic import BaseModel
 
+from croupier.services.infra.own_log import PartitionState, fold_entry
 from croupier.services.operator.audit import AuditReport, Books, audit
 from croupier.services.operator.event_reader import Unparsed, read_books, read_topic
+from croupier.services.wallet.ledger_fold import WALLET_FOLD, accounts
 from croupier.shared.events.chain import verify_chain
 from croupier.shared.events.event_auth import auth_problem
 from croupier.shared.events.ids import id_problem
@@ -124,6 +126,25 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+def ledger_balances(bootstrap: str, progress: Progress | None = None
+                    ) -> tuple[dict[str, int], list[str]]:
+    """Every balance as the fold of `wallet.ledger`: the very fold the live wallet runs
+    (`own_log.fold_entry` with `WALLET_FOLD`), partition by partition."""
+    states: dict[int, PartitionState] = {}
+    problems: list[str] = []
+    step = (lambda d, t: progress("wallet.ledger", d, t)) if progress else None
+    for rec in read_topic(bootstrap, "wallet.ledger", step):
+        state = states.setdefault(rec.partition, PartitionState(rec.partition))
+        if isinstance(rec.value, Unparsed):
+            problems.append(f"unreadable ledger entry at partition {rec.partition} offset "
+                            f"{rec.offset}: {rec.value.error[:120]}")
+            continue
+        fold_entry(state, rec.offset, rec.value, WALLET_FOLD)
+    balances = {account.player_id: account.balance for state in states.values()
+                for account in accounts(state.kv)}
+    return balances, problems
+
+
 @cyclic_gc_paused()
 def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int | None]],
             progress: Progress | None = None, events_key: bytes | None = None,
@@ -141,6 +162,8 @@ def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int |
         events_by_table[rec.value.table_id].append(rec.value)
         table_events += 1
     books, unparsed = read_books(bootstrap, progress)
+    ledger, ledger_problems = ledger_balances(bootstrap, progress)
+    differences += ledger_problems
     differences += [f"unreadable record {u.topic}[{u.partition}]@{u.offset}: {u.error[:120]}"
                     for u in unparsed]
     recomputed, round_diffs = _rounds_from_table_events(events_by_table, books, events_key,
@@ -162,6 +185,12 @@ def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int |
         if live.get(player) != rebuilt:
             differences.append(f"player {player}: rebuilt balance {rebuilt}, live wallet "
                                f"{live.get(player)}")
+        if ledger.get(player) != rebuilt:
+            differences.append(f"player {player}: wallet.transactions add up to {rebuilt}, "
+                               f"the fold of wallet.ledger says {ledger.get(player)}")
+    differences += [f"player {player}: in the fold of wallet.ledger ({balance}), with no "
+                    "movement on wallet.transactions" for player, balance in ledger.items()
+                    if player not in report.balances and balance != 0]
     return RebuildReport(tables=len(events_by_table), table_events=table_events,
                          rounds_recomputed=recomputed, audit=report, live_players=len(live),
                          differences=differences)

@@ -38,6 +38,11 @@ def account_key(player_id: str) -> str:
     return f"a/{player_id}"
 
 
+def accounts(kv: Mapping[str, Any]) -> list[Account]:
+    """Every account a folded state holds."""
+    return [value for key, value in kv.items() if key.startswith("a/")]
+
+
 def tx_key(player_id: str, seq: int) -> str:
     return f"t/{player_id}/{seq}"
 
