@@ -59,7 +59,7 @@ class Config:
     steps: int = 60
     opening: int = 1_000_000  # every account's first deposit
     kill: float = 0.2  # chance a batch carries an armed kill
-    wipe: float = 0.25  # chance a restart is on an empty disk
+    wipe: float = 0.25  # chance a restart is on an empty disk (1: the drain's too)
     drop: float = 0.0  # chance a rebalance drops (and acks) a fetched record
     # relative weights of the steps
     weights: tuple[tuple[str, float], ...] = (
@@ -111,7 +111,7 @@ def _run(seed: int, config: Config) -> Result:
         step = _choose(rng.choices(names, weights)[0], rng, sim, players, counts, config)
         if step is not None:
             _do(sim, step, steps, trace)
-    return _finish(sim, seed, steps, trace)
+    return _finish(sim, seed, steps, trace, config)
 
 
 def replay(steps: Sequence[Step], config: Config = Config(), seed: int | None = None
@@ -127,7 +127,7 @@ def _replay(steps: Sequence[Step], config: Config, seed: int | None) -> Result:
     trace: list[str] = []
     for step in steps:
         _do(sim, step, done, trace)
-    return _finish(sim, seed, done, trace)
+    return _finish(sim, seed, done, trace, config)
 
 
 def shrink(result: Result, broken: str, config: Config = Config()) -> Result:
@@ -159,8 +159,9 @@ def search(broken: str, seeds: range, config: Config = Config()) -> Result | Non
     return None
 
 
-def _finish(sim: Sim, seed: int | None, steps: list[Step], trace: list[str]) -> Result:
-    sim.drain()
+def _finish(sim: Sim, seed: int | None, steps: list[Step], trace: list[str],
+            config: Config) -> Result:
+    sim.drain(wipe=config.wipe >= 1)
     trace.extend(sim.trace)
     sim.trace.clear()
     return Result(seed, check(sim), steps, trace)

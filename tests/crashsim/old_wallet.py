@@ -420,13 +420,15 @@ class Sim:
                    and self.workers[self.owner[p]].position[p]
                    >= self.kafka.end(COMMANDS, p) for p in range(self.partitions))
 
-    def drain(self) -> None:
-        """No more faults: every worker back, every record applied, every bet decided and
-        every unanswered request retried, until nothing is left to do."""
+    def drain(self, wipe: bool = False) -> None:
+        """No more faults: every worker back (on its own store, or `wipe`d), every record
+        applied, every bet decided and every unanswered request retried, until nothing is
+        left to do."""
         for name, w in self.workers.items():
             if not w.alive:
-                self.trace.append(f"drain: {name} restarts on its own store")
-                self.restart(name, wipe=False)
+                disk = "an empty disk" if wipe else "its own store"
+                self.trace.append(f"drain: {name} restarts on {disk}")
+                self.restart(name, wipe)
         for _ in range(50):
             for partition in range(self.partitions):
                 owner = self.owner[partition]

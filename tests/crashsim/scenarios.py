@@ -12,10 +12,12 @@ from tests.crashsim.explorer import Config, Result, Step, replay, search, shrink
 ACCOUNTS = "wallet-accounts-changelog"
 TX_IDS = "wallet-tx-ids-changelog"
 BETS = "wallet-bets-changelog"
+HISTORY = "wallet-transactions-changelog"
 # the cut points of one batch of a single EndBet that pays (four table writes, then the
 # command applied, then the outputs sent, acked, ...) and of a single new bet (five writes)
 PAYOUT_OUTPUTS_ACKED = 7
 BET_OUTPUTS_ACKED = 8
+REFUND_APPLIED = 15  # a batch of a payout, its reversal and the refund: the third applied
 OPEN: list[Step] = [("create", "p0"), ("deposit", "p0", "d0", 1_000_000)]
 # a clean take-over of the killed w0's partition (the changelog's latest values), whose
 # redelivered command is found in `recent` and writes nothing, then 16 more movements push
@@ -100,6 +102,30 @@ SCENARIOS: dict[str, Scenario] = {
          ("move", 0, "w1", True)],  # the ending dropped around the rebalance, acked, committed
         "input_lost",
         Config(kill=0.0, drop=1.0, weights=weighted(move=2))),  # no kills: only drops lose input
+    "5": Scenario(
+        "Beyond the issue: a bet status ahead of its account refuses the redelivered "
+        "settlement, whose payout never reaches the ledger (no store-ahead needed)",
+        ("input_lost", "balance_chain", "served_balance_is_not_ledger",
+         "changelog_balance_is_not_ledger", "wallet_breach:bet_ended_twice"),
+        [*OPEN, ("bet", "p0", "b0", 1_000), ("process", "w0", 0, 3, None, 0),
+         ("end", "b0", "settled", 2_000), ("annul", "b0"),
+         # payout, reversal, refund applied in one batch; before its outputs are sent the
+         # kill keeps the bet's last status ("voided") and every tx-ids entry, but not the
+         # refund's account write nor its history record
+         ("process", "w0", 0, 3, REFUND_APPLIED, {ACCOUNTS: 2, HISTORY: 2}),
+         ("restart", "w0", True),  # an empty disk: the changelog is all there is
+         ("process", "w0", 0, 3, None, 0)],  # the settlement refused "already ended voided"
+        "input_lost",
+        Config(kill=0.3, wipe=1.0, weights=weighted(move=0))),
+    "6": Scenario(
+        "Beyond the issue: with no fault at all, a settlement re-published after its "
+        "annulment is flagged as a money breach (bet_ended_twice); the money is right",
+        ("wallet_breach:bet_ended_twice",),
+        [*OPEN, ("bet", "p0", "b0", 1_000), ("process", "w0", 0, 3, None, 0),
+         ("end", "b0", "settled", 2_000), ("annul", "b0"), ("process", "w0", 0, 3, None, 0),
+         ("redeliver", "b0"), ("process", "w0", 0, 3, None, 0)],
+        "wallet_breach:bet_ended_twice",
+        Config(kill=0.0, drop=0.0, weights=weighted(move=0, restart=0))),
 }
 SEEDS = range(3000)
 

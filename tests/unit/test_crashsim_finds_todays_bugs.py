@@ -74,3 +74,20 @@ def test_scenario_4_faust_commits_past_a_record_it_dropped_around_a_rebalance():
     result = crafted("4")
     assert details(result, "input_lost") == [
         "bet_refund:b0 of p0 (commands offset 3) is not in the ledger"]
+
+
+def test_beyond_the_issue_a_bet_status_ahead_of_its_account_loses_a_payout_from_the_ledger():
+    """No worker ahead of its changelog here: an empty disk, and every tx-ids entry kept.
+    The bet's `voided` reached the log, the refund's account write did not; `known_bet`
+    checks only the debit's seq, so the redelivered settlement is refused as ended twice and
+    its payout, whose record was never sent, is in the balance and never in the ledger."""
+    result = crafted("5")
+    assert details(result, "input_lost") == [
+        "payout:settle:b0 of p0 (commands offset 3) is not in the ledger"]
+    assert details(result, "served_balance_is_not_ledger") == [
+        "p0: ledger 998,000, balance 1,000,000 (tx_count 5) on w0"]
+
+
+def test_beyond_the_issue_a_settlement_re_published_after_an_annulment_is_a_false_breach():
+    result = crafted("6")
+    assert result.names == {"wallet_breach:bet_ended_twice"}
