@@ -20,6 +20,8 @@ Invariant names (a failure is `(name, detail)`):
   has more or fewer than one stake debit.
 - `credits_are_not_endings`: a bet's refund, payout and reversal are not what
   bet-settlement's endings said.
+- `payout_kept_and_stake_refunded`: of those, an annulled bet whose payout was not
+  reversed while its stake was refunded.
 - `bet_status_is_not_ending`: the bet's status on the `bets` changelog is not its ending.
 - `input_lost`: a deposit or an ending on the commands topic whose movement is not in the
   ledger.
@@ -166,6 +168,10 @@ def _bets(sim: Sim, moves: dict[str, dict[str, list[Any]]], failures: list[Failu
             failures.append(("credits_are_not_endings",
                              f"{bet_id} of {player} ({ending} {returned:,}, stake {stake:,}): "
                              f"endings say {_moves(want)}, ledger has {_moves(got)}"))
+            if ending == "annulled" and returned and got == {**want, "payout_reversal": 0}:
+                failures.append(("payout_kept_and_stake_refunded",
+                                 f"{bet_id} of {player}: payout {returned:,} never reversed, "
+                                 f"stake {stake:,} refunded"))
         record = statuses.get(f"{player}:{bet_id}")
         status = record["status"] if record else None
         if ending is not None and status != STATUS[ending]:

@@ -83,7 +83,8 @@ SCENARIOS: dict[str, Scenario] = {
         Config(players=1, kill=0.4, steps=80, weights=weighted(deposit=4, retry=3, move=1.5))),
     "3": Scenario(
         "A lost bet status: the annulment's reversal is refused, its refund paid",
-        ("wallet_breach:reversal_of_unsettled_bet", "credits_are_not_endings", "input_lost"),
+        ("payout_kept_and_stake_refunded", "wallet_breach:reversal_of_unsettled_bet",
+         "credits_are_not_endings", "input_lost"),
         [*OPEN, ("bet", "p0", "b0", 500), ("process", "w0", 0, 3, None, 0),
          ("end", "b0", "settled", 3_000),
          ("process", "w0", 0, 1, PAYOUT_OUTPUTS_ACKED, {BETS: 0}),  # "settled" not in the log
@@ -92,8 +93,8 @@ SCENARIOS: dict[str, Scenario] = {
          ("move", 0, "w1", False),  # the new owner sees the bet `placed`
          ("annul", "b0"),
          ("process", "w1", 0, 2, None, 0)],
-        "wallet_breach:reversal_of_unsettled_bet",
-        Config(players=1, wipe=0.0, kill=0.4, weights=weighted(annul=2, move=2))),
+        "payout_kept_and_stake_refunded",
+        Config(players=1, wipe=0.0, kill=0.4, weights=weighted(annul=4, move=2, redeliver=0))),
     "4": Scenario(
         "Faust commits past a record nobody processed",
         ("input_lost", "credits_are_not_endings", "bet_status_is_not_ending"),

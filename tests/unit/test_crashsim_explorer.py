@@ -4,6 +4,7 @@ them break something: tests/unit/test_crashsim_finds_todays_bugs.py)."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections import Counter
 
@@ -22,18 +23,32 @@ def test_a_schedule_is_a_function_of_its_seed_and_replays_exactly():
     assert (replayed.steps, replayed.failures) == (first.steps, first.failures)
 
 
-def test_n_seeds_of_todays_wallet_break_only_named_invariants(capsys):
+CUT_POINTS = {"accounts[] written", "transactions[] written", "tx-ids[] written",
+              "bets[] written", "spots[] written", "create_account applied", "deposit applied",
+              "place_bet applied", "end_bet applied", "outputs sent",
+              "outputs acked, changelogs not", "changelogs acked, answers not sent",
+              "batch acked, not committed", "batch committed"}
+
+
+def test_n_seeds_of_todays_wallet_break_only_named_invariants_and_kill_at_every_cut_point(capsys):
     broken: Counter[str] = Counter()
+    cuts: set[str] = set()
     started = time.perf_counter()
     for seed in range(SEEDS):
-        for name in run(seed).names:
+        result = run(seed)
+        for name in result.names:
             broken[name] += 1
+        for line in result.trace:
+            found = re.search(r"killed at cut \d+ \(([^)]*)\)", line)
+            if found:
+                cuts.add(re.sub(r" of p\d+", "", re.sub(r"\[.*\]", "[]", found.group(1))))
     rate = SEEDS / (time.perf_counter() - started)
     with capsys.disabled():
         print(f"\ncrashsim: {SEEDS} schedules of today's wallet, {rate:.0f}/s; broken: "
               f"{dict(broken.most_common())}")
     assert {name.split(":")[0] for name in broken} <= KNOWN
     assert broken  # today's design breaks
+    assert CUT_POINTS <= cuts, CUT_POINTS - cuts
 
 
 def test_a_failing_seed_shrinks_to_a_short_reproducer():
