@@ -198,8 +198,7 @@ def _choose(kind: str, rng: random.Random, sim: Sim, players: list[str],
         return ("redeliver", rng.choice(ended)) if ended else None
     alive = [name for name, w in sim.workers.items() if w.alive]
     if kind == "process":
-        ready = [p for p in range(sim.partitions)
-                 if sim.owner[p] is not None and sim.workers[sim.owner[p]].alive]
+        ready = [p for p in range(sim.partitions) if sim.workers[sim.owner[p]].alive]
         if not ready:
             return None
         partition = rng.choice(ready)

@@ -270,9 +270,9 @@ class World:
         env = self.requests.get(key)
         if env is None:
             env = self.requests[key] = Envelope(command=command)
-        owner = self.sim.owner[partition_of(command.player_id, self.sim.partitions)]
-        worker = None if owner is None else self.sim.workers[owner]
-        if worker is None or not worker.alive:
+        worker = self.sim.workers[self.sim.owner[partition_of(command.player_id,
+                                                              self.sim.partitions)]]
+        if not worker.alive:
             return False
         self.replies += 1
         reply_id = f"r{self.replies}"
@@ -364,7 +364,7 @@ class Sim:
         for table in TABLES:
             kafka.create(changelog(table), partitions, compacted=True)
         self.workers = {f"w{i}": Worker(self, f"w{i}") for i in range(workers)}
-        self.owner: dict[int, str | None] = {}
+        self.owner: dict[int, str] = {}  # partition -> worker (maybe dead)
         names = sorted(self.workers)
         for partition in range(partitions):
             self.assign(partition, names[partition % len(names)])
@@ -374,7 +374,7 @@ class Sim:
         """The partition moves to `worker` (a rebalance): the old owner, if alive,
         commits and lets go; the new one recovers it."""
         dropped = None
-        old = self.owner.get(partition)
+        old = self.owner.get(partition)  # None: the first assignment
         if old is not None:
             dropped = self.workers[old].revoke(partition, drop)
         self.owner[partition] = worker
@@ -415,11 +415,6 @@ class Sim:
         for partition in self.owned(worker):
             w.recover(partition)
 
-    def caught_up(self) -> bool:
-        return all(self.owner[p] is not None and self.workers[self.owner[p]].alive
-                   and self.workers[self.owner[p]].position[p]
-                   >= self.kafka.end(COMMANDS, p) for p in range(self.partitions))
-
     def drain(self, wipe: bool = False) -> None:
         """No more faults: every worker back (on its own store, or `wipe`d), every record
         applied, every bet decided and every unanswered request retried, until nothing is
@@ -430,9 +425,8 @@ class Sim:
                 self.trace.append(f"drain: {name} restarts on {disk}")
                 self.restart(name, wipe)
         for _ in range(50):
-            for partition in range(self.partitions):
-                owner = self.owner[partition]
-                while self.process(owner, partition, 1000, None) != "0 command(s)":
+            for partition, owner in sorted(self.owner.items()):
+                while self.workers[owner].process(partition, 1000):  # no kill armed
                     pass
             world = self.world
             todo = world.unanswered()
