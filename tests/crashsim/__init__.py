@@ -1,4 +1,5 @@
 """A deterministic crash simulator (TigerBeetle's VOPR idea): a model of Kafka
-(`kafka_model`), a driver of today's wallet on it (`old_wallet`), the invariants checked
-from the topics alone (`invariants`) and the seeded schedule explorer (`explorer`).
-docs/decisions/crash-simulator.md says what it models and what it found."""
+(`kafka_model`) and the wallet on its own log driven through the real kernel
+(`ledger_sim`), its invariants checked from the topics alone.
+docs/decisions/crash-simulator.md says what it models and what it found, on the design
+before the ledger (that driver is at commit 2d8ff8f) and on the ledger."""

@@ -2,9 +2,9 @@
 
 The real kernel batch (`croupier.services.infra.kernel.apply_batch`), the real wallet
 decisions (`CommandBatches.decide`, `handlers`, `ledger_fold`) and the real fold run
-against a model of Kafka (`ModelKafka`): partitions of records, sends that land in part
-when a writer dies mid-way, acknowledgements that never arrive, outputs lost with their
-writer. A seeded schedule interleaves, in any order:
+against the model of Kafka (`tests/crashsim/kafka_model.py`): a writer killed before its
+acknowledgement leaves a random prefix of what it sent (its entries, its outputs) and
+loses the rest; readers see only durable records. A seeded schedule interleaves, in any order:
 - clients: accounts, deposits, withdrawals, bets (each sent once or resent with the same
   id, sometimes after the round closed: the door's refusal travels with the resend);
 - bet-settlement: for every funded bet on `bets.placed`, one ending (rejected, settled,
@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -47,10 +47,11 @@ from croupier.services.wallet.commands import (
     ReverseSettlement,
     Withdraw,
 )
-from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WALLET_FOLD
+from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WALLET_FOLD, Lookups
 from croupier.shared.events.bet_events import BetPlaced
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.events.wallet_ledger import LedgerEntry
+from tests.crashsim.kafka_model import Kafka
 
 COMMANDS = "wallet-commands"
 PARTITIONS = 2
@@ -59,25 +60,6 @@ T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
 class Crash(Exception):
     """The worker died here (kill -9)."""
-
-
-@dataclass
-class ModelKafka:
-    """Topics of partitions of (key, value) records; appends are durable once made."""
-
-    logs: dict[tuple[str, int], list[tuple[bytes | None, bytes]]] = field(
-        default_factory=lambda: defaultdict(list))
-
-    def append(self, topic: str, partition: int, key: bytes | None, value: bytes) -> int:
-        log = self.logs[(topic, partition)]
-        log.append((key, value))
-        return len(log) - 1
-
-    def records(self, topic: str, partition: int) -> list[tuple[bytes | None, bytes]]:
-        return self.logs[(topic, partition)]
-
-    def partitions(self, topic: str) -> list[int]:
-        return sorted(p for t, p in self.logs if t == topic)
 
 
 def partition_of(key: bytes) -> int:
@@ -121,34 +103,34 @@ class ModelIO:
         self.worker = worker
 
     async def send(self, topic, partition, records):
-        crash = self.worker.crash_at
-        if crash == "mid-send" and len(records) > 1:
-            keep = self.sim.rng.randrange(len(records))
-            for key, value in records[:keep]:
-                self.sim.kafka.append(topic, partition, key, value)
-            raise Crash("mid-send")
+        kafka, writer = self.sim.kafka, self.worker.name
         if self.worker.race is not None:  # another writer gets in first
             other, self.worker.race = self.worker.race, None
             await self.sim.run_batch(other)
-        offsets = [self.sim.kafka.append(topic, partition, k, v) for k, v in records]
-        if crash == "before-ack":
-            raise Crash("before-ack")
+        offsets = [kafka.append(topic, partition, k, v, writer) for k, v in records]
+        if self.worker.crash_at in ("mid-send", "before-ack"):
+            kafka.kill(writer)  # some prefix reached the broker, unacknowledged
+            raise Crash(self.worker.crash_at)
+        kafka.ack(writer)
         return offsets
 
     async def end(self, topic, partition):
-        return len(self.sim.kafka.records(topic, partition))
+        return self.sim.kafka.end(topic, partition)
 
     async def read(self, topic, partition, start):
-        log = self.sim.kafka.records(topic, partition)
-        return [(o, log[o][1]) for o in range(start, len(log))], len(log)
+        kafka = self.sim.kafka
+        return ([(o, v) for o, _, v in kafka.read(topic, partition, start)],
+                kafka.end(topic, partition))
 
     async def publish(self, records):
-        crash = self.worker.crash_at
-        for i, (topic, key, value) in enumerate(records):
-            if crash == "mid-publish" and i == len(records) // 2:
-                raise Crash("mid-publish")
-            self.sim.kafka.append(topic, partition_of(key), key, value)
-        if crash == "before-answer":
+        kafka, writer = self.sim.kafka, self.worker.name
+        for topic, key, value in records:
+            kafka.append(topic, partition_of(key), key, value, writer)
+        if self.worker.crash_at == "mid-publish":
+            kafka.kill(writer)
+            raise Crash("mid-publish")
+        kafka.ack(writer)
+        if self.worker.crash_at == "before-answer":
             raise Crash("before-answer")
 
 
@@ -218,7 +200,9 @@ class Sim:
     def __init__(self, seed: int) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
-        self.kafka = ModelKafka()
+        self.kafka = Kafka(self.rng)
+        for topic in (COMMANDS, LEDGER_TOPIC, "wallet.transactions", "bets.placed"):
+            self.kafka.create(topic, PARTITIONS)
         self.clock = Clock()
         self.steps: list[str] = []
         self.sent: dict[str, Sent] = {}  # reply id -> request
@@ -232,10 +216,17 @@ class Sim:
 
     # ---------------------------------------------------------------- inputs
 
+    def log(self, topic: str, partition: int) -> list[bytes]:
+        """The partition's durable records' values, by offset."""
+        return [value for _, _, value in self.kafka.read(topic, partition)]
+
     def command(self, env: Envelope) -> tuple[int, int]:
+        """A record on the commands topic (clients and bet-settlement: acknowledged)."""
         key = env.command.player_id.encode()
         p = partition_of(key)
-        return p, self.kafka.append(COMMANDS, p, key, env.model_dump_json().encode())
+        offset = self.kafka.append(COMMANDS, p, key, env.model_dump_json().encode(), "outside")
+        self.kafka.ack("outside")
+        return p, offset
 
     def client(self, cmd: Any) -> None:
         self.n += 1
@@ -276,9 +267,9 @@ class Sim:
     def settlement_step(self) -> None:
         """bet-settlement: read new funded bets, end each once; sometimes redeliver."""
         rng = self.rng
-        for p in self.kafka.partitions("bets.placed"):
-            log = self.kafka.records("bets.placed", p)
-            for _, value in log[self.placed_read[p]:]:
+        for p in range(PARTITIONS):
+            log = self.log("bets.placed", p)
+            for value in log[self.placed_read[p]:]:
                 bet = BetPlaced.model_validate_json(value)
                 if bet.bet_id in self.ended:
                     continue
@@ -318,9 +309,9 @@ class Sim:
     # ---------------------------------------------------------------- workers
 
     def events(self, worker: Worker, p: int, count: int) -> list[Event]:
-        log = self.kafka.records(COMMANDS, p)
+        log = self.log(COMMANDS, p)
         start = worker.position[p]
-        out = [Event(Message(COMMANDS, p, o, log[o][1], worker.generation))
+        out = [Event(Message(COMMANDS, p, o, log[o], worker.generation))
                for o in range(start, min(len(log), start + count))]
         worker.position[p] = start + len(out)
         return out
@@ -333,8 +324,8 @@ class Sim:
         for event in events:
             skipped = await worker.reads.admit(event)
             if skipped is not None:
-                log = self.kafka.records(COMMANDS, event.message.partition)
-                out += [Event(Message(COMMANDS, event.message.partition, o, log[o][1],
+                log = self.log(COMMANDS, event.message.partition)
+                out += [Event(Message(COMMANDS, event.message.partition, o, log[o],
                                       worker.generation))
                         for o in range(skipped, event.message.offset)]
             out.append(event)
@@ -352,9 +343,9 @@ class Sim:
                 continue
             start = (await worker.reads.next_offsets(worker.generation, [TP(COMMANDS, p)]))[
                 TP(COMMANDS, p)]
-            log = self.kafka.records(COMMANDS, p)
+            log = self.log(COMMANDS, p)
             if start < len(log):
-                out += [Event(Message(COMMANDS, p, o, log[o][1], worker.generation))
+                out += [Event(Message(COMMANDS, p, o, log[o], worker.generation))
                         for o in range(start, len(log))]
                 worker.reads.read_up_to(TP(COMMANDS, p), len(log))
                 self.steps.append(f"{worker.name} reads commands[{p}] {start}.. from the log")
@@ -392,7 +383,7 @@ class Sim:
     def new_worker(self, partitions: set[int]) -> Worker:
         worker = Worker(self, f"w{len(self.workers)}")
         self.workers.append(worker)
-        start = {p: self.rng.randrange(len(self.kafka.records(COMMANDS, p)) + 1)
+        start = {p: self.rng.randrange(self.kafka.end(COMMANDS, p) + 1)
                  for p in partitions}  # the group's commit: anywhere, behind or ahead
         worker.assign(partitions, start)
         self.steps.append(f"{worker.name} assigned {sorted(partitions)} from {start}")
@@ -426,7 +417,7 @@ class Sim:
             elif roll < 0.96 and zombie is not None and zombie.alive:
                 # the old owner gets the partitions back, on its cache
                 zombie.assign(set(range(PARTITIONS)), {p: rng.randrange(
-                    len(self.kafka.records(COMMANDS, p)) + 1) for p in range(PARTITIONS)})
+                    self.kafka.end(COMMANDS, p) + 1) for p in range(PARTITIONS)})
                 owner, zombie = zombie, None
                 self.steps.append(f"{owner.name} owns the partitions again, on its cache")
             elif roll < 1.0 and rng.random() < 0.5:
@@ -436,19 +427,19 @@ class Sim:
         final = self.new_worker(set(range(PARTITIONS)))
         final.batch_max = 1000
         for _ in range(200):
-            before = {p: len(self.kafka.records(COMMANDS, p)) for p in range(PARTITIONS)}
+            before = {p: self.kafka.end(COMMANDS, p) for p in range(PARTITIONS)}
             await self.run_batch(final)
             self._settle_without_redelivery()
-            if all(final.position[p] >= len(self.kafka.records(COMMANDS, p))
+            if all(final.position[p] >= self.kafka.end(COMMANDS, p)
                    for p in range(PARTITIONS)) and before == {
-                    p: len(self.kafka.records(COMMANDS, p)) for p in range(PARTITIONS)}:
+                    p: self.kafka.end(COMMANDS, p) for p in range(PARTITIONS)}:
                 break
         self.final = final
 
     def _settle_without_redelivery(self) -> None:
-        for p in self.kafka.partitions("bets.placed"):
-            log = self.kafka.records("bets.placed", p)
-            for _, value in log[self.placed_read[p]:]:
+        for p in range(PARTITIONS):
+            log = self.log("bets.placed", p)
+            for value in log[self.placed_read[p]:]:
                 bet = BetPlaced.model_validate_json(value)
                 if bet.bet_id not in self.ended:
                     self.ended.add(bet.bet_id)
@@ -457,11 +448,11 @@ class Sim:
             self.placed_read[p] = len(log)
 
 
-def fold_ledger(kafka: ModelKafka) -> dict[int, PartitionState]:
+def fold_ledger(kafka: Kafka) -> dict[int, PartitionState]:
     states = {}
     for p in range(PARTITIONS):
         state: PartitionState = PartitionState(p)
-        for offset, (_, value) in enumerate(kafka.records(LEDGER_TOPIC, p)):
+        for offset, _, value in kafka.read(LEDGER_TOPIC, p):
             fold_entry(state, offset, LedgerEntry.model_validate_json(value), WALLET_FOLD)
         states[p] = state
     return states
@@ -475,13 +466,13 @@ def check(sim: Sim) -> list[str]:
     for p, state in states.items():
         # the valid entries, in order: the chain read again, independently of fold_entry
         head = ""
-        for _, value in sim.kafka.records(LEDGER_TOPIC, p):
+        for value in sim.log(LEDGER_TOPIC, p):
             entry = LedgerEntry.model_validate_json(value)
             if entry.prev == head:
                 valid.append(entry)
                 head = entry.entry_id
         # every command applied: the drained worker's checkpoint is the log's end
-        end = len(sim.kafka.records(COMMANDS, p))
+        end = sim.kafka.end(COMMANDS, p)
         if state.resume_at(COMMANDS, p) < end and _changes_after(sim, p, state):
             problems.append(f"commands[{p}]: applied through {state.resume_at(COMMANDS, p) - 1}"
                             f" of {end - 1}")
@@ -508,8 +499,8 @@ def check(sim: Sim) -> list[str]:
                                 f"sum of its movements {balance}")
     # outputs: every valid movement on wallet.transactions, and nothing else
     published: dict[str, WalletTransaction] = {}
-    for p in sim.kafka.partitions("wallet.transactions"):
-        for _, value in sim.kafka.records("wallet.transactions", p):
+    for p in range(PARTITIONS):
+        for value in sim.log("wallet.transactions", p):
             tx = WalletTransaction.model_validate_json(value)
             if tx.tx_id in published and published[tx.tx_id] != tx:
                 problems.append(f"wallet.transactions: {tx.tx_id} published with two contents")
@@ -518,8 +509,8 @@ def check(sim: Sim) -> list[str]:
         problems.append(f"{tx_id}: in the ledger, never published")
     for tx_id in published.keys() - tx_ids.keys():
         problems.append(f"{tx_id}: published, but no valid ledger entry (a zombie's output)")
-    placed = {BetPlaced.model_validate_json(v).bet_id for p in sim.kafka.partitions("bets.placed")
-              for _, v in sim.kafka.records("bets.placed", p)}
+    placed = {BetPlaced.model_validate_json(v).bet_id for p in range(PARTITIONS)
+              for v in sim.log("bets.placed", p)}
     debited = {tx.cause_id for tx in tx_ids.values() if tx.kind == "stake_debit"}
     if placed != debited:
         problems.append(f"bets.placed {sorted(placed ^ debited)} differ from the debits")
@@ -555,11 +546,10 @@ def check(sim: Sim) -> list[str]:
 def _changes_after(sim: Sim, p: int, state: PartitionState) -> bool:
     """A command past the ledger's checkpoint that changes something, applied now to the
     folded state (a command that changes nothing writes no entry, and needs none)."""
-    look_state = PartitionState(p, kv=dict(state.kv))
-    for offset in range(state.resume_at(COMMANDS, p), len(sim.kafka.records(COMMANDS, p))):
-        env = Envelope.model_validate_json(sim.kafka.records(COMMANDS, p)[offset][1])
-        from croupier.services.wallet.ledger_fold import Lookups
-        if handlers.handle(env, T0, Lookups(look_state.kv)).change is not None:
+    log = sim.log(COMMANDS, p)
+    for offset in range(state.resume_at(COMMANDS, p), len(log)):
+        env = Envelope.model_validate_json(log[offset])
+        if handlers.handle(env, T0, Lookups(state.kv)).change is not None:
             return True
     return False
 
