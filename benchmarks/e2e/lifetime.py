@@ -1,23 +1,26 @@
 """A player with many lifetime bets must cost per bet what a new player does (issue 10).
 
-Measured through the wallet's pure handlers (services/wallet/handlers.py) with
-in-memory dicts standing in for the per-item store keys: one player places and settles
-bets one after the other, as the wallet's account agent would, and each command also
-pays what the agent writes for it (the account value and each new per-item value
-serialised, as a changelog write would). The cost per bet of a new player's first bets
-is compared with that after `lifetime_bets` (least of three windows of `window` bets
-each). History is built by the same handlers, bounded in time: if the time runs out,
-the figure says how far it got.
+Measured through the wallet's pure handlers (services/wallet/handlers.py) and its ledger
+fold (services/wallet/ledger_fold.py), with an in-memory dict as the folded state: one
+player places and settles bets one after the other, as the wallet's account agent would,
+and each command also pays for the ledger entry it writes (built and serialised, as the
+kernel sends it) and for folding it. The cost per bet of a new player's first bets is
+compared with that after `lifetime_bets` (least of three windows of `window` bets each).
+History is built by the same handlers, bounded in time: if the time runs out, the figure
+says how far it got.
 """
 
 from __future__ import annotations
 
 import gc
+import itertools
 import time
 from datetime import UTC, datetime
 
-from croupier.services.wallet import commands, handlers, ledger
-from croupier.shared.events.wallet_events import WalletTransaction
+from croupier.services.wallet import commands, handlers
+from croupier.services.wallet.ledger_fold import WALLET_FOLD, Lookups, account_key
+from croupier.shared.events.sources import InputRef
+from croupier.shared.events.wallet_ledger import Account
 
 WINDOW = 1_000
 
@@ -27,44 +30,44 @@ def _dump(model) -> int:
 
 
 class _Player:
-    """One account and its per-item keys, kept as the wallet's store would keep them; every
-    value written is serialised, as the changelog write would be."""
+    """One account and its folded state, kept as the wallet's own log keeps them; every
+    entry written is serialised, as the kernel's send would."""
 
     def __init__(self) -> None:
-        self.account = ledger.Account(player_id="lifer", currency="IDR", balance=10**15)
-        self.tx_by_seq: dict[tuple[str, int], WalletTransaction] = {}
-        self.seq_by_tx: dict[tuple[str, str], int] = {}
-        self.bets: dict[tuple[str, str], ledger.BetRecord] = {}
-        self.look = handlers.Lookups(
-            tx_at=lambda p, s: self.tx_by_seq.get((p, s)),
-            seq_of=lambda p, t: self.seq_by_tx.get((p, t)),
-            bet_of=lambda p, b: self.bets.get((p, b)))
+        self.kv: dict = {account_key("lifer"): Account(player_id="lifer", currency="IDR",
+                                                       balance=10**15)}
+        self.look = Lookups(self.kv)
+        self.offsets = itertools.count()
+        self.last_entry = 0
 
-    def _keep(self, outcome: handlers.CommandResult) -> None:
+    @property
+    def account(self) -> Account:
+        return self.kv[account_key("lifer")]
+
+    def _keep(self, env: commands.Envelope, now: datetime) -> None:
+        outcome = handlers.handle(env, now, self.look)
         if outcome.answer.status >= 300:
             raise RuntimeError(f"handler refused: {outcome.answer.body}")
-        if outcome.account is not None:
-            self.account = outcome.account
-            _dump(self.account)
-        for seq, tx in zip(outcome.seqs, outcome.txs, strict=True):
-            self.tx_by_seq[(tx.player_id, seq)] = tx
-            self.seq_by_tx[(tx.player_id, tx.tx_id)] = seq
-            _dump(tx)
-        for bet_id, record in outcome.bets.items():
-            self.bets[(self.account.player_id, bet_id)] = record
-            _dump(record)
-        for _topic, _key, record in outcome.publish:
-            _dump(record)
+        if outcome.change is None:
+            return
+        offset = next(self.offsets)
+        entry = outcome.change.entry(f"w:{offset}", f"w:{offset - 1}", offset - 1,
+                                     InputRef(topic="commands", partition=0, offset=offset),
+                                     now)
+        self.last_entry = _dump(entry)
+        WALLET_FOLD.apply(self.kv, entry)
+        for _topic, _key, value in WALLET_FOLD.outputs(entry):  # the outbox's records
+            len(value)
 
     def one_bet(self, n: int, now: datetime) -> None:
         bet_id = f"lifer-{n}"
         place = commands.PlaceBet(player_id="lifer", bet_id=bet_id, table_id="T", round_id=f"R{n}",
-                                bet="player", stake=1000)
-        self._keep(handlers.place_bet(self.account, place, now, self.look))
+                                  bet="player", stake=1000)
+        self._keep(commands.Envelope(command=place), now)
         end = commands.EndBet(player_id="lifer", bet_id=bet_id, ending="settled",
-                            returned=2000 if n % 2 else 0, settlement_id=f"s-{bet_id}",
-                            table_id="T", round_id=f"R{n}")
-        self._keep(handlers.end_bet(self.account, end, now, self.look))
+                              returned=2000 if n % 2 else 0, settlement_id=f"s-{bet_id}",
+                              table_id="T", round_id=f"R{n}")
+        self._keep(commands.Envelope(command=end), now)
 
 
 def _timed(player: _Player, start: int, count: int, now: datetime, repeats: int = 3
@@ -84,7 +87,7 @@ def _timed(player: _Player, start: int, count: int, now: datetime, repeats: int 
             best = min(best, (time.process_time() - began) / count)
     finally:
         gc.unfreeze()
-    return best, _dump(player.account)
+    return best, player.last_entry
 
 
 def measure(lifetime_bets: int, window: int = WINDOW, budget_s: float = 240.0) -> dict:
@@ -108,5 +111,5 @@ def measure(lifetime_bets: int, window: int = WINDOW, budget_s: float = 240.0) -
     return {"lifetime_bets": done, "asked_lifetime_bets": lifetime_bets, "window": window,
             "new_ms_per_bet": new_cost * 1000, "old_ms_per_bet": old_cost * 1000,
             "ratio": old_cost / new_cost if new_cost else None,
-            "account_bytes_new": new_size, "account_bytes_old": old_size,
+            "entry_bytes_new": new_size, "entry_bytes_old": old_size,
             "complete": done >= lifetime_bets}

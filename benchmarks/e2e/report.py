@@ -221,7 +221,7 @@ def _lifetime_lines(life: dict) -> list[str]:
             f"{_fmt(life['new_ms_per_bet'], ' ms/bet')}, after {life['lifetime_bets']:,} bets "
             f"{_vs(life['old_ms_per_bet'], life.get('ratio_old_to_pipe_cpu'), ' ms/bet')} → "
             f"{_fmt(life['ratio'], '×')}; "
-            f"account value {life['account_bytes_new']} → {life['account_bytes_old']} B"]
+            f"ledger entry {life['entry_bytes_new']} → {life['entry_bytes_old']} B"]
 
 
 def _load(avg) -> str:

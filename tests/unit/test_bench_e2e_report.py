@@ -66,7 +66,7 @@ def test_each_part_prints_its_figures_and_ratios_to_the_pipe() -> None:
 
 def test_a_measured_lifetime_prints_both_costs() -> None:
     fig = figure(lifetime={"ratio": 1.1, "new_ms_per_bet": 0.1, "old_ms_per_bet": 0.11,
-                           "lifetime_bets": 100_000, "account_bytes_new": 100,
-                           "account_bytes_old": 120})
+                           "lifetime_bets": 100_000, "entry_bytes_new": 100,
+                           "entry_bytes_old": 120})
     assert ("  lifetime player cost (wallet pure handlers): new 0.1 ms/bet, after 100,000 bets "
-            "0.11 ms/bet  (0.55× pipe) → 1.1×; account value 100 → 120 B") in report.render(fig)
+            "0.11 ms/bet  (0.55× pipe) → 1.1×; ledger entry 100 → 120 B") in report.render(fig)
