@@ -52,6 +52,7 @@ async def _scan(bootstrap: str, topics: Iterable[str] | None, timeout_s: float) 
         names = sorted(partitions)
         tps = [TopicPartition(t, p) for t in names for p in partitions[t]]
         per_topic = dict.fromkeys(names, 0)
+        counts = dict.fromkeys(names, 0)
         largest = {"topic": None, "partition": None, "offset": None, "bytes": 0}
         records = 0
         left: set[TopicPartition] = set()
@@ -68,6 +69,7 @@ async def _scan(bootstrap: str, topics: Iterable[str] | None, timeout_s: float) 
                     if r.offset >= ends[tp]:
                         break
                     records += 1
+                    counts[tp.topic] += 1
                     size = _size(r)
                     if size > per_topic[tp.topic]:
                         per_topic[tp.topic] = size
@@ -77,11 +79,26 @@ async def _scan(bootstrap: str, topics: Iterable[str] | None, timeout_s: float) 
             for tp in list(left):  # deleted or compacted ranges leave gaps below the end
                 if await consumer.position(tp) >= ends[tp]:
                     left.discard(tp)
-        return {"largest": largest, "per_topic": per_topic, "records": records,
+        return {"largest": largest, "per_topic": per_topic, "counts": counts,
+                "records_per_bet": records_per_bet(counts), "records": records,
                 "topics": len(names), "complete": not left, "limit_bytes": LIMIT_BYTES,
                 "ok": largest["bytes"] < LIMIT_BYTES and not left}
     finally:
         await consumer.stop()
+
+
+def records_per_bet(counts: dict[str, int]) -> dict | None:
+    """Records the platform wrote per funded bet, over the whole run: every topic but the
+    benchmark's own pipe topics (`bench-pipe-*`), divided by the records on `bets.placed`
+    (funded bets, plus a few intake marks per round: the figure is a slight underestimate).
+    Each topic's share, so a before/after comparison shows where records went."""
+    platform = {t: n for t, n in counts.items() if not t.startswith("bench-")}
+    bets = platform.get("bets.placed", 0)
+    if not bets:
+        return None
+    return {"bets": bets, "records": sum(platform.values()),
+            "per_bet": sum(platform.values()) / bets,
+            "by_topic": {t: round(n / bets, 2) for t, n in sorted(platform.items()) if n}}
 
 
 def largest_records(bootstrap: str, topics: Iterable[str] | None = None,

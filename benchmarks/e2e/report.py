@@ -203,8 +203,15 @@ def _cpu_scaling_lines(c: dict) -> list[str]:
 
 def _records_lines(rec: dict) -> list[str]:
     largest, scan = rec["largest"], "" if rec["complete"] else ", scan INCOMPLETE"
-    return [f"  largest record: {largest['bytes']:,} B on {largest['topic']} ({rec['records']:,} "
-            f"records on {rec['topics']} topics{scan}){_x(rec.get('ratio_to_pipe_record'))}"]
+    lines = [f"  largest record: {largest['bytes']:,} B on {largest['topic']} ({rec['records']:,} "
+             f"records on {rec['topics']} topics{scan}){_x(rec.get('ratio_to_pipe_record'))}"]
+    per_bet = rec.get("records_per_bet")
+    if per_bet:
+        shares = ", ".join(f"{t} {n}" for t, n in per_bet["by_topic"].items())
+        lines.append(f"  records written per funded bet: {per_bet['per_bet']:.1f} "
+                     f"({per_bet['records']:,} records, {per_bet['bets']:,} on bets.placed; "
+                     f"{shares})")
+    return lines
 
 
 def _replay_lines(replay: dict) -> list[str]:
