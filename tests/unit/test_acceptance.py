@@ -10,7 +10,7 @@ import pytest
 from croupier.services.bet_settlement import decision_metrics, round_book
 from croupier.services.wallet import handlers
 from croupier.services.wallet.commands import EndBet, PlaceBet, ReverseSettlement
-from croupier.services.wallet.ledger import Account, SpotRecord, add_to_spot, spot_total
+from croupier.services.wallet.ledger_fold import Lookups
 from croupier.shared.events.bet_events import (
     BetSettled,
     IntakeMark,
@@ -23,7 +23,7 @@ from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
 from croupier.shared.simulate import deal_rounds
 from tests.unit.round_book_support import NOW, event, kinds, placed
-from tests.unit.wallet_support import Ledger
+from tests.unit.wallet_support import Ledger, fold_all
 
 MAX = 5_000_000  # sbo-baccarat and sbo-tiger: player, banker
 CLOSES = NOW + timedelta(seconds=30)
@@ -132,19 +132,27 @@ def test_seed002_wallet_refuses_a_second_bet_past_the_spot_maximum_at_its_door()
     assert bet("c", MAX, bet="banker").answer.status == 201  # another spot
     assert bet("a", MAX).answer.status == 200  # a retry of a known bet is its first answer
     assert led.account.balance == MAX
-    assert max(len(v.model_dump_json()) for v in led.spots.values()) < 512
+    # one plain total per spot of the round, in the fold
+    assert sorted(led.spots.values()) == [MAX, MAX]
+    assert led.look.spot_total(handlers.spot_key("p1", "T1", "R1", "player", None)) == MAX
 
 
-def test_seed002_wallet_spot_contribution_past_the_account_is_not_counted():
-    account = Account(player_id="p1", currency="IDR", balance=0, tx_count=4)
-    record = SpotRecord(total=MAX, recent=((3, 1_000_000), (5, 4_000_000)))
-    assert spot_total(account, record) == 1_000_000  # seq 5 never reached the account
-    # the redelivered bet debits anew under seq 5: counted once, the stale entry dropped
-    again = add_to_spot(account, record, 5, 4_000_000)
-    assert again == SpotRecord(total=MAX, recent=((3, 1_000_000), (5, 4_000_000)))
-    # a debit applied before (seq 3) whose bet record was lost: its spot write survived
-    assert add_to_spot(account, record, 3, 1_000_000) is None
-    assert add_to_spot(account, SpotRecord(), 3, 1_000_000).total == 1_000_000  # it did not
+def test_seed002_wallet_spot_total_is_the_sum_of_the_bets_placed_on_it():
+    """Clicks on one spot add up to the table maximum and no further; a refused or retried
+    bet adds nothing, and the total is the entries' (a rebuild counts the same)."""
+    led = SpotLedger(deposit=3 * MAX)
+
+    def bet(bet_id, stake):
+        return led.run(handlers.place_bet, PlaceBet(
+            player_id="p1", bet_id=bet_id, table_id="T1", round_id="R1", bet="player",
+            stake=stake, spot_max=MAX))
+    assert [bet(b, s).answer.status for b, s in (("a", 3_000_000), ("b", 2_000_000),
+                                                 ("a", 3_000_000), ("c", 1))] == [
+        201, 201, 200, 422]
+    key = handlers.spot_key("p1", "T1", "R1", "player", None)
+    assert led.look.spot_total(key) == MAX
+    assert [e.spot.total for _, e in led.entries if e.spot is not None] == [3_000_000, MAX]
+    assert Lookups(fold_all(led.entries).kv).spot_total(key) == MAX
 
 
 # --- issue 12 item 4: a bet counts by its time, not by arrival ---------------------------
@@ -309,22 +317,14 @@ def test_seed000_004_annulment_read_before_the_result_refunds_and_ignores_the_re
 # the wallet's side
 
 class SpotLedger(Ledger):
-    """The handlers' ledger with the spot totals stored too."""
+    """The handlers' ledger (spot totals are in the fold too), with p1's account funded."""
 
     def __init__(self, deposit: int) -> None:
         super().__init__()
-        self.spots: dict[str, SpotRecord] = {}
-        self.look = handlers.Lookups(tx_at=self.look.tx_at, seq_of=self.look.seq_of,
-                                     bet_of=self.look.bet_of, spot_of=self.spots.get)
         from croupier.services.wallet.commands import CreateAccount, Deposit
         self.run(handlers.create_account, CreateAccount(player_id="p1", currency="IDR"))
         self.run(handlers.operator_movement, Deposit(player_id="p1", request_id="d",
                                                      amount=deposit))
-
-    def run(self, fn, cmd) -> handlers.CommandResult:
-        outcome = super().run(fn, cmd)
-        self.spots.update(outcome.spots)
-        return outcome
 
 
 def _won_bet(led: SpotLedger, stake=2000, returned=4000):
@@ -368,7 +368,7 @@ def test_seed000_004_wallet_reversal_the_balance_cannot_cover_goes_below_zero_an
     _won_bet(led)  # balance 4000
     led.run(handlers.operator_movement, Withdraw(player_id="p1", request_id="w", amount=4000))
     out = led.run(handlers.reverse_settlement, reverse())
-    assert out.account.balance == -4000 and out.txs[0].balance_after == -4000
+    assert out.change.account.balance == -4000 and out.txs[0].balance_after == -4000
     from croupier.services.wallet.balance_guard import guarded
     assert guarded(out) is out  # a reversal may, nothing else may
     out = led.run(handlers.end_bet, REFUND)

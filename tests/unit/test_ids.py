@@ -5,6 +5,7 @@ not an id (`..`, accepted by an older wallet) cannot crash `croupier rebuild`.""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from datetime import UTC, datetime
 
@@ -59,10 +60,24 @@ def test_dot_only_slash_control_whitespace_and_empty_are_refused(kind, value):
 
 @pytest.mark.parametrize("kind", ["table", "player"])
 def test_table_and_player_ids_have_no_colon(kind):
-    """bet-settlement keys a round `<table>:<round>`, the wallet an item `<player>:<tx id>`."""
+    """bet-settlement keys a round `<table>:<round>`: the first `:` ends the table id."""
     with pytest.raises(ValidationError):
         TypeAdapter(KINDS[kind]).validate_python("T:1")
     assert TypeAdapter(ids.RoundId).validate_python("T:1") == "T:1"
+
+
+def test_the_wallets_fold_keys_read_one_way():
+    """The wallet's state is keyed `x/<player>/<tx id>`, `b/<player>/<bet id>`, ...: no id
+    holds a `/`, so two players' items never share a key, whatever their ids."""
+    from croupier.services.wallet.ledger_fold import bet_key, tx_id_key
+    for kind in KINDS:
+        assert ids.id_problem("a/b", kind)
+    pairs = [("alice", "deposit:dep-1"), ("bob", "deposit:dep-1"), ("alice", "b1"),
+             ("a.b", "c"), ("a", "b.c"), ("a-b", "c"), ("a", "b-c")]
+    for key_of in (tx_id_key, bet_key):
+        keys = [key_of(player, item) for player, item in pairs]
+        assert len(set(keys)) == len(pairs)
+        assert all(k.split("/")[1:] == list(p) for k, p in zip(keys, pairs, strict=True))
 
 
 def test_dots_are_allowed_inside_an_id_but_not_alone():
@@ -164,10 +179,40 @@ def test_the_session_part_keeps_both_players(shared_ids):
 
 # --- rebuild: one bad id cannot crash it, and it compares both players ---------------------
 
+_COMMAND_OF = {"deposit": "deposit", "withdrawal": "withdrawal", "stake_debit": "place_bet",
+               "bet_refund": "end_bet", "payout": "end_bet",
+               "payout_reversal": "reverse_settlement"}
+
+
+def ledger_of(books: Books) -> list:
+    """The wallet's ledger that wrote the books' movements: one chained entry each, every
+    player on partition 0 (a live wallet's, as `croupier rebuild` reads it)."""
+    from croupier.services.operator.event_reader import LogRecord
+    from croupier.shared.events.sources import InputRef
+    from croupier.shared.events.wallet_ledger import Account, LedgerEntry
+
+    records, prev = [], ""
+    for player, txs in books.ledger.items():
+        for seq, tx in enumerate(txs, start=1):
+            offset = len(records)
+            entry = LedgerEntry(
+                entry_id=f"w0:{offset}", prev=prev,
+                source=InputRef(topic="commands", partition=0, offset=offset),
+                command=_COMMAND_OF[tx.kind],
+                account=Account(player_id=player, currency=tx.currency,
+                                balance=tx.balance_after, tx_count=seq),
+                tx=tx, published_through=-1, recorded_at=NOW)
+            records.append(LogRecord("wallet.ledger", 0, offset, 0, entry))
+            prev = entry.entry_id
+    return records
+
+
 def _rebuild_with(monkeypatch, books: Books, live: dict[str, int]):
     from croupier.services.operator import rebuild as rb
 
-    monkeypatch.setattr(rb, "read_topic", lambda *a, **k: iter(()))
+    ledger = ledger_of(books)
+    monkeypatch.setattr(rb, "read_topic", lambda bootstrap, topic, *a, **k: iter(
+        ledger if topic == "wallet.ledger" else ()))
     monkeypatch.setattr(rb, "read_books", lambda *a, **k: (books, []))
     asked: list[str] = []
 
@@ -185,6 +230,27 @@ def test_rebuild_compares_both_players_sharing_ids(monkeypatch, shared_ids):
                                   {"alice": 100_950, "bob": 50_000})
     assert report.differences == [] and report.clean
     assert asked == ["alice", "bob"] and report.live_players == 2
+
+
+def test_rebuild_names_a_player_whose_ledger_and_transactions_disagree(monkeypatch,
+                                                                       shared_ids):
+    """Bob's movements on wallet.transactions and his account in the fold of wallet.ledger
+    (the wallet's state) must tell the same balance: a ledger entry lost or altered is a
+    difference, named by player, even when the live wallet agrees with the transactions."""
+    from croupier.services.operator import rebuild as rb
+
+    ledger = ledger_of(shared_ids.books)
+    last_of_bob = max(i for i, r in enumerate(ledger) if r.value.account.player_id == "bob")
+    entry = ledger[last_of_bob].value
+    ledger[last_of_bob] = dataclasses.replace(ledger[last_of_bob], value=entry.model_copy(
+        update={"account": entry.account.model_copy(
+            update={"balance": entry.account.balance + 1})}))
+    monkeypatch.setattr(rb, "read_topic", lambda bootstrap, topic, *a, **k: iter(
+        ledger if topic == "wallet.ledger" else ()))
+    monkeypatch.setattr(rb, "read_books", lambda *a, **k: (shared_ids.books, []))
+    report = rb.rebuild("unused:9092", lambda players: {"alice": 100_950, "bob": 50_000})
+    assert report.differences == ["player bob: wallet.transactions add up to 50000, the fold "
+                                  "of wallet.ledger says 50001"]
 
 
 def test_an_account_named_dot_dot_cannot_crash_rebuild(monkeypatch, shared_ids):
@@ -231,8 +297,9 @@ def test_a_round_whose_cards_give_no_result_is_a_difference_not_a_crash(monkeypa
     events = [e for e in rec.events if e.type != "card_dealt"]  # the chain breaks too
     books = Books()
     books.add(rec.result)
-    monkeypatch.setattr(rb, "read_topic", lambda *a, **k: iter(
-        [LogRecord("table.events", 0, i, 0, e) for i, e in enumerate(events)]))
+    monkeypatch.setattr(rb, "read_topic", lambda bootstrap, topic, *a, **k: iter(
+        [LogRecord("table.events", 0, i, 0, e) for i, e in enumerate(events)]
+        if topic == "table.events" else []))
     monkeypatch.setattr(rb, "read_books", lambda *a, **k: (books, []))
     report = rb.rebuild("unused:9092", lambda players: {})
     assert any(d.startswith("T1/R1: its cards give no result") for d in report.differences)

@@ -299,6 +299,39 @@ def test_the_wallet_view_skips_a_forged_event_and_takes_no_bet_on_the_flagged_ta
     assert view.flagged is None
 
 
+def test_the_wallet_doors_refusal_binds_a_new_bet_only():
+    """The door's verdict travels with the command (`door_refusal`): a bet on the flagged
+    table is refused with the door's status and code and moves nothing, while a bet placed
+    before the table was flagged, resent now, gets its first answer."""
+    from croupier.services.wallet import handlers
+    from croupier.services.wallet.commands import CreateAccount, Deposit, DoorRefusal
+    from tests.unit.wallet_support import Ledger, bet
+
+    chain = Chain()
+    chain.add(ShoeStarted, shoe_id="S1", profile="sbo-baccarat", decks=8)
+    view = None
+    for event in chain.events:
+        view, _ = fold_verified(view, event, KEY)
+    # an unsigned close (a forgery): refused, and the table flagged
+    view, refused = fold_verified(view, chain.draft(TableClosed, reason_code="other",
+                                                    reason_text="x", supervisor="Sam"), KEY)
+    assert refused is not None and view.flagged
+    with pytest.raises(BetRefused) as no:
+        check_round_takes_bet(view, table_id="T1", round_id="R1", bet="player", position=None,
+                              stake=3000, currency="IDR", now=datetime.now(UTC))
+    refusal = DoorRefusal(status=no.value.status, code=no.value.code, message=no.value.message)
+    led = Ledger()
+    led.run(handlers.create_account, CreateAccount(player_id="p1", currency="IDR"))
+    led.run(handlers.operator_movement, Deposit(player_id="p1", request_id="d", amount=9000))
+    placed = led.run(handlers.place_bet, bet(bet_id="before"))
+    refused = led.run(handlers.place_bet, bet(bet_id="after", door_refusal=refusal))
+    assert (refused.answer.status, refused.answer.body["error"]["code"]) == (409, "table_flagged")
+    assert refused.change is None and led.bet_of("after") is None
+    resent = led.run(handlers.place_bet, bet(bet_id="before", door_refusal=refusal))
+    assert (resent.answer.status, resent.answer.body) == (200, placed.answer.body)
+    assert led.account.balance == 6000
+
+
 def test_the_wallet_view_anchors_on_the_first_event_it_reads():
     """The view starts an hour back in the log: mid-chain is fine, a gap after it is not."""
     chain = opened_round()

@@ -1,11 +1,37 @@
-"""Wallet commands: bets debit once per id, end once, and duplicates re-publish; the
-account and every stored value stay the same size whatever the player's history."""
+"""Wallet commands: bets debit once per id and end once; a duplicate changes nothing and
+writes no entry (its outputs were published from the first attempt's entry); the door's
+verdict binds only a bet never placed; every entry stays the same size whatever the
+player's history; and the state is the fold of the entries, nothing else."""
+
+import itertools
+import random
+from collections import Counter
 
 import pytest
 
+from croupier.services.infra.own_log import Batch, PartitionState
 from croupier.services.wallet import handlers
-from croupier.services.wallet.commands import ENVELOPE, CreateAccount, Deposit, EndBet
-from tests.unit.wallet_support import Ledger, bet
+from croupier.services.wallet.commands import (
+    ENVELOPE,
+    CreateAccount,
+    Deposit,
+    DoorRefusal,
+    EndBet,
+    Envelope,
+    ReverseSettlement,
+    Withdraw,
+    ending_command,
+)
+from croupier.services.wallet.ledger_fold import WALLET_FOLD, Lookups
+from croupier.shared.events.bet_events import (
+    BetAccepted,
+    BetRejected,
+    RoundManifest,
+    manifest_digest,
+)
+from croupier.shared.events.sources import InputRef
+from croupier.shared.events.wallet_ledger import LedgerEntry
+from tests.unit.wallet_support import NOW, Ledger, bet, fold_all
 
 
 @pytest.fixture
@@ -18,25 +44,70 @@ def ledger() -> Ledger:
 
 def test_bet_debits_once_and_a_retry_gets_the_same_answer(ledger):
     first = ledger.run(handlers.place_bet, bet())
+    placed_entry = ledger.last_entry()
     retry = ledger.run(handlers.place_bet, bet())
     assert (first.answer.status, retry.answer.status) == (201, 200)
     assert first.answer.body == retry.answer.body and ledger.account.balance == 7000
-    assert [t for t, _, _ in retry.publish] == ["wallet.transactions", "bets.placed"]
+    # the retry writes nothing: its records were published from the first entry (outbox)
+    assert retry.change is None and retry.txs == [] and ledger.last_entry() is placed_entry
+    assert [t for t, _, _ in WALLET_FOLD.outputs(placed_entry)] == ["wallet.transactions",
+                                                                    "bets.placed"]
     assert ledger.run(handlers.place_bet, bet(stake=4000)).answer.status == 409
+
+
+def test_a_bet_is_one_entry_carrying_every_fact_it_changed(ledger):
+    """The account, the debit, its index, the bet's record and the spot's total are written
+    together or not at all: no state can hold one of them without the others."""
+    first = ledger.run(handlers.place_bet, bet())
+    entry = ledger.last_entry()
+    assert (entry.command, entry.bet_id, entry.account.tx_count) == ("place_bet", "b1", 2)
+    assert entry.tx == first.txs[0] and entry.tx.kind == "stake_debit"
+    assert entry.bet.debit_seq == 2 and entry.spot.total == 3000
+    assert entry.placed.debit_tx_id == entry.tx.tx_id
+    assert ledger.look.seq_of("p1", entry.tx.tx_id) == 2
+    assert ledger.look.tx_at("p1", 2) == entry.tx
 
 
 def test_a_bet_id_reused_in_another_round_is_refused_and_moves_nothing(ledger):
     ledger.run(handlers.place_bet, bet())
     reused = ledger.run(handlers.place_bet, bet().model_copy(update={"round_id": "R2"}))
     assert (reused.answer.status, reused.answer.body["error"]["code"]) == (409, "bet_id_conflict")
-    assert ledger.account.balance == 7000 and reused.publish == [] and reused.txs == []
+    assert ledger.account.balance == 7000 and reused.change is None and reused.txs == []
     assert ledger.bets["b1"].round_id == "R1"
 
 
 def test_insufficient_funds_is_402_and_moves_nothing(ledger):
+    entries = len(ledger.entries)
     out = ledger.run(handlers.place_bet, bet(stake=20_000))
     assert out.answer.status == 402 and out.answer.body["error"]["code"] == "insufficient_funds"
-    assert ledger.account.balance == 10_000 and not out.publish
+    assert ledger.account.balance == 10_000 and out.change is None
+    assert len(ledger.entries) == entries
+
+
+ROUND_CLOSED = DoorRefusal(status=409, code="round_closed", message="betting closed")
+
+
+def test_a_bet_resent_after_its_round_closed_gets_its_first_answer_and_changes_nothing(ledger):
+    """The first attempt was placed while the round was open; its resend reaches the door
+    after the close (the client timed out and retried): the door's verdict travels with the
+    command but binds only a bet id never placed."""
+    first = ledger.run(handlers.place_bet, bet())
+    entries = len(ledger.entries)
+    resent = ledger.run(handlers.place_bet, bet(door_refusal=ROUND_CLOSED))
+    assert (resent.answer.status, resent.answer.body) == (200, first.answer.body)
+    assert resent.change is None and len(ledger.entries) == entries
+    assert ledger.account.balance == 7000
+
+
+def test_a_door_refusal_on_a_new_bet_is_its_answer_and_changes_nothing(ledger):
+    entries = len(ledger.entries)
+    out = ledger.run(handlers.place_bet, bet(bet_id="late", door_refusal=ROUND_CLOSED))
+    assert (out.answer.status, out.answer.body["error"]["code"]) == (409, "round_closed")
+    assert out.answer.body["error"]["message"] == "betting closed"
+    assert out.change is None and len(ledger.entries) == entries
+    assert ledger.bet_of("late") is None and ledger.account.balance == 10_000
+    # refused, never placed: the same id, once the door lets it through, is a new bet
+    assert ledger.run(handlers.place_bet, bet(bet_id="late")).answer.status == 201
 
 
 @pytest.mark.parametrize("ending,returned,kind,balance", [
@@ -54,6 +125,7 @@ def test_a_bet_ends_once(ledger, ending, returned, kind, balance):
     assert ledger.account.balance == balance
     assert ledger.bets["b1"].status == ending
     assert [tx.kind for tx in first.txs] == ([kind] if kind else []) and again.txs == []
+    assert first.change is not None and again.change is None  # a redelivery writes nothing
     other = "rejected" if ending != "rejected" else "settled"
     clash = ledger.run(handlers.end_bet, end.model_copy(update={"ending": other}))
     assert clash.answer.status == 409 and ledger.account.balance == balance
@@ -63,34 +135,17 @@ def test_an_ending_for_a_bet_never_debited_moves_nothing(ledger):
     out = ledger.run(handlers.end_bet, EndBet(player_id="p1", bet_id="ghost", ending="settled",
                                               returned=5000, table_id="T1", round_id="R1"))
     assert out.answer.status == 409 and ledger.account.balance == 10_000
+    assert out.change is None
 
 
-def test_a_bet_whose_account_write_was_lost_in_a_crash_is_debited_once_on_redelivery(ledger):
-    """The per-item keys reached the log, the account did not: the index entry and bet
-    record point past the account's tx_count, so the redelivered bet is applied (once)."""
-    before = ledger.account
-    first = ledger.run(handlers.place_bet, bet())
-    ledger.account = before  # the crash: the account's changelog record was lost
-    again = ledger.run(handlers.place_bet, bet())
-    assert again.answer.status == 201 and [tx.tx_id for tx in again.txs] == [
-        first.txs[0].tx_id]
-    assert ledger.account.balance == 7000 and ledger.account.tx_count == 2
-    assert ledger.run(handlers.place_bet, bet()).answer.status == 200  # and once only
-
-
-def test_a_bet_whose_other_writes_were_lost_in_a_crash_is_not_debited_twice(ledger):
-    """The account reached the log, the index entry, history record and bet record did
-    not: the account remembers the movement, so the redelivered bet moves nothing, the
-    history record is restored, the bet record re-created, the records re-published."""
-    first = ledger.run(handlers.place_bet, bet())
-    debit = first.txs[0]
-    del ledger.seqs[debit.tx_id], ledger.txs[2], ledger.bets["b1"]
-    again = ledger.run(handlers.place_bet, bet())
-    assert again.answer.status == 200 and again.txs == [] and ledger.account.balance == 7000
-    assert [(seq, tx.tx_id, tx.balance_after) for seq, tx in again.restored] == [
-        (2, debit.tx_id, 7000)]
-    assert ledger.txs[2].amount == 3000 and ledger.bets["b1"].debit_seq == 2
-    assert [t for t, _, _ in again.publish] == ["wallet.transactions", "bets.placed"]
+def test_handle_looks_the_account_up_itself():
+    led = Ledger()
+    assert led.handle(Deposit(player_id="p1", request_id="d", amount=5)).answer.status == 404
+    assert led.handle(CreateAccount(player_id="p1", currency="IDR")).answer.status == 201
+    assert led.handle(CreateAccount(player_id="p1", currency="IDR")).answer.status == 200
+    assert led.handle(CreateAccount(player_id="p1", currency="EUR")).answer.status == 409
+    assert led.handle(Deposit(player_id="p1", request_id="d", amount=5)).answer.status == 201
+    assert led.account.balance == 5 and len(led.entries) == 2
 
 
 def test_envelopes_round_trip_and_refuse_junk():
@@ -103,7 +158,7 @@ def test_envelopes_round_trip_and_refuse_junk():
 
 
 def _bet_and_settle(ledger: Ledger, i: int) -> int:
-    """One bet and its settlement; the largest value either wrote."""
+    """One bet and its settlement; the largest entry either wrote."""
     ledger.run(handlers.place_bet, bet(stake=1000, bet_id=f"b{i}"))
     size = ledger.largest_value
     ledger.run(handlers.end_bet, EndBet(player_id="p1", bet_id=f"b{i}", ending="settled",
@@ -114,12 +169,110 @@ def _bet_and_settle(ledger: Ledger, i: int) -> int:
 
 def test_state_does_not_grow_with_lifetime_bets(ledger):
     sizes = [_bet_and_settle(ledger, i) for i in range(2000)]
-    # once the account's window of recent movements is full (bet 8), only the digits of ids
-    # and counters may grow (b99 -> b1999)
-    assert max(sizes[-100:]) <= max(sizes[100:200]) + 64 < 2048
+    # only the digits of ids and counters may grow (b99 -> b1999)
+    assert max(sizes[-100:]) <= max(sizes[100:200]) + 64 < 4096
     assert len(ledger.account.model_dump_json()) < 2048
     assert ledger.account.tx_count == 1 + 2 * 2000 and ledger.account.balance == 10_000
     retry = ledger.run(handlers.place_bet, bet(stake=1000, bet_id="b0"))  # an old bet id
-    assert retry.answer.status == 200 and not retry.txs
+    assert retry.answer.status == 200 and not retry.txs and retry.change is None
 
 
+# --- the fold of the entries is the state the handlers saw ----------------------------
+
+def _random_command(rng: random.Random, players: list[str]):
+    player = rng.choice(players)
+    bet_id = f"b{rng.randrange(12)}"
+    pick = rng.randrange(8)
+    if pick == 0:
+        return CreateAccount(player_id=player, currency="IDR")
+    if pick == 1:
+        return Deposit(player_id=player, request_id=f"d{rng.randrange(10)}",
+                       amount=rng.randrange(1, 5000))
+    if pick == 2:
+        return Withdraw(player_id=player, request_id=f"w{rng.randrange(10)}",
+                        amount=rng.randrange(1, 3000))
+    if pick in (3, 4):
+        refusal = ROUND_CLOSED if rng.random() < 0.15 else None
+        return bet(stake=rng.randrange(1, 2000), bet_id=bet_id, door_refusal=refusal,
+                   spot_max=rng.choice([None, 3000])).model_copy(update={"player_id": player})
+    if pick == 5:
+        return ReverseSettlement(player_id=player, bet_id=bet_id, reversal_id=f"r:{bet_id}",
+                                 settlement_id=f"s:{bet_id}", amount=rng.randrange(0, 3000),
+                                 table_id="T1", round_id="R1")
+    return EndBet(player_id=player, bet_id=bet_id,
+                  ending=rng.choice(["rejected", "settled", "voided"]),
+                  returned=rng.randrange(0, 4000), settlement_id=f"s:{bet_id}",
+                  table_id="T1", round_id="R1")
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_fold_of_the_entries_is_the_state_the_handlers_saw(seed):
+    """Seeded random commands in batches, decided as the kernel decides them: each command
+    reads the state its batch's earlier commands left (`Batch.scratch`), its change is
+    chained as the next entry. Then the entries alone, as bytes, folded into a fresh dict
+    (a restart, `croupier rebuild`): the same state the handlers saw, key for key."""
+    rng = random.Random(seed)
+    players = ["p1", "p2", "p3"]
+    cmds = [CreateAccount(player_id=p, currency="IDR") for p in players]
+    cmds += [_random_command(rng, players) for _ in range(400)]
+    state: PartitionState = PartitionState(0)
+    log: list[tuple[int, bytes]] = []  # the ledger partition, as bytes
+    statuses: Counter[int] = Counter()
+    ids = itertools.count(1)
+    offset = 0
+    while cmds:
+        batch = Batch(state, WALLET_FOLD, lambda: f"w0:{next(ids)}")
+        for _ in range(rng.randrange(1, 20)):
+            if not cmds:
+                break
+            outcome = handlers.handle(Envelope(command=cmds.pop(0)), NOW, Lookups(batch.scratch))
+            statuses[outcome.answer.status] += 1
+            if outcome.change is not None:
+                source = InputRef(topic="wallet-commands", partition=0, offset=offset)
+                batch.add(lambda entry_id, prev, through, c=outcome.change, s=source:
+                          c.entry(entry_id, prev, through, s, NOW))
+            offset += 1
+        seen = dict(batch.scratch)  # the state as the batch's last command saw it
+        landed = list(batch.expected)  # nothing came in between
+        assert batch.landed_as_chained(landed)
+        log += [(o, e.model_dump_json().encode()) for o, e in batch.commit(landed)]
+        assert state.kv == seen
+    assert statuses[201] > 20 and statuses[200] > 0 and statuses[409] > 0
+    rebuilt = fold_all([(o, LedgerEntry.model_validate_json(raw)) for o, raw in log])
+    assert rebuilt.kv == state.kv
+    assert (rebuilt.head, rebuilt.end, rebuilt.inputs, rebuilt.void) == (
+        state.head, state.end, state.inputs, 0)
+    look = Lookups(rebuilt.kv)
+    for player in players:  # and each balance is what its history adds up to
+        account = look.account(player)
+        history = [look.tx_at(player, s) for s in range(1, account.tx_count + 1)]
+        assert sum(tx.signed_amount for tx in history) == account.balance
+
+
+# --- bet-settlement's records, read by their type ---------------------------------------
+
+@pytest.mark.parametrize("text", ["bet_settled", "settlement_reversed"])
+def test_an_id_that_reads_like_a_record_type_does_not_change_what_the_record_is(text):
+    """Issue: some id values make a record be read as another kind. An acceptance or a
+    manifest whose ids are the text of a settlement's type is still nothing for the wallet
+    to do; a rejection with such ids is still a refund."""
+    facts = dict(bet_id=text, player_id=text, table_id=text, round_id=text, bet="player",
+                 stake=3000, currency="IDR")
+    accepted = BetAccepted(**facts, decided_at=NOW)
+    manifest = RoundManifest(table_id=text, round_id=text, bet_count=1, total_stake=3000,
+                             digest=manifest_digest([text]), closed_at=NOW)
+    for record in (accepted, manifest):
+        raw = record.model_dump_json().encode()
+        assert f'"{text}"'.encode() in raw  # what a search of the bytes would have found
+        assert ending_command(raw) is None
+    rejected = BetRejected(**facts, reason_code="round_closed", message=text, decided_at=NOW)
+    refund = ending_command(rejected.model_dump_json().encode())
+    assert isinstance(refund, EndBet)
+    assert (refund.ending, refund.bet_id, refund.returned) == ("rejected", text, 3000)
+
+
+def test_a_record_of_no_known_type_is_refused_not_guessed():
+    with pytest.raises(ValueError):
+        ending_command(b'{"type": "bet_placed", "note": "bet_settled"}')
+    with pytest.raises(ValueError):
+        ending_command(b'{"bet_id": "settlement_reversed"}')

@@ -1,0 +1,303 @@
+"""The own-log kernel's pure half (`croupier.services.infra.own_log`): a service's state is
+the fold of its own log, and nothing else (docs/decisions/ledger.md).
+
+- the chain fences zombies: an entry whose `prev` is not the head is void, skipped by
+  every fold and counted;
+- two writers racing on one partition: the log's order decides, and every fold of the log
+  picks the same winner;
+- a batch chains its entries on what the state has seen of the log (`state.end`) and
+  knows, from where they landed, whether another writer came in between;
+- the outbox: `published_through` and `unpublished` say which entries' outputs may not have
+  been acknowledged, so a recovering worker publishes exactly those again;
+- the scratch state a batch decides on reads through to the folded state and writes aside.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import pytest
+
+from croupier.services.infra.kernel import outputs_acked
+from croupier.services.infra.own_log import (
+    Batch,
+    Overlay,
+    PartitionState,
+    Record,
+    Writes,
+    fold_entry,
+    skip_to,
+)
+from croupier.shared.events.sources import InputRef
+
+INPUT = "commands"
+
+
+@dataclass(frozen=True)
+class Entry:
+    """The least an own-log entry is: its id and chain link, its input and the outbox
+    mark, and here one absolute value."""
+
+    entry_id: str
+    prev: str
+    source: InputRef
+    published_through: int
+    key: str
+    value: int
+
+    @property
+    def writer(self) -> str:
+        return self.entry_id.rsplit(":", 1)[0]
+
+
+class KeyValueFold:
+    def apply(self, kv: Writes, entry: Entry) -> None:
+        kv[entry.key] = entry.value
+
+    def outputs(self, entry: Entry) -> list[Record]:
+        return [("out", entry.key.encode(), str(entry.value).encode())]
+
+
+FOLD = KeyValueFold()
+IDS = itertools.count(1)
+
+
+def src(offset: int, last: bool = True) -> InputRef:
+    return InputRef(topic=INPUT, partition=0, offset=offset, last=last)
+
+
+def entry(entry_id: str, prev: str, offset: int, key: str = "k", value: int = 0,
+          through: int = -1, last: bool = True) -> Entry:
+    return Entry(entry_id=entry_id, prev=prev, source=src(offset, last),
+                 published_through=through, key=key, value=value)
+
+
+def make(key: str, value: int, offset: int, last: bool = True):
+    """What `decide` hands the batch: the entry, once its id and chain link are known."""
+    def build(entry_id: str, prev: str, published_through: int) -> Entry:
+        return entry(entry_id, prev, offset, key, value, published_through, last)
+    return build
+
+
+def writer(name: str):
+    """A writer's fresh entry ids, as `OwnLog.new_id` makes them."""
+    return lambda: f"{name}:{next(IDS)}"
+
+
+def fold_log(log: list[tuple[int, Entry]]) -> PartitionState:
+    state: PartitionState = PartitionState(0)
+    for offset, e in log:
+        fold_entry(state, offset, e, FOLD)
+    return state
+
+
+def chained(n: int) -> list[tuple[int, Entry]]:
+    """n valid entries at offsets 0..n-1, from inputs 0..n-1, k<i> = i."""
+    return [(i, entry(f"w0:{i}", f"w0:{i - 1}" if i else "", i, key=f"k{i}", value=i))
+            for i in range(n)]
+
+
+# --- the chain ----------------------------------------------------------------------------
+
+def test_an_entry_chained_on_the_head_is_folded_and_moves_the_head_and_the_checkpoint():
+    state = fold_log(chained(3))
+    assert state.kv == {"k0": 0, "k1": 1, "k2": 2}
+    assert (state.head, state.head_id, state.end, state.void) == (2, "w0:2", 3, 0)
+    assert state.resume_at(INPUT, 0) == 3 and state.applied(INPUT, 0, 2)
+    assert not state.applied(INPUT, 0, 3) and state.resume_at("other", 0) == 0
+
+
+def test_a_zombies_entry_whose_prev_is_not_the_head_is_void_skipped_and_counted():
+    state = fold_log(chained(2))
+    before = (dict(state.kv), state.head, state.head_id, dict(state.inputs))
+    zombie = entry("zombie:1", "w0:0", 7, key="k0", value=999)  # chained on 0, head is 1
+    assert fold_entry(state, 2, zombie, FOLD) is False
+    assert (state.kv, state.head, state.head_id, state.inputs) == before  # nothing written
+    assert state.void == 1 and state.end == 3  # but the offset was seen
+    assert [o for o, _ in state.unpublished] == [0, 1]  # a void entry has no outbox
+    # the next valid entry chains on the head, over the void one
+    assert fold_entry(state, 3, entry("w0:3", "w0:1", 8, key="k0", value=5), FOLD)
+    assert state.kv["k0"] == 5 and state.head == 3 and state.resume_at(INPUT, 0) == 9
+
+
+def test_an_entry_at_or_before_the_head_is_void_so_folding_a_log_twice_changes_nothing():
+    log = chained(3)
+    state = fold_log(log)
+    for offset, e in log:  # a cache caught up from an offset it already reflects
+        assert fold_entry(state, offset, e, FOLD) is False
+    assert state.kv == fold_log(log).kv and state.head == 2 and state.void == 3
+
+
+def test_a_record_is_applied_only_once_its_last_entry_folds():
+    """One input record may write several entries: cut short by a crash, it is decided
+    again (its checkpoint does not move until the last one lands)."""
+    state = fold_log(chained(1))
+    assert fold_entry(state, 1, entry("w0:a", "w0:0", 1, key="a", value=1, last=False), FOLD)
+    assert state.resume_at(INPUT, 0) == 1  # record 1 is not applied yet
+    assert fold_entry(state, 2, entry("w0:b", "w0:a", 1, key="b", value=2), FOLD)
+    assert state.resume_at(INPUT, 0) == 2
+
+
+def _racing_batches() -> tuple[Batch, Batch]:
+    """Two writers that both hold the partition folded through `chained(2)` (a rebalance:
+    the old owner has not noticed), each deciding its own batch of two entries."""
+    a = Batch(fold_log(chained(2)), FOLD, writer("A"))
+    b = Batch(fold_log(chained(2)), FOLD, writer("B"))
+    a.add(make("x", 1, 2))
+    a.add(make("y", 1, 3))
+    b.add(make("x", 2, 2))
+    b.add(make("z", 2, 3))
+    assert a.expected == b.expected == [2, 3]  # both chained on the same head
+    assert a.entries[0].prev == b.entries[0].prev == "w0:1"
+    return a, b
+
+
+def _race(order: str) -> tuple[list[tuple[int, Entry]], Batch, Batch]:
+    """The log after both writers' entries landed in `order` (A, B: whose is next)."""
+    a, b = _racing_batches()
+    queues = {"A": list(a.entries), "B": list(b.entries)}
+    log = chained(2)
+    for offset, who in enumerate(order, start=2):
+        log.append((offset, queues[who].pop(0)))
+    return log, a, b
+
+
+def _valid(log: list[tuple[int, Entry]]) -> list[str]:
+    """`writer:key` of each raced entry that a fold keeps, in log order."""
+    state: PartitionState = PartitionState(0)
+    return [f"{e.writer}:{e.key}" for offset, e in log
+            if fold_entry(state, offset, e, FOLD) and offset >= 2]
+
+
+ORDERS = ["AABB", "ABAB", "ABBA", "BAAB", "BABA", "BBAA"]
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_two_writers_racing_the_fold_picks_the_first_valid_chain(order):
+    """Whoever lands first after the head wins its whole chain, however the two interleave;
+    every entry of the other is void (chained on a head that is no longer the head, or on
+    its own void entry), so no entry folds that was decided on a state the log never had."""
+    log, a, b = _race(order)
+    winner = order[0]
+    kv = {"x": 1, "y": 1} if winner == "A" else {"x": 2, "z": 2}
+    assert _valid(log) == [f"{winner}:{k}" for k in kv]
+    state = fold_log(log)
+    assert state.kv == {"k0": 0, "k1": 1, **kv} and state.void == 2
+    # the loser's batch never lands as chained: it folds again and answers nobody for what
+    # it sent; the winner's does only if nothing came between its entries (else it folds
+    # again too, and keeps the answers its valid entries back)
+    landed = {w: [o for o, e in log[2:] if e.writer == w] for w in "AB"}
+    loser = b if winner == "A" else a
+    assert not loser.landed_as_chained(landed["B" if winner == "A" else "A"])
+    won = a if winner == "A" else b
+    assert won.landed_as_chained(landed[winner]) == (order in ("AABB", "BBAA"))
+
+
+@pytest.mark.parametrize("order", ORDERS)
+def test_every_fold_of_a_raced_log_reads_the_same_winner(order):
+    """Whoever folds the log, whenever (the live writer, a restart, `croupier rebuild`), in
+    one go or caught up from any offset it reflects: the same state."""
+    log, _, _ = _race(order)
+    whole = fold_log(log)
+    for cut in range(len(log) + 1):  # a cache folded up to `cut`, then caught up
+        state = fold_log(log[:cut])
+        for offset, e in log[cut:]:
+            fold_entry(state, offset, e, FOLD)
+        assert (state.kv, state.head, state.head_id, state.void, state.inputs) == (
+            whole.kv, whole.head, whole.head_id, whole.void, whole.inputs)
+
+
+def test_a_batch_shifted_by_a_rivals_entry_folds_none_of_its_entries():
+    """The rival's entry took the offset the batch's first entry expected: the batch's
+    second entry's link names the batch's first (void), never whatever landed there."""
+    a, b = _racing_batches()
+    log = [*chained(2), (2, b.entries[0]), (3, a.entries[0]), (4, a.entries[1])]
+    assert _valid(log) == ["B:x"]
+    assert fold_log(log).kv == {"k0": 0, "k1": 1, "x": 2}
+
+
+# --- a batch ------------------------------------------------------------------------------
+
+def test_a_batch_chains_on_the_state_end_and_decides_on_its_scratch():
+    state = fold_log(chained(3))
+    skip_to(state, 5)  # offsets 3 and 4 hold no entry (a transaction's markers)
+    batch = Batch(state, FOLD, writer("w1"))
+    first = batch.add(make("k0", 100, 3))
+    second = batch.add(make("k9", 9, 4))
+    assert (first.prev, second.prev) == ("w0:2", first.entry_id)  # the head, then its own
+    assert first.entry_id != second.entry_id and batch.expected == [5, 6]
+    assert batch.scratch["k0"] == 100 and state.kv["k0"] == 0  # written aside only
+    assert batch.landed_as_chained([5, 6])
+    committed = batch.commit([5, 6])
+    assert committed == [(5, first), (6, second)]
+    assert state.kv["k0"] == 100 and state.kv["k9"] == 9
+    assert (state.head, state.head_id) == (6, second.entry_id)
+
+
+def test_a_batch_knows_when_a_foreign_record_landed_in_between():
+    state = fold_log(chained(2))
+    batch = Batch(state, FOLD, writer("w1"))
+    batch.add(make("a", 1, 2))
+    batch.add(make("b", 2, 3))
+    assert batch.landed_as_chained([2, 3])
+    assert not batch.landed_as_chained([3, 4])  # someone else's record took offset 2
+    assert not batch.landed_as_chained([2, 4])  # ... or came between the two
+    with pytest.raises(AssertionError):
+        batch.commit([3, 4])
+    assert state.kv == fold_log(chained(2)).kv and state.head == 1  # nothing folded
+
+
+def test_an_empty_batch_lands_as_chained_with_nothing_to_send():
+    batch = Batch(fold_log(chained(1)), FOLD, writer("w1"))
+    assert batch.entries == [] and batch.landed_as_chained([]) and batch.commit([]) == []
+
+
+# --- the outbox ---------------------------------------------------------------------------
+
+def test_entries_after_the_last_acknowledged_offset_are_unpublished():
+    e0, e1, e2 = (entry("w0:0", "", 0, "a", 1), entry("w0:1", "w0:0", 1, "b", 2),
+                  entry("w0:2", "w0:1", 2, "c", 3, through=0))
+    state = fold_log([(0, e0), (1, e1)])
+    assert state.published_through == -1 and state.unpublished == [(0, e0), (1, e1)]
+    # the writer of entry 2 had seen entry 0's outputs acknowledged
+    fold_entry(state, 2, e2, FOLD)
+    assert state.published_through == 0 and state.unpublished == [(1, e1), (2, e2)]
+    # a recovering worker publishes exactly these, then marks them acknowledged
+    assert [r for _, e in state.unpublished for r in FOLD.outputs(e)] == [
+        ("out", b"b", b"2"), ("out", b"c", b"3")]
+    outputs_acked(state, state.head)
+    assert state.published_through == 2 and state.unpublished == []
+    outputs_acked(state, 1)  # an older acknowledgement never moves it back
+    assert state.published_through == 2
+
+
+def test_a_void_entry_never_reaches_the_outbox():
+    state = fold_log(chained(1))
+    fold_entry(state, 1, entry("zombie:1", "zombie:0", 1, "zombie", 1), FOLD)
+    assert [o for o, _ in state.unpublished] == [0]
+
+
+def test_a_batch_stamps_its_entries_with_what_the_state_knows_was_published():
+    state = fold_log(chained(3))
+    outputs_acked(state, 1)
+    batch = Batch(state, FOLD, writer("w1"))
+    assert batch.add(make("a", 1, 3)).published_through == 1
+
+
+# --- the scratch state --------------------------------------------------------------------
+
+def test_the_overlay_reads_through_and_writes_aside():
+    base = {"a": 1, "b": 2}
+    scratch = Overlay(base)
+    assert scratch["a"] == 1 and scratch.get("zz") is None and scratch.get("zz", 0) == 0
+    scratch["a"] = 10
+    scratch["c"] = 3
+    assert (scratch["a"], scratch.get("a"), scratch["c"]) == (10, 10, 3)
+    assert base == {"a": 1, "b": 2}  # the folded state is untouched
+    assert sorted(scratch) == ["a", "b", "c"] and len(scratch) == 3
+    assert dict(scratch) == {"a": 10, "b": 2, "c": 3}
+    with pytest.raises(KeyError):
+        scratch["nope"]
+    with pytest.raises(TypeError):
+        del scratch["a"]  # a fold writes absolute values; it never deletes
