@@ -39,6 +39,7 @@ from croupier.services.infra.batching import (
     publish_all,
     topics_of,
     track_buffer,
+    transient,
 )
 from croupier.services.infra.contiguous import (
     ContiguousReads,
@@ -330,17 +331,40 @@ async def run_own_log(stream: faust.Stream, own: OwnLog, decide: Decide, answer:
             batch = [getting.result()]
             while len(batch) < max_records and not queue.empty():
                 batch.append(queue.get_nowait())
-            if lock is not None:
-                async with lock:
-                    await apply_batch(own, batch, decide, answer)
-            else:
-                await apply_batch(own, batch, decide, answer)
+            await until_applied(own, batch, decide, answer, lock)
             for event in batch:
                 await manual.ack(event)
             progress.batch_finished()
     finally:
         for task in tasks:
             task.cancel()
+
+
+async def until_applied(own: OwnLog, events: Sequence[faust.EventT], decide: Decide,
+                        answer: Answer, lock: asyncio.Lock | None = None,
+                        first_pause_s: float = 0.5, max_pause_s: float = 30.0) -> None:
+    """`apply_batch`, tried again while the broker fails it with a transient error (a
+    frozen or moving broker). Before each retry the batch's partitions are folded again
+    from the log: some of its entries or outputs may have landed, and the fold, not this
+    worker's memory, says which (then the outbox publishes what is missing and the records
+    the log already applied are answered from it)."""
+    pause = first_pause_s
+    while True:
+        try:
+            if lock is not None:
+                async with lock:
+                    await apply_batch(own, events, decide, answer)
+            else:
+                await apply_batch(own, events, decide, answer)
+            return
+        except Exception as error:
+            if not transient(error):
+                raise
+            own.revoke({event.message.partition for event in events})
+            log.warning("%s: a batch of %d record(s) failed (%r); folding its partitions "
+                        "again and retrying in %.1f s", own.service, len(events), error, pause)
+            await asyncio.sleep(pause)
+            pause = min(2 * pause, max_pause_s)
 
 
 @dataclass
@@ -374,8 +398,9 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
         batches: dict[int, Batch] = {}
         decisions: dict[int, list[_Decision]] = {}
         also: list[Record] = []
-        for partition, part_events in pending.items():
+        for partition, part_events in list(pending.items()):
             state = own.state(partition) or await own.recover(partition)
+            part_events = pending[partition] = await _without_gaps(io, state, part_events)
             batch = batches[partition] = Batch(state, own.fold, own.new_id)
             decisions[partition] = []
             for event in part_events:
@@ -429,6 +454,52 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
                 own.revoke({partition})
             raise LostPartition(f"{own.service}: lost the race for {own.topic} partitions "
                                 f"{sorted(pending)} {attempts} times")
+
+
+@dataclass(frozen=True)
+class _Message:
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes
+    generation_id: int | None = None
+
+    @property
+    def tp(self) -> TP:
+        return TP(self.topic, self.partition)
+
+
+class _LogEvent:
+    """An input record read from the log by the kernel itself (as a stream's event)."""
+
+    def __init__(self, topic: str, partition: int, offset: int, value: bytes) -> None:
+        self.message = _Message(topic, partition, offset, None, value)
+        self.key, self.value = None, value
+
+
+async def _without_gaps(io: LogIO, state: PartitionState, events: list[faust.EventT]
+                        ) -> list[faust.EventT]:
+    """The partition's records with every offset the own log has not applied before the
+    first of them read from the log and put first. The reader repairs the stream's skips
+    against the own log's checkpoint (`contiguous`); this is the last line: no input
+    record is ever passed over, whatever the stream handed on."""
+    first = events[0].message
+    start = state.resume_at(first.topic, first.partition)
+    if first.offset <= start:
+        return events
+    metrics.REWINDS.labels(io_service(io), first.topic).inc()
+    log.warning("kernel: %s[%d] starts at offset %d, the own log applied up to %d: reading "
+                "the %d record(s) in between from the log", first.topic, first.partition,
+                first.offset, start - 1, first.offset - start)
+    records, _ = await io.read(first.topic, first.partition, start)
+    missing = [_LogEvent(first.topic, first.partition, offset, value)
+               for offset, value in records if offset < first.offset]
+    return [*missing, *events]  # type: ignore[list-item]
+
+
+def io_service(io: LogIO) -> str:
+    return getattr(io, "principal", "kernel")
 
 
 def _backed_prefix(part: list[_Decision], landed: list[int], valid: set[int]) -> int:
