@@ -426,9 +426,9 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
         for partition, batch in batches.items():
             landed = offsets.get(partition, [])
             part = decisions[partition]
-            if batch.entries and batch.landed_as_chained(landed) or not batch.entries and (
-                    not any(x.decided.reply is not None and not x.applied for x in part)
-                    or await io.end(own.topic, partition) <= batch.state.end):
+            if batch.landed_as_chained(landed) and (batch.entries or not any(
+                    x.decided.reply is not None and not x.applied for x in part)
+                    or await io.end(own.topic, partition) <= batch.start):
                 for _, entry in batch.commit(landed):
                     outputs += own.fold.outputs(entry)
                 if landed:

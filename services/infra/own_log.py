@@ -187,9 +187,11 @@ class Batch(Generic[E]):
     new_id: Callable[[], str]  # a fresh entry id of this writer
     scratch: Overlay = field(init=False)
     entries: list[E] = field(default_factory=list)
+    start: int = field(init=False)  # the log's end as the state had folded it
 
     def __post_init__(self) -> None:
         self.scratch = Overlay(self.state.kv)
+        self.start = self.state.end
 
     def add(self, make: MakeEntry[E]) -> E:
         """Chain the entry `make(entry_id, prev, published_through)` builds; the batch's
@@ -203,12 +205,13 @@ class Batch(Generic[E]):
     @property
     def expected(self) -> list[int]:
         """The offsets the entries land at if nothing lands in between."""
-        return list(range(self.state.end, self.state.end + len(self.entries)))
+        return list(range(self.start, self.start + len(self.entries)))
 
     def landed_as_chained(self, offsets: list[int]) -> bool:
-        """Every entry landed right after the log the state folded: nothing came in
-        between, so every one of them is valid."""
-        return offsets == self.expected
+        """Every entry landed right after the log the state had folded, and the state
+        folded nothing else meanwhile (a recovery running beside the batch): nothing came
+        in between, so every one of them is valid."""
+        return offsets == self.expected and self.state.end == self.start
 
     def commit(self, offsets: list[int]) -> list[tuple[int, E]]:
         """Fold the batch's entries, which landed as chained, into the state."""
