@@ -159,6 +159,9 @@ def route(path: str):
                     return await routing.forward(w.app, exc.owner, request, self.web)
                 except routing.NoOwner as exc:
                     return routing.unavailable(self.web, str(exc))
+                if answer.status == 503:  # "retry": the same request id is safe
+                    return self.json(answer.body, status=503, headers={
+                        "Retry-After": str(routing.RETRY_AFTER_S)})
                 return self.json(answer.body, status=answer.status)
 
             setattr(Page, method, wrapped)
