@@ -92,7 +92,7 @@ def records_per_bet(counts: dict[str, int]) -> dict | None:
     benchmark's own pipe topics (`bench-pipe-*`), divided by the records on `bets.placed`
     (funded bets, plus a few intake marks per round: the figure is a slight underestimate).
     Each topic's share, so a before/after comparison shows where records went."""
-    platform = {t: n for t, n in counts.items() if not t.startswith("bench-")}
+    platform = {t: n for t, n in counts.items() if not t.startswith("bench-pipe-")}
     bets = platform.get("bets.placed", 0)
     if not bets:
         return None
