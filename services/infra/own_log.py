@@ -51,6 +51,11 @@ class SourceRef(Protocol):
         result settling thousands of bets): only then is the record applied."""
         ...
 
+    @property
+    def part(self) -> int:
+        """The entry's place among its record's entries (0: the first)."""
+        ...
+
 
 class Entry(Protocol):
     @property
@@ -92,6 +97,8 @@ class PartitionState(Generic[E]):
     published_through: int = -1
     unpublished: list[tuple[int, E]] = field(default_factory=list)  # valid, maybe unpublished
     void: int = 0  # void entries seen (a zombie's, or a writer's that lost a race)
+    # valid entries of a record whose last entry is not in the log yet: applied with it
+    held: list[tuple[int, E]] = field(default_factory=list)
 
     def resume_at(self, topic: str, partition: int) -> int:
         """The first offset of an input partition that this log has not applied."""
@@ -108,19 +115,36 @@ def fold_entry(state: PartitionState[E], offset: int, entry: E, fold: Fold[E]) -
     if entry.prev != state.head or offset <= state.head:
         state.void += 1
         return False
-    fold.apply(state.kv, entry)
     state.head = offset
-    source = entry.source
-    if source.last:  # a record whose entries landed only in part is decided again
-        key = (source.topic, source.partition)
-        state.inputs[key] = max(source.offset, state.inputs.get(key, -1))
     if entry.published_through > state.published_through:
         state.published_through = entry.published_through
         state.unpublished = [(o, e) for o, e in state.unpublished
                              if o > state.published_through]
-    if offset > state.published_through:
-        state.unpublished.append((offset, entry))
+    source = entry.source
+    if source.part == 0 or not _continues(state.held, source):
+        state.held = []  # a record a crash cut short: it changed nothing, and is decided again
+    if source.part != len(state.held):
+        return True  # the rest of a record whose first entries were dropped: nothing
+    state.held.append((offset, entry))
+    if not source.last:
+        return True
+    record, state.held = state.held, []
+    for at, part in record:  # a record's entries take effect together, or not at all
+        fold.apply(state.kv, part)
+        if at > state.published_through:
+            state.unpublished.append((at, part))
+    key = (source.topic, source.partition)
+    state.inputs[key] = max(source.offset, state.inputs.get(key, -1))
     return True
+
+
+def _continues(held: list[tuple[int, Any]], source: SourceRef) -> bool:
+    """`source` names the record the held entries are the first parts of."""
+    if not held:
+        return False
+    first = held[0][1].source
+    return (first.topic, first.partition, first.offset) == (source.topic, source.partition,
+                                                            source.offset)
 
 
 def skip_to(state: PartitionState[E], end: int) -> None:
