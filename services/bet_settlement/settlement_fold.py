@@ -12,8 +12,8 @@ decisions, manifests, settlements and reversals (the outbox:
 `croupier.services.infra.own_log`).
 
 `entries_of` turns what one record changed (its round transitions, its watch, its pending
-list) into the record's entries: bet entries and spot totals in chunks, the headers in the
-last one. Pure: no Kafka, no clock.
+list) into the record's entries: bet entries and spot totals in chunks of about
+`ENTRY_BYTES`, the headers in the last one. Pure: no Kafka, no clock.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from croupier.shared.events.bet_events import BetSettled, SettlementReversed
 from croupier.shared.events.event_auth import TableWatch
 from croupier.shared.events.settlement_log import (
     BETS_PER_ENTRY,
+    ENTRY_BYTES,
     SPOTS_PER_ENTRY,
     BetField,
     ChainWatch,
@@ -166,55 +167,79 @@ class _Part:
     bets: dict[tuple[str, str], BetEntry] = field(default_factory=dict)
     spots: list[SpotWrite] = field(default_factory=list)
     publish: list[Any] = field(default_factory=list)
+    size: int = 0  # about the bytes of what it holds
+
+
+class _Parts:
+    """A record's changes, cut into parts of at most `budget` bytes (as JSON, about) and
+    `BETS_PER_ENTRY` bet entries and `SPOTS_PER_ENTRY` spot totals."""
+
+    def __init__(self, budget: int) -> None:
+        self.budget = budget
+        self.parts = [_Part()]
+        self.placed: set[tuple[str, str]] = set()  # bet entries given to a part
+
+    def room(self, size: int, bets: int = 0, spots: int = 0) -> _Part:
+        part = self.parts[-1]
+        if (part.size + size > self.budget and part.size > 0) or \
+                len(part.bets) + bets > BETS_PER_ENTRY or \
+                len(part.spots) + spots > SPOTS_PER_ENTRY:
+            part = _Part()
+            self.parts.append(part)
+        part.size += size
+        return part
+
+    def bet(self, key: tuple[str, str], entry: BetEntry, also: Any = None) -> None:
+        size = len(entry.model_dump_json()) + (_size(also) if also is not None else 0)
+        part = self.room(size, bets=1)
+        part.bets[key] = entry
+        self.placed.add(key)
+        if also is not None:
+            part.publish.append(also)
+
+    def publish(self, item: Any) -> None:
+        self.room(_size(item)).publish.append(item)
+
+
+def _size(item: BaseModel) -> int:
+    return len(item.model_dump_json()) + 16
 
 
 MakeEntry = Callable[[int, int], SettlementEntry]
 
 
 def entries_of(change: Change, source: InputRef, writer: str, now: datetime,
-               bets_per_entry: int = BETS_PER_ENTRY) -> list[MakeEntry]:
-    """The record's entries, ready to chain (`make(prev, published_through)`): at most
-    `bets_per_entry` bet entries and `SPOTS_PER_ENTRY` spot totals each, what they publish
-    in the order the round book published it (by reference to a bet entry of the same
-    entry, else in full), the headers, watch and pending list in the last one."""
+               budget: int = ENTRY_BYTES) -> list[MakeEntry]:
+    """The record's entries, ready to chain (`make(prev, published_through)`): about
+    `budget` bytes of bet entries, spot totals and what they publish each, in the order the
+    round book published it (by reference to a bet entry of the same entry, else in full),
+    the headers, watch and pending list in the last one."""
     if not change.changes_state():
         return []
     changed = {(e.bet.round_id, e.bet.bet_id): e for _, t in change.transitions
                for e in t.entries.values()}
-    parts = [_Part()]
-    placed: set[tuple[str, str]] = set()  # bet entries given to a part
+    parts = _Parts(budget)
     for _, _, record in change.outputs:
         ref = _ref(record, changed)
-        if ref is not None and (ref.round_id, ref.bet_id) not in parts[-1].bets:
-            if (ref.round_id, ref.bet_id) in placed:
-                ref = None  # its entry went to an earlier part: published in full
-            elif len(parts[-1].bets) >= bets_per_entry:
-                parts.append(_Part())
-        if ref is None:
-            parts[-1].publish.append(record)
-            continue
-        key = (ref.round_id, ref.bet_id)
-        parts[-1].bets[key] = changed[key]
-        placed.add(key)
-        parts[-1].publish.append(ref)
+        key = None if ref is None else (ref.round_id, ref.bet_id)
+        if ref is not None and key in parts.parts[-1].bets:  # a refund after its reversal
+            parts.parts[-1].publish.append(ref)
+            parts.parts[-1].size += _size(ref)
+        elif key is None or key in parts.placed:  # its entry went to an earlier part
+            parts.publish(record)
+        else:
+            parts.bet(key, changed[key], ref)
     for key, entry in changed.items():  # changed, published nothing (e.g. a bet waiting)
-        if key not in placed:
-            if len(parts[-1].bets) >= bets_per_entry:
-                parts.append(_Part())
-            parts[-1].bets[key] = entry
-    spots = [SpotWrite(key=k, total=s.total) for _, t in change.transitions
-             for k, s in t.spots.items()]
-    for start in range(0, len(spots), SPOTS_PER_ENTRY):
-        chunk = spots[start:start + SPOTS_PER_ENTRY]
-        target = next((p for p in parts if not p.spots), None)
-        if target is None:
-            target = _Part()
-            parts.insert(len(parts) - 1, target)  # the last part stays the last
-        target.spots = chunk
+        if key not in parts.placed:
+            parts.bet(key, entry)
+    for _, t in change.transitions:
+        for k, s in t.spots.items():
+            spot = SpotWrite(key=k, total=s.total)
+            parts.room(_size(spot), spots=1).spots.append(spot)
     headers = [t.header for before, t in change.transitions if t.header != before]
     makes: list[MakeEntry] = []
-    for i, part in enumerate(parts):
-        last = i == len(parts) - 1
+    for i, part in enumerate(parts.parts):
+        last = i == len(parts.parts) - 1
         ref_source = source.model_copy(update={"part": i, "last": last})
         makes.append(_maker(change, part, ref_source, writer, now, headers if last else []))
     return makes

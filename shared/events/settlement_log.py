@@ -5,7 +5,7 @@ absolute values of everything it changed (the rounds' headers after it, the bet 
 it changed, the spot totals, the table's chain watch and its list of rounds still waiting
 to open) and the records it publishes, by reference to the bet entries it carries where it
 can (`OutRef`), else in full. A round's result settling thousands of bets is split over
-several entries of at most `BETS_PER_ENTRY` bet entries each; the headers, the watch and
+several entries of about `ENTRY_BYTES` each (at most `BETS_PER_ENTRY` bet entries); the headers, the watch and
 the pending list ride in the record's last entry (`source.last`), and the fold applies a
 record's entries together, once its last one is in the log
 (`croupier.services.infra.own_log`): a record cut short by a crash changed nothing and is
@@ -34,8 +34,12 @@ from croupier.shared.events.bet_events import (
 )
 from croupier.shared.events.sources import ChainedEntry
 
-BETS_PER_ENTRY = 200  # a bet entry is ~2 kB at most: an entry stays well under 1 MB
-SPOTS_PER_ENTRY = 1000  # a spot total is ~150 bytes
+# A record's changes are cut into entries of about ENTRY_BYTES of bet entries, spot totals
+# and what they publish (docs/decisions/scale.md: no record above 64 KB; Kafka's limit is
+# 1 MB), and never more than these counts
+ENTRY_BYTES = 48_000
+BETS_PER_ENTRY = 200
+SPOTS_PER_ENTRY = 1000
 
 Status = Literal["pending", "open", "closing", "closed", "settled", "voided", "annulled",
                  "unknown"]
