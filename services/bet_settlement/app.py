@@ -8,7 +8,7 @@ what its record changed, absolute values (rounds' headers, bet entries, spot tot
 table's chain watch and waiting rounds) and what it publishes. A worker assigned a
 partition folds its log partition first and resumes each input after the last record its
 log applied; the outputs of entries not known to be published are published again. No
-Faust table: nothing is kept that the log does not say (docs/decisions/ledger.md).
+Faust table: nothing is kept that the log does not say (docs/decisions/settlement-log.md).
 
 The app only wires: the own log (`own`), the decisions (`records`), the health page.
 `build_app` builds it when the worker starts; importing this module builds nothing.

@@ -14,6 +14,11 @@ Either way the fold resolves the two writers the same way everywhere, and a writ
 for an entry only once it has seen the entry land where its chain said (`Batch.verify`):
 no answer given to a client is ever contradicted by the log (docs/decisions/ledger.md).
 
+One input record may write several entries (`source.part` 0, 1, ..., the last one marked
+`source.last`): they take effect together when the last one is folded, and a record whose
+entries a crash cut short changed nothing (its held entries are dropped when the record,
+decided again, starts over at part 0).
+
 Entries write absolute values (an account's balance after, a bet's status after), never
 increments, so folding an entry over any state of the same keys that is at least as old
 gives the same result: a cache can be caught up from any offset it reflects.
