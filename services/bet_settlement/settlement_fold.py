@@ -25,8 +25,16 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from croupier.services.bet_settlement import round_book
-from croupier.services.bet_settlement.round_book import BetEntry, RoundHeader, SpotTotal
+from croupier.services.bet_settlement.round_book import (
+    BetEntry,
+    Output,
+    RoundHeader,
+    SpotTotal,
+    Transition,
+    bet_key,
+    order_key,
+    round_key,
+)
 from croupier.shared.events.bet_events import BetSettled, SettlementReversed
 from croupier.shared.events.event_auth import TableWatch
 from croupier.shared.events.settlement_log import (
@@ -66,12 +74,12 @@ class SettlementFold:
     def apply(self, kv: MutableMapping[str, Any], entry: SettlementEntry) -> None:
         for bet in entry.bets:
             table_id, round_id = bet.bet.table_id, bet.bet.round_id
-            kv[round_book.bet_key(table_id, round_id, bet.bet.bet_id)] = bet
-            kv[round_book.order_key(table_id, round_id, bet.ordinal)] = bet.bet.bet_id
+            kv[bet_key(table_id, round_id, bet.bet.bet_id)] = bet
+            kv[order_key(table_id, round_id, bet.ordinal)] = bet.bet.bet_id
         for spot in entry.spots:
             kv[spot.key] = SpotTotal(total=spot.total)
         for header in entry.headers:
-            kv[round_book.round_key(header.table_id, header.round_id)] = header
+            kv[round_key(header.table_id, header.round_id)] = header
         if entry.watch is not None:
             kv[watch_key(entry.watch.table_id)] = entry.watch
         if entry.pending is not None:
@@ -100,7 +108,7 @@ class Lookups:
     kv: Mapping[str, Any]
 
     def header(self, table_id: str, round_id: str) -> RoundHeader | None:
-        found: RoundHeader | None = self.kv.get(round_book.round_key(table_id, round_id))
+        found: RoundHeader | None = self.kv.get(round_key(table_id, round_id))
         return found
 
     def watch(self, table_id: str) -> TableWatch:
@@ -124,12 +132,12 @@ class FoldedBets:
     round_id: str
 
     def entry(self, bet_id: str) -> BetEntry | None:
-        found: BetEntry | None = self.kv.get(round_book.bet_key(self.table_id, self.round_id,
+        found: BetEntry | None = self.kv.get(bet_key(self.table_id, self.round_id,
                                                                bet_id))
         return found
 
     def bet_at(self, ordinal: int) -> str | None:
-        found: str | None = self.kv.get(round_book.order_key(self.table_id, self.round_id,
+        found: str | None = self.kv.get(order_key(self.table_id, self.round_id,
                                                              ordinal))
         return found
 
@@ -148,13 +156,13 @@ class Change:
     before), the table's watch and waiting rounds if they changed."""
 
     table_id: str
-    transitions: list[tuple[RoundHeader | None, round_book.Transition]] = field(
+    transitions: list[tuple[RoundHeader | None, Transition]] = field(
         default_factory=list)
     watch: ChainWatch | None = None
     pending: PendingRounds | None = None
 
     @property
-    def outputs(self) -> list[round_book.Output]:
+    def outputs(self) -> list[Output]:
         return [o for _, t in self.transitions for o in t.out]
 
     def changes_state(self) -> bool:
