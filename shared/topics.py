@@ -51,6 +51,9 @@ _TOPICS: tuple[tuple[str, str, str, str], ...] = (
     ("wallet.ledger", "player id (partition: the command's)", "wallet",
      "the wallet's source of truth: one chained entry per applied command, with the "
      "account, bet and spot after it and the command's input offset"),
+    ("settlement.log", "table id (partition: the input record's)", "bet-settlement",
+     "bet-settlement's source of truth: chained entries of what each applied record "
+     "changed (rounds' headers, bet entries, spot totals, chain watch) and publishes"),
     ("dead.letters", "source topic and partition", "every service",
      "records a service could not apply: where from, the error, the bytes or their digest"),
 )
@@ -96,4 +99,5 @@ def topic_catalogue(
 # history beyond their retention.
 SOURCE_OF_TRUTH: dict[str, dict[str, str]] = {
     "wallet.ledger": {"retention.ms": "-1", "retention.bytes": "-1"},
+    "settlement.log": {"retention.ms": "-1", "retention.bytes": "-1"},
 }

@@ -10,8 +10,9 @@ State that does not grow with the round. A round is stored as
   decision and its settlement;
 - an ordinal index (key `<table>:<round>/n/<k>` -> bet id, k = 1..received), so opening,
   closing, settling and voiding walk the round's bets with one point read each.
-`RoundBets` is the read side the functions need; the service backs it with its Faust tables,
-tests with an in-memory `RoundBook`.
+`RoundBets` is the read side the functions need; the service backs it with the fold of its
+own log (`settlement_fold`), tests with an in-memory `RoundBook`. The models themselves are
+the log's (`croupier.shared.events.settlement_log`).
 
 A record seen again re-publishes what was decided the first time (the first publication may
 have been lost in a crash; consumers are idempotent on the ids), and never decides twice.
@@ -43,13 +44,12 @@ import logging
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Annotated, Any, Literal, Protocol
+from typing import Any, Protocol
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from croupier.shared.bets import MAIN_BETS, TIGER_WAGERS
 from croupier.shared.events.bet_events import (
-    EMPTY_DIGEST,
     BetAccepted,
     BetFacts,
     BetPlaced,
@@ -64,6 +64,10 @@ from croupier.shared.events.bet_events import (
     settlement_id,
 )
 from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.settlement_log import BetEntry as BetEntry
+from croupier.shared.events.settlement_log import RoundHeader as RoundHeader
+from croupier.shared.events.settlement_log import SpotTotal as SpotTotal
+from croupier.shared.events.settlement_log import Status as Status
 from croupier.shared.events.table import (
     BettingClosed,
     RoundAnnulled,
@@ -75,66 +79,8 @@ from croupier.shared.profile import ProfileError, UnknownProfileError, round_pro
 from croupier.shared.settlement import Bet, BetError, settle, validate_bet, validate_in_round
 
 log = logging.getLogger(__name__)
-Status = Literal["pending", "open", "closing", "closed", "settled", "voided", "annulled",
-                 "unknown"]
 Output = tuple[str, str, BaseModel]  # topic, key, record
 Amounts = Callable[[BetPlaced], tuple[str, int]]  # a bet -> (outcome, amount returned)
-Decision = Annotated[BetAccepted | BetRejected, Field(discriminator="type")]
-
-
-class RoundHeader(BaseModel):
-    """What every record of the round needs; bounded whatever the number of bets."""
-
-    model_config = ConfigDict(frozen=True)
-
-    table_id: str
-    round_id: str
-    status: Status = "pending"
-    profile: str | None = None
-    profile_version: int | None = None  # pinned by RoundOpened: the round's rules
-    received: int = 0  # distinct bet ids stored (the ordinal index runs 1..received)
-    accepted: int = 0
-    total_stake: int = 0  # of the accepted bets, minor units
-    digest: str = EMPTY_DIGEST  # manifest digest of the accepted bet ids, kept incrementally
-    manifest: RoundManifest | None = None
-    cause: str | None = None  # the result id or "void:<table>:<round>" that settled it
-    closes_at: datetime | None = None  # the announced close (RoundOpened.betting_closes_at)
-    closed_at: datetime | None = None  # the close's time (BettingClosed.occurred_at)
-    deferred: int = 0  # bets placed at/after closes_at, waiting undecided for the close
-    # wallet-commands partitions whose intake marks were read (bounded by the count)
-    covered: tuple[int, ...] = ()
-    partition_count: int | None = None
-    annulled_by: str | None = None  # the RoundAnnulled's event id
-    latest_accepted: datetime | None = None  # the latest placed_at among the accepted bets
-
-
-class SpotTotal(BaseModel):
-    """A player's accepted stake on one spot (bet id, position) of the round, and the
-    ordinal of the last bet that added to it (its entry holds the total before it)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    total: int
-    last: int
-
-
-class BetEntry(BaseModel):
-    """One bet of the round: what was placed, what was decided, how it was settled."""
-
-    model_config = ConfigDict(frozen=True)
-
-    ordinal: int
-    bet: BetPlaced
-    decision: Decision | None = None
-    settlement: BetSettled | None = None
-    # accepted bets: the spot's total before this bet, and the ordinal of the spot's
-    # previous contributor (0: none), so a spot total a crash kept ahead of its header can
-    # be walked back
-    spot_before: int | None = None
-    spot_prev: int = 0
-    # a management void after completion: the reversal of `settlement`, then the refund
-    reversal: SettlementReversed | None = None
-    refund: BetSettled | None = None
 
 
 class RoundBets(Protocol):
@@ -144,10 +90,7 @@ class RoundBets(Protocol):
 
     def bet_at(self, ordinal: int) -> str | None: ...
 
-    def spot(self, key: str) -> SpotTotal | None:
-        """The spot's total as the round's header knows it (a total written by a write the
-        header never saw is walked back)."""
-        ...
+    def spot(self, key: str) -> SpotTotal | None: ...
 
 
 @dataclass(frozen=True)
@@ -191,23 +134,6 @@ _FACT_FIELDS = tuple(name for name in BetFacts.model_fields if name != "schema_v
 
 def _reject(bet: BetPlaced, code: str, message: str, now: datetime) -> BetRejected:
     return BetRejected(**_facts(bet), reason_code=code, message=message, decided_at=now)
-
-
-def effective_spot(spot: SpotTotal | None, received: int,
-                   written_at: Callable[[int], BetEntry | None]) -> SpotTotal | None:
-    """A stored spot total as a header that counted `received` bets knows it. Spot totals
-    are written after their entries and before the header, in one changelog partition: a
-    crash can keep a total whose last contributors are past the header's count (never
-    recorded, their bets are redelivered). Walk back through those contributors' entries
-    (`written_at(ordinal)`: each holds the total before it and the previous contributor)."""
-    while spot is not None and spot.last > received:
-        entry = written_at(spot.last)
-        if entry is None or entry.spot_before is None:
-            log.error("spot total: contributor #%d unreadable; counting from 0", spot.last)
-            return None
-        spot = SpotTotal(total=entry.spot_before, last=entry.spot_prev) \
-            if entry.spot_prev else None
-    return spot
 
 
 def _out(record: BaseModel, table_id: str) -> Output:
@@ -302,9 +228,8 @@ class _Writer:
         self.update(accepted=h.accepted + 1, total_stake=h.total_stake + bet.stake,
                     digest=digest_add(h.digest, bet.bet_id),
                     latest_accepted=max(filter(None, (h.latest_accepted, bet.placed_at))))
-        self.spots[key] = SpotTotal(total=before + bet.stake, last=entry.ordinal)
-        self.entries[bet.bet_id] = entry.model_copy(
-            update={"spot_before": before, "spot_prev": spot.last if spot else 0})
+        self.spots[key] = SpotTotal(total=before + bet.stake)
+        self.entries[bet.bet_id] = entry
         return BetAccepted(**_facts(bet), decided_at=now)
 
     def _has_main_bet(self, player_id: str) -> bool:

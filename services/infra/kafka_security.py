@@ -52,6 +52,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "bets.settled": ("bet-settlement",),
     "wallet.transactions": ("wallet",),
     "wallet.ledger": ("wallet",),
+    "settlement.log": ("bet-settlement",),
     # each service writes what it could not apply; the operator re-drives as admin
     "dead.letters": ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
 }
@@ -67,6 +68,7 @@ READERS: dict[str, tuple[str, ...]] = {
     "bets.settled": ("wallet",),
     "wallet.transactions": (),
     "wallet.ledger": ("wallet",),  # its own state: folded on every assignment
+    "settlement.log": ("bet-settlement",),  # likewise
     "dead.letters": (),  # the operator reads it (croupier dead-letters)
 }
 

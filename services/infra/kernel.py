@@ -70,8 +70,9 @@ MAX_CONFLICTS = 5  # a batch decided again this often lost its partition for goo
 @dataclass
 class Decided(Generic[E]):
     """What `decide` made of one input record: its entries (none if it changes nothing;
-    several for a record that changes many keys, the last one marked `source.last`), the
-    records it sends regardless (dead letters), and what its waiter is told."""
+    several for a record that changes many keys, numbered by `source.part`, the last one
+    marked `source.last`: they take effect together), the records it sends regardless
+    (dead letters), and what its waiter is told."""
 
     entries: list[MakeEntry] = field(default_factory=list)
     also: list[Record] = field(default_factory=list)

@@ -19,6 +19,11 @@ not by predicted offsets: a batch shifted by a rival's records could otherwise h
 later entry's predicted `prev` fall on an earlier valid entry of its own, and fold an
 entry decided on a state the log never had; the crash simulator found that.)
 
+One input record may write several entries (`source.part` 0, 1, ..., the last one marked
+`source.last`): they take effect together when the last one is folded, and a record whose
+entries a crash cut short changed nothing (its held entries are dropped when the record,
+decided again, starts over at part 0).
+
 Entries write absolute values (an account's balance after, a bet's status after), never
 increments, so folding an entry over any state of the same keys that is at least as old
 gives the same result: a cache can be caught up from any offset it reflects.
@@ -54,6 +59,11 @@ class SourceRef(Protocol):
     def last(self) -> bool:
         """The input record's last entry (one record may write several, e.g. a round's
         result settling thousands of bets): only then is the record applied."""
+        ...
+
+    @property
+    def part(self) -> int:
+        """The entry's place among its record's entries (0: the first)."""
         ...
 
 
@@ -101,6 +111,8 @@ class PartitionState(Generic[E]):
     published_through: int = -1
     unpublished: list[tuple[int, E]] = field(default_factory=list)  # valid, maybe unpublished
     void: int = 0  # void entries seen (a zombie's, or a writer's that lost a race)
+    # valid entries of a record whose last entry is not in the log yet: applied with it
+    held: list[tuple[int, E]] = field(default_factory=list)
 
     def resume_at(self, topic: str, partition: int) -> int:
         """The first offset of an input partition that this log has not applied."""
@@ -117,20 +129,37 @@ def fold_entry(state: PartitionState[E], offset: int, entry: E, fold: Fold[E]) -
     if entry.prev != state.head_id or offset <= state.head:
         state.void += 1
         return False
-    fold.apply(state.kv, entry)
     state.head = offset
     state.head_id = entry.entry_id
-    source = entry.source
-    if source.last:  # a record whose entries landed only in part is decided again
-        key = (source.topic, source.partition)
-        state.inputs[key] = max(source.offset, state.inputs.get(key, -1))
     if entry.published_through > state.published_through:
         state.published_through = entry.published_through
         state.unpublished = [(o, e) for o, e in state.unpublished
                              if o > state.published_through]
-    if offset > state.published_through:
-        state.unpublished.append((offset, entry))
+    source = entry.source
+    if source.part == 0 or not _continues(state.held, source):
+        state.held = []  # a record a crash cut short: it changed nothing, and is decided again
+    if source.part != len(state.held):
+        return True  # the rest of a record whose first entries were dropped: nothing
+    state.held.append((offset, entry))
+    if not source.last:
+        return True
+    record, state.held = state.held, []
+    for at, part in record:  # a record's entries take effect together, or not at all
+        fold.apply(state.kv, part)
+        if at > state.published_through:
+            state.unpublished.append((at, part))
+    key = (source.topic, source.partition)
+    state.inputs[key] = max(source.offset, state.inputs.get(key, -1))
     return True
+
+
+def _continues(held: list[tuple[int, Any]], source: SourceRef) -> bool:
+    """`source` names the record the held entries are the first parts of."""
+    if not held:
+        return False
+    first = held[0][1].source
+    return (first.topic, first.partition, first.offset) == (source.topic, source.partition,
+                                                            source.offset)
 
 
 def skip_to(state: PartitionState[E], end: int) -> None:

@@ -17,6 +17,7 @@ from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.inputs import DealerInput
 from croupier.shared.events.rejections import InputRefused
 from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.settlement_log import SettlementEntry
 from croupier.shared.events.table import TableEvent
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.events.wallet_ledger import LedgerEntry
@@ -33,6 +34,7 @@ TOPIC_TYPES: dict[str, Any] = {
     "bets.settled": BetEnding,  # settlements and their reversals
     "wallet.transactions": WalletTransaction,
     "wallet.ledger": LedgerEntry,
+    "settlement.log": SettlementEntry,
     "dead.letters": DeadLetter,
 }
 

@@ -3,7 +3,7 @@ and what a worker resumes after (`croupier.services.infra.own_log`)."""
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 
 class InputRef(BaseModel):
@@ -17,3 +17,21 @@ class InputRef(BaseModel):
     last: bool = Field(default=True, description="The record's last entry: only then is the "
                                                  "record applied (one record may write "
                                                  "several).")
+    part: int = Field(default=0, ge=0, description="The entry's place among its record's "
+                                                   "entries: 0 starts the record (entries "
+                                                   "of one a crash cut short are dropped).")
+
+
+class ChainedEntry(BaseModel):
+    """What every entry of a service's own log carries, whatever else it holds: its place
+    in the partition's chain, its writer, its input record and the outbox's mark."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    entry_id: str = Field(description="Unique to its writer's life: `<writer>:<n>`.")
+    prev: str = Field(description="The id of the partition's previous valid entry; \"\" "
+                                  "for the first.")
+    source: InputRef
+    published_through: int = Field(ge=-1, description="Every output of the entries up to "
+                                                      "this offset was acknowledged.")
+    recorded_at: AwareDatetime

@@ -21,7 +21,7 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from croupier.shared.events.bet_events import BetPlaced
-from croupier.shared.events.sources import InputRef
+from croupier.shared.events.sources import ChainedEntry
 from croupier.shared.events.wallet_events import WalletTransaction
 
 # "reversed": a settled bet whose settlement a management void took back; its refund
@@ -66,18 +66,12 @@ class SpotTotal(BaseModel):
     total: int = Field(ge=0)
 
 
-class LedgerEntry(BaseModel):
+class LedgerEntry(ChainedEntry):
     """One applied command: its movement and every fact it changed, absolute values only
     (so folding an entry twice, or over a newer state of the same keys, is harmless)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
     schema_version: Literal[1] = 1
     type: Literal["ledger_entry"] = "ledger_entry"
-    entry_id: str = Field(description="Unique to its writer's life: `<writer>:<n>`.")
-    prev: str = Field(description="The id of the partition's previous valid entry; \"\" "
-                                  "for the first.")
-    source: InputRef
     command: CommandKind
     account: Account = Field(description="The account after the command.")
     tx: WalletTransaction | None = Field(default=None, description="The movement, if any.")
@@ -86,6 +80,3 @@ class LedgerEntry(BaseModel):
     spot: SpotTotal | None = None
     placed: BetPlaced | None = Field(default=None, description="The funded bet this entry "
                                                                "publishes on bets.placed.")
-    published_through: int = Field(ge=-1, description="Every output of the entries up to "
-                                                      "this offset was acknowledged.")
-    recorded_at: AwareDatetime

@@ -97,27 +97,6 @@ def test_seed002_table_maximum_adds_up_the_clicks_on_one_spot():
     assert codes(out) == ["accepted", "accepted", "spot_maximum"]
 
 
-def test_seed002_table_maximum_spot_total_kept_by_a_crash_ahead_of_its_header_is_walked_back():
-    """Spot totals are written before the header: after a crash that lost the header, the
-    redelivered bets count the spot from what the header knew, not twice."""
-    state = round_book.on_table_event(None, opened(), NOW)[0]
-    state, _ = run(state, placed("a", stake=2_000_000))
-    header_before = state.header
-    lost, _ = run(state, placed("b", stake=2_000_000), placed("c", stake=1_000_000))
-    key = round_book.spot_key("T1", "R1", "p1", "player", None)
-    assert lost.spot(key) == round_book.SpotTotal(total=MAX, last=3)
-
-    def written_at(k):
-        return lost.entries[lost.order[k]]
-    assert round_book.effective_spot(lost.spot(key), header_before.received, written_at) == \
-        round_book.SpotTotal(total=2_000_000, last=1)
-    # the crash: the entries and the spot total survived, the header did not
-    crashed = round_book.RoundBook(header_before, lost.entries, lost.order, {
-        key: round_book.effective_spot(lost.spot(key), header_before.received, written_at)})
-    _, out = run(crashed, placed("b", stake=2_000_000), placed("c", stake=1_000_000))
-    assert codes(out) == ["accepted", "accepted"]
-
-
 def test_seed002_wallet_refuses_a_second_bet_past_the_spot_maximum_at_its_door():
     led = SpotLedger(deposit=3 * MAX)
 

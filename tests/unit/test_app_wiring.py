@@ -49,11 +49,12 @@ def test_importing_a_service_builds_nothing_and_build_app_wires_it(tmp_path):
     wallet = seen["croupier.services.wallet"]
     assert wallet["agents"] == ["croupier.services.wallet.app.accounts_agent",
                                 "croupier.services.wallet.app.bet_endings_agent"]
-    assert wallet["tables"] == []  # its state is the fold of wallet.ledger, no Faust table
+    assert wallet["tables"] == []  # its state is the fold of wallet.ledger
     assert {"/health", "/metrics", "/players/{player_id}/bets"} <= set(wallet["routes"])
     assert seen["croupier.services.dealer_event"]["routes"] == ["/health", "/inputs", "/metrics",
                                                        "/tables/{table_id}"]
-    assert seen["croupier.services.bet_settlement"]["tables"] == ["pending-rounds", "rounds",
-                                                         "table-chains"]
+    settlement = seen["croupier.services.bet_settlement"]
+    assert settlement["tables"] == []  # its state is the fold of settlement.log
+    assert settlement["agents"] == ["croupier.services.bet_settlement.app.settlement_agent"]
     assert seen["croupier.services.game_evaluation"]["agents"] == [
         "croupier.services.game_evaluation.app.evaluate"]

@@ -1,8 +1,8 @@
-"""bet-settlement's agent without a broker (issue 13, item 6): the real batch code
-(`settle_batch`, `apply_batch`, `step`) and the agent's own body over `run_batches`, with
-its Faust tables as dicts and the producer as a test double
-(tests/unit/agent_loop_support.py). The round is the one tests/round_builder.py records as
-the services write it, so what the agent publishes is checked against that.
+"""bet-settlement's records on the kernel without a broker (issue 13, item 6; issue 17): the
+real batch code (`kernel.apply_batch` over `SettlementRecords.decide/answer` and the fold of
+`settlement.log`), with the own log in memory and the producer as a test double
+(tests/unit/settlement_log_support.py). The round is the one tests/round_builder.py records
+as the services write it, so what the service publishes is checked against that.
 
 What a player relies on: every bet of a round is decided and then settled by the rules, in
 the order the records were read, whatever the batches; a record the service cannot read is
@@ -10,22 +10,19 @@ dead-lettered and the round still settles; a redelivered batch moves nothing twi
 
 from __future__ import annotations
 
-import asyncio
-import copy
 import json
 from datetime import timedelta
 
 import pytest
 
-from croupier.services.bet_settlement import app as settlement
 from croupier.services.infra.clock import ManualClock
 from croupier.shared.events.bet_events import BetPlaced
 from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.wallet_events import tx_id
 from tests.round_builder import RecordedRound
-from tests.unit.agent_loop_support import Broker, Event, built_app, run_agent
+from tests.unit.agent_loop_support import Event
+from tests.unit.settlement_log_support import LogBroker, Worker, patch_kernel
 
-TABLES = ("rounds", "pending_rounds", "table_chains")
 # stakes within sbo-baccarat's limits; round_builder's cards (banker 6 on two cards): alice
 # wins her banker bet and loses her player bet, bob's fortune six wins
 BETS = (("b1", "alice", "banker", 1_000), ("b2", "alice", "player", 2_000),
@@ -38,21 +35,15 @@ def rec() -> RecordedRound:
 
 
 @pytest.fixture
-def tables(monkeypatch, rec) -> dict[str, dict]:
-    """The agent's tables as dicts (one partition's store of a running worker)."""
-    built_app(settlement)
-    stores = {name: {} for name in TABLES}
-    for name, store in stores.items():
-        monkeypatch.setattr(settlement, name, store)
-    monkeypatch.setattr(settlement, "clock", ManualClock(rec.t0 + timedelta(minutes=1)))
-    return stores
+def broker(monkeypatch) -> LogBroker:
+    fake = LogBroker()
+    patch_kernel(monkeypatch, fake)
+    return fake
 
 
 @pytest.fixture
-def broker(monkeypatch) -> Broker:
-    fake = Broker()
-    monkeypatch.setattr(settlement, "publish_all", fake.publish_all)
-    return fake
+def worker(rec, broker) -> Worker:
+    return Worker(broker, ManualClock(rec.t0 + timedelta(minutes=1)))
 
 
 def placed(rec: RecordedRound, bet_id: str, player: str, bet: str, stake: int) -> BetPlaced:
@@ -82,11 +73,7 @@ def round_records(rec: RecordedRound, poison: bytes | None = None) -> list[Event
     return events
 
 
-def settle(events: list[Event]) -> None:
-    asyncio.run(settlement.settle_batch(events))
-
-
-def decisions(broker: Broker) -> list[dict]:
+def decisions(broker: LogBroker) -> list[dict]:
     return [json.loads(v) for t, _, v in broker.published if t in ("bets.decisions",
                                                                    "bets.settled")]
 
@@ -107,57 +94,48 @@ def summary(records: list[dict]) -> list[tuple]:
             (r["type"], r["bet_id"], r.get("outcome"), r.get("returned")) for r in records]
 
 
-def test_a_round_read_in_one_batch_is_decided_then_settled_by_the_rules(rec, tables, broker):
-    settle(round_records(rec))
+def test_a_round_read_in_one_batch_is_decided_then_settled_by_the_rules(rec, worker, broker):
+    worker.apply(round_records(rec))
     assert summary(decisions(broker)) == expected(rec)
     assert [o for _, _, o, _ in expected(rec)[-3:]] == ["win", "lose", "win"]  # not vacuous
-    assert broker.kinds() == ["publish"]  # everything a batch decided, sent together
+    assert broker.kinds() == ["publish", "flush"]  # everything a batch decided, sent together
     assert {t for t, _, _ in broker.published} == {"bets.decisions", "bets.settled"}
 
 
-def test_the_same_records_in_batches_of_any_size_settle_the_same(rec, tables, broker):
+def test_the_same_records_in_batches_of_any_size_settle_the_same(rec, monkeypatch):
     records = round_records(rec)
     for size in (1, 3):
-        for name in TABLES:
-            tables[name].clear()
-        broker.steps.clear()
+        broker = LogBroker()
+        patch_kernel(monkeypatch, broker)
+        worker = Worker(broker, ManualClock(rec.t0 + timedelta(minutes=1)))
         for start in range(0, len(records), size):
-            settle(records[start:start + size])
+            worker.apply(records[start:start + size])
         assert summary(decisions(broker)) == expected(rec), size
 
 
-def test_a_poison_record_is_dead_lettered_and_the_round_still_settles(rec, tables, broker):
-    settle(round_records(rec, poison=b'{"type": "bet_placed", "stake": "lots"'))
+def test_a_poison_record_is_dead_lettered_and_the_round_still_settles(rec, worker, broker):
+    worker.apply(round_records(rec, poison=b'{"type": "bet_placed", "stake": "lots"'))
     assert summary(decisions(broker)) == expected(rec)
     (letter,) = [DeadLetter.model_validate_json(v) for t, _, v in broker.published
                  if t == "dead.letters"]
     assert (letter.service, letter.topic, letter.offset) == ("bet-settlement", "bets.placed", 1)
-    in_order = broker.topics()
-    assert in_order.index("dead.letters") == 1  # in its place: after b1's decision, before b2's
+    # the kernel sends a batch's dead letters with its entries, before their outputs
+    assert broker.topics().index("dead.letters") == 0
 
 
-def test_a_redelivered_batch_publishes_the_same_decisions_and_changes_no_state(rec, tables,
-                                                                               broker):
+def test_a_redelivered_batch_publishes_nothing_again_and_changes_no_state(rec, worker, broker):
     records = round_records(rec)
-    settle(records)
-    first, state = decisions(broker), copy.deepcopy(tables)
+    worker.apply(records)
+    first, state, entries = decisions(broker), dict(worker.kv()), list(broker.log[0])
     broker.steps.clear()
-    settle(records)  # a crash before the offsets were committed: read again
-    assert summary(decisions(broker)) == summary(first)
+    worker.apply(records)  # a crash before the offsets were committed: read again
+    assert decisions(broker) == []  # the own log holds them: applied once, published once
+    assert worker.kv() == state and broker.log[0] == entries
+    # a new worker (the first one crashed before its outputs were acknowledged) folds the
+    # log and publishes the same records again: same ids, the wallet pays once
+    again = Worker(broker, ManualClock(rec.t0 + timedelta(minutes=2)), writer="w1")
+    again.apply(records)
     assert [r.get("settlement_id") for r in decisions(broker)] == [
-        r.get("settlement_id") for r in first]  # same ids: the wallet pays once
-    assert tables == state
-
-
-def test_the_agent_acks_each_record_only_after_its_outputs_are_published_and_flushed(
-        monkeypatch, rec, tables, broker):
-    records = round_records(rec)
-    run_agent(monkeypatch, settlement.settlement_agent, settlement.app.conf.id, broker, records)
-    assert summary(decisions(broker)) == expected(rec)
-    acks = [(step[1], step[2]) for step in broker.steps if step[0] == "ack"]
-    assert acks == [(e.message.topic, e.message.offset) for e in records]
-    result_ack = broker.steps.index(("ack", "round.results", 0))
-    last_settled = max(i for i, step in enumerate(broker.steps) if step[0] == "publish"
-                       and any(t == "bets.settled" for t, _, _ in step[1]))
-    assert last_settled < result_ack
-    assert ("flush",) in broker.steps[last_settled:result_ack]
+        r.get("settlement_id") for r in first]
+    assert summary(decisions(broker)) == summary(first)
+    assert again.kv() == state and broker.log[0] == entries

