@@ -51,6 +51,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "bets.decisions": ("bet-settlement",),
     "bets.settled": ("bet-settlement",),
     "wallet.transactions": ("wallet",),
+    "evaluation.log": ("game-evaluation",),
     "wallet.ledger": ("wallet",),
     # each service writes what it could not apply; the operator re-drives as admin
     "dead.letters": ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
@@ -66,6 +67,7 @@ READERS: dict[str, tuple[str, ...]] = {
     "bets.decisions": ("wallet",),
     "bets.settled": ("wallet",),
     "wallet.transactions": (),
+    "evaluation.log": ("game-evaluation",),  # its own state: folded on every assignment
     "wallet.ledger": ("wallet",),  # its own state: folded on every assignment
     "dead.letters": (),  # the operator reads it (croupier dead-letters)
 }

@@ -5,6 +5,7 @@ import pytest
 from croupier.shared.topics import (
     DAY_MS,
     DEFAULT_RETENTION_MS,
+    SOURCE_OF_TRUTH,
     TOPIC_NAMES,
     RetentionTooShortError,
     topic_catalogue,
@@ -14,6 +15,7 @@ ARCHITECTURE_TOPICS = {
     "dealer.inputs", "table.events", "dealer.rejections", "round.results",
     "bets.placed", "bets.decisions", "bets.settled", "wallet.transactions",
     "dead.letters",  # issue 11: what a consumer could not apply, never dropped silently
+    "evaluation.log",  # issue 17: game-evaluation's own log, its state
 }
 
 
@@ -24,6 +26,9 @@ def test_catalogue_names_every_topic_of_the_architecture():
 
 def test_defaults_keep_a_week_and_delete_old_segments():
     for spec in topic_catalogue():
+        if spec.name in SOURCE_OF_TRUTH:  # a service's own log: its state, kept forever
+            assert spec.configs["retention.ms"] == spec.configs["retention.bytes"] == "-1"
+            continue
         assert spec.configs["retention.ms"] == str(DEFAULT_RETENTION_MS) == str(7 * DAY_MS)
         assert spec.configs["cleanup.policy"] == "delete"
         assert int(spec.configs["segment.ms"]) <= DEFAULT_RETENTION_MS
