@@ -2,8 +2,10 @@
 and recovery, and the one step that decides an entry.
 
 An entry writes one key, `e/<table id>` -> the table's `EvaluationState` after its event
-(absolute), and publishes its result, if it has one, on `round.results` (the outbox:
-`croupier.services.infra.own_log`). `step` runs the evaluator against a folded state (the
+(absolute), and publishes its result, if it has one, on `round.results`, and the dead
+letter of a refused event that flagged its table on `dead.letters` (the outbox:
+`croupier.services.infra.own_log`: lost in a crash, they are published again from the
+entry). `step` runs the evaluator against a folded state (the
 batch's scratch) and says what the event changes: nothing (a redelivery, an event already
 seen), or the state after it and maybe a result.
 
@@ -23,7 +25,9 @@ from croupier.services.game_evaluation.evaluator import (
     TableFlagged,
     observe_verified,
 )
+from croupier.services.infra.dead_letters import record_of
 from croupier.services.infra.own_log import Record, Writes
+from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.evaluation_log import EvaluationEntry
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.sources import InputRef
@@ -49,10 +53,13 @@ class EvaluationFold:
         kv[state_key(entry.state.table_id)] = entry.state
 
     def outputs(self, entry: EvaluationEntry) -> list[Record]:
-        if entry.result is None:
-            return []
-        return [("round.results", entry.result.table_id.encode(),
-                 entry.result.model_dump_json().encode())]
+        out: list[Record] = []
+        if entry.result is not None:
+            out.append(("round.results", entry.result.table_id.encode(),
+                        entry.result.model_dump_json().encode()))
+        if entry.dead_letter is not None:
+            out.append(record_of(entry.dead_letter))
+        return out
 
 
 EVALUATION_FOLD = EvaluationFold()
@@ -75,10 +82,10 @@ class Step:
         return self.after != self.before
 
     def entry(self, entry_id: str, prev: str, published_through: int, source: InputRef,
-              now: datetime) -> EvaluationEntry:
+              now: datetime, dead_letter: DeadLetter | None = None) -> EvaluationEntry:
         return EvaluationEntry(entry_id=entry_id, prev=prev, source=source, state=self.after,
-                               result=self.result, published_through=published_through,
-                               recorded_at=now)
+                               result=self.result, dead_letter=dead_letter,
+                               published_through=published_through, recorded_at=now)
 
 
 def step(kv: Mapping[str, Any], event: TableEventBase, key: bytes,

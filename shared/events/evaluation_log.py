@@ -3,7 +3,8 @@ changed a table's progress.
 
 An `EvaluationEntry` carries the table's `EvaluationState` after the event (absolute: the
 chain head, the round in play, the flag), the result it publishes on `round.results` if
-the event completed a round, and where in `table.events` the event stood (`source`).
+the event completed a round (or, for a refused event that flagged its table, its dead
+letter), and where in `table.events` the event stood (`source`).
 game-evaluation's state is the fold of its entries
 (`croupier.services.game_evaluation.evaluation_fold`); an event that changes nothing (a
 redelivery, an event already seen) writes nothing.
@@ -24,6 +25,7 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.sources import InputRef
 
@@ -73,6 +75,10 @@ class EvaluationEntry(BaseModel):
     result: RoundResultPublished | None = Field(
         default=None, description="The result it publishes on round.results (the event "
                                   "completed a round).")
+    dead_letter: DeadLetter | None = Field(
+        default=None, description="The dead letter it publishes on dead.letters: the event "
+                                  "was refused (forged, altered, out of order) and flagged "
+                                  "its table.")
     published_through: int = Field(ge=-1, description="Every output of the entries up to "
                                                       "this offset was acknowledged.")
     recorded_at: AwareDatetime

@@ -198,7 +198,7 @@ def test_an_unreadable_record_is_dead_lettered_and_the_next_one_evaluated():
     assert [r.round_id for r in io.results()] == ["R1"]
 
 
-def test_a_forged_event_is_dead_lettered_and_its_table_flagged_in_its_entry():
+def test_a_forged_event_is_dead_lettered_from_the_entry_that_flags_its_table():
     chain = opened_round()
     forged = chain.card(FORGED, 3, append=False)
     real = chain.card(REAL, 3)
@@ -214,7 +214,32 @@ def test_a_forged_event_is_dead_lettered_and_its_table_flagged_in_its_entry():
     assert len(io.dead_letters()) == 1
     flagged = io.entries()[-2]
     assert flagged.source.offset == 6 and flagged.state.flagged
+    # the dead letter is the entry's output: a crash before it was sent loses nothing
+    assert flagged.dead_letter is not None and flagged.dead_letter.offset == 6
+    assert EVALUATION_FOLD.outputs(flagged) == [r for r in io.published
+                                                if r[0] == "dead.letters"]
     assert flagged.state.last_seq == chain.events[-2].seq  # the forgery moved nothing
     assert io.results() == []  # the real card completes the round on a flagged table
     assert state_of(own.states[0].kv, "T1").flagged
     assert parse_table_event(values[-1]).seq == io.entries()[-1].state.last_seq
+
+
+def test_a_dead_letter_lost_in_a_crash_is_published_again_from_its_entry():
+    chain = opened_round()
+    forged = chain.card(FORGED, 3, append=False)
+    values = [*wire(chain), forged.model_dump_json().encode()]
+    io = MemoryIO()
+    own, evaluations = worker(io)
+
+    async def crash(records):  # the entries landed; the worker dies before its outputs
+        raise RuntimeError("kill -9")
+    io.publish = crash
+    try:
+        run(own, evaluations, records(values), batch=len(values))
+    except RuntimeError:
+        pass
+    del io.publish  # the broker again
+    assert io.published == [] and io.entries()[-1].dead_letter is not None
+    successor, _ = worker(io, "w2")
+    asyncio.run(successor.recover(0))
+    assert len(io.dead_letters()) == 1
