@@ -2,14 +2,14 @@
 and recovery, and the one step that decides an entry.
 
 An entry writes one key, `e/<table id>` -> the table's `EvaluationState` after its event
-(absolute), and publishes its result, if it has one, on `round.results`, and the dead
-letter of a refused event that flagged its table on `dead.letters` (the outbox:
+(absolute). It publishes its result, if it has one, on `round.results`, and the dead
+letter of a refused event that flagged its table on `dead.letters` (the outbox,
 `croupier.services.infra.own_log`: lost in a crash, they are published again from the
-entry). `step` runs the evaluator against a folded state (the
-batch's scratch) and says what the event changes: nothing (a redelivery, an event already
-seen), or the state after it and maybe a result.
+entry). `step` runs the evaluator against a folded state (the batch's scratch) and says
+what the event changes: nothing (a redelivery, an event already seen), or the state after
+it and maybe a result.
 
-Pure: no Kafka, no clock.
+Pure functions: no I/O, no clock (`record_of` is only the dead letters' record layout).
 """
 
 from __future__ import annotations
