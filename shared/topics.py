@@ -48,6 +48,9 @@ _TOPICS: tuple[tuple[str, str, str, str], ...] = (
      "one settlement per accepted bet: win, lose, push or void refund"),
     ("wallet.transactions", "player id", "wallet",
      "every debit, credit and refund, with its idempotency key"),
+    ("evaluation.log", "table id (partition: the table event's)", "game-evaluation",
+     "game-evaluation's source of truth: one chained entry per table event that changed a "
+     "table's progress, with the table's state after it, its result and the event's offset"),
     ("wallet.ledger", "player id (partition: the command's)", "wallet",
      "the wallet's source of truth: one chained entry per applied command, with the "
      "account, bet and spot after it and the command's input offset"),
@@ -98,6 +101,7 @@ def topic_catalogue(
 # is never deleted by time (docs/decisions/ledger.md); the archive keeps the other topics'
 # history beyond their retention.
 SOURCE_OF_TRUTH: dict[str, dict[str, str]] = {
+    "evaluation.log": {"retention.ms": "-1", "retention.bytes": "-1"},
     "wallet.ledger": {"retention.ms": "-1", "retention.bytes": "-1"},
     "settlement.log": {"retention.ms": "-1", "retention.bytes": "-1"},
 }

@@ -1,35 +1,37 @@
 """game-evaluation as a Faust worker: `table.events` in, `round.results` out.
 
-Per-table progress lives in a Faust table keyed by table id (changelog-backed, so it
-survives a restart and moves with its partition when several workers split the
-tables). Records are taken in batches: a batch is evaluated in order (one table's
-events stay in order: one partition holds them), every result it completes is
-published and the acks awaited together, and only then is the progress stored (run_batches
-flushes it to its changelog before the batch's offsets are committed: a worker taking over
-would otherwise recover progress older than the offset it resumes from, see a gap in the
-chain and never publish those results). A crash in between
-republishes identical records (same result_id, same content), which consumers dedupe.
+Its state is the fold of its own log, `evaluation.log` (one chained entry per table event
+that changed a table's progress, on the event's own partition of `table.events`): each
+table's `EvaluationState` is what its last valid entry wrote (`evaluation_fold`), and each
+result is an output of the entry that completed its round, published only once the entry
+is verified in the log, and again by a worker recovering a partition whose outbox holds it
+(consumers dedupe on `result_id`). The agent runs on the kernel
+(`croupier.services.infra.kernel`): a worker assigned a partition folds that partition of
+its own log first and resumes `table.events` after the last event the log applied (the
+consumer group's commit only saves time). No Faust table: nothing is kept that the log
+does not say (docs/decisions/ledger.md).
+
+The app only wires: the own log (`own`), the decisions (`decisions.Evaluations`), the
+`/health` page. `build_app` builds it all when the worker starts; importing this module
+builds nothing.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
-from datetime import UTC, datetime
-from typing import Any
+import uuid
 
 import faust
 from faust import web
 
-from croupier.services.game_evaluation.evaluator import EvaluationState, TableFlagged, observe_verified
-from croupier.services.infra import metrics, observability
-from croupier.services.infra.batching import Record, processing, publish_all, run_batches, until_applied
-from croupier.services.infra.dead_letters import flag_table, give_up_on
-from croupier.services.infra.faust_app import make_app, tables_recovered, topic
+from croupier.services.game_evaluation.decisions import Evaluations
+from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD, EVALUATION_LOG_TOPIC
+from croupier.services.infra import observability
+from croupier.services.infra.faust_app import make_app, topic
+from croupier.services.infra.kernel import OwnLog, run_own_log
 from croupier.services.infra.observability import health_problems
 from croupier.services.infra.settings import Settings, get_settings
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.table import parse_table_event
+from croupier.shared.events.evaluation_log import EvaluationEntry
 
 log = logging.getLogger(__name__)
 
@@ -37,12 +39,13 @@ log = logging.getLogger(__name__)
 settings: Settings
 app: faust.App
 events_topic: faust.TopicT
-views: Any  # table id -> EvaluationState (a Faust table)
+own: OwnLog  # the worker's folded partitions of evaluation.log
+evaluations: Evaluations
 
 
 def build_app(service_settings: Settings | None = None) -> faust.App:
-    """The worker's Faust app with its table, topic, agent, signal and pages."""
-    global settings, app, events_topic, views
+    """The worker's Faust app with its own log, topic, agent, signal and pages."""
+    global settings, app, events_topic, own, evaluations
     settings = service_settings or get_settings()
     group.joined = False  # a new app has not joined its group yet
     # short session: a dead worker's partitions move to the others in seconds
@@ -50,7 +53,13 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
                    broker_heartbeat_interval=1)
     events_topic = topic(app, "table.events")
     observability.install(app, "game-evaluation", settings)
-    views = app.Table("evaluation-tables", key_type=bytes, value_type=bytes, default=None)
+    # the writer's name is unique to this process's life, so no two lives share an entry id
+    writer = f"{settings.instance}-game-evaluation-{settings.worker_id}-{uuid.uuid4().hex[:8]}"
+    own = OwnLog("game-evaluation", EVALUATION_LOG_TOPIC, EVALUATION_FOLD,
+                 EvaluationEntry.model_validate_json,
+                 lambda entry: entry.state.table_id.encode(), writer)
+    evaluations = Evaluations(settings.table_events_key_bytes,
+                              settings.table_events_accept_unsigned)
     app.on_partitions_assigned.connect(_joined)  # type: ignore[arg-type]  # faust types handlers (sender, *args)
     app.agent(events_topic, concurrency=1)(evaluate)
     app.page("/health")(HealthView)
@@ -58,7 +67,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
 
 
 class _Group:
-    """Whether this worker is in the consumer group with its partitions recovered."""
+    """Whether this worker is in the consumer group."""
 
     joined = False
 
@@ -70,74 +79,25 @@ async def _joined(sender, assigned, **kwargs) -> None:
     group.joined = True
 
 
-async def evaluate_batch(records: Sequence[faust.EventT]) -> None:
-    """Follow each table's chain through the batch; publish the results, then store the
-    progress. A record that cannot be read or followed is dead-lettered (its table's
-    progress stays where it was) and the others are evaluated."""
-    progress: dict[bytes, tuple[EvaluationState, faust.EventT]] = {}  # changed in this batch
-    out: list[Record] = []
-    results: list[RoundResultPublished] = []
-    for record in records:
-        try:
-            seen = _observe(record, progress)
-        except TableFlagged as flagged:  # refused: dead-lettered, its table flagged
-            flag_table("game-evaluation", flagged.refused, flagged.view.table_id)
-            progress[flagged.view.table_id.encode()] = (flagged.view, record)
-            out.append(give_up_on("game-evaluation", record, flagged.refused,
-                                  datetime.now(UTC)))
-            continue
-        except Exception as error:  # the record, not the service, failed
-            out.append(give_up_on("game-evaluation", record, error, datetime.now(UTC)))
-            continue
-        if seen is None:
-            continue
-        key, view, observation = seen
-        for problem in observation.problems:
-            metrics.EVALUATION_PROBLEMS.inc()
-            log.error("EVALUATION PROBLEM: %s", problem)
-        if observation.result is not None:
-            results.append(observation.result)
-            out.append(("round.results", observation.result.table_id.encode(),
-                        observation.result.model_dump_json().encode()))
-        if observation.view != view:
-            progress[key] = (observation.view, record)
-    await publish_all(app, out)
-    for result in results:
-        metrics.RESULTS.labels(result.table_id, result.result.game).inc()
-        log.info("result %s published", result.result_id)
-    for key, (view, record) in progress.items():
-        with processing(record):
-            views[key] = view.model_dump_json().encode()
-
-
-def _observe(record: faust.EventT, progress: dict[bytes, tuple[EvaluationState, faust.EventT]]):
-    """(table key, the view before, what the evaluator saw) for one record."""
-    event = parse_table_event(record.value)
-    key = event.table_id.encode()
-    if key in progress:
-        view = progress[key][0]
-    else:
-        with processing(record):
-            stored = views.get(key)
-        view = EvaluationState.model_validate_json(stored) if stored else EvaluationState(
-            table_id=event.table_id)
-    return key, view, observe_verified(view, event, settings.table_events_key_bytes,
-                                       settings.table_events_accept_unsigned)
-
-
 async def evaluate(stream):  # the agent (build_app registers it)
-    # a failed publish stores no progress: the batch is evaluated again
-    await run_batches(stream, until_applied(evaluate_batch, "evaluating table events"))
+    """A batch at a time, on the kernel: decide every table event, write its entry, verify
+    and fold the entries, publish their results, then count them."""
+    await run_own_log(stream, own, evaluations.decide, evaluations.answer)
 
 
 class HealthView(web.View):  # GET /health (build_app registers it)
     async def get(self, request: web.Request) -> web.Response:
-        """Ready once the worker joined the group and its tables are recovered; a worker
-        with no partition (more workers than partitions) is ready too: it stands by."""
+        """Ready once the worker joined the group and every partition it was assigned is
+        folded from its own log (`own.owned`); a worker with no partition (more workers
+        than partitions) is ready too: it stands by."""
         partitions = sorted(tp.partition for tp in app.consumer.assignment()
                             if tp.topic == "table.events") if group.joined else []
-        recovered = tables_recovered(app)
+        recovered = group.joined and set(partitions) <= own.owned
         problems = health_problems(app) if group.joined else ["not in the consumer group yet"]
+        if group.joined and not recovered:
+            problems.append("recovering: partitions "
+                            f"{sorted(set(partitions) - own.owned)} of evaluation.log not "
+                            "folded yet")
         return self.json({"service": "game-evaluation", "joined": group.joined,
                           "recovered": recovered, "partitions": partitions,
                           "problems": problems}, status=503 if problems else 200)

@@ -4,17 +4,18 @@ Pure. The evaluator decides completion itself from the rules (`cards_needed`), s
 it never trusts `RoundCompleted` blindly: that event is only cross-checked, and a
 disagreement is reported as a problem, never turned into a result. Surplus cards
 and anything after completion are ignored; a voided round gets no result.
-Events at or below the last seq seen are skipped (redelivery is harmless).
+Events at or below the last seq seen are skipped (redelivery is harmless). The state it
+follows (`EvaluationState`) is what an entry of game-evaluation's own log carries
+(`croupier.shared.events.evaluation_log`).
 """
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict
 
 from croupier.shared.cards import parse_card
-from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.evaluation_log import EvaluationState as EvaluationState
+from croupier.shared.events.evaluation_log import RoundView as RoundView
 from croupier.shared.events.event_auth import ChainHead, TableEventRefused, verify_next
 from croupier.shared.events.results import RoundResultPublished, result_id
 from croupier.shared.events.table import (
@@ -28,33 +29,6 @@ from croupier.shared.events.table import (
 )
 from croupier.shared.profile import pin_mismatch, round_profile
 from croupier.shared.rounds import cards_needed, evaluate_round
-
-
-class RoundView(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    round_id: str
-    shoe_id: str
-    profile: str
-    profile_version: int | None = None  # as the round opened: it is evaluated by that version
-    profile_digest: str | None = None
-    dealer: str
-    cards: tuple[str, ...] = ()
-    status: Literal["open", "complete", "voided"] = "open"
-
-
-class EvaluationState(BaseModel):
-    """What the evaluator keeps per table (stored as JSON in a Faust table)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    table_id: str
-    last_seq: int = 0
-    last_hash: str = GENESIS_HASH
-    round: RoundView | None = None
-    # why the table is flagged (an event refused as forged, altered, unsigned or out of
-    # order): no result is published for it until an authentic `table_reopened`
-    flagged: str | None = None
 
 
 class Observation(BaseModel):

@@ -54,11 +54,17 @@ def give_up_on(service: str, event: faust.EventT, error: BaseException, now: dat
     message = event.message
     letter = dead_letter(service, message.topic, message.partition, message.offset,
                          message.key, message.value, error, now)
-    metrics.DEAD_LETTERS.labels(service, message.topic, letter.error_type).inc()
-    log.error("%s could not apply %s[%d]@%d (%s: %s); written to %s as %s", service,
-              message.topic, message.partition, message.offset, letter.error_type,
-              letter.error[:300], TOPIC, letter.dead_letter_id)
+    note_dead_letter(letter)
     return record_of(letter)
+
+
+def note_dead_letter(letter: DeadLetter) -> None:
+    """Log and count a dead letter (`give_up_on` does; a service that publishes its dead
+    letters from its own log's entries does it once the entry is backed)."""
+    metrics.DEAD_LETTERS.labels(letter.service, letter.topic, letter.error_type).inc()
+    log.error("%s could not apply %s[%d]@%d (%s: %s); written to %s as %s", letter.service,
+              letter.topic, letter.partition, letter.offset, letter.error_type,
+              letter.error[:300], TOPIC, letter.dead_letter_id)
 
 
 def apply_each(service: str, events: Iterable[faust.EventT],

@@ -51,6 +51,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "bets.decisions": ("bet-settlement",),
     "bets.settled": ("bet-settlement",),
     "wallet.transactions": ("wallet",),
+    "evaluation.log": ("game-evaluation",),
     "wallet.ledger": ("wallet",),
     "settlement.log": ("bet-settlement",),
     # each service writes what it could not apply; the operator re-drives as admin
@@ -67,6 +68,7 @@ READERS: dict[str, tuple[str, ...]] = {
     "bets.decisions": ("wallet",),
     "bets.settled": ("wallet",),
     "wallet.transactions": (),
+    "evaluation.log": ("game-evaluation",),  # its own state: folded on every assignment
     "wallet.ledger": ("wallet",),  # its own state: folded on every assignment
     "settlement.log": ("bet-settlement",),  # likewise
     "dead.letters": (),  # the operator reads it (croupier dead-letters)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, TypeAdapter
 
 from croupier.shared.events.bet_events import BetDecision, BetEnding, BetIntake
 from croupier.shared.events.dead_letters import DeadLetter
+from croupier.shared.events.evaluation_log import EvaluationEntry
 from croupier.shared.events.inputs import DealerInput
 from croupier.shared.events.rejections import InputRefused
 from croupier.shared.events.results import RoundResultPublished
@@ -33,6 +34,7 @@ TOPIC_TYPES: dict[str, Any] = {
     "bets.decisions": BetDecision,
     "bets.settled": BetEnding,  # settlements and their reversals
     "wallet.transactions": WalletTransaction,
+    "evaluation.log": EvaluationEntry,
     "wallet.ledger": LedgerEntry,
     "settlement.log": SettlementEntry,
     "dead.letters": DeadLetter,

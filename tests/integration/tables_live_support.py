@@ -8,16 +8,20 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 
+from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD
 from croupier.services.infra import topic_admin
 from croupier.services.infra.log_reader import read_to_end
+from croupier.services.infra.own_log import PartitionState, fold_entry
 from croupier.services.infra.processes import ServiceProcess
 from croupier.services.infra.settings import Settings
 from croupier.services.infra.table_keys import table_key
 from croupier.services.simulators.tables.inputs import InputFactory
 from croupier.shared.events.chain import verify_chain
+from croupier.shared.events.evaluation_log import EvaluationEntry
 from croupier.shared.events.rejections import InputRefused
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.table import parse_table_event
@@ -115,6 +119,19 @@ def table_events(bootstrap: str, tables: set[str]) -> dict[str, list]:
             event = parse_table_event(record.value)
             out[event.table_id].append(event)
     return out
+
+
+def fold_evaluation_log(bootstrap: str) -> tuple[dict[str, Any], list[EvaluationEntry]]:
+    """game-evaluation's state as the fold of `evaluation.log` (the live worker's own fold,
+    every partition from its start), and its valid entries."""
+    states: dict[int, PartitionState] = {}
+    valid: list[EvaluationEntry] = []
+    for record in read_to_end(bootstrap, "evaluation.log"):
+        state = states.setdefault(record.partition, PartitionState(record.partition))
+        entry = EvaluationEntry.model_validate_json(record.value)
+        if fold_entry(state, record.offset, entry, EVALUATION_FOLD):
+            valid.append(entry)
+    return {k: v for state in states.values() for k, v in state.kv.items()}, valid
 
 
 def rejections(bootstrap: str, tables: set[str]) -> list[InputRefused]:

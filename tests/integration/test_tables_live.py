@@ -18,6 +18,7 @@ import httpx
 import pytest
 
 from croupier.services.dealer_event.refusals import CODES
+from croupier.services.game_evaluation.evaluation_fold import state_of
 from croupier.services.simulators.tables.driver import SimConfig
 from croupier.services.simulators.tables.run import run_tables
 from croupier.shared.cards import parse_card, parse_cards
@@ -41,6 +42,7 @@ from croupier.shared.shoe import Shoe
 from tests.integration.tables_live_support import (
     HandDriver,
     check_results_match_rules,
+    fold_evaluation_log,
     rejections,
     results,
     running_services,
@@ -292,3 +294,13 @@ def test_game_evaluation_restarts_from_its_table_and_publishes_each_result_once(
     evaluation.start()
     evaluation.wait_ready(90)
     assert _check_results_match_rules(platform_kafka, {hand.table_id: "sbo-baccarat"}) == 3
+    # its state is the fold of its own log: the table's chain head is the last event's, and
+    # every result it published is the output of a valid entry, one entry per round
+    events = table_events(platform_kafka, {hand.table_id})[hand.table_id]
+    state, entries = fold_evaluation_log(platform_kafka)
+    view = state_of(state, hand.table_id)
+    assert (view.last_seq, view.last_hash) == (events[-1].seq, events[-1].hash)
+    from_entries = [e.result for e in entries if e.result and e.result.table_id == hand.table_id]
+    assert sorted(r.round_id for r in from_entries) == ["R1", "R2", "R3"]
+    assert {r.result_id: r for r in results(platform_kafka, {hand.table_id})} == {
+        r.result_id: r for r in from_entries}

@@ -15,7 +15,7 @@ ARCHITECTURE_TOPICS = {
     "dealer.inputs", "table.events", "dealer.rejections", "round.results",
     "bets.placed", "bets.decisions", "bets.settled", "wallet.transactions",
     "dead.letters",  # issue 11: what a consumer could not apply, never dropped silently
-    "wallet.ledger", "settlement.log",  # issue 17: the services' own logs, their state
+    "wallet.ledger", "settlement.log", "evaluation.log",  # issue 17: own logs, their state
 }
 
 
@@ -26,7 +26,7 @@ def test_catalogue_names_every_topic_of_the_architecture():
 
 def test_defaults_keep_a_week_and_delete_old_segments():
     for spec in topic_catalogue():
-        if spec.name in SOURCE_OF_TRUTH:  # an own log is kept forever
+        if spec.name in SOURCE_OF_TRUTH:  # a service's own log: its state, kept forever
             assert spec.configs["retention.ms"] == spec.configs["retention.bytes"] == "-1"
             continue
         assert spec.configs["retention.ms"] == str(DEFAULT_RETENTION_MS) == str(7 * DAY_MS)
