@@ -92,12 +92,9 @@ class SettlementRecords:
                            reply=reply)
         except Exception as error:  # noqa: BLE001 - the record, not the service, failed
             return Decided(also=[give_up_on(SERVICE, event, error, now)])
-        entries = entries_of(change, source, now)
-        if entries:
-            return Decided(entries=entries, reply=reply)
-        # nothing changed (a redelivery): what it decided the first time, published again
-        return Decided(also=[(topic, key.encode(), record.model_dump_json().encode())
-                             for topic, key, record in change.outputs], reply=reply)
+        # nothing changed (a redelivery, a bet seen again): nothing written, nothing
+        # published (what it decided the first time is in the log, and its outbox)
+        return Decided(entries=entries_of(change, source, now), reply=reply)
 
     def answer(self, event: faust.EventT, decided: Decided, backed: bool) -> None:
         """Count what the record newly decided, once the log backs it (a record decided

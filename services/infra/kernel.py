@@ -391,8 +391,12 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
     (`backed=False`): it is not this worker's to answer."""
     io = own.io_()
     pending: dict[int, list[faust.EventT]] = {}
-    for event in events:
-        pending.setdefault(event.message.partition, []).append(event)
+    seen: set[tuple[str, int, int]] = set()
+    for event in events:  # a record twice in one batch (re-read and redelivered): once
+        message = event.message
+        if (message.topic, message.partition, message.offset) not in seen:
+            seen.add((message.topic, message.partition, message.offset))
+            pending.setdefault(message.partition, []).append(event)
     attempts = 0
     while pending:
         attempts += 1

@@ -6,7 +6,12 @@ import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from croupier.services.infra import topic_admin
-from croupier.shared.topics import DAY_MS, RetentionTooShortError, topic_catalogue
+from croupier.shared.topics import (
+    DAY_MS,
+    SOURCE_OF_TRUTH,
+    RetentionTooShortError,
+    topic_catalogue,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -31,7 +36,10 @@ def test_apply_creates_every_topic_with_declared_partitions_and_configs(admin):
         live = {key: entry["value"] for key, entry in answer[spec.name].items()}
         for key, value in spec.configs.items():
             assert live[key] == value, f"{spec.name} {key}: live {live[key]}, declared {value}"
-        assert int(live["retention.ms"]) >= DAY_MS
+        # a service's own log is its state: kept forever (-1); every other topic at least
+        # the dispute window
+        assert int(live["retention.ms"]) >= DAY_MS or (
+            spec.name in SOURCE_OF_TRUTH and live["retention.ms"] == "-1")
 
 
 def test_second_apply_changes_nothing(admin):
