@@ -92,8 +92,9 @@ class SettlementRecords:
                            reply=reply)
         except Exception as error:  # noqa: BLE001 - the record, not the service, failed
             return Decided(also=[give_up_on(SERVICE, event, error, now)])
-        # nothing changed (a redelivery, a bet seen again): nothing written, nothing
-        # published (what it decided the first time is in the log, and its outbox)
+        # a record that publishes writes an entry even if it changes nothing else (a
+        # rejection of a duplicate bet id, a decision published again): its outputs go
+        # through the outbox, never beside it
         return Decided(entries=entries_of(change, source, now), reply=reply)
 
     def answer(self, event: faust.EventT, decided: Decided, backed: bool) -> None:

@@ -14,9 +14,8 @@ State that does not grow with the round. A round is stored as
 own log (`settlement_fold`), tests with an in-memory `RoundBook`. The models themselves are
 the log's (`croupier.shared.events.settlement_log`).
 
-A record seen again returns what was decided the first time among its outputs and never
-decides twice; bet-settlement writes no entry for it, so nothing is published again (the
-first decision's entry is in the log, and the kernel's outbox publishes its outputs).
+A record seen again returns what was decided the first time among its outputs (published
+again: consumers are idempotent on the ids) and never decides twice.
 Bets that arrive before their round's RoundOpened (the topics are read independently) are
 stored undecided ("pending"); they are decided when the round opens, or rejected
 `unknown_round` when the table opens another round.

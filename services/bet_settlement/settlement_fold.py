@@ -222,8 +222,11 @@ def entries_of(change: Change, source: InputRef, now: datetime,
     `budget` bytes of bet entries, spot totals and what they publish each, in the order the
     round book published it (by reference to a bet entry of the same entry, else in full),
     the headers, watch and pending list in the last one."""
-    if not change.changes_state():
-        return []
+    if not change.changes_state() and not change.outputs:
+        return []  # nothing changed and nothing to say: no entry
+    # (a record that changes nothing but publishes, e.g. a duplicate bet id rejected, still
+    # writes an entry: its outputs travel in the outbox, never beside it, so a crash cannot
+    # lose them once the checkpoint has passed the record)
     changed = {(e.bet.round_id, e.bet.bet_id): e for _, t in change.transitions
                for e in t.entries.values()}
     parts = _Parts(budget)
