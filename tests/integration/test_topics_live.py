@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
@@ -58,6 +60,13 @@ def test_apply_aligns_a_config_changed_behind_its_back(admin):
                         configs={"retention.ms": ("SET", str(3 * DAY_MS))})],
         incremental=True,
     )
+    # KRaft applies a config change in the controller and the broker learns it a moment
+    # later: wait until the broker describes it, so apply sees what an operator changed
+    deadline = time.monotonic() + 15
+    while topic_admin.describe(admin, ["bets.settled"])["bets.settled"].configs[
+            "retention.ms"] != str(3 * DAY_MS):
+        assert time.monotonic() < deadline, "the broker never described the changed config"
+        time.sleep(0.2)
     report = topic_admin.apply(admin, catalogue)
     assert report.configs_changed == {
         "bets.settled": {"retention.ms": (str(3 * DAY_MS), catalogue[0].configs["retention.ms"])}
