@@ -1,0 +1,127 @@
+"""The archive over a store: where each partition stands, writing a segment, reading back.
+
+A partition's position is derived from the archive alone: the end offset of its last
+manifest (never a consumer group's commit), so an archiver killed at any point resumes
+exactly where the archive ends: no gap, no duplicate.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from croupier.services.archive.segment import (
+    MANIFEST_SUFFIX,
+    PARQUET_SUFFIX,
+    ArchivedRecord,
+    Manifest,
+    decode_segment,
+    encode_segment,
+    parse_stem,
+    partition_dir,
+    segment_stem,
+)
+from croupier.services.infra.archive_store import ArchiveStore
+
+
+@dataclass(frozen=True)
+class PartitionHead:
+    """Where a partition's archive ends: the next offset to archive and the last manifest's
+    bytes (what the next manifest's `prev_manifest_sha256` hashes); None before the first."""
+
+    topic: str
+    partition: int
+    end_offset: int | None
+    last_manifest: bytes | None
+
+
+def manifest_names(store: ArchiveStore, topic: str, partition: int) -> list[str]:
+    """The partition's manifests, in offset order (the names sort so)."""
+    return [n for n in store.names(partition_dir(topic, partition))
+            if n.endswith(MANIFEST_SUFFIX) and parse_stem(n) is not None]
+
+
+def archived_partitions(store: ArchiveStore, topic: str) -> list[int]:
+    return sorted(int(d[1:]) for d in store.folders(topic)
+                  if d.startswith("p") and d[1:].isdigit())
+
+
+def head_of(store: ArchiveStore, topic: str, partition: int) -> PartitionHead:
+    names = manifest_names(store, topic, partition)
+    if not names:
+        return PartitionHead(topic, partition, None, None)
+    data = store.get(f"{partition_dir(topic, partition)}/{names[-1]}")
+    manifest = Manifest.model_validate_json(data)
+    return PartitionHead(topic, partition, manifest.end_offset, data)
+
+
+def write_segment(store: ArchiveStore, head: PartitionHead, start_offset: int, end_offset: int,
+                  records: Sequence[ArchivedRecord]) -> tuple[Manifest, PartitionHead]:
+    """Archive `[start, end)`: the file first, then its manifest (write-once), so a kill
+    between the two leaves a file without a manifest that the next run writes again."""
+    if head.end_offset is not None and start_offset != head.end_offset:
+        raise ValueError(f"{head.topic}[{head.partition}]: segment starts at {start_offset}, "
+                         f"the archive ends at {head.end_offset}")
+    data, manifest = encode_segment(head.topic, head.partition, start_offset, end_offset,
+                                    records, head.last_manifest)
+    folder = partition_dir(head.topic, head.partition)
+    stem = segment_stem(start_offset)
+    store.put(f"{folder}/{stem}{PARQUET_SUFFIX}", data)
+    manifest_bytes = manifest.to_bytes()
+    store.put(f"{folder}/{stem}{MANIFEST_SUFFIX}", manifest_bytes, once=True)
+    return manifest, PartitionHead(head.topic, head.partition, end_offset, manifest_bytes)
+
+
+def manifests(store: ArchiveStore, topic: str, partition: int) -> Iterator[Manifest]:
+    folder = partition_dir(topic, partition)
+    for name in manifest_names(store, topic, partition):
+        yield Manifest.model_validate_json(store.get(f"{folder}/{name}"))
+
+
+def read_segment(store: ArchiveStore, manifest: Manifest) -> list[ArchivedRecord]:
+    folder = partition_dir(manifest.topic, manifest.partition)
+    return decode_segment(manifest.topic, store.get(f"{folder}/{manifest.file}"))
+
+
+def read_archived(store: ArchiveStore, topic: str, partition: int, start_offset: int = 0,
+                  stop_offset: int | None = None, from_timestamp_ms: int | None = None
+                  ) -> Iterator[ArchivedRecord]:
+    """The archived records of one partition at offsets `[start, stop)`, in log order; with
+    `from_timestamp_ms`, from the first segment that holds a record at or after it. The first
+    segment is found by bisection over the manifests' names (offsets) or their timestamps,
+    so the cost is log(segments), not the archive's history."""
+    folder = partition_dir(topic, partition)
+    names = manifest_names(store, topic, partition)
+    cache: dict[int, Manifest] = {}
+
+    def manifest_at(i: int) -> Manifest:
+        if i not in cache:
+            cache[i] = Manifest.model_validate_json(store.get(f"{folder}/{names[i]}"))
+        return cache[i]
+
+    starts = [parse_stem(n) or 0 for n in names]
+    first = max(bisect.bisect_right(starts, start_offset) - 1, 0)
+    if from_timestamp_ms is not None:  # CreateTime grows along a partition, nearly: step back one
+        lo, hi = first, len(names)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            top = manifest_at(mid).max_timestamp_ms
+            if top is not None and top >= from_timestamp_ms:
+                hi = mid
+            else:
+                lo = mid + 1
+        first = max(lo - 1, first)
+    for i in range(first, len(names)):
+        manifest = manifest_at(i)
+        if stop_offset is not None and manifest.start_offset >= stop_offset:
+            return
+        if manifest.end_offset <= start_offset or manifest.record_count == 0:
+            continue
+        for rec in read_segment(store, manifest):
+            if rec.offset < start_offset:
+                continue
+            if stop_offset is not None and rec.offset >= stop_offset:
+                return
+            yield rec
+        cache.pop(i, None)
