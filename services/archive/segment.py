@@ -78,6 +78,9 @@ class Manifest(BaseModel):
     file: str
     file_bytes: int = Field(ge=0)
     file_sha256: str
+    aged_out: bool = Field(default=False, description=(
+        "the log no longer held these offsets when the archiver reached them: a gap kept in "
+        "the chain so that `verify` names it for ever"))
     prev_manifest_sha256: str | None = Field(
         description="SHA-256 of the partition's previous manifest as stored; None for the first")
 

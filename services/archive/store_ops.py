@@ -57,7 +57,8 @@ def head_of(store: ArchiveStore, topic: str, partition: int) -> PartitionHead:
 
 
 def write_segment(store: ArchiveStore, head: PartitionHead, start_offset: int, end_offset: int,
-                  records: Sequence[ArchivedRecord]) -> tuple[Manifest, PartitionHead]:
+                  records: Sequence[ArchivedRecord], aged_out: bool = False
+                  ) -> tuple[Manifest, PartitionHead]:
     """Archive `[start, end)`: the file first, then its manifest (write-once), so a kill
     between the two leaves a file without a manifest that the next run writes again."""
     if head.end_offset is not None and start_offset != head.end_offset:
@@ -65,12 +66,23 @@ def write_segment(store: ArchiveStore, head: PartitionHead, start_offset: int, e
                          f"the archive ends at {head.end_offset}")
     data, manifest = encode_segment(head.topic, head.partition, start_offset, end_offset,
                                     records, head.last_manifest)
+    if aged_out:
+        manifest = manifest.model_copy(update={"aged_out": True})
     folder = partition_dir(head.topic, head.partition)
     stem = segment_stem(start_offset)
     store.put(f"{folder}/{stem}{PARQUET_SUFFIX}", data)
     manifest_bytes = manifest.to_bytes()
     store.put(f"{folder}/{stem}{MANIFEST_SUFFIX}", manifest_bytes, once=True)
     return manifest, PartitionHead(head.topic, head.partition, end_offset, manifest_bytes)
+
+
+def write_aged_out(store: ArchiveStore, head: PartitionHead, log_start: int
+                   ) -> tuple[Manifest, PartitionHead]:
+    """The offsets between the archive's end and the log's start were deleted by retention
+    before they were archived: an empty segment marked `aged_out` keeps the chain whole and
+    the gap on record (`verify` reports it)."""
+    assert head.end_offset is not None and head.end_offset < log_start
+    return write_segment(store, head, head.end_offset, log_start, [], aged_out=True)
 
 
 def manifests(store: ArchiveStore, topic: str, partition: int) -> Iterator[Manifest]:

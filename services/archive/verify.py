@@ -118,6 +118,9 @@ def verify_partition(store: ArchiveStore, topic: str, partition: int,
             kind = "gap" if manifest.start_offset > prev_end else "overlap"
             problems.append(f"{where}: {kind} in the offsets: the previous segment ends at "
                             f"{prev_end}, this one starts at {manifest.start_offset}")
+        if manifest.aged_out:
+            problems.append(f"{where}: offsets {manifest.start_offset}..{manifest.end_offset - 1}"
+                            " aged out of the log before they were archived")
         _check_file(store, folder, manifest, files, problems)
         described.add(manifest.file)
         summary.segments += 1

@@ -3,6 +3,7 @@
 import typer
 
 from croupier.services.cli import (
+    archive_cmd,
     dead_letters_cmd,
     demo_cmd,
     evaluate_cmd,
@@ -38,3 +39,4 @@ rebuild_cmd.register(app)
 operator_api_cmd.register(app)
 profiles_cmd.register(app)
 dead_letters_cmd.register(app)
+archive_cmd.register(app)
