@@ -222,9 +222,7 @@ def open_store(url: str) -> ArchiveStore:
         if parsed.netloc not in ("", "localhost"):
             raise ArchiveStoreError(f"archive URL {url!r}: a file URL names a local path "
                                     "(file:///abs/path)")
-        root = Path(unquote(parsed.path))
-        root.mkdir(parents=True, exist_ok=True)
-        return DirectoryStore(root)
+        return DirectoryStore(Path(unquote(parsed.path)))  # made when first written
     if parsed.scheme == "s3":
         if not parsed.netloc:
             raise ArchiveStoreError(f"archive URL {url!r} names no bucket (s3://bucket/prefix)")

@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from kafka import KafkaProducer
@@ -36,8 +38,27 @@ def produce_rounds(bootstrap: str, rounds: list[RecordedRound]) -> None:
     producer.close()
 
 
-def croupier(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap}
+def record_round_among_others(bootstrap: str) -> RecordedRound:
+    """A three-bet round of two players put on the log between six other tables' rounds;
+    records are stamped in the order they are appended, as the services' are (a back-dated
+    record behind newer ones is not what a live log holds)."""
+    run = uuid.uuid4().hex[:6]
+    now = datetime.now(UTC)
+    others = [RecordedRound(table_id=f"X{run}-{i}", round_id=f"R{i}",
+                            t0=now + timedelta(milliseconds=20 * i),
+                            bets=((f"x{run}-{i}", f"p{run}", "player", 1000),)) for i in range(6)]
+    target = RecordedRound(table_id=f"T{run}", round_id=f"R-{run}",
+                           t0=now + timedelta(milliseconds=70),
+                           bets=((f"b1-{run}", f"alice-{run}", "banker", 1_000),
+                                 (f"b2-{run}", f"alice-{run}", "player", 500),
+                                 (f"b3-{run}", f"bob-{run}", "fortune_six", 100)))
+    produce_rounds(bootstrap, [*others[:3], target, *others[3:]])
+    return target
+
+
+def croupier(bootstrap: str, *args: str, env: dict[str, str] | None = None
+             ) -> subprocess.CompletedProcess:
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, **(env or {})}
     return subprocess.run([sys.executable, "-m", "croupier.services.cli", *args], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=120)
 

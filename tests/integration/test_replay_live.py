@@ -18,8 +18,13 @@ from croupier.services.infra.auth import Authenticator
 from croupier.services.infra.settings import Settings
 from tests.browser_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from tests.conftest import free_port
-from tests.integration.replay_support import ROOT, apply_topics, croupier, produce_rounds, replay_args
-from tests.round_builder import RecordedRound
+from tests.integration.replay_support import (
+    ROOT,
+    apply_topics,
+    croupier,
+    record_round_among_others,
+    replay_args,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -27,20 +32,7 @@ pytestmark = pytest.mark.kafka
 @pytest.fixture(scope="module")
 def recorded(platform_kafka):
     apply_topics(platform_kafka)
-    run = uuid.uuid4().hex[:6]
-    # records are stamped in the order they are appended, as the services' are (a back-dated
-    # record behind newer ones is not what a live log holds)
-    now = datetime.now(UTC)
-    others = [RecordedRound(table_id=f"X{run}-{i}", round_id=f"R{i}",
-                            t0=now + timedelta(milliseconds=20 * i),
-                            bets=((f"x{run}-{i}", f"p{run}", "player", 1000),)) for i in range(6)]
-    target = RecordedRound(table_id=f"T{run}", round_id=f"R-{run}",
-                           t0=now + timedelta(milliseconds=70),
-                           bets=((f"b1-{run}", f"alice-{run}", "banker", 1_000),
-                                 (f"b2-{run}", f"alice-{run}", "player", 500),
-                                 (f"b3-{run}", f"bob-{run}", "fortune_six", 100)))
-    produce_rounds(platform_kafka, [*others[:3], target, *others[3:]])
-    return target
+    return record_round_among_others(platform_kafka)
 
 
 def test_text_report_matches(platform_kafka, recorded):
