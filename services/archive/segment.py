@@ -31,6 +31,7 @@ PARQUET_SUFFIX = ".parquet"
 MANIFEST_SUFFIX = ".manifest.json"
 OFFSET_DIGITS = 20
 
+QUERY_FIELDS = ("type", "table_id", "round_id", "player_id")
 SCHEMA = pa.schema([
     pa.field("partition", pa.int32(), nullable=False),
     pa.field("offset", pa.int64(), nullable=False),
@@ -39,6 +40,9 @@ SCHEMA = pa.schema([
     pa.field("value", pa.binary()),
     pa.field("headers", pa.list_(pa.struct([pa.field("key", pa.string()),
                                              pa.field("value", pa.binary())]))),
+    # copied from the value's top-level JSON fields where it has them, for queries to filter
+    # on without parsing every value; the value stays the record
+    *(pa.field(name, pa.string()) for name in QUERY_FIELDS),
 ])
 
 
@@ -111,6 +115,19 @@ def parse_stem(name: str) -> int | None:
     return None
 
 
+def query_fields(value: bytes | None) -> dict[str, str]:
+    """The value's top-level `type`, `table_id`, `round_id` and `player_id`, where it is a
+    JSON object that has them as strings (any topic: none is special)."""
+    if not value or value[:1] != b"{":
+        return {}
+    try:
+        obj = json.loads(value)
+    except ValueError:
+        return {}
+    return {k: v for k in QUERY_FIELDS if isinstance(v := obj.get(k), str)} \
+        if isinstance(obj, dict) else {}
+
+
 def encode_segment(topic: str, partition: int, start_offset: int, end_offset: int,
                    records: Sequence[ArchivedRecord], prev_manifest: bytes | None
                    ) -> tuple[bytes, Manifest]:
@@ -127,6 +144,7 @@ def encode_segment(topic: str, partition: int, start_offset: int, end_offset: in
             raise ArchiveFormatError(f"{topic}[{partition}]: offset {rec.offset} out of order "
                                      f"or outside [{start_offset}, {end_offset})")
         last = rec.offset
+    fields = [query_fields(r.value) for r in records]
     table = pa.table({
         "partition": pa.array([partition] * len(records), pa.int32()),
         "offset": pa.array([r.offset for r in records], pa.int64()),
@@ -135,6 +153,7 @@ def encode_segment(topic: str, partition: int, start_offset: int, end_offset: in
         "value": pa.array([r.value for r in records], pa.binary()),
         "headers": pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records],
                             SCHEMA.field("headers").type),
+        **{name: pa.array([f.get(name) for f in fields], pa.string()) for name in QUERY_FIELDS},
     }, schema=SCHEMA)
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd", row_group_size=65_536)
@@ -158,7 +177,8 @@ def encode_segment(topic: str, partition: int, start_offset: int, end_offset: in
 def decode_segment(topic: str, data: bytes) -> list[ArchivedRecord]:
     """The records of a segment file, in offset order."""
     table = pq.read_table(io.BytesIO(data))
-    cols = table.to_pydict()
+    cols = table.select(["partition", "offset", "timestamp_ms", "key", "value", "headers"]
+                        ).to_pydict()
     return [ArchivedRecord(topic, p, o, t, k, v,
                            tuple((h["key"], h["value"]) for h in (hs or ())))
             for p, o, t, k, v, hs in zip(cols["partition"], cols["offset"], cols["timestamp_ms"],

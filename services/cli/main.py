@@ -11,6 +11,7 @@ from croupier.services.cli import (
     operator_api_cmd,
     profiles_cmd,
     rebuild_cmd,
+    records_cmd,
     replay_cmd,
     rtp_cmd,
     schemas_cmd,
@@ -40,3 +41,4 @@ operator_api_cmd.register(app)
 profiles_cmd.register(app)
 dead_letters_cmd.register(app)
 archive_cmd.register(app)
+records_cmd.register(app)

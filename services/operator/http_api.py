@@ -3,7 +3,11 @@ for operator credentials only.
 
 GET /rounds/{table_id}/{round_id}/report?at=TIME[&player=P][&format=text|json|html]
     [&complaint_at=TIME&dealer=NAME[&override=REASON]]
-Reading the log is blocking (kafka-python), so each replay runs in a worker thread.
+and, from the archive and the log's last minutes (`croupier.services.archive.queries`):
+GET /players/{player_id}/rounds?limit=10              the player's game recall (JSON)
+GET /players/{player_id}/statement?from=T&to=T[&format=csv|json]
+GET /events[?from=T&to=T&table=ID&large_win=N&format=csv|json]   the significant events
+Reading the log is blocking (kafka-python), so each request runs in a worker thread.
 """
 
 from __future__ import annotations
@@ -16,7 +20,7 @@ from aiohttp import web
 from croupier.services.infra.auth import Authenticator, AuthError
 from croupier.services.infra.settings import Settings
 from croupier.services.operator.complaints import ComplaintError
-from croupier.services.operator.replay_service import ReplayRequest, run_replay
+from croupier.services.operator.replay_service import ReplayRequest, parse_time, run_replay
 from croupier.services.operator.report_render import CONTENT_TYPES, render
 from croupier.services.operator.round_reader import RoundNotFoundError
 
@@ -64,7 +68,66 @@ def make_app(settings: Settings) -> web.Application:
         return web.Response(text=render(result, fmt, notes), content_type=CONTENT_TYPES[fmt],
                             headers={"X-Croupier-Verdict": result.verdict})
 
+    def query(run):
+        """Run `run(queries)` over the archive and the live tail in a thread."""
+        def work():
+            from croupier.services.archive.queries import open_queries
+            queries = open_queries(settings)
+            try:
+                return run(queries)
+            finally:
+                queries.close()
+        return asyncio.to_thread(work)
+
+    def moment(q, name: str):
+        return parse_time(q[name]) if q.get(name) else None
+
+    async def recall(request: web.Request) -> web.Response:
+        try:
+            limit = int(request.query.get("limit", "10"))
+            found = await query(lambda qs: qs.recall(request.match_info["player_id"], limit))
+        except ValueError as exc:
+            return _problem(422, "bad_request", str(exc))
+        return web.json_response(found)
+
+    async def as_table(request: web.Request, run, key: str | None, columns) -> web.Response:
+        """`run(queries)` answered as JSON (the whole answer) or CSV (its rows: `key`)."""
+        from croupier.services.archive.queries import to_csv
+        fmt = request.query.get("format", "json")
+        if fmt not in ("csv", "json"):
+            return _problem(422, "bad_format", "format must be csv or json")
+        try:
+            found = await query(run(request.query))
+        except ValueError as exc:
+            return _problem(422, "bad_request", str(exc))
+        if fmt == "csv":
+            return web.Response(text=to_csv(found[key] if key else found, columns),
+                                content_type="text/csv")
+        return web.json_response(found if key else {"events": found})
+
+    async def statement(request: web.Request) -> web.Response:
+        from croupier.services.archive.queries import STATEMENT_COLUMNS
+
+        def run(q):
+            since, until = moment(q, "from"), moment(q, "to")
+            if since is None or until is None:
+                raise ValueError("give the statement's range: from=TIME&to=TIME (ISO 8601)")
+            return lambda qs: qs.statement(request.match_info["player_id"], since, until)
+        return await as_table(request, run, "movements", STATEMENT_COLUMNS)
+
+    async def significant_events(request: web.Request) -> web.Response:
+        from croupier.services.archive.queries import EVENT_COLUMNS, LARGE_WIN_DEFAULT
+
+        def run(q):
+            since, until = moment(q, "from"), moment(q, "to")
+            large = int(q.get("large_win", LARGE_WIN_DEFAULT))
+            return lambda qs: qs.events(since, until, large, q.get("table"))
+        return await as_table(request, run, None, EVENT_COLUMNS)
+
     app = web.Application(middlewares=[operator_only])
     app.router.add_get("/health", health)
     app.router.add_get("/rounds/{table_id}/{round_id}/report", report)
+    app.router.add_get("/players/{player_id}/rounds", recall)
+    app.router.add_get("/players/{player_id}/statement", statement)
+    app.router.add_get("/events", significant_events)
     return app

@@ -7,15 +7,20 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 from kafka import KafkaProducer
 
 from croupier.services.infra import topic_admin
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.shared.topics import topic_catalogue
+from tests.conftest import free_port
 from tests.round_builder import RecordedRound
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +59,28 @@ def record_round_among_others(bootstrap: str) -> RecordedRound:
                                  (f"b3-{run}", f"bob-{run}", "fortune_six", 100)))
     produce_rounds(bootstrap, [*others[:3], target, *others[3:]])
     return target
+
+
+@contextmanager
+def operator_api_process(bootstrap: str, env: dict[str, str] | None = None) -> Iterator[str]:
+    """`croupier operator-api` on a free port, answering /health; yields its base URL."""
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "croupier.services.cli", "operator-api",
+                             "--port", str(port)],
+                            env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, **(env or {})},
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        for _ in range(100):
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 
 def croupier(bootstrap: str, *args: str, env: dict[str, str] | None = None

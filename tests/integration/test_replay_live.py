@@ -4,10 +4,6 @@ format, found by time among other tables' records; complaints are checked."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -17,11 +13,10 @@ import pytest
 from croupier.services.infra.auth import Authenticator
 from croupier.services.infra.settings import Settings
 from tests.browser_screenshot import PNG_MAGIC, chromium_binary, screenshot
-from tests.conftest import free_port
 from tests.integration.replay_support import (
-    ROOT,
     apply_topics,
     croupier,
+    operator_api_process,
     record_round_among_others,
     replay_args,
 )
@@ -92,23 +87,8 @@ def test_html_report_opens_in_chromium(platform_kafka, recorded, tmp_path):
 
 @pytest.fixture(scope="module")
 def operator_api(platform_kafka):
-    port = free_port()
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": platform_kafka}
-    proc = subprocess.Popen([sys.executable, "-m", "croupier.services.cli", "operator-api", "--port",
-                             str(port)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+    with operator_api_process(platform_kafka) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def test_operator_endpoint_serves_reports_to_operators_only(operator_api, recorded):

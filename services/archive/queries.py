@@ -1,0 +1,398 @@
+"""Queries on an embedded engine: DuckDB over the archive's Parquet files, joined with the
+live tail that the log holds past the archive's end (its last minutes), so an answer covers
+everything up to now. The same files are readable by any Parquet engine (README).
+
+- `recall`: a player's last rounds, newest first: the cards and the result (hands, points,
+  winner), the player's bets per category with their outcome and return, and the balance
+  before the round's first movement and after its last.
+- `statement`: a player's money movements over a time range, each with its bet, and the
+  opening and closing balances.
+- `events`: the significant-event log: voids, annulments, corrections, redeals, table
+  closes and reopens, early closes with their reasons, each profile version's first round,
+  reversed settlements, dead letters, refused inputs that were not authentic, large wins;
+  each with who, when, why and where it stands in the log (topic, partition, offset).
+
+Only files that a manifest describes are read (a file a killed archiver left without its
+manifest is not part of the archive). Every amount is an integer in minor units.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import duckdb
+import pyarrow as pa
+import pyarrow.dataset as pads
+from kafka import TopicPartition
+
+from croupier.services.archive.segment import (
+    MANIFEST_SUFFIX,
+    PARQUET_SUFFIX,
+    QUERY_FIELDS,
+    SCHEMA,
+    partition_dir,
+    query_fields,
+)
+from croupier.services.archive.store_ops import archived_partitions, head_of
+from croupier.services.infra.archive_store import ArchiveStore
+from croupier.services.infra.log_reader import log_reader
+from croupier.shared.events.wallet_events import CREDITS
+
+LARGE_WIN_DEFAULT = 1_000_000  # minor units won (returned - stake) that make a win "large"
+SIGNIFICANT_TABLE_EVENTS = ("round_voided", "round_annulled", "misdeal_corrected",
+                            "round_redealt", "table_closed", "table_reopened")
+SIGNIFICANT_REFUSALS = ("unsigned", "bad_signature", "chain_corrupt", "role_not_allowed")
+
+
+def view_name(topic: str) -> str:
+    return topic.replace(".", "_")
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds") \
+        .replace("+00:00", "Z")
+
+
+@dataclass
+class Sources:
+    """Where the answer's records came from: the archive's files, and the log's tail."""
+
+    archived_files: int = 0
+    tail_records: int = 0
+
+
+class ArchiveQueries:
+    """One DuckDB connection over the topics a query needs, each a view of its archived
+    files and its live tail (`bootstrap`: None reads the archive alone)."""
+
+    def __init__(self, store: ArchiveStore, bootstrap: str | None = None) -> None:
+        self.store = store
+        self.bootstrap = bootstrap
+        self.con = duckdb.connect()
+        self.sources = Sources()
+        self._registered: set[str] = set()
+
+    def close(self) -> None:
+        self.con.close()
+
+    # ---------------------------------------------------------------- the views
+    def need(self, topics: Iterable[str]) -> None:
+        wanted = [t for t in topics if t not in self._registered]
+        if not wanted:
+            return
+        fs, root = self.store.arrow()
+        ends: dict[TopicPartition, int] = {}
+        for topic in wanted:
+            paths: list[str] = []
+            for partition in archived_partitions(self.store, topic):
+                folder = partition_dir(topic, partition)
+                names = set(self.store.names(folder))
+                paths += [f"{root}/{folder}/{n}" for n in sorted(names) if n.endswith(PARQUET_SUFFIX)
+                          and n.removesuffix(PARQUET_SUFFIX) + MANIFEST_SUFFIX in names]
+                head = head_of(self.store, topic, partition)
+                if head.end_offset is not None:
+                    ends[TopicPartition(topic, partition)] = head.end_offset
+            self.sources.archived_files += len(paths)
+            archived = pads.dataset(paths, schema=SCHEMA, format="parquet", filesystem=fs) \
+                if paths else pads.dataset(SCHEMA.empty_table())
+            self.con.register(f"{view_name(topic)}_archived", archived)
+        tails = self._tails(wanted, ends)
+        for topic in wanted:
+            name = view_name(topic)
+            self.con.register(f"{name}_tail", tails[topic])
+            select = (f"SELECT partition AS topic_partition, \"offset\", timestamp_ms, "
+                      f"{', '.join(QUERY_FIELDS)}, try(decode(value)) AS v FROM")
+            self.con.execute(f"CREATE VIEW {name} AS {select} {name}_archived UNION ALL "
+                             f"{select} {name}_tail")
+            self._registered.add(topic)
+
+    def _tails(self, topics: Sequence[str], ends: dict[TopicPartition, int]) -> dict[str, pa.Table]:
+        """The records past the archive's end in the log, per topic, read with one consumer."""
+        rows: dict[str, list[dict[str, Any]]] = {t: [] for t in topics}
+        if self.bootstrap is not None:
+            consumer = log_reader(self.bootstrap, "operator")
+            try:
+                tps = [TopicPartition(t, p) for t in topics
+                       for p in sorted(consumer.partitions_for_topic(t) or ())]
+                if tps:
+                    self._read_tail(consumer, tps, ends, rows)
+            finally:
+                consumer.close()
+        out = {}
+        for topic, recs in rows.items():
+            self.sources.tail_records += len(recs)
+            out[topic] = pa.Table.from_pylist(recs, schema=SCHEMA) if recs else SCHEMA.empty_table()
+        return out
+
+    @staticmethod
+    def _read_tail(consumer, tps: list[TopicPartition], ends: dict[TopicPartition, int],
+                   rows: dict[str, list[dict[str, Any]]]) -> None:
+        consumer.assign(tps)
+        begins = consumer.beginning_offsets(tps)
+        stops = consumer.end_offsets(tps)
+        pending = set()
+        for tp in tps:
+            start = max(ends.get(tp, 0), begins[tp])
+            if start < stops[tp]:
+                consumer.seek(tp, start)
+                pending.add(tp)
+        consumer.pause(*(set(tps) - pending))
+        while pending:
+            batches = consumer.poll(timeout_ms=2000, max_records=20_000)
+            if not batches:
+                break
+            for tp, batch in batches.items():
+                for rec in batch:
+                    if rec.offset < stops[tp]:
+                        rows[tp.topic].append({
+                            "partition": tp.partition, "offset": rec.offset,
+                            "timestamp_ms": rec.timestamp, "key": rec.key, "value": rec.value,
+                            "headers": [{"key": k, "value": v} for k, v in rec.headers or ()],
+                            **query_fields(rec.value)})
+            for tp in list(pending):
+                if consumer.position(tp) >= stops[tp]:
+                    pending.discard(tp)
+                    consumer.pause(tp)
+
+    def rows(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[dict[str, Any]]:
+        cursor = self.con.execute(sql, params if isinstance(params, dict) else list(params))
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    # ---------------------------------------------------------------- recall
+    def recall(self, player_id: str, limit: int = 10) -> dict[str, Any]:
+        if not 1 <= limit <= 100:
+            raise ValueError(f"limit must be between 1 and 100, got {limit}")
+        self.need(("bets.placed", "bets.settled", "round.results", "wallet.transactions",
+                   "table.events"))
+        rounds = self.rows("""
+            SELECT table_id, round_id, min(timestamp_ms) AS first_ms FROM bets_placed
+            WHERE player_id = ? AND type = 'bet_placed' GROUP BY ALL
+            ORDER BY first_ms DESC LIMIT ?""", (player_id, limit))
+        keys = [(r["table_id"], r["round_id"]) for r in rounds]
+        if not keys:
+            return {"player_id": player_id, "rounds": []}
+        round_ids = [k[1] for k in keys]
+        bets = self.rows("""
+            SELECT table_id, round_id, v FROM bets_placed
+            WHERE player_id = ? AND type = 'bet_placed' AND list_contains(?, round_id)
+            ORDER BY topic_partition, "offset" """, (player_id, round_ids))
+        settled = self.rows("""
+            SELECT table_id, round_id, type, v FROM bets_settled
+            WHERE player_id = ? AND list_contains(?, round_id)
+            ORDER BY topic_partition, "offset" """, (player_id, round_ids))
+        results = self.rows("""
+            SELECT table_id, round_id, v FROM round_results
+            WHERE type = 'round_result' AND list_contains(?, round_id)""", (round_ids,))
+        ends = self.rows("""
+            SELECT table_id, round_id, type, v FROM table_events
+            WHERE list_contains(?, round_id) AND list_contains(
+                ['round_voided', 'round_annulled', 'round_opened'], type)""", (round_ids,))
+        moves = self.rows("""
+            SELECT table_id, round_id, v FROM wallet_transactions
+            WHERE player_id = ? AND list_contains(?, round_id)
+            ORDER BY topic_partition, "offset" """, (player_id, round_ids))
+        return {"player_id": player_id,
+                "rounds": [_recalled_round(key, bets, settled, results, ends, moves)
+                           for key in keys]}
+
+    # ---------------------------------------------------------------- statement
+    def statement(self, player_id: str, since: datetime, until: datetime) -> dict[str, Any]:
+        if until <= since:
+            raise ValueError(f"the statement's end {until.isoformat()} is not after its start "
+                             f"{since.isoformat()}")
+        self.need(("wallet.transactions", "bets.placed", "bets.settled"))
+        lo, hi = int(since.timestamp() * 1000), int(until.timestamp() * 1000)
+        moves = self.rows("""
+            WITH w AS (SELECT topic_partition, "offset", v,
+                              json_extract_string(v, '$.cause_id') AS cause
+                       FROM wallet_transactions
+                       WHERE player_id = $p AND timestamp_ms >= $lo AND timestamp_ms < $hi),
+            pl AS (SELECT json_extract_string(v, '$.bet_id') AS cause, v FROM bets_placed
+                   WHERE player_id = $p AND type = 'bet_placed'
+                     AND timestamp_ms >= $lo - 86400000 AND timestamp_ms < $hi),
+            st AS (SELECT coalesce(json_extract_string(v, '$.reversal_id'),
+                                   json_extract_string(v, '$.settlement_id')) AS cause, v
+                   FROM bets_settled WHERE player_id = $p
+                     AND timestamp_ms >= $lo - 86400000 AND timestamp_ms < $hi + 86400000)
+            SELECT w.v AS v, any_value(pl.v) AS placed, any_value(st.v) AS settled FROM w
+            LEFT JOIN pl ON pl.cause = w.cause LEFT JOIN st ON st.cause = w.cause
+            GROUP BY w.topic_partition, w."offset", w.v
+            ORDER BY w.topic_partition, w."offset" """, {"p": player_id, "lo": lo, "hi": hi})
+        before = self.rows("""
+            SELECT v FROM wallet_transactions WHERE player_id = ? AND timestamp_ms < ?
+            ORDER BY topic_partition DESC, "offset" DESC LIMIT 1""", (player_id, lo))
+        lines = [_statement_line(m) for m in moves]
+        opening = json.loads(before[0]["v"])["balance_after"] if before else \
+            (lines[0]["balance_after"] - lines[0]["amount"] if lines else 0)
+        return {"player_id": player_id, "from": since.isoformat(), "to": until.isoformat(),
+                "opening_balance": opening,
+                "closing_balance": lines[-1]["balance_after"] if lines else opening,
+                "credits": sum(x["amount"] for x in lines if x["amount"] > 0),
+                "debits": -sum(x["amount"] for x in lines if x["amount"] < 0),
+                "movements": lines}
+
+    # ---------------------------------------------------------------- events
+    def events(self, since: datetime | None = None, until: datetime | None = None,
+               large_win: int = LARGE_WIN_DEFAULT, table_id: str | None = None
+               ) -> list[dict[str, Any]]:
+        self.need(("table.events", "bets.settled", "dead.letters", "dealer.rejections"))
+        lo = int(since.timestamp() * 1000) if since else 0
+        hi = int(until.timestamp() * 1000) if until else 2**62
+        sql = f"""
+        WITH te AS (SELECT * FROM table_events WHERE timestamp_ms >= $lo AND timestamp_ms < $hi),
+        profiles AS (
+            SELECT *, row_number() OVER (PARTITION BY json_extract_string(v, '$.profile'),
+                json_extract_string(v, '$.profile_version') ORDER BY timestamp_ms) AS nth
+            FROM table_events WHERE type = 'round_opened')
+        SELECT 'table.events' AS topic, topic_partition, "offset", timestamp_ms,
+               type AS kind, table_id, round_id,
+               json_extract_string(v, '$.supervisor') AS who,
+               concat_ws(': ', json_extract_string(v, '$.reason_code'),
+                         json_extract_string(v, '$.reason'),
+                         json_extract_string(v, '$.reason_text')) AS why
+        FROM te WHERE list_contains({list(SIGNIFICANT_TABLE_EVENTS)}, type)
+           OR (type = 'betting_closed' AND json_extract_string(v, '$.reason') <> 'timer')
+        UNION ALL
+        SELECT 'table.events', topic_partition, "offset", timestamp_ms, 'profile_version_first_round',
+               table_id, round_id, json_extract_string(v, '$.dealer'),
+               concat(json_extract_string(v, '$.profile'), ' version ',
+                      coalesce(json_extract_string(v, '$.profile_version'), '(none)'), ' ',
+                      coalesce(json_extract_string(v, '$.profile_digest'), ''))
+        FROM profiles WHERE nth = 1 AND timestamp_ms >= $lo AND timestamp_ms < $hi
+        UNION ALL
+        SELECT 'bets.settled', topic_partition, "offset", timestamp_ms, type, table_id, round_id,
+               json_extract_string(v, '$.supervisor'),
+               concat_ws(': ', json_extract_string(v, '$.reason_code'),
+                         json_extract_string(v, '$.reason_text'))
+        FROM bets_settled WHERE type = 'settlement_reversed'
+             AND timestamp_ms >= $lo AND timestamp_ms < $hi
+        UNION ALL
+        SELECT 'bets.settled', topic_partition, "offset", timestamp_ms, 'large_win', table_id,
+               round_id, player_id,
+               concat('won ', CAST(json_extract(v, '$.returned') AS BIGINT)
+                      - CAST(json_extract(v, '$.stake') AS BIGINT), ' on ',
+                      json_extract_string(v, '$.bet'), ' (stake ',
+                      CAST(json_extract(v, '$.stake') AS BIGINT), ')')
+        FROM bets_settled WHERE type = 'bet_settled' AND timestamp_ms >= $lo AND timestamp_ms < $hi
+             AND CAST(json_extract(v, '$.returned') AS BIGINT)
+                 - CAST(json_extract(v, '$.stake') AS BIGINT) >= $large
+        UNION ALL
+        SELECT 'dead.letters', topic_partition, "offset", timestamp_ms, 'dead_letter',
+               table_id, round_id, json_extract_string(v, '$.service'),
+               concat(json_extract_string(v, '$.topic'), '[',
+                      json_extract_string(v, '$.partition'), ']@',
+                      json_extract_string(v, '$.offset'), ' ',
+                      json_extract_string(v, '$.error_type'), ': ',
+                      left(json_extract_string(v, '$.error'), 300))
+        FROM dead_letters WHERE timestamp_ms >= $lo AND timestamp_ms < $hi
+        UNION ALL
+        SELECT 'dealer.rejections', topic_partition, "offset", timestamp_ms,
+               concat('input_refused:', json_extract_string(v, '$.reason_code')), table_id,
+               round_id, json_extract_string(v, '$.command'), json_extract_string(v, '$.message')
+        FROM dealer_rejections WHERE timestamp_ms >= $lo AND timestamp_ms < $hi
+             AND list_contains({list(SIGNIFICANT_REFUSALS)},
+                               json_extract_string(v, '$.reason_code'))
+        ORDER BY timestamp_ms, topic, topic_partition, "offset" """
+        cursor = self.con.execute(sql, {"lo": lo, "hi": hi, "large": large_win})
+        names = [d[0] for d in cursor.description]
+        found = []
+        for row in cursor.fetchall():
+            item = dict(zip(names, row, strict=True))
+            if table_id is not None and item["table_id"] != table_id:
+                continue
+            item["at"] = iso(item.pop("timestamp_ms"))
+            item["partition"] = item.pop("topic_partition")
+            found.append(item)
+        return found
+
+
+def _recalled_round(key: tuple[str, str], bets: list[dict[str, Any]],
+                    settled: list[dict[str, Any]], results: list[dict[str, Any]],
+                    ends: list[dict[str, Any]], moves: list[dict[str, Any]]) -> dict[str, Any]:
+    def of(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        return [r for r in rows if (r["table_id"], r["round_id"]) == key]
+
+    outcomes: dict[str, dict[str, Any]] = {}
+    for row in of(settled):
+        s = json.loads(row["v"])
+        if row["type"] == "bet_settled":
+            outcomes[s["bet_id"]] = {"outcome": s["outcome"], "returned": s["returned"]}
+        elif row["type"] == "settlement_reversed":
+            outcomes[s["bet_id"]] = {"outcome": "reversed", "returned": 0,
+                                     "reversed": s["original_outcome"]}
+    placed = [json.loads(r["v"]) for r in of(bets)]
+    lines = [{"bet_id": b["bet_id"], "bet": b["bet"], "position": b.get("position"),
+              "stake": b["stake"], **outcomes.get(b["bet_id"], {"outcome": None,
+                                                                 "returned": None})}
+             for b in placed]
+    per_category: dict[str, dict[str, int]] = {}
+    for line in lines:
+        cat = line["bet"] if line["position"] is None else f"{line['bet']}:{line['position']}"
+        entry = per_category.setdefault(cat, {"stake": 0, "returned": 0})
+        entry["stake"] += line["stake"]
+        entry["returned"] += line["returned"] or 0
+    result = next((json.loads(r["v"]) for r in of(results)), None)
+    marks = {r["type"]: json.loads(r["v"]) for r in of(ends)}
+    txs = [json.loads(r["v"]) for r in of(moves)]
+    signed = [t["amount"] if t["kind"] in CREDITS else -t["amount"] for t in txs]
+    status = ("annulled" if "round_annulled" in marks else "voided" if "round_voided" in marks
+              else "settled" if lines and all(x["outcome"] for x in lines) else "open")
+    opened = marks.get("round_opened", {})
+    return {
+        "table_id": key[0], "round_id": key[1], "status": status,
+        "opened_at": opened.get("occurred_at"), "dealer": opened.get("dealer"),
+        "profile": opened.get("profile") or (result or {}).get("profile"),
+        "cards": (result or {}).get("cards"), "result": (result or {}).get("result"),
+        "bets": lines, "per_category": per_category,
+        "staked": sum(x["stake"] for x in lines),
+        "returned": sum(x["returned"] or 0 for x in lines),
+        "balance_before": txs[0]["balance_after"] - signed[0] if txs else None,
+        "balance_after": txs[-1]["balance_after"] if txs else None,
+        "currency": placed[0]["currency"] if placed else None,
+    }
+
+
+def _statement_line(row: dict[str, Any]) -> dict[str, Any]:
+    tx = json.loads(row["v"])
+    placed = json.loads(row["placed"]) if row["placed"] else None
+    settled = json.loads(row["settled"]) if row["settled"] else None
+    bet = placed or settled or {}
+    return {"at": tx["occurred_at"], "tx_id": tx["tx_id"], "kind": tx["kind"],
+            "amount": tx["amount"] if tx["kind"] in CREDITS else -tx["amount"],
+            "balance_after": tx["balance_after"], "currency": tx["currency"],
+            "table_id": tx.get("table_id"), "round_id": tx.get("round_id"),
+            "bet_id": bet.get("bet_id"), "bet": bet.get("bet"), "position": bet.get("position"),
+            "outcome": (settled or {}).get("outcome"), "cause_id": tx["cause_id"]}
+
+
+STATEMENT_COLUMNS = ("at", "tx_id", "kind", "amount", "balance_after", "currency", "table_id",
+                     "round_id", "bet_id", "bet", "position", "outcome", "cause_id")
+EVENT_COLUMNS = ("at", "kind", "table_id", "round_id", "who", "why", "topic", "partition",
+                 "offset")
+
+
+def to_csv(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
+    """Rows as CSV with a header line (amounts stay integers in minor units)."""
+    import csv
+    import io
+
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(columns), extrasaction="ignore",
+                            lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: "" if row.get(k) is None else row.get(k) for k in columns})
+    return out.getvalue()
+
+
+def open_queries(settings: Any, live_tail: bool = True) -> ArchiveQueries:
+    """Queries over the settings' archive and, with `live_tail`, the log past its end."""
+    from croupier.services.infra.archive_store import open_store
+
+    return ArchiveQueries(open_store(settings.archive_location),
+                          settings.bootstrap_servers if live_tail else None)
