@@ -21,6 +21,7 @@ import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
 
@@ -34,6 +35,7 @@ log = logging.getLogger("croupier.archive")
 
 MAX_SEGMENT_RECORDS = 50_000
 MAX_SEGMENT_BYTES = 32 * 1024 * 1024
+ARCHIVER_HEARTBEAT = "archiver.heartbeat"  # under CROUPIER_HOME: touched after every poll
 DISCOVER_EVERY_S = 30.0  # look for new topics and partitions this often
 
 
@@ -156,26 +158,33 @@ class Archiver:
         ends = self.consumer.end_offsets(list(self.open))
         return all(self.consumer.position(tp) >= ends[tp] for tp in self.open)
 
-    def run(self, stop: threading.Event | None = None, once: bool = False) -> ArchiverStats:
+    def run(self, stop: threading.Event | None = None, once: bool = False,
+            heartbeat: Path | None = None) -> ArchiverStats:
         """Archive until `stop` is set (then close every open segment); `once`: until every
-        partition is archived up to the log's end offsets taken at the start."""
+        partition is archived up to the log's end offsets taken at the start. `heartbeat`:
+        a file touched after every poll (docker-compose's healthcheck reads its age)."""
         stop = stop or threading.Event()
         self.discover()
         targets = self.consumer.end_offsets(list(self.open)) if once else {}
+        if heartbeat is not None:
+            heartbeat.parent.mkdir(parents=True, exist_ok=True)
         while not stop.is_set():
             self.step()
+            if heartbeat is not None:
+                heartbeat.touch()
             if once and all(self.consumer.position(tp) >= end for tp, end in targets.items()):
                 break
         self.flush_all()
         return self.stats
 
 
-def run_until_signalled(archiver: Archiver, once: bool = False) -> ArchiverStats:
+def run_until_signalled(archiver: Archiver, once: bool = False,
+                        heartbeat: Path | None = None) -> ArchiverStats:
     """The process's main loop: SIGTERM and SIGINT close the open segments, then stop."""
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        return archiver.run(stop, once=once)
+        return archiver.run(stop, once=once, heartbeat=heartbeat)
     finally:
         archiver.close()

@@ -35,7 +35,7 @@ from croupier.services.archive.segment import (
     QUERY_FIELDS,
     SCHEMA,
     partition_dir,
-    query_fields,
+    query_columns,
 )
 from croupier.services.archive.store_ops import archived_partitions, head_of
 from croupier.services.infra.archive_store import ArchiveStore
@@ -123,9 +123,14 @@ class ArchiveQueries:
             finally:
                 consumer.close()
         out = {}
+        raw = pa.schema([SCHEMA.field(n) for n in SCHEMA.names if n not in QUERY_FIELDS])
         for topic, recs in rows.items():
             self.sources.tail_records += len(recs)
-            out[topic] = pa.Table.from_pylist(recs, schema=SCHEMA) if recs else SCHEMA.empty_table()
+            table = pa.Table.from_pylist(recs, schema=raw)
+            for name, column in zip(QUERY_FIELDS, query_columns(table.column("value")
+                                                                .combine_chunks()), strict=True):
+                table = table.append_column(SCHEMA.field(name), column)
+            out[topic] = table
         return out
 
     @staticmethod
@@ -151,8 +156,7 @@ class ArchiveQueries:
                         rows[tp.topic].append({
                             "partition": tp.partition, "offset": rec.offset,
                             "timestamp_ms": rec.timestamp, "key": rec.key, "value": rec.value,
-                            "headers": [{"key": k, "value": v} for k, v in rec.headers or ()],
-                            **query_fields(rec.value)})
+                            "headers": [{"key": k, "value": v} for k, v in rec.headers or ()]})
             for tp in list(pending):
                 if consumer.position(tp) >= stops[tp]:
                     pending.discard(tp)
@@ -392,7 +396,7 @@ def to_csv(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
 
 def open_queries(settings: Any, live_tail: bool = True) -> ArchiveQueries:
     """Queries over the settings' archive and, with `live_tail`, the log past its end."""
-    from croupier.services.infra.archive_store import open_store
+    from croupier.services.infra.archive_store import archive_from_settings
 
-    return ArchiveQueries(open_store(settings.archive_location),
+    return ArchiveQueries(archive_from_settings(settings),
                           settings.bootstrap_servers if live_tail else None)

@@ -22,6 +22,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel, ConfigDict, Field
@@ -115,17 +116,21 @@ def parse_stem(name: str) -> int | None:
     return None
 
 
-def query_fields(value: bytes | None) -> dict[str, str]:
-    """The value's top-level `type`, `table_id`, `round_id` and `player_id`, where it is a
-    JSON object that has them as strings (any topic: none is special)."""
-    if not value or value[:1] != b"{":
-        return {}
+def query_columns(values: pa.Array) -> list[pa.Array]:
+    """For each value, its top-level `type`, `table_id`, `round_id` and `player_id` where it
+    is a JSON object that has them as strings, else null (any topic: none is special).
+    Extracted by DuckDB's JSON reader, vectorised: a third of the cost of `json.loads`."""
+    con = duckdb.connect()
     try:
-        obj = json.loads(value)
-    except ValueError:
-        return {}
-    return {k: v for k in QUERY_FIELDS if isinstance(v := obj.get(k), str)} \
-        if isinstance(obj, dict) else {}
+        con.register("segment", pa.table({"n": pa.array(range(len(values)), pa.int64()),
+                                          "value": values}))
+        picks = ", ".join(f"CASE WHEN json_type(j, '$.{f}') = 'VARCHAR' "
+                          f"THEN json_extract_string(j, '$.{f}') END AS {f}" for f in QUERY_FIELDS)
+        table = con.sql(f"SELECT {picks} FROM (SELECT n, try(CAST(try(decode(value)) AS JSON)) "
+                        "AS j FROM segment) ORDER BY n").to_arrow_table()
+    finally:
+        con.close()
+    return [table.column(f).combine_chunks().cast(pa.string()) for f in QUERY_FIELDS]
 
 
 def encode_segment(topic: str, partition: int, start_offset: int, end_offset: int,
@@ -144,16 +149,16 @@ def encode_segment(topic: str, partition: int, start_offset: int, end_offset: in
             raise ArchiveFormatError(f"{topic}[{partition}]: offset {rec.offset} out of order "
                                      f"or outside [{start_offset}, {end_offset})")
         last = rec.offset
-    fields = [query_fields(r.value) for r in records]
+    values = pa.array([r.value for r in records], pa.binary())
     table = pa.table({
         "partition": pa.array([partition] * len(records), pa.int32()),
         "offset": pa.array([r.offset for r in records], pa.int64()),
         "timestamp_ms": pa.array([r.timestamp for r in records], pa.int64()),
         "key": pa.array([r.key for r in records], pa.binary()),
-        "value": pa.array([r.value for r in records], pa.binary()),
+        "value": values,
         "headers": pa.array([[{"key": k, "value": v} for k, v in r.headers] for r in records],
                             SCHEMA.field("headers").type),
-        **{name: pa.array([f.get(name) for f in fields], pa.string()) for name in QUERY_FIELDS},
+        **dict(zip(QUERY_FIELDS, query_columns(values), strict=True)),
     }, schema=SCHEMA)
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="zstd", row_group_size=65_536)

@@ -12,7 +12,7 @@ import logging
 import typer
 
 from croupier.services.cli.cli_errors import fail
-from croupier.services.infra.archive_store import ArchiveStoreError, open_store
+from croupier.services.infra.archive_store import ArchiveStoreError, archive_from_settings, open_store
 from croupier.services.infra.settings import get_settings
 from croupier.shared.topics import TOPIC_NAMES
 
@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
 
 def _store(url: str | None):
     try:
-        return open_store(url or get_settings().archive_location)
+        return open_store(url, get_settings()) if url else archive_from_settings(get_settings())
     except ArchiveStoreError as exc:
         fail(str(exc))
 
@@ -40,14 +40,15 @@ def run(
                                                    "record (default CROUPIER_ARCHIVE_FLUSH_SECONDS)."),
 ) -> None:
     """Copy every catalogue topic into the archive, exactly once by offset."""
-    from croupier.services.archive.archiver import Archiver, run_until_signalled
+    from croupier.services.archive.archiver import ARCHIVER_HEARTBEAT, Archiver, run_until_signalled
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = get_settings()
     store = _store(url)
     archiver = Archiver(settings.bootstrap_servers, store,
                         flush_seconds=flush_seconds or settings.archive_flush_seconds)
-    stats = run_until_signalled(archiver, once=once)
+    stats = run_until_signalled(archiver, once=once,
+                                heartbeat=settings.home / ARCHIVER_HEARTBEAT)
     typer.echo(f"archived {stats.records} records in {stats.segments} segments "
                f"({stats.bytes} bytes) to {store.url}")
 

@@ -80,8 +80,15 @@ def recall(
         lines.append(f"- {r['opened_at'] or '?'} {r['table_id']}/{r['round_id']} "
                      f"({r['profile']}, dealer {r['dealer']}) {r['status']}")
         if r["cards"]:
-            lines.append(f"    cards {' '.join(r['cards'])}; winner {result.get('winner')}; "
-                         f"hands {json.dumps(result.get('hands'))}")
+            lines.append(f"    cards {' '.join(r['cards'])}")
+            for hand, facts in (result.get("hands") or {}).items():
+                facts = facts if isinstance(facts, dict) else {"cards": facts}
+                score = facts.get("rank", facts.get("points"))
+                lines.append(f"    {hand:<8} {' '.join(facts.get('cards', []))}"
+                             + (f"  ({score})" if score is not None else ""))
+            winner = result.get("winner", result.get("winners"))
+            if winner is not None:
+                lines.append(f"    winner {winner if isinstance(winner, str) else json.dumps(winner)}")
         for b in r["bets"]:
             where = f":{b['position']}" if b["position"] is not None else ""
             lines.append(f"    bet {b['bet']}{where} stake {b['stake']} -> {b['outcome']} "

@@ -8,17 +8,17 @@ a PUT is atomic by itself. The archiver writes a segment's file first and its ma
 last, so a kill leaves either nothing, a file without a manifest (rewritten on restart), or
 both.
 
-S3 credentials come from `CROUPIER_ARCHIVE_S3_ACCESS_KEY` / `CROUPIER_ARCHIVE_S3_SECRET_KEY`
-(or the AWS SDK's usual variables and files when unset).
+S3 credentials are the settings `CROUPIER_ARCHIVE_S3_ACCESS_KEY` / `CROUPIER_ARCHIVE_S3_SECRET_KEY`
+(unset: the AWS SDK's usual variables and files).
 """
 
 from __future__ import annotations
 
 import os
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import parse_qs, unquote, urlparse
 
 from pyarrow import fs as pafs
@@ -142,14 +142,15 @@ class S3Store:
     endpoint: str | None = None
     scheme: str = "https"
     region: str = "us-east-1"
+    access_key: str | None = None
+    secret_key: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         for name, value in _S3_SDK_DEFAULTS.items():
             os.environ.setdefault(name, value)
-        key = os.environ.get("CROUPIER_ARCHIVE_S3_ACCESS_KEY")
-        secret = os.environ.get("CROUPIER_ARCHIVE_S3_SECRET_KEY")
         self.fs = pafs.S3FileSystem(
-            access_key=key, secret_key=secret, endpoint_override=self.endpoint,
+            access_key=self.access_key, secret_key=self.secret_key,
+            endpoint_override=self.endpoint,
             scheme=self.scheme, region=self.region, allow_bucket_creation=True,
             connect_timeout=5, request_timeout=30)
         try:
@@ -215,8 +216,17 @@ class S3Store:
         return self.fs, self._key("")
 
 
-def open_store(url: str) -> ArchiveStore:
-    """The store a `CROUPIER_ARCHIVE_URL` names."""
+def archive_from_settings(settings: Any = None) -> ArchiveStore:
+    """The archive the settings name (`CROUPIER_ARCHIVE_URL`, else `<home>/archive`)."""
+    from croupier.services.infra.settings import Settings
+
+    settings = settings or Settings()
+    return open_store(settings.archive_location, settings)
+
+
+def open_store(url: str, settings: Any = None) -> ArchiveStore:
+    """The store a `CROUPIER_ARCHIVE_URL` names; S3 credentials from `settings` (default:
+    the environment's, read now)."""
     parsed = urlparse(url)
     if parsed.scheme == "file":
         if parsed.netloc not in ("", "localhost"):
@@ -231,6 +241,10 @@ def open_store(url: str) -> ArchiveStore:
         if unknown:
             raise ArchiveStoreError(f"archive URL {url!r}: unknown parameter(s) "
                                     f"{sorted(unknown)}; known: endpoint, scheme, region")
+        if settings is None:
+            from croupier.services.infra.settings import Settings
+            settings = Settings()
         return S3Store(parsed.netloc, parsed.path.strip("/"), query.get("endpoint"),
-                       query.get("scheme", "https"), query.get("region", "us-east-1"))
+                       query.get("scheme", "https"), query.get("region", "us-east-1"),
+                       settings.archive_s3_access_key, settings.archive_s3_secret_key)
     raise ArchiveStoreError(f"archive URL {url!r}: use file:///path or s3://bucket/prefix")

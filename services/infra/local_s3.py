@@ -78,7 +78,8 @@ class LocalS3:
             if self.proc.poll() is not None:
                 raise BrokerError(f"s3proxy exited during start-up:\n{self.log_tail()}")
             try:
-                S3Store("ready-probe", "", self.endpoint, "http").names("")
+                S3Store("ready-probe", "", self.endpoint, "http", "us-east-1", ACCESS_KEY,
+                        SECRET_KEY).names("")
                 return
             except ArchiveStoreError:
                 time.sleep(0.5)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from croupier.services.infra.archive_store import ArchiveStore, open_store
+from croupier.services.infra.archive_store import ArchiveStore, archive_from_settings
 from croupier.services.infra.settings import get_settings
 from croupier.services.operator.complaints import Complaint, check_window, complaint_from
 from croupier.services.operator.replay import ReplayReport, replay_round
@@ -70,7 +70,7 @@ def run_replay(bootstrap: str, request: ReplayRequest, archive: ArchiveStore | N
     notes: list[str] = []
     settings = get_settings()  # the operator holds the table-events key: HMACs are checked
     complaint = request.complaint
-    reader = RoundReader(bootstrap, archive or open_store(settings.archive_location))
+    reader = RoundReader(bootstrap, archive or archive_from_settings(settings))
     try:
         records = reader.read_round(request.table_id, request.round_id, request.played_at,
                                     request.player_id, request.annulled_within)

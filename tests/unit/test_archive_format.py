@@ -188,3 +188,18 @@ def test_archive_urls(tmp_path):
                      ("s3://b/p?endpont=x", "unknown parameter")]:
         with pytest.raises(ArchiveStoreError, match=why):
             open_store(bad)
+
+
+def test_query_columns_are_copied_from_json_objects_only():
+    import pyarrow as pa
+
+    from croupier.services.archive.segment import query_columns
+
+    values = pa.array([b'{"type":"bet_placed","player_id":"p1","table_id":"T","round_id":"R"}',
+                       b"\xff\xfe not utf-8", b"not json", b'{"player_id": 5}', None, b"[1]",
+                       b'{"nested":{"player_id":"p9"}}'], pa.binary())
+    kind, table, round_, player = (c.to_pylist() for c in query_columns(values))
+    assert kind == ["bet_placed", None, None, None, None, None, None]
+    assert player == ["p1", None, None, None, None, None, None]
+    assert (table[0], round_[0]) == ("T", "R")
+    assert query_columns(pa.array([], pa.binary()))[0].to_pylist() == []
