@@ -19,15 +19,19 @@ manifest is not part of the archive). Every amount is an integer in minor units.
 from __future__ import annotations
 
 import json
+import math
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import duckdb
 import pyarrow as pa
 import pyarrow.dataset as pads
 from kafka import TopicPartition
+from pyarrow import fs as pafs
 
 from croupier.services.archive.segment import (
     MANIFEST_SUFFIX,
@@ -72,7 +76,9 @@ class ArchiveQueries:
     def __init__(self, store: ArchiveStore, bootstrap: str | None = None) -> None:
         self.store = store
         self.bootstrap = bootstrap
+        # every query of one answer reads the same files: their footers are read once
         self.con = duckdb.connect()
+        self.con.execute("SET parquet_metadata_cache = true")
         self.sources = Sources()
         self._registered: set[str] = set()
 
@@ -97,9 +103,7 @@ class ArchiveQueries:
                 if head.end_offset is not None:
                     ends[TopicPartition(topic, partition)] = head.end_offset
             self.sources.archived_files += len(paths)
-            archived = pads.dataset(paths, schema=SCHEMA, format="parquet", filesystem=fs) \
-                if paths else pads.dataset(SCHEMA.empty_table())
-            self.con.register(f"{view_name(topic)}_archived", archived)
+            self._register_files(f"{view_name(topic)}_archived", paths, fs)
         tails = self._tails(wanted, ends)
         for topic in wanted:
             name = view_name(topic)
@@ -109,6 +113,19 @@ class ArchiveQueries:
             self.con.execute(f"CREATE VIEW {name} AS {select} {name}_archived UNION ALL "
                              f"{select} {name}_tail")
             self._registered.add(topic)
+
+    def _register_files(self, name: str, paths: list[str], fs: Any) -> None:
+        """A local directory: DuckDB's own Parquet reader (it filters first and reads the
+        other columns of the matching rows only). Any other store: a pyarrow dataset over
+        its file system (DuckDB's S3 reader is an extension it would download)."""
+        if not paths:
+            self.con.register(name, SCHEMA.empty_table())
+        elif isinstance(fs, pafs.LocalFileSystem):
+            files = ", ".join("'" + p.replace("'", "''") + "'" for p in paths)
+            self.con.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet([{files}])")
+        else:
+            self.con.register(name, pads.dataset(paths, schema=SCHEMA, format="parquet",
+                                                 filesystem=fs))
 
     def _tails(self, topics: Sequence[str], ends: dict[TopicPartition, int]) -> dict[str, pa.Table]:
         """The records past the archive's end in the log, per topic, read with one consumer."""
@@ -126,6 +143,9 @@ class ArchiveQueries:
         raw = pa.schema([SCHEMA.field(n) for n in SCHEMA.names if n not in QUERY_FIELDS])
         for topic, recs in rows.items():
             self.sources.tail_records += len(recs)
+            if not recs:
+                out[topic] = SCHEMA.empty_table()
+                continue
             table = pa.Table.from_pylist(recs, schema=raw)
             for name, column in zip(QUERY_FIELDS, query_columns(table.column("value")
                                                                 .combine_chunks()), strict=True):
@@ -181,25 +201,26 @@ class ArchiveQueries:
         if not keys:
             return {"player_id": player_id, "rounds": []}
         round_ids = [k[1] for k in keys]
-        bets = self.rows("""
-            SELECT table_id, round_id, v FROM bets_placed
-            WHERE player_id = ? AND type = 'bet_placed' AND list_contains(?, round_id)
-            ORDER BY topic_partition, "offset" """, (player_id, round_ids))
-        settled = self.rows("""
-            SELECT table_id, round_id, type, v FROM bets_settled
-            WHERE player_id = ? AND list_contains(?, round_id)
-            ORDER BY topic_partition, "offset" """, (player_id, round_ids))
-        results = self.rows("""
-            SELECT table_id, round_id, v FROM round_results
-            WHERE type = 'round_result' AND list_contains(?, round_id)""", (round_ids,))
-        ends = self.rows("""
-            SELECT table_id, round_id, type, v FROM table_events
-            WHERE list_contains(?, round_id) AND list_contains(
-                ['round_voided', 'round_annulled', 'round_opened'], type)""", (round_ids,))
-        moves = self.rows("""
-            SELECT table_id, round_id, v FROM wallet_transactions
-            WHERE player_id = ? AND list_contains(?, round_id)
-            ORDER BY topic_partition, "offset" """, (player_id, round_ids))
+        # one query for the rest (DuckDB runs its parts in parallel): the rounds' records
+        found = self.rows("""
+            SELECT 'placed' AS part, table_id, round_id, type, topic_partition, "offset", v
+            FROM bets_placed WHERE player_id = $p AND type = 'bet_placed'
+                 AND list_contains($r, round_id)
+            UNION ALL SELECT 'settled', table_id, round_id, type, topic_partition, "offset", v
+            FROM bets_settled WHERE player_id = $p AND list_contains($r, round_id)
+            UNION ALL SELECT 'result', table_id, round_id, type, topic_partition, "offset", v
+            FROM round_results WHERE type = 'round_result' AND list_contains($r, round_id)
+            UNION ALL SELECT 'table', table_id, round_id, type, topic_partition, "offset", v
+            FROM table_events WHERE list_contains($r, round_id)
+                 AND list_contains(['round_voided', 'round_annulled', 'round_opened'], type)
+            UNION ALL SELECT 'wallet', table_id, round_id, type, topic_partition, "offset", v
+            FROM wallet_transactions WHERE player_id = $p AND list_contains($r, round_id)
+            ORDER BY part, topic_partition, "offset" """, {"p": player_id, "r": round_ids})
+        parts: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in found:
+            parts[row["part"]].append(row)
+        bets, settled, results, ends, moves = (parts[k] for k in
+                                               ("placed", "settled", "result", "table", "wallet"))
         return {"player_id": player_id,
                 "rounds": [_recalled_round(key, bets, settled, results, ends, moves)
                            for key in keys]}
@@ -315,6 +336,39 @@ class ArchiveQueries:
         return found
 
 
+    # ---------------------------------------------------------------- realised RTP
+    def realised_rtp(self, since: datetime | None = None, until: datetime | None = None
+                     ) -> list[dict[str, Any]]:
+        """Per table, profile (and version), dealer, day and bet: bets, stake, returned, the
+        realised RTP beside the exact one, and `z`, the distance in standard errors. Voided
+        and annulled bets (refunded, or whose settlement was reversed) take no part."""
+        self.need(("bets.settled", "round.results"))
+        lo = int(since.timestamp() * 1000) if since else 0
+        hi = int(until.timestamp() * 1000) if until else 2**62
+        rows = self.rows("""
+            WITH s AS (SELECT table_id, round_id, timestamp_ms,
+                              json_extract_string(v, '$.bet_id') AS bet_id,
+                              json_extract_string(v, '$.bet') AS bet,
+                              json_extract_string(v, '$.outcome') AS outcome,
+                              CAST(json_extract(v, '$.stake') AS BIGINT) AS stake,
+                              CAST(json_extract(v, '$.returned') AS BIGINT) AS returned
+                       FROM bets_settled WHERE type = 'bet_settled'
+                         AND timestamp_ms >= $lo AND timestamp_ms < $hi),
+            reversed AS (SELECT DISTINCT json_extract_string(v, '$.bet_id') AS bet_id
+                         FROM bets_settled WHERE type = 'settlement_reversed'),
+            r AS (SELECT table_id, round_id, json_extract_string(v, '$.profile') AS profile,
+                         CAST(json_extract(v, '$.profile_version') AS INTEGER) AS version,
+                         json_extract_string(v, '$.dealer') AS dealer
+                  FROM round_results WHERE type = 'round_result')
+            SELECT s.table_id, r.profile, r.version, r.dealer,
+                   strftime(to_timestamp(s.timestamp_ms / 1000), '%Y-%m-%d') AS day, s.bet,
+                   count(*) AS bets, sum(s.stake) AS stake, sum(s.returned) AS returned,
+                   sum(s.stake * s.stake) AS stake_squares
+            FROM s JOIN r USING (table_id, round_id)
+            WHERE s.outcome <> 'void_refund' AND s.bet_id NOT IN (SELECT bet_id FROM reversed)
+            GROUP BY ALL ORDER BY day, s.table_id, r.dealer, s.bet""", {"lo": lo, "hi": hi})
+        return [_with_exact_rtp(row) for row in rows]
+
 def _recalled_round(key: tuple[str, str], bets: list[dict[str, Any]],
                     settled: list[dict[str, Any]], results: list[dict[str, Any]],
                     ends: list[dict[str, Any]], moves: list[dict[str, Any]]) -> dict[str, Any]:
@@ -361,6 +415,32 @@ def _recalled_round(key: tuple[str, str], bets: list[dict[str, Any]],
     }
 
 
+@lru_cache(maxsize=64)
+def _exact(profile: str, version: int | None) -> dict[str, tuple[float, float]]:
+    """{bet: (exact RTP, variance per unit staked)} of a profile as released (enumerated
+    once per process: about half a second)."""
+    from croupier.shared.profile import load_profile
+    from croupier.shared.rtp import exact_rtp
+
+    report = exact_rtp(load_profile(profile, version))
+    return {bet: (float(b.rtp), float(b.variance)) for bet, b in report.bets.items()}
+
+
+def _with_exact_rtp(row: dict[str, Any]) -> dict[str, Any]:
+    stake, returned = int(row["stake"]), int(row["returned"])
+    out = {k: row[k] for k in ("day", "table_id", "profile", "version", "dealer", "bet",
+                               "bets")}
+    out.update(stake=stake, returned=returned,
+               realised_rtp=round(returned / stake, 6) if stake else None)
+    exact = _exact(row["profile"], row["version"]).get(row["bet"]) if row["profile"] else None
+    if exact is None:
+        return {**out, "exact_rtp": None, "z": None}
+    rtp, variance = exact
+    spread = math.sqrt(variance * int(row["stake_squares"]))
+    return {**out, "exact_rtp": round(rtp, 6),
+            "z": round((returned - rtp * stake) / spread, 2) if spread else None}
+
+
 def _statement_line(row: dict[str, Any]) -> dict[str, Any]:
     tx = json.loads(row["v"])
     placed = json.loads(row["placed"]) if row["placed"] else None
@@ -376,6 +456,8 @@ def _statement_line(row: dict[str, Any]) -> dict[str, Any]:
 
 STATEMENT_COLUMNS = ("at", "tx_id", "kind", "amount", "balance_after", "currency", "table_id",
                      "round_id", "bet_id", "bet", "position", "outcome", "cause_id")
+RTP_COLUMNS = ("day", "table_id", "profile", "version", "dealer", "bet", "bets", "stake",
+               "returned", "realised_rtp", "exact_rtp", "z")
 EVENT_COLUMNS = ("at", "kind", "table_id", "round_id", "who", "why", "topic", "partition",
                  "offset")
 

@@ -26,6 +26,7 @@ def register(app: typer.Typer) -> None:
     app.command("recall")(recall)
     app.command("statement")(statement)
     app.command("events")(events)
+    app.command("realised-rtp")(realised_rtp)
 
 
 def _emit(text: str, out: Path | None) -> None:
@@ -151,4 +152,30 @@ def events(
                  f"by {e['who'] or '-'}: {e['why'] or ''}  [{e['topic']}[{e['partition']}]"
                  f"@{e['offset']}]" for e in found]
         lines.append(f"{len(found)} significant event(s)")
+        _emit("\n".join(lines) + "\n", out)
+
+
+def realised_rtp(
+    since: str = typer.Option(None, "--from", help="Start (ISO 8601, included)."),
+    until: str = typer.Option(None, "--to", help="End (ISO 8601, excluded)."),
+    fmt: Format = typer.Option(Format.text, "--format", help="text, csv or json."),
+    live_tail: bool = typer.Option(True, help="Also read the log past the archive's end."),
+    out: Path = typer.Option(None, help="Write to this file instead of stdout."),
+) -> None:
+    """Realised RTP by day, table, profile, dealer and bet, beside the exact RTP (and z)."""
+    from croupier.services.archive.queries import RTP_COLUMNS, to_csv
+
+    start, end = _time(since, "--from"), _time(until, "--to")
+    found = _answer(lambda q: q.realised_rtp(start, end), live_tail)
+    if fmt == Format.json:
+        _emit(json.dumps(found, indent=2) + "\n", out)
+    elif fmt == Format.csv:
+        _emit(to_csv(found, RTP_COLUMNS), out)
+    else:
+        def pct(x: float | None) -> str:
+            return "-" if x is None else f"{100 * x:.2f}%"
+        lines = [f"{r['day']}  {r['table_id']:<14} {r['profile']} v{r['version']}  "
+                 f"{r['dealer']:<8} {r['bet']:<20} {r['bets']:>6} bets  stake {r['stake']:>10}  "
+                 f"realised {pct(r['realised_rtp']):>8}  exact {pct(r['exact_rtp']):>8}  "
+                 f"z {'-' if r['z'] is None else r['z']}" for r in found]
         _emit("\n".join(lines) + "\n", out)

@@ -7,6 +7,7 @@ and, from the archive and the log's last minutes (`croupier.services.archive.que
 GET /players/{player_id}/rounds?limit=10              the player's game recall (JSON)
 GET /players/{player_id}/statement?from=T&to=T[&format=csv|json]
 GET /events[?from=T&to=T&table=ID&large_win=N&format=csv|json]   the significant events
+GET /rtp[?from=T&to=T&format=csv|json]   realised RTP by day, table, profile, dealer, bet
 Reading the log is blocking (kafka-python), so each request runs in a worker thread.
 """
 
@@ -103,7 +104,7 @@ def make_app(settings: Settings) -> web.Application:
         if fmt == "csv":
             return web.Response(text=to_csv(found[key] if key else found, columns),
                                 content_type="text/csv")
-        return web.json_response(found if key else {"events": found})
+        return web.json_response(found if key else {"rows": found})
 
     async def statement(request: web.Request) -> web.Response:
         from croupier.services.archive.queries import STATEMENT_COLUMNS
@@ -124,10 +125,19 @@ def make_app(settings: Settings) -> web.Application:
             return lambda qs: qs.events(since, until, large, q.get("table"))
         return await as_table(request, run, None, EVENT_COLUMNS)
 
+    async def realised_rtp(request: web.Request) -> web.Response:
+        from croupier.services.archive.queries import RTP_COLUMNS
+
+        def run(q):
+            since, until = moment(q, "from"), moment(q, "to")
+            return lambda qs: qs.realised_rtp(since, until)
+        return await as_table(request, run, None, RTP_COLUMNS)
+
     app = web.Application(middlewares=[operator_only])
     app.router.add_get("/health", health)
     app.router.add_get("/rounds/{table_id}/{round_id}/report", report)
     app.router.add_get("/players/{player_id}/rounds", recall)
     app.router.add_get("/players/{player_id}/statement", statement)
     app.router.add_get("/events", significant_events)
+    app.router.add_get("/rtp", realised_rtp)
     return app

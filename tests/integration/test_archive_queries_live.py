@@ -111,4 +111,7 @@ def test_the_operator_api_serves_recall_statements_and_events(topics, played):
         events = httpx.get(f"{url}/events", params={"table": rounds[-1].table_id},
                            headers=operator, timeout=60)
         assert events.status_code == 200
-        assert any(e["kind"] == "round_annulled" for e in events.json()["events"])
+        assert any(e["kind"] == "round_annulled" for e in events.json()["rows"])
+        rtp = httpx.get(f"{url}/rtp", params={"format": "csv"}, headers=operator, timeout=60)
+        assert rtp.status_code == 200 and rtp.text.startswith("day,table_id,profile")
+        assert rounds[0].table_id in rtp.text

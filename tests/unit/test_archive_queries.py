@@ -97,3 +97,17 @@ def test_the_event_log_names_the_annulment_its_reversals_and_large_wins(archived
     wins = queries.events(large_win=1_000)
     assert {e["who"] for e in wins if e["kind"] == "large_win"} == {"alice"}
     assert queries.events(since=T0 + timedelta(days=1)) == []
+
+
+def test_realised_rtp_by_table_dealer_and_day_beside_the_exact_rtp(archived):
+    queries, rounds = archived
+    rows = queries.realised_rtp()
+    banker = [r for r in rows if r["bet"] == "banker"]
+    assert {r["table_id"] for r in banker} == {"T0", "T1", "T2"}
+    assert all(r["dealer"] == "Ana" and r["profile"] == "sbo-baccarat" for r in rows)
+    settled = [s for r in rounds[:11] for s in r.settlements if s.bet == "banker"]
+    assert sum(r["bets"] for r in banker) == len(settled)  # the annulled round takes no part
+    assert sum(r["returned"] for r in banker) == sum(s.returned for s in settled)
+    one = banker[0]
+    assert one["realised_rtp"] == round(one["returned"] / one["stake"], 6)
+    assert 0.98 < one["exact_rtp"] < 0.99 and one["z"] is not None
