@@ -10,7 +10,8 @@ from Kafka in the same run.
    (target <= 100 ms) and a month's statement (target <= 1 s), the median of repeated runs,
    from the archive alone and with the live tail read from Kafka. Baseline: reading one
    segment's worth of records (50,000) from Kafka, the least a log scan for one player would
-   read.
+   read. Also with one connection kept and its views made again per answer, as the
+   operator API does (the immutable files' footers stay cached).
 3. `archive verify` over that archive: records/s, against the raw Kafka read rate of (1).
 
     python benchmarks/bench_archive.py [--records 200000] [--bets 1000000] [--json FILE]
@@ -193,10 +194,32 @@ def bench_queries(store: DirectoryStore, player: str, bootstrap: str, kafka_rate
                       "statement_month_s": round(statement_s, 4),
                       "statement_month_cpu_s": round(statement_cpu, 4),
                       "statement_movements": len(stated["movements"])}
+    # the operator API: one connection for the process, its views made again per answer
+    kept = ArchiveQueries(store)
+
+    def kept_recall():
+        kept.refresh()
+        return kept.recall(player, 10)
+
+    def kept_statement():
+        kept.refresh()
+        return kept.statement(player, *month)
+
+    try:
+        kept_recall()
+        recall_s, recall_cpu, _ = median_time(kept_recall, repeat)
+        statement_s, statement_cpu, _ = median_time(kept_statement, repeat)
+    finally:
+        kept.close()
+    out["archive_one_connection"] = {
+        "recall_10_s": round(recall_s, 4), "recall_10_cpu_s": round(recall_cpu, 4),
+        "statement_month_s": round(statement_s, 4),
+        "statement_month_cpu_s": round(statement_cpu, 4)}
     segment_read_s = SEGMENT / kafka_rate
     out["kafka_read_of_one_segment_s"] = round(segment_read_s, 4)
     out["recall_ratio_to_kafka_segment_read"] = round(out["archive"]["recall_10_s"] / segment_read_s, 3)
-    out["recall_target_ok"] = out["archive"]["recall_10_s"] <= RECALL_TARGET_S
+    out["recall_target_ok"] = out["archive_one_connection"]["recall_10_s"] <= RECALL_TARGET_S
+    out["recall_target_ok_new_connection"] = out["archive"]["recall_10_s"] <= RECALL_TARGET_S
     out["statement_target_ok"] = out["archive"]["statement_month_s"] <= STATEMENT_TARGET_S
     return out
 

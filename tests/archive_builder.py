@@ -37,10 +37,12 @@ def archive_rounds(store: ArchiveStore, rounds: list[RecordedRound],
     total = 0
     for (topic, partition), items in sorted(by_tp.items()):
         head = head_of(store, topic, partition)
-        records = [ArchivedRecord(topic, partition, i, ms, key, value)
+        first = head.end_offset or 0  # after what the archive already holds
+        records = [ArchivedRecord(topic, partition, first + i, ms, key, value)
                    for i, (key, value, ms) in enumerate(items)]
         for start in range(0, len(records), segment_records):
             chunk = records[start:start + segment_records]
-            _, head = write_segment(store, head, start, start + len(chunk), chunk)
+            _, head = write_segment(store, head, first + start, first + start + len(chunk),
+                                    chunk)
         total += len(records)
     return total

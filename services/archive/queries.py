@@ -85,6 +85,19 @@ class ArchiveQueries:
     def close(self) -> None:
         self.con.close()
 
+    def refresh(self) -> None:
+        """Forget the views, so the next query lists the archive's files and reads the live
+        tail again. The connection (and its cache of the files' footers: the files are
+        immutable) is kept: a long-running process (the operator API) answers from it."""
+        for topic in self._registered:
+            name = view_name(topic)
+            self.con.execute(f"DROP VIEW IF EXISTS {name}")
+            for part in (f"{name}_archived", f"{name}_tail"):
+                self.con.unregister(part)
+                self.con.execute(f"DROP VIEW IF EXISTS {part}")
+        self._registered.clear()
+        self.sources = Sources()
+
     # ---------------------------------------------------------------- the views
     def need(self, topics: Iterable[str]) -> None:
         wanted = [t for t in topics if t not in self._registered]

@@ -14,7 +14,9 @@ Reading the log is blocking (kafka-python), so each request runs in a worker thr
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import timedelta
+from typing import Any
 
 from aiohttp import web
 
@@ -69,15 +71,21 @@ def make_app(settings: Settings) -> web.Application:
         return web.Response(text=render(result, fmt, notes), content_type=CONTENT_TYPES[fmt],
                             headers={"X-Croupier-Verdict": result.verdict})
 
+    shared: dict[str, Any] = {}
+    lock = threading.Lock()
+
     def query(run):
-        """Run `run(queries)` over the archive and the live tail in a thread."""
+        """Run `run(queries)` over the archive and the live tail in a thread: one DuckDB
+        connection for the process (it keeps the immutable files' footers), its views of
+        the archive's files and of the tail made again for each request, one at a time."""
         def work():
             from croupier.services.archive.queries import open_queries
-            queries = open_queries(settings)
-            try:
+            with lock:
+                if "queries" not in shared:
+                    shared["queries"] = open_queries(settings)
+                queries = shared["queries"]
+                queries.refresh()
                 return run(queries)
-            finally:
-                queries.close()
         return asyncio.to_thread(work)
 
     def moment(q, name: str):

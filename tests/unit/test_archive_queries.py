@@ -111,3 +111,19 @@ def test_realised_rtp_by_table_dealer_and_day_beside_the_exact_rtp(archived):
     one = banker[0]
     assert one["realised_rtp"] == round(one["returned"] / one["stake"], 6)
     assert 0.98 < one["exact_rtp"] < 0.99 and one["z"] is not None
+
+
+def test_a_refreshed_connection_sees_new_segments(tmp_path):
+    """The operator API keeps one connection: after `refresh`, a new segment is part of the
+    answer."""
+    store = DirectoryStore(tmp_path / "archive")
+    archive_rounds(store, [alice_round(0)])
+    queries = ArchiveQueries(store)
+    try:
+        assert len(queries.recall("alice")["rounds"]) == 1
+        archive_rounds(store, [alice_round(1)])
+        assert len(queries.recall("alice")["rounds"]) == 1  # the views are the old files
+        queries.refresh()
+        assert [r["round_id"] for r in queries.recall("alice")["rounds"]] == ["R01", "R00"]
+    finally:
+        queries.close()
