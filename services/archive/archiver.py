@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import OffsetOutOfRangeError
 
 from croupier.services.archive.segment import ArchivedRecord
 from croupier.services.archive.store_ops import PartitionHead, head_of, write_aged_out, write_segment
@@ -71,7 +72,10 @@ class Archiver:
         self.consumer = KafkaConsumer(
             bootstrap_servers=bootstrap, enable_auto_commit=False, group_id=None,
             client_id="croupier-archiver", max_partition_fetch_bytes=8 * 1024 * 1024,
-            fetch_max_bytes=64 * 1024 * 1024, **kafka_python_options(principal))
+            fetch_max_bytes=64 * 1024 * 1024,
+            # never jump: an offset retention deleted before it was archived is raised, and
+            # recorded as aged out (`_aged_out`), not skipped in silence
+            auto_offset_reset="none", **kafka_python_options(principal))
         self.open: dict[TopicPartition, OpenSegment] = {}
         self.stats = ArchiverStats()
         self._discovered_at = 0.0
@@ -93,18 +97,31 @@ class Archiver:
         begins = self.consumer.beginning_offsets(new)
         for tp in new:
             head = head_of(self.store, tp.topic, tp.partition)
-            start = head.end_offset if head.end_offset is not None else begins[tp]
-            if start < begins[tp]:  # retention went past the archive: keep the gap on record
-                log.error("%s[%d]: offsets %d..%d aged out of the log before they were "
-                          "archived", tp.topic, tp.partition, start, begins[tp] - 1)
-                self.stats.aged_out += begins[tp] - start
-                _, head = write_aged_out(self.store, head, begins[tp])
-                start = begins[tp]
-            self.open[tp] = OpenSegment(head, start)
-            log.info("archiving %s[%d] from offset %d", tp.topic, tp.partition, start)
+            if head.end_offset is None:
+                head = PartitionHead(tp.topic, tp.partition, begins[tp], None)
+            self.open[tp] = OpenSegment(head, head.end_offset or 0)
+            self._aged_out(tp, begins[tp])
+            log.info("archiving %s[%d] from offset %d", tp.topic, tp.partition,
+                     self.open[tp].start_offset)
         for tp in wanted:  # assign() forgets positions: each resumes after what it buffered
             seg = self.open[tp]
             self.consumer.seek(tp, seg.records[-1].offset + 1 if seg.records else seg.start_offset)
+
+    def _aged_out(self, tp: TopicPartition, log_start: int) -> None:
+        """Where the log now starts past the partition's archive (retention deleted records
+        the archiver had not reached), close what is buffered and keep the gap on record."""
+        seg = self.open[tp]
+        if seg.records:
+            self.flush(tp, end=seg.records[-1].offset + 1)
+            seg = self.open[tp]
+        if seg.start_offset >= log_start:
+            return
+        log.error("%s[%d]: offsets %d..%d aged out of the log before they were archived",
+                  tp.topic, tp.partition, seg.start_offset, log_start - 1)
+        self.stats.aged_out += log_start - seg.start_offset
+        _, head = write_aged_out(self.store, seg.head, log_start)  # seg.head ends at its start
+        self.open[tp] = OpenSegment(head, log_start)
+        self.consumer.seek(tp, log_start)
 
     # ---------------------------------------------------------------- the loop
     def step(self, timeout_ms: int = 500) -> int:
@@ -116,7 +133,14 @@ class Archiver:
             return 0
         got = 0
         now = time.monotonic()
-        for tp, batch in self.consumer.poll(timeout_ms=timeout_ms, max_records=20_000).items():
+        try:
+            batches = self.consumer.poll(timeout_ms=timeout_ms, max_records=20_000)
+        except OffsetOutOfRangeError as exc:  # retention overtook the archiver while it ran
+            out_of_range = [tp for tp in (exc.args[0] if exc.args else {}) if tp in self.open]
+            for tp, begin in self.consumer.beginning_offsets(out_of_range).items():
+                self._aged_out(tp, begin)
+            return 0
+        for tp, batch in batches.items():
             seg = self.open[tp]
             for rec in batch:
                 seg.records.append(ArchivedRecord(
@@ -132,12 +156,14 @@ class Archiver:
                 self.flush(tp)
         return got
 
-    def flush(self, tp: TopicPartition) -> None:
-        """Write the partition's open segment: from its start to the consumer's position."""
+    def flush(self, tp: TopicPartition, end: int | None = None) -> None:
+        """Write the partition's open segment: from its start to the consumer's position
+        (or `end`)."""
         seg = self.open[tp]
         if not seg.records:
             return
-        end = max(self.consumer.position(tp), seg.records[-1].offset + 1)
+        if end is None:
+            end = max(self.consumer.position(tp), seg.records[-1].offset + 1)
         manifest, head = write_segment(self.store, seg.head, seg.start_offset, end, seg.records)
         self.stats.segments += 1
         self.stats.records += manifest.record_count
