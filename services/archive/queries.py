@@ -34,18 +34,18 @@ from kafka import TopicPartition
 from pyarrow import fs as pafs
 
 from croupier.services.archive.segment import (
-    MANIFEST_SUFFIX,
-    PARQUET_SUFFIX,
     QUERY_FIELDS,
     SCHEMA,
-    partition_dir,
     query_columns,
 )
-from croupier.services.archive.store_ops import archived_partitions, head_of
+from croupier.services.archive.store_ops import PartitionIndex, archived_partitions
 from croupier.services.infra.archive_store import ArchiveStore
 from croupier.services.infra.log_reader import log_reader
 from croupier.shared.events.wallet_events import CREDITS
 
+RECALL_FIRST_WINDOW_MS = 7 * 86_400_000  # recall looks this far back first, then 8x further
+ROUND_SLACK_MS = 15 * 60_000  # a round's records lie within this of its first bet's
+DAY_MS = 86_400_000
 LARGE_WIN_DEFAULT = 1_000_000  # minor units won (returned - stake) that make a win "large"
 SIGNIFICANT_TABLE_EVENTS = ("round_voided", "round_annulled", "misdeal_corrected",
                             "round_redealt", "table_closed", "table_reopened")
@@ -81,14 +81,24 @@ class ArchiveQueries:
         self.con.execute("SET parquet_metadata_cache = true")
         self.sources = Sources()
         self._registered: set[str] = set()
+        self._window: tuple[int | None, int | None] = (None, None)
+        self._cut = False
+        self._tails_read: dict[str, pa.Table] = {}
 
     def close(self) -> None:
         self.con.close()
 
     def refresh(self) -> None:
-        """Forget the views, so the next query lists the archive's files and reads the live
-        tail again. The connection (and its cache of the files' footers: the files are
-        immutable) is kept: a long-running process (the operator API) answers from it."""
+        """Forget the views and the tail, so the next query lists the archive's files and
+        reads the live tail again. The connection (and its cache of the files' footers: the
+        files are immutable) is kept: a long-running process (the operator API) answers from
+        it."""
+        self._drop_views()
+        self._tails_read.clear()
+        self._cut = False
+        self.sources = Sources()
+
+    def _drop_views(self) -> None:
         for topic in self._registered:
             name = view_name(topic)
             self.con.execute(f"DROP VIEW IF EXISTS {name}")
@@ -96,36 +106,61 @@ class ArchiveQueries:
                 self.con.unregister(part)
                 self.con.execute(f"DROP VIEW IF EXISTS {part}")
         self._registered.clear()
-        self.sources = Sources()
 
     # ---------------------------------------------------------------- the views
-    def need(self, topics: Iterable[str]) -> None:
+    def need(self, topics: Iterable[str], since_ms: int | None = None,
+             until_ms: int | None = None) -> bool:
+        """Views of `topics`: the archived files that may hold records timestamped in
+        `[since, until)` (found by bisection over each partition's manifests, so the cost
+        follows the range, not the archive's history) and the live tail. Returns whether
+        files before `since` were left out (a wider range would read more)."""
+        if (since_ms, until_ms) != self._window:
+            self._drop_views()
+            self._window = (since_ms, until_ms)
+            self._cut = False
         wanted = [t for t in topics if t not in self._registered]
+        cut = False
         if not wanted:
-            return
+            return self._cut
         fs, root = self.store.arrow()
         ends: dict[TopicPartition, int] = {}
         for topic in wanted:
             paths: list[str] = []
             for partition in archived_partitions(self.store, topic):
-                folder = partition_dir(topic, partition)
-                names = set(self.store.names(folder))
-                paths += [f"{root}/{folder}/{n}" for n in sorted(names) if n.endswith(PARQUET_SUFFIX)
-                          and n.removesuffix(PARQUET_SUFFIX) + MANIFEST_SUFFIX in names]
-                head = head_of(self.store, topic, partition)
-                if head.end_offset is not None:
-                    ends[TopicPartition(topic, partition)] = head.end_offset
+                index = PartitionIndex(self.store, topic, partition)
+                if not len(index):
+                    continue
+                files = index.files_between(since_ms, until_ms)
+                cut = cut or since_ms is not None and index.at_time(since_ms) > 0
+                paths += [f"{root}/{index.folder}/{f}" for f in files]
+                ends[TopicPartition(topic, partition)] = index.manifest(len(index) - 1).end_offset
             self.sources.archived_files += len(paths)
             self._register_files(f"{view_name(topic)}_archived", paths, fs)
-        tails = self._tails(wanted, ends)
+        tails = self._tails([t for t in wanted if t not in self._tails_read], ends)
+        self._tails_read.update(tails)
         for topic in wanted:
             name = view_name(topic)
-            self.con.register(f"{name}_tail", tails[topic])
+            self.con.register(f"{name}_tail", self._tails_read[topic])
             select = (f"SELECT partition AS topic_partition, \"offset\", timestamp_ms, "
                       f"{', '.join(QUERY_FIELDS)}, try(decode(value)) AS v FROM")
             self.con.execute(f"CREATE VIEW {name} AS {select} {name}_archived UNION ALL "
                              f"{select} {name}_tail")
             self._registered.add(topic)
+        self._cut = self._cut or cut
+        return self._cut
+
+    def latest_ms(self, topic: str) -> int | None:
+        """The newest record time the archive holds on `topic` (its partitions' last
+        manifests)."""
+        stamps = []
+        for partition in archived_partitions(self.store, topic):
+            index = PartitionIndex(self.store, topic, partition)
+            for i in range(len(index) - 1, -1, -1):
+                top = index.manifest(i).max_timestamp_ms
+                if top is not None:
+                    stamps.append(top)
+                    break
+        return max(stamps) if stamps else None
 
     def _register_files(self, name: str, paths: list[str], fs: Any) -> None:
         """A local directory: DuckDB's own Parquet reader (it filters first and reads the
@@ -204,15 +239,28 @@ class ArchiveQueries:
     def recall(self, player_id: str, limit: int = 10) -> dict[str, Any]:
         if not 1 <= limit <= 100:
             raise ValueError(f"limit must be between 1 and 100, got {limit}")
-        self.need(("bets.placed", "bets.settled", "round.results", "wallet.transactions",
-                   "table.events"))
-        rounds = self.rows("""
-            SELECT table_id, round_id, min(timestamp_ms) AS first_ms FROM bets_placed
-            WHERE player_id = ? AND type = 'bet_placed' GROUP BY ALL
-            ORDER BY first_ms DESC LIMIT ?""", (player_id, limit))
+        topics = ("bets.placed", "bets.settled", "round.results", "wallet.transactions",
+                  "table.events")
+        # the newest rounds first: a window back from the archive's newest bet, 8 times wider
+        # each try, until it holds `limit` rounds or the whole archive
+        latest = self.latest_ms("bets.placed")
+        window = RECALL_FIRST_WINDOW_MS
+        while True:
+            since = None if latest is None else latest - window
+            cut = self.need(topics, since_ms=since)
+            rounds = self.rows("""
+                SELECT table_id, round_id, min(timestamp_ms) AS first_ms FROM bets_placed
+                WHERE player_id = ? AND type = 'bet_placed' GROUP BY ALL
+                ORDER BY first_ms DESC LIMIT ?""", (player_id, limit))
+            if len(rounds) >= limit or not cut:
+                break
+            window *= 8
         keys = [(r["table_id"], r["round_id"]) for r in rounds]
         if not keys:
             return {"player_id": player_id, "rounds": []}
+        oldest = min(r["first_ms"] for r in rounds) - ROUND_SLACK_MS
+        if since is not None and oldest < since:  # a round's first bets before the window
+            self.need(topics, since_ms=oldest)
         round_ids = [k[1] for k in keys]
         # one query for the rest (DuckDB runs its parts in parallel): the rounds' records
         found = self.rows("""
@@ -243,8 +291,10 @@ class ArchiveQueries:
         if until <= since:
             raise ValueError(f"the statement's end {until.isoformat()} is not after its start "
                              f"{since.isoformat()}")
-        self.need(("wallet.transactions", "bets.placed", "bets.settled"))
         lo, hi = int(since.timestamp() * 1000), int(until.timestamp() * 1000)
+        # the range's files, and a day either side for the bets its movements pay or debit
+        self.need(("wallet.transactions", "bets.placed", "bets.settled"),
+                  since_ms=lo - DAY_MS, until_ms=hi + DAY_MS)
         moves = self.rows("""
             WITH w AS (SELECT topic_partition, "offset", v,
                               json_extract_string(v, '$.cause_id') AS cause

@@ -96,36 +96,74 @@ def read_segment(store: ArchiveStore, manifest: Manifest) -> list[ArchivedRecord
     return decode_segment(manifest.topic, store.get(f"{folder}/{manifest.file}"))
 
 
+class PartitionIndex:
+    """A partition's manifests by position, read lazily and bisected: finding the segment of
+    an offset or a time costs log(segments) reads, not the archive's history."""
+
+    def __init__(self, store: ArchiveStore, topic: str, partition: int) -> None:
+        self.store, self.topic, self.partition = store, topic, partition
+        self.folder = partition_dir(topic, partition)
+        self.names = manifest_names(store, topic, partition)
+        self.starts = [parse_stem(n) or 0 for n in self.names]
+        self._cache: dict[int, Manifest] = {}
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def manifest(self, i: int) -> Manifest:
+        if i not in self._cache:
+            self._cache[i] = Manifest.model_validate_json(
+                self.store.get(f"{self.folder}/{self.names[i]}"))
+        return self._cache[i]
+
+    def forget(self, i: int) -> None:
+        self._cache.pop(i, None)
+
+    def at_offset(self, offset: int) -> int:
+        """The index of the segment holding `offset` (0 before the first)."""
+        return max(bisect.bisect_right(self.starts, offset) - 1, 0)
+
+    def at_time(self, timestamp_ms: int, lo: int = 0) -> int:
+        """The index of the first segment that may hold a record at or after the time
+        (CreateTime grows along a partition, nearly: one segment earlier is taken too)."""
+        hi = len(self.names)
+        first = lo
+        while lo < hi:
+            mid = (lo + hi) // 2
+            top = self.manifest(mid).max_timestamp_ms
+            if top is not None and top >= timestamp_ms:
+                hi = mid
+            else:
+                lo = mid + 1
+        return max(lo - 1, first)
+
+    def files_between(self, since_ms: int | None, until_ms: int | None) -> list[str]:
+        """The Parquet files (names in the folder) of the segments that may hold records
+        timestamped in `[since, until)`, in log order."""
+        first = 0 if since_ms is None else self.at_time(since_ms)
+        files = []
+        for i in range(first, len(self.names)):
+            manifest = self.manifest(i)
+            if until_ms is not None and manifest.min_timestamp_ms is not None \
+                    and manifest.min_timestamp_ms >= until_ms + 60_000 and i > first:
+                break  # past the range (a minute of slack for clocks a little apart)
+            if manifest.record_count:
+                files.append(manifest.file)
+        return files
+
+
 def read_archived(store: ArchiveStore, topic: str, partition: int, start_offset: int = 0,
                   stop_offset: int | None = None, from_timestamp_ms: int | None = None
                   ) -> Iterator[ArchivedRecord]:
     """The archived records of one partition at offsets `[start, stop)`, in log order; with
-    `from_timestamp_ms`, from the first segment that holds a record at or after it. The first
-    segment is found by bisection over the manifests' names (offsets) or their timestamps,
-    so the cost is log(segments), not the archive's history."""
-    folder = partition_dir(topic, partition)
-    names = manifest_names(store, topic, partition)
-    cache: dict[int, Manifest] = {}
-
-    def manifest_at(i: int) -> Manifest:
-        if i not in cache:
-            cache[i] = Manifest.model_validate_json(store.get(f"{folder}/{names[i]}"))
-        return cache[i]
-
-    starts = [parse_stem(n) or 0 for n in names]
-    first = max(bisect.bisect_right(starts, start_offset) - 1, 0)
-    if from_timestamp_ms is not None:  # CreateTime grows along a partition, nearly: step back one
-        lo, hi = first, len(names)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            top = manifest_at(mid).max_timestamp_ms
-            if top is not None and top >= from_timestamp_ms:
-                hi = mid
-            else:
-                lo = mid + 1
-        first = max(lo - 1, first)
-    for i in range(first, len(names)):
-        manifest = manifest_at(i)
+    `from_timestamp_ms`, from the first segment that holds a record at or after it (found by
+    bisection: `PartitionIndex`)."""
+    index = PartitionIndex(store, topic, partition)
+    first = index.at_offset(start_offset)
+    if from_timestamp_ms is not None:
+        first = index.at_time(from_timestamp_ms, first)
+    for i in range(first, len(index)):
+        manifest = index.manifest(i)
         if stop_offset is not None and manifest.start_offset >= stop_offset:
             return
         if manifest.end_offset <= start_offset or manifest.record_count == 0:
@@ -136,4 +174,4 @@ def read_archived(store: ArchiveStore, topic: str, partition: int, start_offset:
             if stop_offset is not None and rec.offset >= stop_offset:
                 return
             yield rec
-        cache.pop(i, None)
+        index.forget(i)
