@@ -64,13 +64,15 @@ def verify_cmd(
 ) -> None:
     """Check every archived file and manifest; name what was changed, removed or reordered."""
     from croupier.services.archive.verify import verify
+    from croupier.services.infra.log_reader import log_starts as first_offsets
 
     store = _store(url)
     topics = topic or list(TOPIC_NAMES)
     unknown = sorted(set(topics) - set(TOPIC_NAMES))
     if unknown:
         fail(f"unknown topic(s) {unknown}; the catalogue has {list(TOPIC_NAMES)}")
-    log_starts = _log_starts(get_settings().bootstrap_servers) if against_log else None
+    bootstrap = get_settings().bootstrap_servers
+    log_starts = (lambda t: first_offsets(bootstrap, t)) if against_log else None
     try:
         report = verify(store, topics, log_starts)
     except ArchiveStoreError as exc:
@@ -94,18 +96,3 @@ def verify_cmd(
         typer.echo(f"{verdict}: {report.segments} segments, {report.records} records, "
                    f"{report.bytes} bytes verified in {report.seconds:.2f} s ({report.url})")
     raise typer.Exit(0 if report.ok else 1)
-
-
-def _log_starts(bootstrap: str):
-    from kafka import KafkaConsumer, TopicPartition
-
-    from croupier.services.infra.kafka_security import OPERATOR, kafka_python_options
-
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                             enable_auto_commit=False, **kafka_python_options(OPERATOR))
-
-    def starts(topic: str) -> dict[int, int]:
-        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        return {tp.partition: offset for tp, offset in consumer.beginning_offsets(tps).items()}
-
-    return starts
