@@ -4,7 +4,8 @@ for operator credentials only.
 GET /rounds/{table_id}/{round_id}/report?at=TIME[&player=P][&format=text|json|html]
     [&complaint_at=TIME&dealer=NAME[&override=REASON]]
 and, from the archive and the log's last minutes (`croupier.services.archive.queries`):
-GET /players/{player_id}/rounds?limit=10              the player's game recall (JSON)
+GET /players/{player_id}/rounds?limit=10   the player's game recall (JSON); the player's own
+                                           token may read it too
 GET /players/{player_id}/statement?from=T&to=T[&format=csv|json]
 GET /events[?from=T&to=T&table=ID&large_win=N&format=csv|json]   the significant events
 GET /rtp[?from=T&to=T&format=csv|json]   realised RTP by day, table, profile, dealer, bet
@@ -27,6 +28,8 @@ from croupier.services.operator.replay_service import ReplayRequest, parse_time,
 from croupier.services.operator.report_render import CONTENT_TYPES, render
 from croupier.services.operator.round_reader import RoundNotFoundError
 
+PLAYER_RECALL = "player-recall"  # the one route a player's own token may read
+
 
 def _problem(status: int, code: str, message: str) -> web.Response:
     return web.json_response({"error": {"code": code, "message": message}}, status=status)
@@ -37,11 +40,16 @@ def make_app(settings: Settings) -> web.Application:
 
     @web.middleware
     async def operator_only(request: web.Request, handler):
-        """401 without valid credentials; 403 for a player's (valid) token."""
+        """401 without valid credentials; 403 for a player's (valid) token, except on the
+        player's own game recall (`/players/{id}/rounds`), which the player may read."""
         if request.path == "/health":
             return await handler(request)
+        header = request.headers.get("Authorization")
         try:
-            auth.require_operator(request.headers.get("Authorization"))
+            if request.match_info.route.name == PLAYER_RECALL:
+                auth.require_player(header, request.match_info["player_id"], operator_may=True)
+            else:
+                auth.require_operator(header)
         except AuthError as exc:
             return _problem(exc.status, exc.code, exc.message)
         return await handler(request)
@@ -144,7 +152,7 @@ def make_app(settings: Settings) -> web.Application:
     app = web.Application(middlewares=[operator_only])
     app.router.add_get("/health", health)
     app.router.add_get("/rounds/{table_id}/{round_id}/report", report)
-    app.router.add_get("/players/{player_id}/rounds", recall)
+    app.router.add_get("/players/{player_id}/rounds", recall, name=PLAYER_RECALL)
     app.router.add_get("/players/{player_id}/statement", statement)
     app.router.add_get("/events", significant_events)
     app.router.add_get("/rtp", realised_rtp)

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from croupier.services.infra.auth import Authenticator
 from croupier.services.infra.settings import Settings
 from tests.archive_builder import round_records
 from tests.integration.archive_support import producer
@@ -95,6 +96,13 @@ def test_the_operator_api_serves_recall_statements_and_events(topics, played):
     operator = {"Authorization": f"Bearer {Settings().operator_token}"}
     with operator_api_process(topics, env) as url:
         assert httpx.get(f"{url}/players/{player}/rounds").status_code == 401
+        players = Authenticator.from_settings(Settings())
+        own = {"Authorization": f"Bearer {players.player_token(player)}"}
+        mine = httpx.get(f"{url}/players/{player}/rounds", headers=own, timeout=60)
+        assert mine.status_code == 200 and len(mine.json()["rounds"]) == 10  # game recall
+        other = {"Authorization": f"Bearer {players.player_token('someone-else')}"}
+        assert httpx.get(f"{url}/players/{player}/rounds", headers=other).status_code == 403
+        assert httpx.get(f"{url}/players/{player}/statement", headers=own).status_code == 403
         recall = httpx.get(f"{url}/players/{player}/rounds", params={"limit": 3},
                            headers=operator, timeout=60)
         assert recall.status_code == 200, recall.text
