@@ -15,6 +15,7 @@ import pytest
 os.environ.setdefault("CROUPIER_ENV", "development")
 
 from croupier.services.infra.local_broker import LocalBroker
+from croupier.services.infra.local_s3 import LocalS3
 from croupier.services.infra.settings import Settings
 
 
@@ -66,6 +67,27 @@ def platform_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield broker.bootstrap
     finally:
         broker.stop()
+
+
+@pytest.fixture(scope="session")
+def local_s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalS3]:
+    """A real S3-compatible server (s3proxy from Maven Central, filesystem backend) on a free
+    loopback port, for the archive's tests; its credentials are put in this process's
+    environment (and so in the processes the tests start)."""
+    server = LocalS3(tmp_path_factory.mktemp("s3"), Settings().cache_dir, free_port()).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(params=["file", "s3"])
+def archive_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """An empty archive: a local directory, then a bucket on the local S3-compatible server."""
+    if request.param == "file":
+        return (tmp_path / "archive").as_uri()
+    server: LocalS3 = request.getfixturevalue("local_s3")
+    return server.archive_url(f"archive-{hashlib.sha256(str(tmp_path).encode()).hexdigest()[:12]}")
 
 
 @pytest.fixture

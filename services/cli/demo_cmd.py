@@ -61,12 +61,16 @@ def demo(
                   f"{', '.join(f'{t} ({p})' for t, p in zip(config.tables, names, strict=True))}")
     bootstrap = ensure_kafka(settings)
     console.print(f"kafka ready at {bootstrap}; topics applied")
-    stack = Stack(settings, workers=workers)
-    console.print("starting dealer-event, game-evaluation, bet-settlement, wallet ...")
+    stack = Stack(settings, workers=workers, archive=True)
+    console.print("starting dealer-event, game-evaluation, bet-settlement, wallet, archiver ...")
     with stack:
         for name, proc in stack.processes.items():
             console.print(f"  {name:<16} pid {proc.pid:<7} {proc.base_url}")
+        if stack.archiver is not None and stack.archiver.proc is not None:
+            console.print(f"  {'archiver':<16} pid {stack.archiver.proc.pid:<7} "
+                          f"{settings.archive_location}")
         summary = _play_and_summarise(console, settings, config, stack, bootstrap)
+    _verify_archive(console, settings)
     console.print("services stopped; Kafka keeps running for replay and rebuild; to stop it:")
     print_copyable(console, "  make kafka-down")
     if summary_json:
@@ -74,6 +78,23 @@ def demo(
         summary_json.write_text(json.dumps(as_json(summary), indent=2))
         print_copyable(console, f"summary written to {summary_json}")
     raise typer.Exit(0 if summary.invariants_ok else 1)
+
+
+def _verify_archive(console, settings) -> None:
+    """The archiver has closed its segments (stopped last): verify the whole archive."""
+    from croupier.services.archive.verify import verify
+    from croupier.services.demo.render import print_copyable
+    from croupier.services.infra.archive_store import archive_from_settings
+    from croupier.shared.topics import TOPIC_NAMES
+
+    report = verify(archive_from_settings(settings), TOPIC_NAMES)
+    state = "[green]verified OK[/]" if report.ok else f"[red]{len(report.problems)} problems[/]"
+    console.print(f"archive: {report.segments} segments, {report.records} records, {state} "
+                  f"in {report.seconds:.2f} s ({report.url})")
+    for problem in report.problems[:10]:
+        console.print(f"  archive problem: {problem}")
+    print_copyable(console, "  croupier archive verify; croupier events; "
+                            "croupier recall --player <id>")
 
 
 def _play_and_summarise(console, settings, config, stack, bootstrap):

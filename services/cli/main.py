@@ -3,6 +3,7 @@
 import typer
 
 from croupier.services.cli import (
+    archive_cmd,
     dead_letters_cmd,
     demo_cmd,
     evaluate_cmd,
@@ -10,6 +11,7 @@ from croupier.services.cli import (
     operator_api_cmd,
     profiles_cmd,
     rebuild_cmd,
+    records_cmd,
     replay_cmd,
     rtp_cmd,
     schemas_cmd,
@@ -38,3 +40,5 @@ rebuild_cmd.register(app)
 operator_api_cmd.register(app)
 profiles_cmd.register(app)
 dead_letters_cmd.register(app)
+archive_cmd.register(app)
+records_cmd.register(app)

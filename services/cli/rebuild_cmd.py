@@ -21,6 +21,7 @@ def rebuild(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
+    from croupier.services.infra.archive_store import archive_from_settings
     from croupier.services.operator.rebuild import rebuild as run_rebuild
     from croupier.services.operator.wallet_client import live_balances
     from croupier.services.operator.wallet_process import running_wallet
@@ -40,7 +41,8 @@ def rebuild(
         report = run_rebuild(settings.bootstrap_servers,
                              lambda players: live_balances(url, settings.operator_token, players),
                              progress, settings.table_events_key_bytes,
-                             settings.table_events_accept_unsigned)
+                             settings.table_events_accept_unsigned,
+                             archive=archive_from_settings(settings))
     if json_out:
         data = report.model_dump(mode="json")
         data["clean"] = report.clean

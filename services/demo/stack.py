@@ -9,7 +9,12 @@ from dataclasses import dataclass, field
 from croupier.services.infra import topic_admin
 from croupier.services.infra.faust_app import port_of_worker, service_port
 from croupier.services.infra.local_broker import BrokerError, admin_ready, broker_from_settings
-from croupier.services.infra.processes import ServiceProcess, service_env, worker_name
+from croupier.services.infra.processes import (
+    ArchiverProcess,
+    ServiceProcess,
+    service_env,
+    worker_name,
+)
 from croupier.services.infra.service_table import SERVICE_NAMES
 from croupier.services.infra.settings import Settings
 from croupier.shared.topics import topic_catalogue
@@ -34,12 +39,15 @@ def ensure_kafka(settings: Settings) -> str:
 @dataclass
 class Stack:
     """The four services, `workers` processes each (named `wallet`, `wallet/1`, ...);
-    `start()` waits until every one answers /health."""
+    `start()` waits until every one answers /health. With `archive`, the archiver too
+    (stopped last, so that it closes its segments on what the services wrote)."""
 
     settings: Settings
     workers: int = 1
     port_of: Callable[[Settings, str, int], int] = port_of_worker
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
+    archive: bool = False
+    archiver: ArchiverProcess | None = None
 
     def start(self, timeout_s: float = 120.0) -> Stack:
         env = service_env(self.settings)
@@ -50,6 +58,8 @@ class Stack:
                 self.processes[label] = ServiceProcess(
                     name, self.port_of(self.settings, name, worker),
                     logs / f"{label.replace('/', '-')}.log", env, worker=worker).start()
+        if self.archive:
+            self.archiver = ArchiverProcess(logs / "archiver.log", env).start()
         try:
             for proc in self.processes.values():
                 proc.wait_ready(timeout_s)
@@ -66,6 +76,8 @@ class Stack:
     def stop(self) -> None:
         for proc in reversed(list(self.processes.values())):
             proc.stop()
+        if self.archiver is not None:
+            self.archiver.stop()
 
     def __enter__(self) -> Stack:
         return self.start()

@@ -45,24 +45,29 @@ def jars_dir(cache_dir: Path) -> Path:
     return cache_dir / f"kafka-{KAFKA_VERSION}" / "lib"
 
 
-def ensure_jars(cache_dir: Path) -> tuple[Path, bool]:
-    """Download the broker's jars once per machine. Returns (lib dir, downloaded?)."""
-    lib = jars_dir(cache_dir)
+def maven_jars(pom: Path, lib: Path, what: str) -> tuple[Path, bool]:
+    """The jars `pom` depends on, fetched from Maven Central once into `lib` (the broker's,
+    the S3-compatible test server's). Returns (lib dir, downloaded?)."""
     if (lib / JARS_MARKER).exists():
         return lib, False
     if shutil.which("mvn") is None:
-        raise BrokerError("Maven (mvn) is needed once to fetch the Kafka jars; install maven")
-    staging = lib.with_name("lib.partial")
+        raise BrokerError(f"Maven (mvn) is needed once to fetch the {what} jars; install maven")
+    staging = lib.with_name(lib.name + ".partial")
     shutil.rmtree(staging, ignore_errors=True)
-    cmd = ["mvn", "-q", "-B", "-f", str(POM), "dependency:copy-dependencies",
+    cmd = ["mvn", "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
            f"-DoutputDirectory={staging}"]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise BrokerError(f"fetching Kafka jars failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+        raise BrokerError(f"fetching {what} jars failed:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
     shutil.rmtree(lib, ignore_errors=True)
     staging.rename(lib)
-    (lib / JARS_MARKER).write_text(KAFKA_VERSION + "\n")
+    (lib / JARS_MARKER).write_text(f"{what}\n")
     return lib, True
+
+
+def ensure_jars(cache_dir: Path) -> tuple[Path, bool]:
+    """Download the broker's jars once per machine. Returns (lib dir, downloaded?)."""
+    return maven_jars(POM, jars_dir(cache_dir), f"Kafka {KAFKA_VERSION}")
 
 
 def admin_ready(bootstrap: str, timeout_s: float = 5.0) -> list[str] | None:

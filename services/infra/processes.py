@@ -29,7 +29,8 @@ SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers",
               "player_token_key_id", "player_token_previous_keys", "player_token_ttl_seconds",
               "betting_window_seconds", "topic_partitions", "retention_ms",
               "kafka_security_protocol", "kafka_sasl_mechanism", "kafka_ssl_cafile",
-              "kafka_local_secret", "cache_dir")
+              "kafka_local_secret", "cache_dir", "archive_url", "archive_flush_seconds",
+              "archive_s3_access_key", "archive_s3_secret_key")
 
 
 def service_env(settings: Settings) -> dict[str, str]:
@@ -57,6 +58,18 @@ def _overrides(env: dict[str, str]) -> dict:
         if key in env:
             out[name] = env[key]
     return out
+
+
+def terminate(proc: subprocess.Popen | None, timeout_s: float) -> None:
+    """SIGTERM to the process's group, SIGKILL if it is still there after `timeout_s`."""
+    if proc is None or proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def worker_name(service: str, worker: int) -> str:
@@ -126,14 +139,7 @@ class ServiceProcess:
 
     def stop(self, timeout_s: float = 20.0) -> None:
         """SIGTERM (Faust shuts down cleanly and commits), SIGKILL if it hangs."""
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+        terminate(self.proc, timeout_s)
 
     def kill(self) -> None:
         """SIGKILL: a crash, for restart tests."""
@@ -145,3 +151,30 @@ class ServiceProcess:
         if not self.log_path.exists():
             return "(no log)"
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+@dataclass
+class ArchiverProcess:
+    """`croupier archive run`, as the operator principal (it reads every topic, writes none);
+    ready once its heartbeat file is touched. SIGTERM closes its open segments."""
+
+    log_path: Path
+    env: dict[str, str] = field(default_factory=dict)
+    proc: subprocess.Popen | None = None
+
+    def start(self) -> ArchiverProcess:
+        from croupier.services.infra.kafka_security import OPERATOR
+
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it
+        settings = Settings(**_overrides(self.env))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "croupier.services.cli", "archive", "run"],
+            env={**os.environ, **self.env, **principal_env(OPERATOR, settings)},
+            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, cwd=Path(__file__).resolve().parents[2])
+        log.close()
+        return self
+
+    def stop(self, timeout_s: float = 60.0) -> None:
+        terminate(self.proc, timeout_s)

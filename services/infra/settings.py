@@ -146,6 +146,21 @@ class Settings(BaseSettings):
         "on for this long is read from the log directly (a stuck fetch, see "
         "services/infra/contiguous.py)."))
 
+    archive_url: str | None = Field(default=None, description=(
+        "Where the archive of every topic lives: file:///path (default <home>/archive) or "
+        "s3://bucket/prefix?endpoint=host:port&scheme=http (services/infra/archive_store.py)."))
+    archive_s3_access_key: str | None = Field(default=None, description=(
+        "The S3 archive's access key (unset: the AWS SDK's own variables and files)."))
+    archive_s3_secret_key: str | None = Field(default=None, repr=False, description=(
+        "The S3 archive's secret key."))
+    archive_flush_seconds: float = Field(default=300.0, gt=0, description=(
+        "The archiver closes a partition's segment after this long (or 50,000 records)."))
+
+    @property
+    def archive_location(self) -> str:
+        """The archive's URL: the one set, or the local directory under the home."""
+        return self.archive_url or (self.home / "archive").resolve().as_uri()
+
     @property
     def table_events_key_bytes(self) -> bytes:
         return self.table_events_key.encode("utf-8")

@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from croupier.services.infra.log_reader import read_to_end
+from croupier.services.infra.archive_store import ArchiveStore
+from croupier.services.infra.log_reader import read_archive_then_log
 from croupier.services.operator.audit import Books
 from croupier.shared.events.registry import topic_adapter
 
@@ -42,26 +43,27 @@ class LogRecord:
 
 
 def read_topic(bootstrap: str, topic: str,
-               progress: Callable[[int, int], None] | None = None) -> Iterator[LogRecord]:
-    """Every record of `topic` from the start of retention to the current end, parsed into
-    its contract (order within a partition is the log's)."""
+               progress: Callable[[int, int], None] | None = None,
+               archive: ArchiveStore | None = None) -> Iterator[LogRecord]:
+    """Every record of `topic` from the start of retention (of the archive, with one) to the
+    current end, parsed into its contract (order within a partition is the log's)."""
     parse = PARSERS[topic]
-    for rec in read_to_end(bootstrap, topic, progress):
+    for rec in read_archive_then_log(bootstrap, topic, archive, progress):
         try:
-            value = parse(rec.value)
+            value = parse(rec.value or b"")  # a record without a value is unparsed too
         except ValidationError as exc:
             value = Unparsed(topic, rec.partition, rec.offset, str(exc)[:500])
         yield LogRecord(topic, rec.partition, rec.offset, rec.timestamp, value)
 
 
-def read_books(bootstrap: str, progress: Callable[[str, int, int], None] | None = None
-               ) -> tuple[Books, list[Unparsed]]:
-    """The platform's books from the log alone."""
+def read_books(bootstrap: str, progress: Callable[[str, int, int], None] | None = None,
+               archive: ArchiveStore | None = None) -> tuple[Books, list[Unparsed]]:
+    """The platform's books from the log (and the archive, with one)."""
     books = Books()
     unparsed: list[Unparsed] = []
     for topic in BOOK_TOPICS:
         step = (lambda d, t, name=topic: progress(name, d, t)) if progress else None
-        for rec in read_topic(bootstrap, topic, step):
+        for rec in read_topic(bootstrap, topic, step, archive):
             if isinstance(rec.value, Unparsed):
                 unparsed.append(rec.value)
             else:

@@ -3,22 +3,32 @@ for operator credentials only.
 
 GET /rounds/{table_id}/{round_id}/report?at=TIME[&player=P][&format=text|json|html]
     [&complaint_at=TIME&dealer=NAME[&override=REASON]]
-Reading the log is blocking (kafka-python), so each replay runs in a worker thread.
+and, from the archive and the log's last minutes (`croupier.services.archive.queries`):
+GET /players/{player_id}/rounds?limit=10   the player's game recall (JSON); the player's own
+                                           token may read it too
+GET /players/{player_id}/statement?from=T&to=T[&format=csv|json]
+GET /events[?from=T&to=T&table=ID&large_win=N&format=csv|json]   the significant events
+GET /rtp[?from=T&to=T&format=csv|json]   realised RTP by day, table, profile, dealer, bet
+Reading the log is blocking (kafka-python), so each request runs in a worker thread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from datetime import timedelta
+from typing import Any
 
 from aiohttp import web
 
 from croupier.services.infra.auth import Authenticator, AuthError
 from croupier.services.infra.settings import Settings
 from croupier.services.operator.complaints import ComplaintError
-from croupier.services.operator.replay_service import ReplayRequest, run_replay
+from croupier.services.operator.replay_service import ReplayRequest, parse_time, run_replay
 from croupier.services.operator.report_render import CONTENT_TYPES, render
 from croupier.services.operator.round_reader import RoundNotFoundError
+
+PLAYER_RECALL = "player-recall"  # the one route a player's own token may read
 
 
 def _problem(status: int, code: str, message: str) -> web.Response:
@@ -30,11 +40,16 @@ def make_app(settings: Settings) -> web.Application:
 
     @web.middleware
     async def operator_only(request: web.Request, handler):
-        """401 without valid credentials; 403 for a player's (valid) token."""
+        """401 without valid credentials; 403 for a player's (valid) token, except on the
+        player's own game recall (`/players/{id}/rounds`), which the player may read."""
         if request.path == "/health":
             return await handler(request)
+        header = request.headers.get("Authorization")
         try:
-            auth.require_operator(request.headers.get("Authorization"))
+            if request.match_info.route.name == PLAYER_RECALL:
+                auth.require_player(header, request.match_info["player_id"], operator_may=True)
+            else:
+                auth.require_operator(header)
         except AuthError as exc:
             return _problem(exc.status, exc.code, exc.message)
         return await handler(request)
@@ -64,7 +79,81 @@ def make_app(settings: Settings) -> web.Application:
         return web.Response(text=render(result, fmt, notes), content_type=CONTENT_TYPES[fmt],
                             headers={"X-Croupier-Verdict": result.verdict})
 
+    shared: dict[str, Any] = {}
+    lock = threading.Lock()
+
+    def query(run):
+        """Run `run(queries)` over the archive and the live tail in a thread: one DuckDB
+        connection for the process (it keeps the immutable files' footers), its views of
+        the archive's files and of the tail made again for each request, one at a time."""
+        def work():
+            from croupier.services.archive.queries import open_queries
+            with lock:
+                if "queries" not in shared:
+                    shared["queries"] = open_queries(settings)
+                queries = shared["queries"]
+                queries.refresh()
+                return run(queries)
+        return asyncio.to_thread(work)
+
+    def moment(q, name: str):
+        return parse_time(q[name]) if q.get(name) else None
+
+    async def recall(request: web.Request) -> web.Response:
+        try:
+            limit = int(request.query.get("limit", "10"))
+            found = await query(lambda qs: qs.recall(request.match_info["player_id"], limit))
+        except ValueError as exc:
+            return _problem(422, "bad_request", str(exc))
+        return web.json_response(found)
+
+    async def as_table(request: web.Request, run, key: str | None, columns) -> web.Response:
+        """`run(queries)` answered as JSON (the whole answer) or CSV (its rows: `key`)."""
+        from croupier.services.archive.queries import to_csv
+        fmt = request.query.get("format", "json")
+        if fmt not in ("csv", "json"):
+            return _problem(422, "bad_format", "format must be csv or json")
+        try:
+            found = await query(run(request.query))
+        except ValueError as exc:
+            return _problem(422, "bad_request", str(exc))
+        if fmt == "csv":
+            return web.Response(text=to_csv(found[key] if key else found, columns),
+                                content_type="text/csv")
+        return web.json_response(found if key else {"rows": found})
+
+    async def statement(request: web.Request) -> web.Response:
+        from croupier.services.archive.queries import STATEMENT_COLUMNS
+
+        def run(q):
+            since, until = moment(q, "from"), moment(q, "to")
+            if since is None or until is None:
+                raise ValueError("give the statement's range: from=TIME&to=TIME (ISO 8601)")
+            return lambda qs: qs.statement(request.match_info["player_id"], since, until)
+        return await as_table(request, run, "movements", STATEMENT_COLUMNS)
+
+    async def significant_events(request: web.Request) -> web.Response:
+        from croupier.services.archive.queries import EVENT_COLUMNS, LARGE_WIN_DEFAULT
+
+        def run(q):
+            since, until = moment(q, "from"), moment(q, "to")
+            large = int(q.get("large_win", LARGE_WIN_DEFAULT))
+            return lambda qs: qs.events(since, until, large, q.get("table"))
+        return await as_table(request, run, None, EVENT_COLUMNS)
+
+    async def realised_rtp(request: web.Request) -> web.Response:
+        from croupier.services.archive.queries import RTP_COLUMNS
+
+        def run(q):
+            since, until = moment(q, "from"), moment(q, "to")
+            return lambda qs: qs.realised_rtp(since, until)
+        return await as_table(request, run, None, RTP_COLUMNS)
+
     app = web.Application(middlewares=[operator_only])
     app.router.add_get("/health", health)
     app.router.add_get("/rounds/{table_id}/{round_id}/report", report)
+    app.router.add_get("/players/{player_id}/rounds", recall, name=PLAYER_RECALL)
+    app.router.add_get("/players/{player_id}/statement", statement)
+    app.router.add_get("/events", significant_events)
+    app.router.add_get("/rtp", realised_rtp)
     return app

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 
 from pydantic import BaseModel
 
+from croupier.services.infra.archive_store import ArchiveStore
 from croupier.services.infra.own_log import PartitionState, fold_entry
 from croupier.services.operator.audit import AuditReport, Books, audit
 from croupier.services.operator.event_reader import Unparsed, read_books, read_topic
@@ -126,14 +127,14 @@ def cyclic_gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def ledger_balances(bootstrap: str, progress: Progress | None = None
-                    ) -> tuple[dict[str, int], list[str]]:
+def ledger_balances(bootstrap: str, progress: Progress | None = None,
+                    archive: ArchiveStore | None = None) -> tuple[dict[str, int], list[str]]:
     """Every balance as the fold of `wallet.ledger`: the very fold the live wallet runs
     (`own_log.fold_entry` with `WALLET_FOLD`), partition by partition."""
     states: dict[int, PartitionState] = {}
     problems: list[str] = []
     step = (lambda d, t: progress("wallet.ledger", d, t)) if progress else None
-    for rec in read_topic(bootstrap, "wallet.ledger", step):
+    for rec in read_topic(bootstrap, "wallet.ledger", step, archive):
         state = states.setdefault(rec.partition, PartitionState(rec.partition))
         if isinstance(rec.value, Unparsed):
             problems.append(f"unreadable ledger entry at partition {rec.partition} offset "
@@ -148,21 +149,22 @@ def ledger_balances(bootstrap: str, progress: Progress | None = None
 @cyclic_gc_paused()
 def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int | None]],
             progress: Progress | None = None, events_key: bytes | None = None,
-            accept_unsigned: bool = False) -> RebuildReport:
-    """`events_key`: the table-events key; every table event's HMAC is then checked."""
+            accept_unsigned: bool = False, archive: ArchiveStore | None = None) -> RebuildReport:
+    """`events_key`: the table-events key; every table event's HMAC is then checked.
+    `archive`: read what retention deleted from the log there (the same fold)."""
     events_by_table: dict[str, list[TableEventBase]] = defaultdict(list)
     differences: list[str] = []
     table_events = 0
     step = (lambda d, t: progress("table.events", d, t)) if progress else None
-    for rec in read_topic(bootstrap, "table.events", step):
+    for rec in read_topic(bootstrap, "table.events", step, archive):
         if isinstance(rec.value, Unparsed):
             differences.append(f"unreadable table event at partition {rec.partition} offset "
                                f"{rec.offset}: {rec.value.error[:120]}")
             continue
         events_by_table[rec.value.table_id].append(rec.value)
         table_events += 1
-    books, unparsed = read_books(bootstrap, progress)
-    ledger, ledger_problems = ledger_balances(bootstrap, progress)
+    books, unparsed = read_books(bootstrap, progress, archive)
+    ledger, ledger_problems = ledger_balances(bootstrap, progress, archive)
     differences += ledger_problems
     differences += [f"unreadable record {u.topic}[{u.partition}]@{u.offset}: {u.error[:120]}"
                     for u in unparsed]

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
+from croupier.services.infra.archive_store import ArchiveStore, archive_from_settings
 from croupier.services.infra.settings import get_settings
 from croupier.services.operator.complaints import Complaint, check_window, complaint_from
 from croupier.services.operator.replay import ReplayReport, replay_round
@@ -62,12 +63,14 @@ def parse_time(text: str) -> datetime:
     return moment
 
 
-def run_replay(bootstrap: str, request: ReplayRequest) -> tuple[ReplayReport, list[str], int]:
-    """The report, the notes to print with it, and how many records were read."""
+def run_replay(bootstrap: str, request: ReplayRequest, archive: ArchiveStore | None = None
+               ) -> tuple[ReplayReport, list[str], int]:
+    """The report, the notes to print with it, and how many records were read. `archive`:
+    read there what retention deleted from the log (default: the settings' archive)."""
     notes: list[str] = []
     settings = get_settings()  # the operator holds the table-events key: HMACs are checked
     complaint = request.complaint
-    reader = RoundReader(bootstrap)
+    reader = RoundReader(bootstrap, archive or archive_from_settings(settings))
     try:
         records = reader.read_round(request.table_id, request.round_id, request.played_at,
                                     request.player_id, request.annulled_within)

@@ -34,6 +34,9 @@ from typing import Any
 from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
+from croupier.services.archive.segment import ArchivedRecord
+from croupier.services.archive.store_ops import read_archived
+from croupier.services.infra.archive_store import ArchiveStore
 from croupier.services.infra.kafka_security import OPERATOR, kafka_python_options
 from croupier.services.operator.event_reader import PARSERS, Unparsed
 from croupier.shared.events.bet_events import (
@@ -102,7 +105,11 @@ def _needle(text: str) -> bytes | None:
 
 
 class RoundReader:
-    def __init__(self, bootstrap: str) -> None:
+    """`archive`: where a window reaches before a partition's first offset in the log (its
+    records aged out), that part is read from the archive, then the log from its start."""
+
+    def __init__(self, bootstrap: str, archive: ArchiveStore | None = None) -> None:
+        self.archive = archive
         # the client's default fetch (1 MB a partition): a window is short, and a larger
         # fetch would mostly carry the records after it on a long log
         self.consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False,
@@ -151,9 +158,12 @@ class RoundReader:
         tps = list(by_tp)
         for w in windows:
             self.window_reads[w.topic] += 1
-        pending, ends = self._seek_to(tps, start)
+        pending, ends, aged = self._seek_to(tps, start)
         out: dict[TopicPartition, list[Any]] = {tp: [] for tp in tps}
         read: Counter[str] = Counter()
+        for tp, log_start in aged.items():  # the window's part that only the archive holds
+            if self._take_archived(tp, by_tp[tp], start, log_start, ends[tp], out[tp], read):
+                pending.discard(tp)
         self.consumer.resume(*pending)
         try:
             self._poll(pending, by_tp, ends, out, read)
@@ -163,23 +173,47 @@ class RoundReader:
         return {w.topic: [v for p in w.partitions for v in out[TopicPartition(w.topic, p)]]
                 for w in windows}
 
+    def _take_archived(self, tp: TopicPartition, window: Window, start: datetime,
+                       log_start: int, end: int, kept: list[Any], read: Counter[str]) -> bool:
+        """The archived records of `tp` from the first at or after `start` up to the log's
+        first offset, taken as `_take` takes the log's. True when the window is done."""
+        assert self.archive is not None
+        start_ms = int(start.timestamp() * 1000)
+        batch: list[ArchivedRecord] = []
+        reached = False
+        for rec in read_archived(self.archive, tp.topic, tp.partition, 0, log_start,
+                                 from_timestamp_ms=start_ms):
+            reached = reached or rec.timestamp >= start_ms
+            if reached:
+                batch.append(rec)
+            if len(batch) >= POLL_RECORDS:
+                if _take(window, batch, end - 1, kept, read):
+                    return True
+                batch = []
+        return _take(window, batch, end - 1, kept, read)
+
     def _seek_to(self, tps: list[TopicPartition], start: datetime
-                 ) -> tuple[set[TopicPartition], dict[TopicPartition, int]]:
+                 ) -> tuple[set[TopicPartition], dict[TopicPartition, int], dict[TopicPartition, int]]:
         """Each partition positioned at its first record at or after `start` (by the broker's
         time index, never a scan): (the partitions with records left to read, each one's end
-        offset, taken now so that the read ends there however busy the log is)."""
+        offset, taken now so that the read ends there however busy the log is; and, with an
+        archive, the partitions whose first record in the log is already past `start`, with
+        that first offset: the window begins in the archive)."""
         consumer = self.consumer
         begins = consumer.beginning_offsets(tps)
         ends = consumer.end_offsets(tps)
         found = consumer.offsets_for_times({tp: int(start.timestamp() * 1000) for tp in tps})
         pending: set[TopicPartition] = set()
+        aged: dict[TopicPartition, int] = {}
         for tp in tps:
             at = found.get(tp)
             position = max(at.offset if at is not None else ends[tp], begins[tp])
+            if self.archive is not None and begins[tp] > 0 and position == begins[tp]:
+                aged[tp] = begins[tp]  # records at or after `start` may have aged out
             if position < ends[tp]:
                 consumer.seek(tp, position)
                 pending.add(tp)
-        return pending, ends
+        return pending, ends, aged
 
     def _poll(self, pending: set[TopicPartition], by_tp: dict[TopicPartition, Window],
               ends: dict[TopicPartition, int], out: dict[TopicPartition, list[Any]],

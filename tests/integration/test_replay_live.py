@@ -4,10 +4,6 @@ format, found by time among other tables' records; complaints are checked."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 
@@ -17,9 +13,13 @@ import pytest
 from croupier.services.infra.auth import Authenticator
 from croupier.services.infra.settings import Settings
 from tests.browser_screenshot import PNG_MAGIC, chromium_binary, screenshot
-from tests.conftest import free_port
-from tests.integration.replay_support import ROOT, apply_topics, croupier, produce_rounds, replay_args
-from tests.round_builder import RecordedRound
+from tests.integration.replay_support import (
+    apply_topics,
+    croupier,
+    operator_api_process,
+    record_round_among_others,
+    replay_args,
+)
 
 pytestmark = pytest.mark.kafka
 
@@ -27,20 +27,7 @@ pytestmark = pytest.mark.kafka
 @pytest.fixture(scope="module")
 def recorded(platform_kafka):
     apply_topics(platform_kafka)
-    run = uuid.uuid4().hex[:6]
-    # records are stamped in the order they are appended, as the services' are (a back-dated
-    # record behind newer ones is not what a live log holds)
-    now = datetime.now(UTC)
-    others = [RecordedRound(table_id=f"X{run}-{i}", round_id=f"R{i}",
-                            t0=now + timedelta(milliseconds=20 * i),
-                            bets=((f"x{run}-{i}", f"p{run}", "player", 1000),)) for i in range(6)]
-    target = RecordedRound(table_id=f"T{run}", round_id=f"R-{run}",
-                           t0=now + timedelta(milliseconds=70),
-                           bets=((f"b1-{run}", f"alice-{run}", "banker", 1_000),
-                                 (f"b2-{run}", f"alice-{run}", "player", 500),
-                                 (f"b3-{run}", f"bob-{run}", "fortune_six", 100)))
-    produce_rounds(platform_kafka, [*others[:3], target, *others[3:]])
-    return target
+    return record_round_among_others(platform_kafka)
 
 
 def test_text_report_matches(platform_kafka, recorded):
@@ -100,23 +87,8 @@ def test_html_report_opens_in_chromium(platform_kafka, recorded, tmp_path):
 
 @pytest.fixture(scope="module")
 def operator_api(platform_kafka):
-    port = free_port()
-    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": platform_kafka}
-    proc = subprocess.Popen([sys.executable, "-m", "croupier.services.cli", "operator-api", "--port",
-                             str(port)], env=env, cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        for _ in range(100):
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.2)
+    with operator_api_process(platform_kafka) as url:
         yield url
-    finally:
-        proc.terminate()
-        proc.wait(10)
 
 
 def test_operator_endpoint_serves_reports_to_operators_only(operator_api, recorded):

@@ -76,10 +76,10 @@ def host_port_range(service: str) -> range:
 
 
 def test_the_platform_is_all_there() -> None:
-    assert set(SERVICES) == {*ONE_SHOT, "kafka", *CROUPIER, "prometheus", "grafana"}
+    assert set(SERVICES) == {*ONE_SHOT, "kafka", *CROUPIER, "archiver", "prometheus", "grafana"}
 
 
-@pytest.mark.parametrize("service", [*CROUPIER, "topics"])
+@pytest.mark.parametrize("service", [*CROUPIER, "topics", "archiver"])
 def test_environment_names_are_settings(service: str) -> None:
     fields = Settings.model_fields
     for key in env(service):
@@ -90,7 +90,7 @@ def test_environment_names_are_settings(service: str) -> None:
         assert field in fields, f"{service}: {key} is not a Settings field"
 
 
-@pytest.mark.parametrize("service", [*CROUPIER, "topics"])
+@pytest.mark.parametrize("service", [*CROUPIER, "topics", "archiver"])
 def test_environment_values_are_valid_settings_and_match_the_defaults(
         service: str, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = settings_for(service, monkeypatch)
@@ -143,14 +143,14 @@ def test_service_command_runs_its_package(name: str) -> None:
 
 
 def test_one_image_for_every_croupier_process() -> None:
-    images = {SERVICES[s]["image"] for s in (*CROUPIER, "topics")}
+    images = {SERVICES[s]["image"] for s in (*CROUPIER, "topics", "archiver")}
     assert len(images) == 1
-    for service in (*CROUPIER, "topics"):
+    for service in (*CROUPIER, "topics", "archiver"):
         assert SERVICES[service]["build"] == {"context": ".", "dockerfile": "Dockerfile"}
     assert SERVICES["topics"]["command"] == ["croupier", "topics", "apply"]
 
 
-@pytest.mark.parametrize("service", ["kafka", *CROUPIER, "prometheus", "grafana"])
+@pytest.mark.parametrize("service", ["kafka", *CROUPIER, "archiver", "prometheus", "grafana"])
 def test_long_running_services_have_a_healthcheck(service: str) -> None:
     check = SERVICES[service]["healthcheck"]
     assert check["test"][0] in {"CMD", "CMD-SHELL"} and len(check["test"]) > 1
@@ -331,3 +331,23 @@ def test_the_compose_broker_is_secured_like_the_local_one() -> None:
         assert f'user_{principal}="' in jaas
     assert 'user_admin="' in kafka["KAFKA_LISTENER_NAME_CONTROLLER_PLAIN_SASL_JAAS_CONFIG"]
     assert "--command-config" in SERVICES["kafka"]["healthcheck"]["test"][1]
+
+
+def test_the_archiver_reads_as_operator_into_its_volume_and_beats(monkeypatch: pytest.MonkeyPatch
+                                                                  ) -> None:
+    """The archiver is a process of its own (`croupier archive run`): it reads every topic as
+    the operator (who may read them all and write none), writes the archive to a named
+    volume (it outlives the container), and its healthcheck reads the heartbeat it touches
+    under its home."""
+    from croupier.services.archive.archiver import ARCHIVER_HEARTBEAT
+
+    spec = SERVICES["archiver"]
+    assert spec["command"] == ["croupier", "archive", "run"]
+    settings = settings_for("archiver", monkeypatch)
+    assert settings.kafka_username == "operator"
+    jaas = env("kafka")["KAFKA_LISTENER_NAME_SASL__PLAINTEXT_PLAIN_SASL_JAAS_CONFIG"]
+    assert f'user_operator="{settings.kafka_password}"' in jaas
+    (volume,) = spec["volumes"]
+    name, _, target = volume.partition(":")
+    assert name in COMPOSE["volumes"] and settings.archive_location == f"file://{target}"
+    assert str(settings.home / ARCHIVER_HEARTBEAT) in spec["healthcheck"]["test"][-1]
