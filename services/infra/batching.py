@@ -29,12 +29,11 @@ from contextlib import contextmanager
 import faust
 from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
-from faust.types import TP
 
 from croupier.services.infra.contiguous import (
+    ContiguousReader,
     ContiguousReads,
     committed_offsets,
-    reread,
     watch_waiting_partitions,
 )
 from croupier.services.infra.faust_app import service_of
@@ -62,31 +61,20 @@ async def run_batches(stream: faust.Stream, apply: ApplyBatch,
     service = service_of(stream.app)
     reads = ContiguousReads(service, committed_offsets(stream.app, service))
 
-    async def from_log(tp: TP, start: int, stop: int, generation: int) -> None:
-        """Queue `tp`'s records `[start, stop)`, read from the log, like the stream's own."""
-        for event in await reread(manual, tp, start, stop, service, generation):
-            await queue.put(event)
-
-    async def read() -> None:
-        async for event in manual.events():
-            skipped_from = await reads.admit(event)
-            if skipped_from is not None:
-                message = event.message
-                await from_log(message.tp, skipped_from, message.offset, message.generation_id)
-            await queue.put(event)
+    reader = ContiguousReader(manual, reads, queue, service)
 
     def behind() -> bool:  # the batches are behind the reader: a busy worker, not a stuck one
         return queue.qsize() > queue.maxsize // 2
 
-    reader = asyncio.ensure_future(read())
+    reading = asyncio.ensure_future(reader.read())
     topics = topics_of(stream)  # none in a test context: nothing to watch
     watcher = asyncio.ensure_future(
-        watch_waiting_partitions(stream.app, topics, reads, from_log, behind) if topics
+        watch_waiting_partitions(stream.app, topics, reads, reader.from_log, behind) if topics
         else asyncio.Future())
     try:
         while True:
             getting = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getting, reader, watcher},
+            done, _ = await asyncio.wait({getting, reading, watcher},
                                          return_when=asyncio.FIRST_COMPLETED)
             if getting not in done:  # the reader or the watcher ended or failed: let it raise
                 getting.cancel()
@@ -102,7 +90,7 @@ async def run_batches(stream: faust.Stream, apply: ApplyBatch,
                 await manual.ack(event)
             progress.batch_finished()
     finally:
-        reader.cancel()
+        reading.cancel()
         watcher.cancel()
 
 

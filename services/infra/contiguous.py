@@ -247,3 +247,31 @@ async def reread(stream: faust.StreamT, tp: TP, start: int, stop: int, principal
         log.warning("%s: of the %d skipped offset(s) of %s, the log still holds %d",
                     principal, stop - start, tp, len(events))
     return events
+
+
+class ContiguousReader:
+    """A stream's records, every offset of them, onto a queue: what the stream hands on,
+    with the ranges it skipped (`ContiguousReads`) read from the log and put first. The one
+    reader under every batch loop (`batching.run_batches`, `kernel.run_own_log`);
+    `from_log` is also what the waiting-partitions watch hands stuck ranges to."""
+
+    def __init__(self, stream: faust.StreamT, reads: ContiguousReads, queue: asyncio.Queue,
+                 service: str) -> None:
+        self.stream = stream
+        self.reads = reads
+        self.queue = queue
+        self.service = service
+
+    async def from_log(self, tp: TP, start: int, stop: int, generation: int) -> None:
+        """Queue `tp`'s records `[start, stop)`, read from the log, like the stream's own."""
+        for event in await reread(self.stream, tp, start, stop, self.service, generation):
+            await self.queue.put(event)
+
+    async def read(self) -> None:
+        async for event in self.stream.events():
+            skipped_from = await self.reads.admit(event)
+            if skipped_from is not None:
+                message = event.message
+                await self.from_log(message.tp, skipped_from, message.offset,
+                                    message.generation_id)
+            await self.queue.put(event)

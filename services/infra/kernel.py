@@ -42,10 +42,10 @@ from croupier.services.infra.batching import (
     transient,
 )
 from croupier.services.infra.contiguous import (
+    ContiguousReader,
     ContiguousReads,
     LogEnds,
     bootstrap_of,
-    reread,
     watch_waiting_partitions,
 )
 from croupier.services.infra.faust_app import service_of
@@ -285,17 +285,7 @@ async def run_own_log(stream: faust.Stream, own: OwnLog, decide: Decide, answer:
 
     reads = ContiguousReads(service, baseline)
 
-    async def from_log(tp: TP, start: int, stop: int, generation: int) -> None:
-        for event in await reread(manual, tp, start, stop, service, generation):
-            await queue.put(event)
-
-    async def read() -> None:
-        async for event in manual.events():
-            skipped_from = await reads.admit(event)
-            if skipped_from is not None:
-                message = event.message
-                await from_log(message.tp, skipped_from, message.offset, message.generation_id)
-            await queue.put(event)
+    reader = ContiguousReader(manual, reads, queue, service)
 
     async def follow_assignment() -> None:
         """Recover newly assigned partitions at once (their keys answer 503 until then),
@@ -316,10 +306,10 @@ async def run_own_log(stream: faust.Stream, own: OwnLog, decide: Decide, answer:
     def behind() -> bool:
         return queue.qsize() > queue.maxsize // 2
 
-    tasks = [asyncio.ensure_future(read()), asyncio.ensure_future(follow_assignment())]
+    tasks = [asyncio.ensure_future(reader.read()), asyncio.ensure_future(follow_assignment())]
     if inputs:
         tasks.append(asyncio.ensure_future(
-            watch_waiting_partitions(app, inputs, reads, from_log, behind)))
+            watch_waiting_partitions(app, inputs, reads, reader.from_log, behind)))
     try:
         while True:
             getting = asyncio.ensure_future(queue.get())
