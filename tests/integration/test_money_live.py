@@ -179,6 +179,9 @@ def test_refusals_name_the_problem(platform, bac, tf):
     assert platform.bet(carol, bac, "r0", "player", 1000).json()["error"]["code"] == \
         "round_closed"
     bac.complete("r0")
+    # a bet the wallet accepted while the close was on its way is rejected by bet-settlement
+    # and refunded: wait until both services applied everything, then nothing is kept
+    platform.wait_applied()
     assert platform.balance(carol) == 20_000
 
 
