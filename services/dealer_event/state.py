@@ -103,6 +103,7 @@ class TableState:
     round_status: dict[str, str] = field(default_factory=dict)
     round_shoe: dict[str, str] = field(default_factory=dict)
     closed: str | None = None  # why the table is out of play until a supervisor reopens it
+    profile: str | None = None  # the profile of the table's last shoe (kept after it ends)
     applied_inputs: set[str] = field(default_factory=set)
     refused_inputs: dict[str, str] = field(default_factory=dict)  # input id -> reason code
     corrupt: str | None = None  # why the log does not continue this table's chain
@@ -170,6 +171,7 @@ def _shoe_started(state: TableState, e: ShoeStarted) -> None:
         start_burn_pending=isinstance(rules, BaccaratProfile) and rules.shoe_start_burn,
     )
     state.round = None
+    state.profile = e.profile
 
 
 def _shoe_start_burned(state: TableState, e: ShoeStartBurned) -> None:

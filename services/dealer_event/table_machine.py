@@ -21,6 +21,7 @@ from croupier.shared.events.inputs import (
     AnnulRounds,
     Burn,
     CloseBetting,
+    CloseTable,
     CutCard,
     EndShoe,
     InputBase,
@@ -391,7 +392,17 @@ def _before_player1_second_card(rules: TripleFaceProfile, cards: list[str]) -> b
 
 def _annul_rounds(em: _Emitter, inp: AnnulRounds, config: MachineConfig) -> None:
     """Management's void after completion: the round, or every completed round of its shoe
-    from it on (a round of it still in progress is voided) and no further round of it."""
+    from it on (a round of it still in progress is voided) and no further round of it. A
+    reason that closes the table (seed 002: an operator system failure) closes it too."""
+    _annul(em, inp)
+    profile = em.state.profile
+    if (profile is not None and inp.reason_code in load_profile(profile).table_closes_on
+            and em.state.closed is None):
+        em.emit(TableClosed, reason_code=inp.reason_code, reason_text=inp.reason_text,
+                supervisor=inp.signer)
+
+
+def _annul(em: _Emitter, inp: AnnulRounds) -> None:
     state = em.state
     status = _round_status(state, inp.round_id)
     if inp.scope == "round":
@@ -428,6 +439,14 @@ def _rest_of_shoe(state: TableState, round_id: str) -> list[str]:
             break
         rest.append(later)
     return rest
+
+
+def _close_table(em: _Emitter, inp: CloseTable, config: MachineConfig) -> None:
+    """Out of play between rounds; a round in progress is voided instead (its void closes
+    the table when its reason is one the profile closes on)."""
+    _no_round_in_progress(em.state)
+    em.emit(TableClosed, reason_code=inp.reason_code, reason_text=inp.reason_text,
+            supervisor=inp.signer)
 
 
 def _reopen_table(em: _Emitter, inp: ReopenTable, config: MachineConfig) -> None:
@@ -526,5 +545,6 @@ _DECIDE: dict[type[InputBase], Callable[..., None]] = {
     NewShoe: _new_shoe, ShoeFirstCard: _shoe_first_card, Burn: _burn, CutCard: _cut_card,
     EndShoe: _end_shoe, OpenRound: _open_round, CloseBetting: _close_betting,
     ScanCard: _scan_card, VoidRound: _void_round, ReportMisdeal: _report_misdeal,
-    ReportBurnError: _report_burn_error, AnnulRounds: _annul_rounds, ReopenTable: _reopen_table,
+    ReportBurnError: _report_burn_error, AnnulRounds: _annul_rounds, CloseTable: _close_table,
+    ReopenTable: _reopen_table,
 }

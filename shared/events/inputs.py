@@ -131,6 +131,16 @@ class AnnulRounds(InputBase):
     reason_text: str = Field(min_length=1, max_length=500)
 
 
+class CloseTable(InputBase):
+    """A supervisor takes the table out of play between rounds (seed 002: an operator system
+    failure closes the table); a round in progress is voided instead, whose reason closes
+    the table where the profile says so."""
+
+    command: Literal["close_table"] = "close_table"
+    reason_code: VoidReason = VoidReason.SYSTEM_FAILURE
+    reason_text: str = Field(min_length=1, max_length=500)
+
+
 class ReopenTable(InputBase):
     command: Literal["reopen_table"] = "reopen_table"
     reason_text: str = Field(min_length=1, max_length=500)
@@ -138,14 +148,15 @@ class ReopenTable(InputBase):
 
 DealerInput = Annotated[
     NewShoe | ShoeFirstCard | Burn | CutCard | EndShoe | OpenRound | CloseBetting | ScanCard
-    | VoidRound | ReportMisdeal | ReportBurnError | AnnulRounds | ReopenTable,
+    | VoidRound | ReportMisdeal | ReportBurnError | AnnulRounds | CloseTable | ReopenTable,
     Field(discriminator="command"),
 ]
 DEALER_INPUT: TypeAdapter[DealerInput] = TypeAdapter(DealerInput)
 # DealerInput's members one by one (read off the union: the list is written once)
 INPUT_TYPES: tuple[type[InputBase], ...] = get_args(get_args(DealerInput)[0])
 SUPERVISOR_ONLY = frozenset({"new_shoe", "end_shoe", "void_round", "report_misdeal",
-                             "report_burn_error", "annul_rounds", "reopen_table"})
+                             "report_burn_error", "annul_rounds", "close_table",
+                             "reopen_table"})
 
 
 def make_input(command_type: type[InputBase], *, key: bytes, sent_at: datetime,

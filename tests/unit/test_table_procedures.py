@@ -20,6 +20,7 @@ from croupier.shared.events.inputs import (
     AnnulRounds,
     Burn,
     CloseBetting,
+    CloseTable,
     CutCard,
     NewShoe,
     OpenRound,
@@ -364,6 +365,49 @@ def test_seed002_an_operator_system_failure_closes_the_table_until_a_supervisor_
     assert t.refused(ReopenTable, reason_text="again") == "table_not_closed"
     t.round("R2", "9S,2H,KD,5C")
     assert t.state.round_status["R2"] == "completed"
+    assert_rebuilds(t)
+
+
+def test_seed002_a_completed_round_annulled_for_a_system_failure_closes_the_table():
+    """"Kerusakan sistem operator ... akan membatalkan permainan dan meja terkait akan
+    ditutup": the failure found after the round completed annuls it, and closes the table
+    as a void would have; an annulment for another reason leaves the table in play."""
+    t = Table()
+    t.shoe("sbo-tiger")
+    t.round("R1", "9S,2H,KD,5C")
+    t.round("R2", "9S,2H,KD,5C")
+    events = t.ok(AnnulRounds, round_id="R1", reason_code="management_decision",
+                  reason_text="dealer error on video")
+    assert types(events) == ["round_annulled"]
+    events = t.ok(AnnulRounds, round_id="R2", reason_code="system_failure",
+                  reason_text="results server wrote stale scans")
+    assert types(events) == ["round_annulled", "table_closed"]
+    assert t.refused(OpenRound, round_id="R3", dealer="Ayu") == "table_closed"
+    assert types(t.ok(ReopenTable, reason_text="server restored")) == ["table_reopened"]
+    t.round("R3", "9S,2H,KD,5C")
+    assert t.state.round_status["R3"] == "completed"
+    assert_rebuilds(t)
+
+
+def test_seed002_a_supervisor_closes_the_table_between_rounds():
+    """The same clause with no round to void: a supervisor closes the table between rounds
+    (`close_table`); a round in progress is voided instead, which closes the table."""
+    t = Table()
+    t.shoe("sbo-baccarat")
+    t.round("R1", "9S,2H,KD,5C")
+    assert t.refused(CloseTable, role="device", reason_text="down") == "role_not_allowed"
+    t.ok(OpenRound, round_id="R2", dealer="Ayu")
+    assert t.refused(CloseTable, reason_text="down") == "round_in_progress"
+    events = t.ok(VoidRound, round_id="R2", reason_code="system_failure",
+                  reason_text="studio network down")
+    assert types(events) == ["round_voided", "table_closed"]
+    assert t.refused(CloseTable, reason_text="again") == "table_closed"
+    assert types(t.ok(ReopenTable, reason_text="network back")) == ["table_reopened"]
+    events = t.ok(CloseTable, reason_text="operator wallet unreachable")
+    assert types(events) == ["table_closed"]
+    assert events[0].reason_code == "system_failure" and events[0].supervisor
+    assert t.refused(OpenRound, round_id="R3", dealer="Ayu") == "table_closed"
+    assert t.refused(NewShoe, shoe_id="S2", profile="sbo-baccarat") == "table_closed"
     assert_rebuilds(t)
 
 
