@@ -32,7 +32,6 @@ FREEZE_S = (5.0, 8.0)
 WARM_UP_S = 12.0  # tables dealing and players betting before the first kill
 BETWEEN_KILLS_S = (1.5, 3.5)
 DEADLINE_S = 240.0  # the whole loop, restarts included
-ROUNDS = 18  # per table: about 10 s each, so the tables outlast the loop (about 2 minutes)
 SEED = 17
 
 
@@ -92,7 +91,8 @@ def loop(broker, tmp_path_factory):
     rng = random.Random(SEED)
     labels = sorted(stack.processes)
     try:
-        config = DemoConfig(rounds=ROUNDS, players=30,
+        # the tables deal until the loop is over, then each finishes its round and stops
+        config = DemoConfig(forever=True, players=30,
                             profiles=("sbo-baccarat", "triple-face-id", "sbo-tiger"),
                             betting_pause=3.0, bets_per_player=2, seed=13)
 
@@ -122,6 +122,7 @@ def loop(broker, tmp_path_factory):
                 await asyncio.sleep(rng.uniform(*BETWEEN_KILLS_S))
             for proc in stack.processes.values():  # every worker back before the end
                 await asyncio.to_thread(proc.wait_ready, 120)
+            session.cancel()  # a --forever session: every table ends its round, none half dealt
             return await session
 
         run = asyncio.run(play_while_killing())

@@ -36,7 +36,8 @@ KEY_SERIES = {
 
 @pytest.fixture(scope="module")
 def observed(platform_kafka, tmp_path_factory):
-    settings = platform_settings(platform_kafka, tmp_path_factory.mktemp("prom-home"))
+    settings = platform_settings(platform_kafka, tmp_path_factory.mktemp("prom-home"),
+                                 betting_window_s=4)  # 2 tables of 20 players: 40 bets a round
     ensure_kafka(settings)
     with Stack(settings) as stack:
         targets = {f"croupier-{name}": [stack.url(name).removeprefix("http://")]

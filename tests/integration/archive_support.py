@@ -7,12 +7,14 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from kafka import KafkaProducer
 
+from croupier.services.archive.archiver import Archiver, ArchiverStats
 from croupier.services.archive.store_ops import archived_partitions, read_archived
-from croupier.services.infra.archive_store import ArchiveStore
+from croupier.services.infra.archive_store import ArchiveStore, open_store
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.log_reader import read_to_end
 
@@ -26,6 +28,16 @@ def archiver_process(bootstrap: str, url: str, log: Path, *args: str,
         [sys.executable, "-m", "croupier.services.cli", "archive", "run", "--url", url, *args],
         cwd=ROOT, env=full_env, stdout=log.open("ab"), stderr=subprocess.STDOUT,
         start_new_session=True)
+
+
+def archive_once(bootstrap: str, url: str) -> ArchiverStats:
+    """What `croupier archive run --once` does, in this process (a test that archives many
+    times pays the command's start-up once): archive up to the log's end, then stop."""
+    archiver = Archiver(bootstrap, open_store(url), flush_seconds=0.3)
+    try:
+        return archiver.run(threading.Event(), once=True)
+    finally:
+        archiver.close()
 
 
 def kill9(proc: subprocess.Popen) -> None:

@@ -15,6 +15,7 @@ from croupier.services.archive.verify import verify
 from croupier.services.infra.archive_store import open_store
 from croupier.shared.topics import TOPIC_NAMES
 from tests.integration.archive_support import (
+    archive_once,
     archived_records,
     archiver_process,
     kill9,
@@ -57,7 +58,7 @@ def archive_through_kills(bootstrap: str, url: str, tmp_path, kills: int = 4) ->
     try:
         for _ in range(kills):
             proc = archiver_process(bootstrap, url, log, "--flush-seconds", "0.3")
-            stop.wait(rng.uniform(4.0, 7.0))
+            stop.wait(rng.uniform(3.0, 5.0))
             kill9(proc)
     finally:
         stop.set()
@@ -101,7 +102,7 @@ def test_a_tampered_archive_is_named_from_the_command_line(topics, archive_url):
         prod.send(topic, key=b"T1", value=json.dumps({"n": n}).encode(), partition=1)
         if n % 100 == 99:
             prod.flush()
-            assert croupier(topics, "archive", "run", "--url", archive_url, "--once").returncode == 0
+            archive_once(topics, archive_url)
     prod.close()
     store = open_store(archive_url)
     folder = f"{topic}/p0001"
@@ -141,7 +142,7 @@ def test_offsets_that_aged_out_before_they_were_archived_stay_on_record(topics, 
         prod.flush()
 
     send(100)
-    assert croupier(topics, "archive", "run", "--url", archive_url, "--once").returncode == 0
+    archive_once(topics, archive_url)
     store = open_store(archive_url)
     start = archived_records(store, topic)[-1][1] + 1 if archived_records(store, topic) else 0
     send(100)
