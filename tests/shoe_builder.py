@@ -27,15 +27,17 @@ PAIRS = "8S,9C,8H,9D"  # Player 8 8 (6), Banker 9 9 (8): Banker, both pairs
 class Table:
     """One table's hash-chained, signed events, as dealer-event writes them."""
 
-    def __init__(self, table_id: str = "T1", profile: str = "sbo-baccarat") -> None:
+    def __init__(self, table_id: str = "T1", profile: str = "sbo-baccarat",
+                 t0: datetime = T0, spacing: timedelta = timedelta(seconds=1)) -> None:
         self.table_id, self.profile = table_id, profile
+        self.t0, self.spacing = t0, spacing  # the first event's time, and the step after it
         self.events: list[TableEventBase] = []
         self.rounds = 0
 
     def add(self, kind, **fields) -> TableEventBase:
         prev = self.events[-1].hash if self.events else GENESIS_HASH
         event = seal(kind, table_id=self.table_id, seq=len(self.events) + 1, prev_hash=prev,
-                     occurred_at=T0 + timedelta(seconds=len(self.events)), key=events_key(),
+                     occurred_at=self.t0 + self.spacing * len(self.events), key=events_key(),
                      **fields)
         self.events.append(event)
         return event
