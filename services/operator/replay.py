@@ -53,6 +53,7 @@ from croupier.shared.profile import (
 )
 from croupier.shared.rounds import AnyResult, RoundError, evaluate_round
 from croupier.shared.settlement import Bet, settle
+from croupier.shared.shoe_history import ShoeHistory, ShoeRoads, fold_shoes, shoe_roads
 
 Decision = BetAccepted | BetRejected
 
@@ -116,6 +117,8 @@ class ReplayReport(BaseModel):
     bets: list[BetLine]
     differences: list[Difference]
     notes: list[str]
+    # the roads of the round's shoe up to this round (`replay_roads`); None: not read
+    roads: ShoeRoads | None = None
 
     @property
     def verdict(self) -> str:
@@ -190,6 +193,33 @@ def replay_round(
     return _report(table_id, round_id, player_id, story, profile, recomputed, bets,
                    chain=(len(events), anchor.seq if anchor else None, breaks),
                    diffs=diffs, notes=notes)
+
+
+def replay_roads(table_id: str, shoe_id: str, round_id: str,
+                 events: Sequence[TableEventBase], events_key: bytes | None = None,
+                 accept_unsigned: bool = False) -> tuple[ShoeRoads | None, list[str]]:
+    """The roads of shoe `shoe_id` as they stood when round `round_id` ended, folded from
+    the table's events read from the shoe's start (`croupier.shared.shoe_history`, the fold
+    the wallet serves the live roads with), and the notes to print with them. With
+    `events_key`, an event whose HMAC does not verify takes no part (and is named)."""
+    notes: list[str] = []
+    shoes: tuple[ShoeHistory, ...] = ()
+    for event in events:
+        problem = auth_problem(event, events_key, accept_unsigned) if events_key else None
+        if problem is not None:
+            notes.append(f"roads: table.events seq {event.seq} ({event.type}) left out: "
+                         f"{problem}")
+            continue
+        shoes = fold_shoes(shoes, event)
+        if isinstance(event, RoundCompleted | RoundVoided) and event.round_id == round_id:
+            break
+    shoe = next((s for s in shoes if s.shoe_id == shoe_id), None)
+    if shoe is None:
+        return None, [*notes, f"roads: no event of shoe {shoe_id} was read"]
+    if not shoe.from_start:
+        notes.append(f"roads: the start of shoe {shoe_id} was not found in the log read; the "
+                     "roads begin at the first round read")
+    return shoe_roads(table_id, shoe), notes
 
 
 E = TypeVar("E", bound=TableEventBase)

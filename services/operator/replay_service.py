@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 from croupier.services.infra.archive_store import ArchiveStore, archive_from_settings
 from croupier.services.infra.settings import get_settings
 from croupier.services.operator.complaints import Complaint, check_window, complaint_from
-from croupier.services.operator.replay import ReplayReport, replay_round
+from croupier.services.operator.replay import ReplayReport, replay_roads, replay_round
 from croupier.services.operator.round_reader import RoundReader
+from croupier.shared.events.table import RoundOpened
 
 
 @dataclass
@@ -71,16 +72,27 @@ def run_replay(bootstrap: str, request: ReplayRequest, archive: ArchiveStore | N
     settings = get_settings()  # the operator holds the table-events key: HMACs are checked
     complaint = request.complaint
     reader = RoundReader(bootstrap, archive or archive_from_settings(settings))
+    key, unsigned = settings.table_events_key_bytes, settings.table_events_accept_unsigned
     try:
         records = reader.read_round(request.table_id, request.round_id, request.played_at,
                                     request.player_id, request.annulled_within)
+        report = replay_round(request.table_id, request.round_id, records.events,
+                              records.anchor, records.result, records.decisions,
+                              records.settlements, records.wallet,
+                              player_id=request.player_id, annulment=records.annulment,
+                              events_key=key, accept_unsigned=unsigned)
+        opened = next((e for e in records.events if isinstance(e, RoundOpened)
+                       and e.round_id == request.round_id), None)
+        if opened is not None:  # the roads of its shoe up to the round
+            shoe_events, read = reader.read_shoe(request.table_id, opened.shoe_id,
+                                                 request.round_id, opened.occurred_at)
+            records.records_read += read
+            roads, road_notes = replay_roads(request.table_id, opened.shoe_id,
+                                             request.round_id, shoe_events, key, unsigned)
+            report = report.model_copy(update={"roads": roads})
+            notes += road_notes
     finally:
         reader.close()
-    report = replay_round(request.table_id, request.round_id, records.events, records.anchor,
-                          records.result, records.decisions, records.settlements, records.wallet,
-                          player_id=request.player_id, annulment=records.annulment,
-                          events_key=settings.table_events_key_bytes,
-                          accept_unsigned=settings.table_events_accept_unsigned)
     if complaint is not None and report.opened_at is not None:
         override_note = check_window(complaint, report.opened_at)
         if override_note:

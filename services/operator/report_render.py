@@ -8,6 +8,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from croupier.services.operator.replay import BetLine, ReplayReport, winner_text
 from croupier.shared.cards import Card
+from croupier.shared.roads import ROWS, BaccaratRoads, Cell
+from croupier.shared.shoe_history import ShoeRoads
 
 SUIT_SYMBOL = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 # the report formats, and the media type each is served as
@@ -48,6 +50,7 @@ def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
     lines += [f"  seq {e.seq:>6}  {e.at:%H:%M:%S.%f}"[:-3] + f"  {e.detail}" for e in report.timeline]
     lines += ["", *_text_bets(report)]
     lines += [f"note: {note}" for note in [*report.notes, *(notes or [])]]
+    lines += _text_roads(report.roads)
     lines += ["", f"VERDICT: {report.verdict}"]
     lines += [f"  - {d.where}: expected {d.expected}; recorded {d.recorded}"
               for d in report.differences]
@@ -80,6 +83,34 @@ def _text_cards(report: ReplayReport) -> list[str]:
     if report.winner is not None:
         lines.append(f"  result: {winner_text(report.winner)}")
     return lines
+
+
+def _text_roads(roads: ShoeRoads | None) -> list[str]:
+    """The shoe's counts up to the round, and its big road as letters (B, P; a tie is the
+    count beside the bead)."""
+    if roads is None:
+        return []
+    head = f"Roads of shoe {roads.shoe_id} up to this round"
+    head += "" if roads.complete else " (incomplete: see the JSON report)"
+    if not isinstance(roads.roads, BaccaratRoads):
+        tallies = ", ".join(f"{name} {p.win}-{p.lose}-{p.tie}"
+                            for name, p in roads.roads.positions.items())
+        return ["", f"{head}: {roads.roads.hands} hands; win-lose-tie {tallies}"]
+    c = roads.roads.counts
+    lines = ["", f"{head}: {c.hands} hands, banker {c.banker}, player {c.player}, "
+                 f"tie {c.tie}, player pairs {c.player_pair}, banker pairs {c.banker_pair}"]
+    for row in grid(roads.roads.big_road.cells, roads.roads.big_road.columns):
+        lines.append("  " + "".join(
+            "." if cell is None else getattr(cell, "side", "?")[0].upper() for cell in row))
+    return lines
+
+
+def grid(cells: tuple[Cell, ...], columns: int) -> list[list[Cell | None]]:
+    """A road's cells as rows of its six rows by `columns`: each a cell or None (empty)."""
+    rows: list[list[Cell | None]] = [[None] * columns for _ in range(ROWS)]
+    for cell in cells:
+        rows[cell.row][cell.col] = cell
+    return rows
 
 
 def _text_bets(report: ReplayReport) -> list[str]:
@@ -121,7 +152,8 @@ def to_html(report: ReplayReport, notes: list[str] | None = None) -> str:
     templates/replay_report.html, autoescaped, so no value from the log can inject markup."""
     return _PAGES.get_template("replay_report.html").render(
         report=report, notes=[*report.notes, *(notes or [])], suit_symbol=SUIT_SYMBOL,
-        money=_money, profile_text=profile_text, winner_text=winner_text, annul_cell=_annul_cell)
+        money=_money, profile_text=profile_text, winner_text=winner_text, annul_cell=_annul_cell,
+        grid=grid)
 
 
 def render(report: ReplayReport, fmt: str, notes: list[str] | None = None) -> str:

@@ -52,6 +52,7 @@ from croupier.shared.events.table import (
     RoundCompleted,
     RoundOpened,
     RoundVoided,
+    ShoeStarted,
     TableEventBase,
 )
 from croupier.shared.events.wallet_events import WalletTransaction
@@ -60,6 +61,7 @@ LEAD = timedelta(minutes=2)      # read this long before the round's time
 START_SLACK = timedelta(seconds=5)  # money topics: from this long before the round's first event
 SETTLE_SLACK = timedelta(minutes=2)  # and this long after the round ended, for downstream records
 MAX_LOOKBACK = timedelta(hours=26)  # widest search for the round's opening (retention floor + 2 h)
+SHOE_LOOKBACK = timedelta(hours=3)  # widest search for the start of the round's shoe (roads)
 POLL_RECORDS = 5000
 SAFE_ID = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")
 
@@ -279,6 +281,39 @@ class RoundReader:
                     f"round {round_id} of table {table_id} was not opened between "
                     f"{at - lead:%Y-%m-%d %H:%M} and the end of the log; check the time of play")
             lead *= 8
+
+    def read_shoe(self, table_id: str, shoe_id: str, round_id: str, opened_at: datetime
+                  ) -> tuple[list[TableEventBase], int]:
+        """The table's events from the start of shoe `shoe_id` through the end of round
+        `round_id` (its roads up to that round), and how many records were read. The start is
+        sought like the round's opening, 8 times further back each try, up to SHOE_LOOKBACK
+        before the round: a shoe begun earlier is read from there (its roads then say
+        `from_start: false`), so the read stays bounded whatever the log holds."""
+        lead, read = LEAD, 0
+        while True:
+            events, n = self._events_until_end(table_id, round_id, opened_at - lead)
+            read += n
+            kept = [e for e in events if isinstance(e, TableEventBase)]
+            if lead >= SHOE_LOOKBACK or any(isinstance(e, ShoeStarted) and e.shoe_id == shoe_id
+                                            for e in kept):
+                return kept, read
+            lead = min(lead * 8, SHOE_LOOKBACK)
+
+    def _events_until_end(self, table_id: str, round_id: str, start: datetime
+                          ) -> tuple[list[Any], int]:
+        """From `start` through the round's `round_completed` or `round_voided` (the next
+        event of the table stops the read), or the end of the log."""
+        ended = False
+
+        def stop(value: Any, _ts: int) -> bool:
+            nonlocal ended
+            if ended and value is not None:
+                return True
+            if isinstance(value, RoundCompleted | RoundVoided) and value.round_id == round_id:
+                ended = True
+            return False
+
+        return self.scan("table.events", table_id, start, stop)
 
     def _read_money(self, records: RoundRecords, player_id: str | None) -> None:
         """The round's result, decisions, settlements and wallet movements: one read of the

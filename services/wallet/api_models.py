@@ -13,6 +13,7 @@ from croupier.services.wallet.commands import Amount
 from croupier.shared.events.bet_events import Position
 from croupier.shared.events.ids import BetId, PlayerId, RequestId, RoundId, TableId
 from croupier.shared.events.wallet_events import WalletTransaction
+from croupier.shared.shoe_history import ShoeRoads
 
 
 class _Body(BaseModel):
@@ -120,7 +121,8 @@ class Route:
     ok: int
     response: type[BaseModel]
     request: type[BaseModel] | None = None
-    query: tuple[str, ...] = ()
+    query: tuple[str, ...] = ()  # integer query parameters
+    text_query: tuple[str, ...] = ()  # string query parameters
 
 
 ROUTES: tuple[Route, ...] = (
@@ -142,6 +144,9 @@ ROUTES: tuple[Route, ...] = (
           PlaceBetResponse, PlaceBetRequest),
     Route("get", "/tables/{table_id}/current-round", "The open round and what it offers",
           "none", 200, CurrentRound),
+    Route("get", "/tables/{table_id}/roads", "The roads of the current shoe, or of ?shoe= "
+          "(a shoe id, or shoes back from the current: 0, 1, ...)", "none", 200, ShoeRoads,
+          text_query=("shoe",)),
 )
 
 _ERRORS = {"400": "malformed JSON", "401": "missing or invalid credentials",
@@ -177,8 +182,9 @@ def openapi() -> dict:
         params = [{"name": name.strip("{}"), "in": "path", "required": True,
                    "schema": {"type": "string"}}
                   for name in route.path.split("/") if name.startswith("{")]
-        params += [{"name": q, "in": "query", "required": False, "schema": {"type": "integer"}}
-                   for q in route.query]
+        params += [{"name": q, "in": "query", "required": False, "schema": {"type": kind}}
+                   for queries, kind in ((route.query, "integer"), (route.text_query, "string"))
+                   for q in queries]
         if params:
             op["parameters"] = params
         if route.request is not None:

@@ -21,6 +21,7 @@ from croupier.shared.events.event_auth import (
     TableWatch,
     advance,
 )
+from croupier.shared.events.ids import id_problem
 from croupier.shared.events.table import (
     BettingClosed,
     RoundCompleted,
@@ -30,6 +31,7 @@ from croupier.shared.events.table import (
 )
 from croupier.shared.profile import ProfileError, round_profile
 from croupier.shared.settlement import Bet, BetError, validate_bet
+from croupier.shared.shoe_history import ShoeHistory, find_shoe, fold_shoes, shoe_roads
 
 KEEP_ROUNDS = 100  # per table: the view stays a few KB, whatever the table's history
 RoundStatus = Literal["open", "closed", "completed", "voided"]
@@ -57,6 +59,9 @@ class TableRounds(BaseModel):
     # why the table is flagged (an event refused as forged, altered, unsigned or out of
     # order): no bet is taken on it until an authentic `table_reopened`
     flagged: str | None = None
+    # the table's last few shoes and their results, for its roads (bounded:
+    # croupier.shared.shoe_history)
+    shoes: tuple[ShoeHistory, ...] = ()
 
 
 _STATUS_AFTER = {BettingClosed: "closed", RoundCompleted: "completed", RoundVoided: "voided"}
@@ -85,7 +90,8 @@ def fold(view: TableRounds | None, event: TableEventBase) -> TableRounds:
         if info.status != "voided":
             rounds[event.round_id] = info.model_copy(update={"status": _STATUS_AFTER[type(event)]})
     return view.model_copy(update={"last_seq": event.seq, "rounds": rounds,
-                                   "current_round": current})
+                                   "current_round": current,
+                                   "shoes": fold_shoes(view.shoes, event)})
 
 
 def fold_verified(view: TableRounds | None, event: TableEventBase, key: bytes,
@@ -170,3 +176,21 @@ def current_round_body(view: TableRounds) -> dict[str, Any] | None:
     return {"table_id": view.table_id, "round_id": info.round_id, "status": info.status,
             "profile": info.profile, "game": profile.game,
             "betting_closes_at": info.betting_closes_at.isoformat(), "bets": bets}
+
+
+def roads_body(view: TableRounds | None, table_id: str, wanted: str | None) -> dict[str, Any]:
+    """`GET /tables/{id}/roads`: the roads of the current shoe, or of `wanted` (a shoe id, or
+    how many shoes back: 0 the current one, 1 the one before). BetRefused names why not."""
+    if wanted is not None and (problem := id_problem(wanted, "shoe")) is not None:
+        raise BetRefused(422, "malformed_query", f"shoe: {problem}")
+    if view is None:
+        raise BetRefused(404, "unknown_table", f"unknown table {table_id!r}")
+    shoe = find_shoe(view.shoes, wanted)
+    if shoe is None and wanted is None:
+        raise BetRefused(404, "unknown_shoe", f"no shoe started yet on table {table_id!r}")
+    if shoe is None:
+        kept = ", ".join(s.shoe_id for s in reversed(view.shoes)) or "none"
+        raise BetRefused(404, "unknown_shoe", f"no shoe {wanted!r} on table {table_id!r}: the "
+                         f"view keeps its last {len(view.shoes)} ({kept}), and 0, 1, ... "
+                         "count shoes back from the current one")
+    return shoe_roads(table_id, shoe).model_dump(mode="json")

@@ -45,6 +45,7 @@ from croupier.services.wallet.rounds_view import (
     BetRefused,
     check_round_takes_bet,
     current_round_body,
+    roads_body,
     round_rules,
 )
 
@@ -336,3 +337,19 @@ class CurrentRound:
         if body is None:
             raise Problem(404, "unknown_round", f"no round opened yet on table {table_id!r}")
         return Answer(200, body)
+
+
+@route("/tables/{table_id}/roads")
+class Roads:
+    """The roads of the table's current shoe, or of `?shoe=`, from the view every worker folds
+    of `table.events` (croupier.shared.shoe_history; docs/decisions/roads.md)."""
+
+    @staticmethod
+    async def get(request, table_id):
+        if not w.table_views.ready.is_set():  # roads of half the events are wrong roads
+            raise routing.NoOwner("this worker is still reading table.events")
+        try:
+            return Answer(200, roads_body(w.table_views.get(table_id), table_id,
+                                          request.query.get("shoe")))
+        except BetRefused as exc:
+            raise Problem(exc.status, exc.code, exc.message) from None
