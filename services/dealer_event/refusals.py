@@ -27,6 +27,7 @@ CODES = frozenset({
     # table procedure (docs/decisions/procedures.md)
     "betting_window_open", "close_reason_required", "too_many_burns", "no_burn_at_table",
     "table_closed", "table_not_closed", "round_not_completed", "round_already_annulled",
+    "exposed_during_deal", "exposed_outside_play", "exposed_card_management",
 })
 
 

@@ -24,6 +24,7 @@ from croupier.shared.events.inputs import (
     CloseTable,
     CutCard,
     EndShoe,
+    ExposeCard,
     InputBase,
     NewShoe,
     OpenRound,
@@ -214,6 +215,49 @@ def _burn(em: _Emitter, inp: Burn, config: MachineConfig) -> None:
         raise _not_in_shoe(str(inp.card), shoe.shoe_id)
     em.emit(CardBurned, shoe_id=shoe.shoe_id, round_id=rnd.round_id if rnd else None,
             card=inp.card, shoe_position=position)
+
+
+def _expose_card(em: _Emitter, inp: ExposeCard, config: MachineConfig) -> None:
+    """A card exposed by accident outside the deal. Seed 004 §6: "Jika tidak di sengaja kartu
+    terbuka, akan dinyatakan sebagai kartu terbakar pada permainan berikutnya": it is burned
+    for the next game (the round open for betting, or the next one), counting among its
+    burns. Seed 002, whose tables burn nothing: "Jika ada kartu yang terbuka secara tidak
+    sengaja saat pengacakan, kotak tersebut akan diganti": the shoe is replaced (a round
+    open for betting is voided with it, its bets refunded). During the deal it is seed 004
+    §4's "selama permainan": the hand is voided (void_round, card_exposed), not this. Triple
+    Face (seed 000 §2: management acts "tergantung dari kondisi dan jumlah kartu yang
+    terbuka") leaves it to a supervisor."""
+    state = em.state
+    shoe = _shoe_in_play(state)
+    if shoe.start_burn_pending or shoe.finished:
+        raise Refused("exposed_outside_play", f"shoe {shoe.shoe_id} is not in play ("
+                      + ("its first card is turned and burned next: a card exposed during "
+                         "the start does not affect the game, seed 004 §4"
+                         if shoe.start_burn_pending else "the cut card ended it") + ")")
+    rnd = state.round if state.round_in_progress else None
+    if rnd is not None and rnd.cards:
+        raise Refused("exposed_during_deal", f"round {rnd.round_id} is being dealt: a card "
+                                             "exposed during the game voids the hand "
+                                             "(void_round, reason card_exposed; seed 004 §4)")
+    rules = shoe.rules
+    if isinstance(rules, TripleFaceProfile):
+        raise Refused("exposed_card_management", "at Triple Face management decides by the "
+                                                 "cards exposed (seed 000 §2): a supervisor "
+                                                 "voids the round or ends the shoe")
+    card = str(inp.card)
+    if not shoe.fresh_deck_due and shoe.remaining.get(card, 0) <= 0:
+        raise _not_in_shoe(card, shoe.shoe_id)
+    if rules.burn_per_round > 0:
+        em.emit(CardBurned, shoe_id=shoe.shoe_id, round_id=rnd.round_id if rnd else None,
+                card=inp.card, shoe_position=0 if shoe.fresh_deck_due else shoe.position,
+                exposed=True)
+        return
+    text = (f"card {card} exposed by accident outside the deal (seed 002): the shoe is "
+            "replaced")
+    if rnd is not None:
+        _void(em, rnd.round_id, VoidReason.CARD_EXPOSED, text, BY_THE_RULES)
+    if em.state.shoe is not None:
+        em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason=text)
 
 
 def _cut_card(em: _Emitter, inp: CutCard, config: MachineConfig) -> None:
@@ -545,6 +589,6 @@ _DECIDE: dict[type[InputBase], Callable[..., None]] = {
     NewShoe: _new_shoe, ShoeFirstCard: _shoe_first_card, Burn: _burn, CutCard: _cut_card,
     EndShoe: _end_shoe, OpenRound: _open_round, CloseBetting: _close_betting,
     ScanCard: _scan_card, VoidRound: _void_round, ReportMisdeal: _report_misdeal,
-    ReportBurnError: _report_burn_error, AnnulRounds: _annul_rounds, CloseTable: _close_table,
-    ReopenTable: _reopen_table,
+    ReportBurnError: _report_burn_error, AnnulRounds: _annul_rounds, ExposeCard: _expose_card,
+    CloseTable: _close_table, ReopenTable: _reopen_table,
 }

@@ -134,6 +134,9 @@ def _describe(event: TableEventBase) -> str:
             return f"betting closed ({event.reason})"
         case CardDealt():
             return f"card {event.card} (shoe position {event.shoe_position})"
+        case CardBurned(exposed=True):
+            return (f"card {event.card} exposed by accident, burned for the next game "
+                    f"(seed 004 §6; shoe position {event.shoe_position})")
         case CardBurned():
             return f"burn {event.card or 'face down'} (shoe position {event.shoe_position})"
         case SurplusCardRecorded():

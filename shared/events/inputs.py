@@ -131,6 +131,15 @@ class AnnulRounds(InputBase):
     reason_text: str = Field(min_length=1, max_length=500)
 
 
+class ExposeCard(InputBase):
+    """A card exposed by accident outside the deal (while preparing, burning or betting):
+    seed 004 §6 declares it the next game's burn; seed 002 replaces the shoe. A card
+    exposed during the deal voids the hand instead (void_round, card_exposed: seed 004 §4)."""
+
+    command: Literal["expose_card"] = "expose_card"
+    card: Card
+
+
 class CloseTable(InputBase):
     """A supervisor takes the table out of play between rounds (seed 002: an operator system
     failure closes the table); a round in progress is voided instead, whose reason closes
@@ -148,7 +157,8 @@ class ReopenTable(InputBase):
 
 DealerInput = Annotated[
     NewShoe | ShoeFirstCard | Burn | CutCard | EndShoe | OpenRound | CloseBetting | ScanCard
-    | VoidRound | ReportMisdeal | ReportBurnError | AnnulRounds | CloseTable | ReopenTable,
+    | VoidRound | ReportMisdeal | ReportBurnError | AnnulRounds | ExposeCard | CloseTable
+    | ReopenTable,
     Field(discriminator="command"),
 ]
 DEALER_INPUT: TypeAdapter[DealerInput] = TypeAdapter(DealerInput)

@@ -86,6 +86,11 @@ class CardBurned(TableEventBase):
     round_id: RoundId | None = None
     card: Card | None = Field(default=None, description="Known only when the burn was scanned.")
     shoe_position: int = Field(ge=0)
+    # seed 004 §6: a card exposed by accident outside the deal is the next game's burn
+    exposed: Literal[True] | None = Field(
+        default=None, exclude_if=_absent,
+        description="True: a card exposed by accident outside the deal, declared a burn of "
+                    "the next game (seed 004 §6); absent for a burn the dealer made.")
 
 
 class CutCardReached(TableEventBase):

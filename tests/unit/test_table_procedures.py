@@ -22,6 +22,7 @@ from croupier.shared.events.inputs import (
     CloseBetting,
     CloseTable,
     CutCard,
+    ExposeCard,
     NewShoe,
     OpenRound,
     ReopenTable,
@@ -336,6 +337,61 @@ def test_seed004_s4_an_exposed_card_voids_the_hand_and_the_shoe():
     events = t.ok(VoidRound, round_id="R1", reason_code="card_exposed", reason_text="flashed")
     assert types(events) == ["round_voided", "shoe_ended"]
     assert t.refused(Burn) == "no_shoe"
+
+
+def test_seed004_s6_a_card_exposed_by_accident_outside_the_deal_is_the_next_games_burn():
+    """"Jika tidak di sengaja kartu terbuka, akan dinyatakan sebagai kartu terbakar pada
+    permainan berikutnya": between rounds or while betting it is burned for the game to
+    come, in place of the dealer's burn; during the deal §4 voids the hand instead."""
+    t = big_small()
+    t.round("R1", "9S,2H,KD,5C", burns=1)
+    events = t.ok(ExposeCard, card=parse_card("7D"))
+    assert types(events) == ["card_burned"]
+    assert events[0].exposed is True and str(events[0].card) == "7D"
+    assert events[0].round_id is None
+    assert t.refused(Burn) == "too_many_burns"  # it was the next game's burn
+    t.round("R2", "9S,2H,KD,5C")
+    assert t.state.round_status["R2"] == "completed"
+    t.ok(Burn)
+    t.ok(OpenRound, round_id="R3", dealer="Ayu")
+    events = t.ok(ExposeCard, card=parse_card("8C"))  # while betting: R3's own burn
+    assert types(events) == ["card_burned"] and events[0].round_id == "R3"
+    t.close("R3")
+    scan(t, "R3", "9S")
+    assert t.refused(ExposeCard, card=parse_card("2C")) == "exposed_during_deal"
+    events = t.ok(VoidRound, round_id="R3", reason_code="card_exposed", reason_text="flashed")
+    assert types(events) == ["round_voided", "shoe_ended"]  # §4: the hand and the shoe
+    assert_rebuilds(t)
+    burned = [e for e in t.events if e.type == "card_burned"]
+    assert [e.exposed for e in burned] == [None, True, None, True]
+    assert "exposed" not in burned[0].model_dump(mode="json")  # a dealer's burn: as before
+
+
+def test_seed002_a_card_exposed_by_accident_outside_the_deal_replaces_the_shoe():
+    """"Jika ada kartu yang terbuka secara tidak sengaja saat pengacakan, kotak tersebut
+    akan diganti": no burns at this table, so the shoe goes; a round open for betting goes
+    with it, its bets refunded."""
+    t = Table()
+    t.shoe("sbo-baccarat")
+    t.round("R1", "9S,2H,KD,5C")
+    events = t.ok(ExposeCard, card=parse_card("7D"))
+    assert types(events) == ["shoe_ended"]
+    assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "no_shoe"
+    t.shoe("sbo-baccarat", shoe_id="S2")
+    t.ok(OpenRound, round_id="R2", dealer="Ayu")
+    events = t.ok(ExposeCard, card=parse_card("7D"))
+    assert types(events) == ["round_voided", "shoe_ended"]
+    assert events[0].reason_code == "card_exposed"
+    assert_rebuilds(t)
+
+
+def test_seed000_s2_a_card_exposed_outside_the_deal_at_triple_face_is_managements_call():
+    """"Tindakan yang sepantasnya akan diambil oleh pihak manajemen untuk setiap exposed
+    card ... tergantung dari kondisi dan jumlah kartu yang terbuka": refused to the device
+    with what a supervisor does instead."""
+    t = Table()
+    t.shoe("triple-face-id")
+    assert t.refused(ExposeCard, card=parse_card("7D")) == "exposed_card_management"
 
 
 def test_seed000_s4_a_dropped_card_voids_the_hand_and_the_shoe_goes_on():
