@@ -128,6 +128,25 @@ def test_seed004_s3_cut_card_between_two_cards_still_makes_the_round_the_last():
     assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "shoe_finished"
 
 
+def test_seed002_cut_card_after_a_round_opened_at_an_sbo_table_deals_it_as_the_last():
+    """Seed 002: "Tidak ada Burn Card": a cut card reported once a round opened, before its
+    first card, cannot have come out in a burn; the round is dealt as the last of the shoe
+    (seed 004 §3: "permainan pada kartu yang berjalan akan menjadi hand terakhir")."""
+    t = Table()
+    t.shoe("sbo-tiger")
+    t.ok(OpenRound, round_id="R1", dealer="Ayu")
+    events = t.ok(CutCard)
+    assert types(events) == ["cut_card_reached"] and events[0].round_id == "R1"  # no void
+    t.close("R1")
+    assert types(scan(t, "R1", "9S,2H,KD,5C"))[-1] == "round_completed"
+    bets = [placed("a", bet="player", stake=1000)]
+    assert [(s.outcome, s.returned) for s in settled(t, "R1", bets)] == [("win", 2000)]
+    assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "shoe_finished"
+    assert types(t.ok(NewShoe, shoe_id="S2", profile="sbo-tiger")) == ["shoe_ended",
+                                                                      "shoe_started"]
+    assert_rebuilds(t)
+
+
 # --- item 3: seed 002, the 30-second betting timer ----------------------------------------
 
 def test_seed002_betting_timer_a_device_cannot_close_before_the_30_seconds_end():
