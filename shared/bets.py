@@ -37,6 +37,10 @@ Basis = Literal["points", "pairs", "versus", "single"]
 TIGER_WAGERS: frozenset[str] = frozenset(
     {"tiger", "big_tiger", "small_tiger", "tiger_tie", "tiger_pair"})
 MAIN_BETS: tuple[str, ...] = ("player", "banker", "tie")
+# "... and will display a sign at the table when this applies": the sheet gives the rule,
+# not the sign's wording, so the sign says the rule in the sheet's own words
+TIGER_SIGN = ("Tiger wagers are limited to players who also have a Baccarat wager on the "
+              "Player's Hand, Banker's Hand or Tie")
 
 
 class Resolution(NamedTuple):

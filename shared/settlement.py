@@ -96,6 +96,11 @@ def validate_bet(bet: Bet, profile: AnyProfile) -> None:
         )
 
 
+def needs_main_bet(bet: str, profile: AnyProfile) -> bool:
+    """Is `bet` a Tiger wager that this table takes only with a main bet (seed 002)?"""
+    return bet in TIGER_WAGERS and getattr(profile, "tiger_needs_main_bet", False)
+
+
 def validate_in_round(bet: Bet, profile: AnyProfile, spot_before: int,
                       has_main_bet: bool) -> None:
     """Acceptance within the round, after `validate_bet`: seed 002's table maximum applies
@@ -112,8 +117,7 @@ def validate_in_round(bet: Bet, profile: AnyProfile, spot_before: int,
             + f" this round: {bet.stake} more would pass the table maximum of "
               f"{spec.max_stake} per spot",
         )
-    if bet.bet in TIGER_WAGERS and getattr(profile, "tiger_needs_main_bet", False) \
-            and not has_main_bet:
+    if needs_main_bet(bet.bet, profile) and not has_main_bet:
         raise BetError(
             "needs_main_bet",
             f"{bet.bet!r} is taken at this table only from a player with a Player, Banker "

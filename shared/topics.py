@@ -59,6 +59,10 @@ _TOPICS: tuple[tuple[str, str, str, str], ...] = (
      "changed (rounds' headers, bet entries, spot totals, chain watch) and publishes"),
     ("dead.letters", "source topic and partition", "every service",
      "records a service could not apply: where from, the error, the bytes or their digest"),
+    ("operator.actions", "table id", "operator",
+     "each use of an operator power the rules do not grant by themselves (a late "
+     "complaint's window overridden): who, why, which round; the significant-event log "
+     "lists them"),
 )
 
 TOPIC_NAMES: tuple[str, ...] = tuple(name for name, *_ in _TOPICS)

@@ -30,10 +30,16 @@ def archive_rounds(store: ArchiveStore, rounds: list[RecordedRound],
                    segment_records: int = 7) -> int:
     """Write the rounds' records into `store`, `segment_records` to a segment; returns how
     many records were archived."""
+    return archive_records(store, [r for rec in rounds for r in round_records(rec)],
+                           segment_records)
+
+
+def archive_records(store: ArchiveStore, records: list[tuple[str, str, bytes, int]],
+                    segment_records: int = 7) -> int:
+    """Write (topic, key, value, timestamp ms) records into `store` after what it holds."""
     by_tp: dict[tuple[str, int], list[tuple[bytes, bytes, int]]] = defaultdict(list)
-    for rec in rounds:
-        for topic, key, value, ms in round_records(rec):
-            by_tp[(topic, partition_for(key, DEFAULT_PARTITIONS))].append((key.encode(), value, ms))
+    for topic, key, value, ms in records:
+        by_tp[(topic, partition_for(key, DEFAULT_PARTITIONS))].append((key.encode(), value, ms))
     total = 0
     for (topic, partition), items in sorted(by_tp.items()):
         head = head_of(store, topic, partition)

@@ -9,7 +9,8 @@ everything up to now. The same files are readable by any Parquet engine (README)
   opening and closing balances.
 - `events`: the significant-event log: voids, annulments, corrections, redeals, table
   closes and reopens, early closes with their reasons, each profile version's first round,
-  reversed settlements, dead letters, refused inputs that were not authentic, large wins;
+  reversed settlements, dead letters, refused inputs that were not authentic, large wins,
+  the operator's overrides (`operator.actions`: each late complaint handled anyway);
   each with who, when, why and where it stands in the log (topic, partition, offset).
 
 Only files that a manifest describes are read (a file a killed archiver left without its
@@ -328,7 +329,8 @@ class ArchiveQueries:
     def events(self, since: datetime | None = None, until: datetime | None = None,
                large_win: int = LARGE_WIN_DEFAULT, table_id: str | None = None
                ) -> list[dict[str, Any]]:
-        self.need(("table.events", "bets.settled", "dead.letters", "dealer.rejections"))
+        self.need(("table.events", "bets.settled", "dead.letters", "dealer.rejections",
+                   "operator.actions"))
         lo = int(since.timestamp() * 1000) if since else 0
         hi = int(until.timestamp() * 1000) if until else 2**62
         sql = f"""
@@ -385,6 +387,14 @@ class ArchiveQueries:
         FROM dealer_rejections WHERE timestamp_ms >= $lo AND timestamp_ms < $hi
              AND list_contains({list(SIGNIFICANT_REFUSALS)},
                                json_extract_string(v, '$.reason_code'))
+        UNION ALL
+        SELECT 'operator.actions', topic_partition, "offset", timestamp_ms, type, table_id,
+               round_id, json_extract_string(v, '$.operator'),
+               concat(json_extract_string(v, '$.reason'), ' (complaint of ', player_id,
+                      ' filed ', CAST(json_extract(v, '$.late_seconds') AS BIGINT) // 3600,
+                      ' h after the round)')
+        FROM operator_actions WHERE type = 'complaint_window_overridden'
+             AND timestamp_ms >= $lo AND timestamp_ms < $hi
         ORDER BY timestamp_ms, topic, topic_partition, "offset" """
         cursor = self.con.execute(sql, {"lo": lo, "hi": hi, "large": large_win})
         names = [d[0] for d in cursor.description]

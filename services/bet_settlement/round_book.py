@@ -48,7 +48,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from croupier.shared.bets import MAIN_BETS, TIGER_WAGERS
+from croupier.shared.bets import MAIN_BETS
 from croupier.shared.events.bet_events import (
     BetAccepted,
     BetFacts,
@@ -76,7 +76,14 @@ from croupier.shared.events.table import (
     TableEventBase,
 )
 from croupier.shared.profile import ProfileError, UnknownProfileError, round_profile
-from croupier.shared.settlement import Bet, BetError, settle, validate_bet, validate_in_round
+from croupier.shared.settlement import (
+    Bet,
+    BetError,
+    needs_main_bet,
+    settle,
+    validate_bet,
+    validate_in_round,
+)
 
 log = logging.getLogger(__name__)
 Output = tuple[str, str, BaseModel]  # topic, key, record
@@ -219,10 +226,8 @@ class _Writer:
             profile = round_profile(h.profile, h.profile_version)
             b = Bet(bet=bet.bet, position=bet.position, stake=bet.stake)
             validate_bet(b, profile)
-            needs_main = bet.bet in TIGER_WAGERS and getattr(profile, "tiger_needs_main_bet",
-                                                             False)
-            validate_in_round(b, profile, before,
-                              not needs_main or self._has_main_bet(bet.player_id))
+            validate_in_round(b, profile, before, not needs_main_bet(bet.bet, profile)
+                              or self._has_main_bet(bet.player_id))
         except (BetError, ProfileError) as exc:
             return _reject(bet, getattr(exc, "code", "unknown_profile"), str(exc), now)
         self.update(accepted=h.accepted + 1, total_stake=h.total_stake + bet.stake,

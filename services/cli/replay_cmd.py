@@ -31,7 +31,10 @@ def replay(
         None, help="When the complaint was filed (ISO 8601). Makes this a complaint: player, "
                    "time of play, dealer, table and round are then required, and the 24 h "
                    "window applies."),
-    override: str = typer.Option(None, help="Operator override of the 24 h window, with a reason."),
+    override: str = typer.Option(None, help=(
+        "Handle a complaint filed after the 24 h window anyway, with this reason: only where "
+        "CROUPIER_LATE_COMPLAINT_OVERRIDE is set (seed 002 refuses late complaints); each "
+        "use is recorded on operator.actions, a significant event.")),
     annulled_within: float = typer.Option(
         None, help="Minutes past the round to look for a supervisor's annulment of it (by "
                    "default only until the next round opens or 2 minutes after its end)."),
@@ -39,6 +42,7 @@ def replay(
     out: Path = typer.Option(None, help="Write the report to this file instead of stdout."),
 ) -> None:
     """Replay a round: verify the hash chain, recompute result and settlements, compare."""
+    from croupier.services.operator.actions import ActionNotRecorded
     from croupier.services.operator.complaints import ComplaintError
     from croupier.services.operator.replay_service import ReplayRequest, run_replay
     from croupier.services.operator.report_render import render
@@ -50,7 +54,7 @@ def replay(
         if annulled_within is not None:
             request.annulled_within = timedelta(minutes=annulled_within)
         report, notes, _ = run_replay(get_settings().bootstrap_servers, request)
-    except (ComplaintError, RoundNotFoundError, ValueError) as exc:
+    except (ComplaintError, RoundNotFoundError, ValueError, ActionNotRecorded) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     rendered = render(report, fmt, notes)

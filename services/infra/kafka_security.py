@@ -6,7 +6,8 @@ can only come from dealer-event, because the broker refuses a produce by anyone 
 
 - **Principals** (`User:<name>`): one per service (`dealer-event`, `game-evaluation`,
   `bet-settlement`, `wallet`), `table-device` (writes `dealer.inputs` only), `operator`
-  (reads every topic, writes none: replay, rebuild, audit, the CLI's readers) and `admin`
+  (reads every topic: replay, rebuild, audit, the CLI's readers; writes only
+  `operator.actions`, the record of each use of an override) and `admin`
   (a super user: applies topics and ACLs).
 - **Credentials**: `CROUPIER_KAFKA_USERNAME` / `CROUPIER_KAFKA_PASSWORD` when set (an
   external cluster, a deployed service). Otherwise the principal the caller names, with a
@@ -56,6 +57,8 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "settlement.log": ("bet-settlement",),
     # each service writes what it could not apply; the operator re-drives as admin
     "dead.letters": ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
+    # the operator's tools record each use of an override (a late complaint) here
+    "operator.actions": (OPERATOR,),
 }
 
 # topic -> the services that read it (consume, or rebuild their state from it)
@@ -72,6 +75,7 @@ READERS: dict[str, tuple[str, ...]] = {
     "wallet.ledger": ("wallet",),  # its own state: folded on every assignment
     "settlement.log": ("bet-settlement",),  # likewise
     "dead.letters": (),  # the operator reads it (croupier dead-letters)
+    "operator.actions": (),  # the operator reads it (the significant-event log)
 }
 
 assert set(WRITERS) == set(READERS) == set(TOPIC_NAMES), "every topic has its rights"

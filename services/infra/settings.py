@@ -146,6 +146,13 @@ class Settings(BaseSettings):
         "on for this long is read from the log directly (a stuck fetch, see "
         "services/infra/contiguous.py)."))
 
+    # disputes
+    late_complaint_override: bool = Field(default=False, description=(
+        "Seed 002: \"Keluhan apapun yang diajukan setelah periode waktu tersebut akan "
+        "ditolak\": a complaint filed more than 24 hours after its round is refused. True "
+        "lets an operator replay one anyway, with a reason (`--override`); every use is "
+        "written to `operator.actions` and listed in the significant-event log."))
+
     archive_url: str | None = Field(default=None, description=(
         "Where the archive of every topic lives: file:///path (default <home>/archive) or "
         "s3://bucket/prefix?endpoint=host:port&scheme=http (services/infra/archive_store.py)."))

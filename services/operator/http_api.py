@@ -2,7 +2,8 @@
 for operator credentials only.
 
 GET /rounds/{table_id}/{round_id}/report?at=TIME[&player=P][&format=text|json|html]
-    [&complaint_at=TIME&dealer=NAME[&override=REASON]]
+    [&complaint_at=TIME&dealer=NAME[&override=REASON]]   (override: only where
+    CROUPIER_LATE_COMPLAINT_OVERRIDE is set; each use is recorded on operator.actions)
 and, from the archive and the log's last minutes (`croupier.services.archive.queries`):
 GET /players/{player_id}/rounds?limit=10   the player's game recall (JSON); the player's own
                                            token may read it too
@@ -23,6 +24,7 @@ from aiohttp import web
 
 from croupier.services.infra.auth import Authenticator, AuthError
 from croupier.services.infra.settings import Settings
+from croupier.services.operator.actions import ActionNotRecorded
 from croupier.services.operator.complaints import ComplaintError
 from croupier.services.operator.replay_service import ReplayRequest, parse_time, run_replay
 from croupier.services.operator.report_render import CONTENT_TYPES, render
@@ -74,6 +76,8 @@ def make_app(settings: Settings) -> web.Application:
             return _problem(422, exc.code, str(exc))
         except RoundNotFoundError as exc:
             return _problem(404, "unknown_round", str(exc))
+        except ActionNotRecorded as exc:
+            return _problem(503, "action_not_recorded", str(exc))
         except (ValueError, OverflowError) as exc:
             return _problem(422, "bad_request", str(exc))
         return web.Response(text=render(result, fmt, notes), content_type=CONTENT_TYPES[fmt],

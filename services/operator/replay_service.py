@@ -5,12 +5,19 @@ Shared by `croupier replay` and the operator HTTP endpoint so both give the same
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from croupier.services.infra.archive_store import ArchiveStore, archive_from_settings
 from croupier.services.infra.settings import get_settings
-from croupier.services.operator.complaints import Complaint, check_window, complaint_from
+from croupier.services.operator.actions import operator_name, record_action
+from croupier.services.operator.complaints import (
+    Complaint,
+    check_window,
+    complaint_from,
+    override_record,
+)
 from croupier.services.operator.replay import ReplayReport, replay_roads, replay_round
 from croupier.services.operator.round_reader import RoundReader
 from croupier.shared.events.table import RoundOpened
@@ -94,9 +101,14 @@ def run_replay(bootstrap: str, request: ReplayRequest, archive: ArchiveStore | N
     finally:
         reader.close()
     if complaint is not None and report.opened_at is not None:
-        override_note = check_window(complaint, report.opened_at)
-        if override_note:
-            notes.append(override_note)
+        override = check_window(complaint, report.opened_at, settings.late_complaint_override)
+        if override is not None:  # recorded before the report is given, or not given at all
+            action = override_record(complaint, report.opened_at, override,
+                                     operator_name(settings), datetime.now(UTC),
+                                     uuid.uuid4().hex)
+            partition, offset = record_action(bootstrap, action, settings)
+            notes.append(f"{override.note}; recorded as a significant event "
+                         f"(operator.actions[{partition}]@{offset}, {action.action_id})")
         if complaint.dealer != report.dealer:
             notes.append(f"the complaint names dealer {complaint.dealer!r}; the log records "
                          f"{report.dealer!r}")

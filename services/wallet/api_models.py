@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -86,6 +87,20 @@ class OfferedBet(_Body):
     positions: list[Position]
 
 
+class TableRestriction(_Body):
+    """A limit on who may place some of the table's bets, which the table shows as a sign."""
+
+    code: Literal["tiger_needs_main_bet"] = Field(description=(
+        "tiger_needs_main_bet: the Tiger wagers in `bets` are taken only from a player who "
+        "already has one of `requires_one_of` in the round (refused `needs_main_bet` "
+        "otherwise)"))
+    bets: list[str] = Field(description="The bets the restriction applies to.")
+    requires_one_of: list[str] = Field(description="A bet of the player's in the round, "
+                                                   "placed first, that lifts it.")
+    sign: str = Field(description="The sign to display at the table while it applies.")
+    source: str = Field(description="The operator sheet and clause it comes from.")
+
+
 class CurrentRound(_Body):
     table_id: str
     round_id: str
@@ -94,6 +109,11 @@ class CurrentRound(_Body):
     game: str
     betting_closes_at: str
     bets: dict[str, OfferedBet]
+    restrictions: list[TableRestriction] = Field(default_factory=list, description=(
+        "Seed 002: \"the casino may limit the placement of any or all of the Tiger wagers "
+        "to those players who also have a Baccarat wager on the Player's Hand, Banker's "
+        "Hand or Tie and will display a sign at the table when this applies\". Empty when "
+        "nothing is restricted."))
 
 
 class ErrorDetail(_Body):

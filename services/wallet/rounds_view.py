@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from croupier.shared.bets import GAME_RULES, TIGER_WAGERS
+from croupier.shared.bets import GAME_RULES, MAIN_BETS, TIGER_SIGN
 from croupier.shared.events.event_auth import (
     ChainHead,
     TableEventRefused,
@@ -29,8 +29,8 @@ from croupier.shared.events.table import (
     RoundVoided,
     TableEventBase,
 )
-from croupier.shared.profile import ProfileError, round_profile
-from croupier.shared.settlement import Bet, BetError, validate_bet
+from croupier.shared.profile import AnyProfile, ProfileError, round_profile
+from croupier.shared.settlement import Bet, BetError, needs_main_bet, validate_bet
 from croupier.shared.shoe_history import ShoeHistory, find_shoe, fold_shoes, shoe_roads
 
 KEEP_ROUNDS = 100  # per table: the view stays a few KB, whatever the table's history
@@ -158,8 +158,7 @@ def round_rules(view: TableRounds | None, round_id: str, bet: str) -> tuple[int 
     except ProfileError:
         return None, False
     spec = profile.bets.get(bet)
-    needs_main = bet in TIGER_WAGERS and getattr(profile, "tiger_needs_main_bet", False)
-    return (spec.max_stake if spec is not None else None), needs_main
+    return (spec.max_stake if spec is not None else None), needs_main_bet(bet, profile)
 
 
 def current_round_body(view: TableRounds) -> dict[str, Any] | None:
@@ -175,7 +174,18 @@ def current_round_body(view: TableRounds) -> dict[str, Any] | None:
     }
     return {"table_id": view.table_id, "round_id": info.round_id, "status": info.status,
             "profile": info.profile, "game": profile.game,
-            "betting_closes_at": info.betting_closes_at.isoformat(), "bets": bets}
+            "betting_closes_at": info.betting_closes_at.isoformat(), "bets": bets,
+            "restrictions": restrictions(profile)}
+
+
+def restrictions(profile: AnyProfile) -> list[dict[str, Any]]:
+    """The limits on who may place a bet that the table shows as a sign (seed 002, Tiger
+    Baccarat: "... and will display a sign at the table when this applies")."""
+    tiger = sorted(name for name in profile.bets if needs_main_bet(name, profile))
+    if not tiger:
+        return []
+    return [{"code": "tiger_needs_main_bet", "bets": tiger, "requires_one_of": list(MAIN_BETS),
+             "sign": TIGER_SIGN, "source": "seed 002, Tiger Baccarat"}]
 
 
 def roads_body(view: TableRounds | None, table_id: str, wanted: str | None) -> dict[str, Any]:

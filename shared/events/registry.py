@@ -16,6 +16,7 @@ from croupier.shared.events.bet_events import BetDecision, BetEnding, BetIntake
 from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.evaluation_log import EvaluationEntry
 from croupier.shared.events.inputs import DealerInput
+from croupier.shared.events.operator_actions import OperatorAction
 from croupier.shared.events.rejections import InputRefused
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.settlement_log import SettlementEntry
@@ -38,6 +39,7 @@ TOPIC_TYPES: dict[str, Any] = {
     "wallet.ledger": LedgerEntry,
     "settlement.log": SettlementEntry,
     "dead.letters": DeadLetter,
+    "operator.actions": OperatorAction,  # the operator's uses of what the rules do not do
 }
 
 

@@ -1,7 +1,7 @@
 """Issue 12 through the real services (wallet and bet-settlement as processes, a real broker,
-tables scripted with hash-chained events): seed 002's table maximum per spot, a bet counting
-by its time (the round waits for the wallet's intake marks), and a management void after
-completion reversing the settlements by compensating records."""
+tables scripted with hash-chained events): seed 002's table maximum per spot and its Tiger
+sign, a bet counting by its time (the round waits for the wallet's intake marks), and a
+management void after completion reversing the settlements by compensating records."""
 
 from __future__ import annotations
 
@@ -76,6 +76,32 @@ def test_seed002_table_maximum_is_per_spot_per_round_live(platform):
         "bet_rejected", "spot_maximum")
     table.close("m1")
     table.complete("m1")
+
+
+def test_seed002_tiger_sign_current_round_shows_it_and_the_wallet_enforces_it_live(platform):
+    """Seed 002, Tiger Baccarat: the casino "will display a sign at the table when this
+    applies": the wallet's current round says so at `sbo-tiger`, and not at `sbo-baccarat`."""
+    tiger = ScriptedTable(platform.producer, f"SIGN-{RUN}", "sbo-tiger", seed=13)
+    plain = ScriptedTable(platform.producer, f"NOSIGN-{RUN}", "sbo-baccarat", seed=14)
+    carol = platform.player("sign-carol", 100_000)
+    for table in (tiger, plain):
+        table.open("s1")
+        platform.wait_round_open(table, "s1")
+    shown = platform.http.get(f"/tables/{tiger.table_id}/current-round").json()
+    [sign] = shown["restrictions"]
+    assert sign["code"] == "tiger_needs_main_bet" and "tiger" in sign["bets"]
+    assert sign["requires_one_of"] == ["player", "banker", "tie"]
+    assert "Banker's Hand or Tie" in sign["sign"]
+    assert platform.http.get(f"/tables/{plain.table_id}/current-round").json()[
+        "restrictions"] == []
+    # what the sign says is what the wallet does: a Tiger wager first is refused
+    refused = platform.bet(carol, tiger, "s1", "tiger", 1000)
+    assert (refused.status_code, refused.json()["error"]["code"]) == (422, "needs_main_bet")
+    assert platform.bet(carol, tiger, "s1", "banker", 1000).status_code == 201
+    assert platform.bet(carol, tiger, "s1", "tiger", 1000).status_code == 201
+    for table in (tiger, plain):
+        table.close("s1")
+        table.complete("s1")
 
 
 def test_issue12_a_bet_counts_by_its_time_not_by_arrival_live(platform):

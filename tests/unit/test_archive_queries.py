@@ -9,7 +9,7 @@ import pytest
 
 from croupier.services.archive.queries import ArchiveQueries
 from croupier.services.infra.archive_store import DirectoryStore
-from tests.archive_builder import archive_rounds
+from tests.archive_builder import archive_records, archive_rounds
 from tests.round_builder import RecordedRound
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -97,6 +97,32 @@ def test_the_event_log_names_the_annulment_its_reversals_and_large_wins(archived
     wins = queries.events(large_win=1_000)
     assert {e["who"] for e in wins if e["kind"] == "large_win"} == {"alice"}
     assert queries.events(since=T0 + timedelta(days=1)) == []
+
+
+def test_seed002_keluhan_each_late_complaint_override_is_a_significant_event(tmp_path):
+    """Every use of the late-complaint override is on `operator.actions`; the significant
+    event log lists each with who, why and where it stands in the log."""
+    from croupier.services.operator.complaints import check_window, complaint_from, override_record
+
+    store = DirectoryStore(tmp_path / "archive")
+    fields = {"player_id": "alice", "played_at": T0, "dealer": "Ana", "table_id": "T1",
+              "round_id": "R1"}
+    complaint = complaint_from(fields, T0 + timedelta(hours=30), override="regulator asked")
+    override = check_window(complaint, T0, override_allowed=True)
+    assert override is not None
+    uses = [override_record(complaint, T0, override, "operator", T0 + timedelta(hours=30, minutes=m),
+                            f"use-{m}") for m in (1, 2)]
+    archive_records(store, [("operator.actions", u.table_id, u.model_dump_json().encode(),
+                              int(u.occurred_at.timestamp() * 1000)) for u in uses])
+    queries = ArchiveQueries(store)
+    try:
+        found = [e for e in queries.events() if e["kind"] == "complaint_window_overridden"]
+    finally:
+        queries.close()
+    assert len(found) == 2
+    assert {(e["table_id"], e["round_id"], e["who"], e["topic"]) for e in found} == {
+        ("T1", "R1", "operator", "operator.actions")}
+    assert found[0]["why"] == "regulator asked (complaint of alice filed 30 h after the round)"
 
 
 def test_realised_rtp_by_table_dealer_and_day_beside_the_exact_rtp(archived):

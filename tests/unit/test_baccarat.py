@@ -78,3 +78,31 @@ def test_cards_needed(cards, needed):
 def test_too_few_cards_is_refused():
     with pytest.raises(ValueError, match="too few cards"):
         deal(parse_cards("AS,2S,3S,4S"))
+
+
+def test_seed004_natural_against_natural_follows_seed002_nine_beats_eight():
+    """Seed 004: a natural wins "kecuali pemain baccarat lainnya juga mendapat natural, yang
+    mana akan menjadi seri"; seed 002: "Sisi tertinggi yang mungkin adalah sembilan natural
+    ... Sisi tertinggi kedua adalah delapan natural". Decision (docs/decisions/procedures.md):
+    seed 002's ranking, at every baccarat table: equal naturals tie, 9 beats 8."""
+    from croupier.shared.profile import load_profile
+    from croupier.shared.settlement import Bet, settle
+
+    nine_eight = deal(parse_cards("4S,3S,5H,5D"))  # P 4 5 = 9, B 3 5 = 8
+    assert nine_eight.player_natural and nine_eight.banker_natural
+    assert (nine_eight.winner, nine_eight.cards_dealt) == ("player", 4)
+    assert deal(parse_cards("4S,4H,5H,5D")).winner == "tie"  # 9 against 9
+    table = load_profile("baccarat-big-small")  # seed 004's own table
+    assert settle(Bet(bet="tie", stake=1000), nine_eight, table).outcome == "lose"
+    assert settle(Bet(bet="player", stake=1000), nine_eight, table).returned == 2000
+
+
+def test_seed004_both_on_six_or_seven_stand_and_the_higher_wins():
+    """Seed 004: "Jika kedua Banker dan Player memiliki 6 atau 7, maka terjadi Tie", read
+    literally a 6 against a 7 would tie. Decision: it is the tables' "6 atau 7 Stand" (no
+    third card for either), and the higher total wins; equal totals tie (RULES §3.2)."""
+    six_seven = deal(parse_cards("3S,4S,3H,3D"))  # P 3 3 = 6, B 4 3 = 7
+    assert (six_seven.player_points, six_seven.banker_points) == (6, 7)
+    assert (six_seven.winner, six_seven.cards_dealt) == ("banker", 4)
+    assert deal(parse_cards("3S,3H,3D,3C")).winner == "tie"  # 6 against 6
+    assert deal(parse_cards("4S,4H,3D,3C")).winner == "tie"  # 7 against 7

@@ -6,10 +6,18 @@ from datetime import timedelta
 
 import pytest
 
-from croupier.services.operator.complaints import ComplaintError, check_window, complaint_from
+from croupier.services.infra.settings import Settings
+from croupier.services.operator.complaints import (
+    ComplaintError,
+    LateComplaintOverrideDisabled,
+    check_window,
+    complaint_from,
+    override_record,
+)
 from croupier.services.operator.replay import replay_round
 from croupier.services.operator.report_render import to_html, to_json, to_text
 from croupier.shared.cards import parse_card
+from croupier.shared.events.registry import topic_adapter
 from tests.round_builder import T0, RecordedRound
 
 
@@ -124,15 +132,37 @@ def test_a_complaint_must_name_everything():
     assert err.value.code == "incomplete"
 
 
-def test_a_late_complaint_is_refused_unless_overridden():
+def test_seed002_keluhan_a_late_complaint_is_refused_by_default_naming_the_rule():
+    """Seed 002, Keluhan: "Keluhan apapun yang diajukan setelah periode waktu tersebut akan
+    ditolak": the override is off unless the operator setting says otherwise."""
     fields = {"player_id": "alice", "played_at": T0, "dealer": "Ana", "table_id": "T1",
               "round_id": "R1"}
     assert check_window(complaint_from(fields, T0 + timedelta(hours=23)), T0) is None
     with pytest.raises(ComplaintError, match="24-hour") as err:
         check_window(complaint_from(fields, T0 + timedelta(hours=25)), T0)
-    assert err.value.code == "out_of_window"
-    note = check_window(complaint_from(fields, T0 + timedelta(hours=25), override="regulator"), T0)
-    assert "overridden" in note and "regulator" in note
+    assert err.value.code == "out_of_window" and "akan ditolak" in str(err.value)
+    # an override asked for where the setting is off is refused, by name
+    with pytest.raises(LateComplaintOverrideDisabled) as off:
+        check_window(complaint_from(fields, T0 + timedelta(hours=25), override="regulator"), T0)
+    assert off.value.code == "override_disabled"
+    assert "CROUPIER_LATE_COMPLAINT_OVERRIDE" in str(off.value) and "akan ditolak" in str(off.value)
+    assert Settings.model_fields["late_complaint_override"].default is False
+
+
+def test_seed002_keluhan_the_override_with_the_setting_is_recorded_as_a_significant_event():
+    fields = {"player_id": "alice", "played_at": T0, "dealer": "Ana", "table_id": "T1",
+              "round_id": "R1"}
+    complaint = complaint_from(fields, T0 + timedelta(hours=25), override="regulator asked")
+    override = check_window(complaint, T0, override_allowed=True)
+    assert override is not None and override.late == timedelta(hours=25)
+    assert "overridden" in override.note and "regulator asked" in override.note
+    now = T0 + timedelta(hours=25, minutes=1)
+    record = override_record(complaint, T0, override, "operator", now, "a1")
+    assert (record.type, record.operator, record.reason) == (
+        "complaint_window_overridden", "operator", "regulator asked")
+    assert (record.table_id, record.round_id, record.player_id) == ("T1", "R1", "alice")
+    assert record.late_seconds == 25 * 3600 and record.occurred_at == now
+    assert topic_adapter("operator.actions").validate_json(record.model_dump_json()) == record
 
 
 def _floor_round(bets: int, players: int):

@@ -93,6 +93,53 @@ def test_void_refunds_every_accepted_bet_in_full():
     assert after == out
 
 
+# seed 001's first-card deal: the first card 3D starts at Player 2, so the shoe order
+# P2 P3 B P1 three times round gives P1 AS 2C 3H = 6, P2 AH 4H TS = 5, P3 AC AD 8S = 0,
+# Banker TH TD 5C = 5 (no pictures in any hand)
+JP_ROUND = "3D,AH,AC,TH,AS,4H,AD,TD,2C,TS,8S,5C,3H"
+JP_BETS = [  # bet id, bet, position, outcome, returned (stake 1000)
+    ("win1", "win", 1, "win", 1500),        # Player 1 wins with 6 points: 1:0.5
+    ("lose1", "lose", 1, "lose", 0),
+    ("tie1", "tie", 1, "lose", 0),
+    ("win2", "win", 2, "push", 1000),       # 5 against 5: a tie refunds Win and Lose
+    ("lose2", "lose", 2, "push", 1000),
+    ("tie2", "tie", 2, "win", 9000),        # 8:1
+    ("lose3", "lose", 3, "win", 2000),      # the Banker wins with 5, not 6: 1:1
+    ("pp3", "pair_plus", 3, "win", 2000),   # A A: a pair, 1:1
+    ("ppb", "pair_plus", "banker", "win", 2000),  # T T
+]
+
+
+def test_seed001_triple_face_jp_settles_every_bet_of_a_first_card_round():
+    """Seed 001 at `triple-face-jp`: "最初のカード: 3、7、J: ディーリング シーケンス: プレイヤー 2、
+    プレイヤー 3、バンカー、プレイヤー 1"; "抽選結果が引き分けの場合、「勝ち」または「負け」の賭け金は
+    返金されます"; "「勝ち」に賭けて、プレイヤーのハンドが 6 の任意の組み合わせで勝利した場合、
+    オッズは 1:0.5 です"."""
+    from croupier.shared.cards import parse_cards
+    from croupier.shared.events.bet_events import BetSettled
+    from croupier.shared.events.table import RoundOpened
+    from croupier.shared.rounds import evaluate_round
+    from tests.unit.round_book_support import result as sbo_result
+
+    profile = load_profile("triple-face-jp")
+    book, _ = round_book.on_table_event(None, event(
+        RoundOpened, 1, shoe_id="s1", round_number=1, dealer="D", profile="triple-face-jp",
+        betting_closes_at=NOW + timedelta(seconds=30)), NOW)
+    for bet_id, bet, position, _, _ in JP_BETS:
+        book, out = round_book.on_bet(book, placed(bet_id, bet=bet, position=position,
+                                                   stake=1000), NOW)
+        assert kinds(out) == ["BetAccepted"], bet_id
+    cards = parse_cards(JP_ROUND)
+    published = sbo_result().model_copy(update={
+        "profile": "triple-face-jp", "cards": tuple(cards),
+        "result": evaluate_round(profile, cards)})
+    assert published.result.first_card == cards[0]
+    assert [str(c) for c in published.result.hands["player1"].cards] == ["AS", "2C", "3H"]
+    _, out = round_book.on_result(book, published, NOW)
+    got = {s.bet_id: (s.outcome, s.returned) for _, _, s in out if isinstance(s, BetSettled)}
+    assert got == {bet_id: (outcome, returned) for bet_id, _, _, outcome, returned in JP_BETS}
+
+
 def test_a_bet_before_its_round_opened_waits_then_is_decided_or_expires():
     state, out = round_book.on_bet(None, placed("early"), NOW)
     assert out == [] and state.status == "pending"

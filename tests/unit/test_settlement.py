@@ -84,6 +84,21 @@ def test_round_facts_of_the_cases():
     assert settle(Bet(bet="tiger", stake=10), big_tiger, table).returned == 210
 
 
+def test_sbo_tiger_pays_the_banker_without_commission_a_decision_no_sheet_states():
+    """Seed 002's Tiger Baccarat section names five side bets "used on a Baccarat table"
+    and says nothing of the Banker's commission. Decision (docs/decisions/procedures.md):
+    `sbo-tiger` pays the Banker as Super Six does, 1:1 and 1:2 on a win with 6 points."""
+    tiger, commission = load_profile("sbo-tiger"), load_profile("sbo-baccarat")
+    assert tiger.banker_mode == "no_commission"
+    by_7 = evaluate_round(tiger, parse_cards(B_NON_NATURAL_BY_5))  # Banker 7 v 0
+    on_6 = evaluate_round(tiger, parse_cards(B6_TWO))
+    banker = Bet(bet="banker", stake=1000)
+    assert settle(banker, by_7, tiger).returned == 2000
+    assert settle(banker, on_6, tiger).returned == 1500
+    assert settle(banker, by_7, commission).returned == 1950
+    assert settle(Bet(bet="tiger", stake=1000), on_6, tiger).returned == 13_000  # 12:1
+
+
 # Triple Face rounds, dealt `fixed`: P1 P2 P3 B three times round.
 TF_TIE = "JS,2C,3C,QS,3H,4C,5C,TH,6D,7C,8C,9D"      # P1 J3 6 = P9 v B Q T 9 = P9
 TF_P1_SIX = "AS,2C,3C,TH,2H,4C,5C,TD,3S,7C,8C,KD"  # P1 A 2 3 = 6 v B T T K = P0

@@ -16,6 +16,7 @@ ARCHITECTURE_TOPICS = {
     "bets.placed", "bets.decisions", "bets.settled", "wallet.transactions",
     "dead.letters",  # issue 11: what a consumer could not apply, never dropped silently
     "wallet.ledger", "settlement.log", "evaluation.log",  # issue 17: own logs, their state
+    "operator.actions",  # issue 19: each use of an operator override, a significant event
 }
 
 

@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from croupier.services.infra.auth import Authenticator, AuthError
-from croupier.services.wallet.api_models import ROUTES, openapi
+from croupier.services.wallet.api_models import ROUTES, CurrentRound, openapi
 from croupier.services.wallet.rounds_view import (
     KEEP_ROUNDS,
     BetRefused,
@@ -38,10 +38,10 @@ def test_players_and_operator_are_told_apart():
     assert err.value.status == 403
 
 
-def _view(status_events=()):
+def _view(status_events=(), profile="triple-face-id"):
     opened = seal(RoundOpened, table_id="T1", seq=1, prev_hash=GENESIS_HASH, occurred_at=NOW,
                   shoe_id="s1", round_id="R1", round_number=1, dealer="D",
-                  profile="triple-face-id", betting_closes_at=NOW + timedelta(seconds=30))
+                  profile=profile, betting_closes_at=NOW + timedelta(seconds=30))
     view = fold(None, opened)
     for event in status_events:
         view = fold(view, event)
@@ -74,6 +74,23 @@ def test_a_closed_round_refuses_and_the_view_ignores_old_events():
                   currency="IDR", now=NOW)
     assert err.value.code == "round_closed"
     assert current_round_body(view)["bets"]["pair_plus"]["positions"] == [1, 2, 3, "banker"]
+
+
+def test_seed002_tiger_sign_current_round_says_when_tiger_wagers_need_a_main_bet():
+    """Seed 002, Tiger Baccarat: "the casino may limit the placement of any or all of the
+    Tiger wagers to those players who also have a Baccarat wager on the Player's Hand,
+    Banker's Hand or Tie and will display a sign at the table when this applies"."""
+    tiger = CurrentRound.model_validate(current_round_body(_view(profile="sbo-tiger")[0]))
+    assert [r.code for r in tiger.restrictions] == ["tiger_needs_main_bet"]
+    sign = tiger.restrictions[0]
+    assert sign.bets == ["big_tiger", "small_tiger", "tiger", "tiger_pair", "tiger_tie"]
+    assert sign.requires_one_of == ["player", "banker", "tie"]
+    assert "Player's Hand, Banker's Hand or Tie" in sign.sign and "seed 002" in sign.source
+    # a table without the limit shows no sign
+    for profile in ("sbo-baccarat", "triple-face-id"):
+        body = CurrentRound.model_validate(current_round_body(_view(profile=profile)[0]))
+        assert body.restrictions == []
+    assert "TableRestriction" in openapi()["components"]["schemas"]
 
 
 def test_openapi_has_every_route_with_its_schemas():

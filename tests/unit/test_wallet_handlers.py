@@ -131,6 +131,35 @@ def test_a_bet_ends_once(ledger, ending, returned, kind, balance):
     assert clash.answer.status == 409 and ledger.account.balance == balance
 
 
+def test_seed002_a_players_own_connection_failure_does_not_void_the_round(ledger):
+    """Seed 002, Kerusakan Elektronik: "Kegagalan pada peralatan Pemain tanpa dibatasi
+    termasuk jaringan terputus atau masalah komputer, tidak akan membatalkan hasil
+    permainan. Pemain dapat memeriksa riwayat taruhan mereka di bagian Statement." """
+    from croupier.services.bet_settlement import round_book
+    from croupier.shared.events.bet_events import BetSettled
+    from tests.unit.round_book_support import NOW as OPENED_AT
+    from tests.unit.round_book_support import open_round, placed, result
+
+    first = ledger.run(handlers.place_bet, bet())  # the answer never reaches the player
+    assert first.answer.status == 201
+    # nothing the player's device does or fails to do is an input of the round: it is
+    # settled on its result, not refunded
+    book, _ = round_book.on_bet(open_round(), placed("b1", stake=3000), OPENED_AT)
+    _, out = round_book.on_result(book, result(), OPENED_AT)
+    [settlement] = [r for _, _, r in out if isinstance(r, BetSettled)]
+    assert settlement.outcome in ("win", "lose")
+    ending = ending_command(settlement.model_dump_json().encode())
+    assert isinstance(ending, EndBet) and ending.ending == "settled"
+    paid = ledger.run(handlers.end_bet, ending)
+    assert ledger.bets["b1"].status == "settled"
+    assert ledger.account.balance == 10_000 - 3000 + settlement.returned
+    assert [tx.kind for tx in paid.txs] == (["payout"] if settlement.returned else [])
+    # back online, the player's resend gets the first answer: one bet, one debit
+    again = ledger.run(handlers.place_bet, bet())
+    assert (again.answer.status, again.answer.body) == (200, first.answer.body)
+    assert ledger.account.balance == 10_000 - 3000 + settlement.returned
+
+
 def test_an_ending_for_a_bet_never_debited_moves_nothing(ledger):
     out = ledger.run(handlers.end_bet, EndBet(player_id="p1", bet_id="ghost", ending="settled",
                                               returned=5000, table_id="T1", round_id="R1"))
