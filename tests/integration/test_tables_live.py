@@ -29,6 +29,7 @@ from croupier.shared.events.inputs import (
     CloseBetting,
     CutCard,
     EndShoe,
+    ExposeCard,
     NewShoe,
     OpenRound,
     ReopenTable,
@@ -124,6 +125,7 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
     bac.ok(NewShoe, shoe_id="S1", profile="baccarat-big-small")
     refused(bac, NewShoe, shoe_id="S2", profile="baccarat-big-small")
     refused(bac, OpenRound, round_id="R1", dealer="Ayu")
+    refused(bac, ExposeCard, card=parse_card("8D"))  # during the shoe's start (seed 004 §4)
     bac.ok(ShoeFirstCard, card=parse_card("5H"))
     refused(bac, ShoeFirstCard, card=parse_card("6H"))
     bac.ok(OpenRound, round_id="R1", dealer="Ayu")
@@ -149,6 +151,7 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
     bac.close("R2")
     bac.ok(ScanCard, round_id="R2", card=parse_card("7S"))
     refused(bac, Burn, card=parse_card("8S"))
+    refused(bac, ExposeCard, card=parse_card("8D"))  # during the deal: §4's void, not §6
     void = mk(VoidRound, round_id="R2", reason_code="card_dropped", reason_text="card fell")
     assert bac.send(void)["status"] == "accepted"
     seen.append(bac.send(void)["reason_code"])
@@ -160,6 +163,7 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
 
     tf.ok(NewShoe, shoe_id="S1", profile="triple-face-id")
     refused(tf, CutCard)
+    refused(tf, ExposeCard, card=parse_card("9D"))  # seed 000 §2: management's call
     refused(tf, ShoeFirstCard, card=parse_card("5H"))
     for card in parse_cards("2C,3C,4C,5C"):
         tf.ok(Burn, card=card)
