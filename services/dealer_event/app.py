@@ -4,7 +4,10 @@
 Several workers share the consumer group and split the partitions of `dealer.inputs`
 (see docs/decisions/tables.md). Each worker holds the states of the tables of its
 partitions, rebuilt from the log after every assignment before any of their inputs is
-decided; the HTTP door forwards a request to the worker that owns the table.
+decided; the HTTP door forwards a request to the worker that owns the table. The stream
+resumes each partition of `dealer.inputs` after the last input the log says was decided
+(`own_baseline`), not where the consumer group committed
+(docs/decisions/dealer-checkpoints.md).
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ import logging
 from functools import partial
 
 import faust
+from faust.types import TP
 
-from croupier.services.dealer_event.rebuild import rebuild
+from croupier.services.dealer_event.rebuild import Rebuilt, rebuild
 from croupier.services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
 from croupier.services.infra import observability
 from croupier.services.infra.batching import publish_all, run_batches, until_applied
 from croupier.services.infra.clock import SystemClock
+from croupier.services.infra.contiguous import CommittedOffsets, committed_offsets
 from croupier.services.infra.dead_letters import give_up_on
 from croupier.services.infra.faust_app import make_app, topic
 from croupier.services.infra.settings import Settings, get_settings
@@ -68,7 +73,7 @@ def owned_partitions() -> frozenset[int]:
     return frozenset(tp.partition for tp in assignment if tp.topic == INPUTS)
 
 
-async def _rebuild(partitions):
+async def _rebuild(partitions) -> Rebuilt:
     return await asyncio.to_thread(
         rebuild, settings.bootstrap_servers, partitions,
         events_key=settings.table_events_key_bytes,
@@ -93,12 +98,30 @@ async def decide_batch(events) -> None:
     def give_up(index: int, error: BaseException):
         return give_up_on("dealer-event", events[index], error, clock.now())
 
-    await runtime.handle_batch([(event.value, event.message.partition) for event in events],
-                               give_up)
+    await runtime.handle_batch([(event.value, event.message.partition, event.message.offset)
+                                for event in events], give_up)
 
 
 async def dealer_inputs(stream):  # the agent (build_app registers it)
-    await run_batches(stream, until_applied(decide_batch, "deciding inputs"))
+    await run_batches(stream, until_applied(decide_batch, "deciding inputs"),
+                      baseline=own_baseline(committed_offsets(app, "dealer-event")))
+
+
+def own_baseline(committed: CommittedOffsets) -> CommittedOffsets:
+    """Where the stream's reader expects each owned partition of dealer.inputs to resume:
+    after the last input the rebuilt log says was decided; the group's committed offset
+    only for a partition whose records name no input (written before they did)."""
+
+    async def baseline() -> dict[TP, int]:
+        own = await runtime.resume_offsets()
+        fallback = await committed() if None in own.values() else {}
+        out = {TP(INPUTS, p): offset for p, offset in own.items() if offset is not None}
+        for p, offset in own.items():
+            if offset is None and (tp := TP(INPUTS, p)) in fallback:
+                out[tp] = fallback[tp]
+        return out
+
+    return baseline
 
 
 async def betting_timer() -> None:  # a timer (build_app registers it)

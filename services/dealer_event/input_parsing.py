@@ -18,6 +18,7 @@ from croupier.services.dealer_event.refusals import InputRefusal
 from croupier.shared.events.canonical import sha256_hex
 from croupier.shared.events.inputs import DEALER_INPUT, InputBase
 from croupier.shared.events.rejections import InputRefused
+from croupier.shared.events.sources import InputPosition
 
 UNKNOWN_TABLE = "unknown"
 RAW_KEEP = 4096
@@ -86,11 +87,12 @@ def rejection_id(table_id: str, input_id: str | None, code: str, raw: str) -> st
 
 
 def make_rejection(parsed: Parsed, refusal: InputRefusal, raw: bytes | str,
-                   received_at: datetime) -> InputRefused:
+                   received_at: datetime, input_ref: InputPosition | None = None
+                   ) -> InputRefused:
     text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
     return InputRefused(
         rejection_id=rejection_id(parsed.table_id, parsed.input_id, refusal.code, text),
         table_id=parsed.table_id, input_id=parsed.input_id, command=parsed.command,
         reason_code=refusal.code, message=refusal.message, received_at=received_at,
-        raw=text[:RAW_KEEP],
+        raw=text[:RAW_KEEP], input_ref=input_ref,
     )

@@ -7,31 +7,91 @@ rebalance (see runtime.py).
 ids; `dealer.rejections` gives the input ids already refused on the table's
 rules. So an input re-read after a crash is answered from what was written and
 never decided a second time: no gap, no duplicate, no changed verdict.
+
+Both also say where the decisions stopped: each record names the `dealer.inputs` record
+that caused it and how far that input's partition was decided before (`InputPosition`).
+The fold of those is the worker's checkpoint per input partition (`InputCheckpoint`):
+the stream resumes after it, whatever the consumer group committed
+(docs/decisions/dealer-checkpoints.md).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from croupier.services.dealer_event.refusals import NOT_A_DECISION
 from croupier.services.dealer_event.state import TableState, fold_into
 from croupier.services.infra.log_reader import read_to_end
 from croupier.shared.events.event_auth import auth_problem
 from croupier.shared.events.rejections import InputRefused
+from croupier.shared.events.sources import InputPosition
 from croupier.shared.events.table import parse_table_event
 
 log = logging.getLogger(__name__)
 
 
+@dataclass
+class InputCheckpoint:
+    """What dealer-event's records say of one partition of `dealer.inputs`: every input up
+    to `through` was decided and its records acknowledged; past it, the inputs at
+    `decided` were decided too (their records are in the log; a crash may have cut the
+    batch that wrote them before its later inputs' records were). -1: nothing known (records
+    written before inputs were named: the group's committed offset is the fallback)."""
+
+    through: int = -1
+    decided: set[int] = field(default_factory=set)
+
+    def note(self, ref: InputPosition) -> None:
+        if ref.decided_through > self.through:
+            self.through = ref.decided_through
+            self.decided = {o for o in self.decided if o > self.through}
+        if ref.offset > self.through:
+            self.decided.add(ref.offset)
+
+    def applied(self, offset: int) -> bool:
+        """The log holds the decision on the input at `offset`: it is not decided again."""
+        return offset <= self.through or offset in self.decided
+
+    def resume_at(self) -> int | None:
+        """The first offset whose decision the log does not vouch for (None: unknown)."""
+        return self.through + 1 if self.through >= 0 else None
+
+    def advance(self, handled: Iterable[int]) -> None:
+        """A batch that handled these offsets (in log order, after `through`: the reader
+        hands on every offset) is acknowledged: they are decided."""
+        top = max(handled, default=-1)
+        if top > self.through:
+            self.through = top
+            self.decided = {o for o in self.decided if o > top}
+
+
+Checkpoints = dict[int, InputCheckpoint]  # per partition of dealer.inputs
+
+
+@dataclass
+class Rebuilt:
+    """What the rebuild folded: the tables' states and the input checkpoints."""
+
+    tables: dict[str, TableState]
+    inputs: Checkpoints = field(default_factory=dict)
+
+
+def _note(inputs: Checkpoints | None, ref: InputPosition | None) -> None:
+    if inputs is not None and ref is not None:
+        inputs.setdefault(ref.partition, InputCheckpoint()).note(ref)
+
+
 def fold_events(states: dict[str, TableState], records, events_key: bytes | None = None,
-                accept_unsigned: bool = False) -> None:
+                accept_unsigned: bool = False, inputs: Checkpoints | None = None) -> None:
     """Fold each table's chain from `(key, value)` records. A table whose log does not
     continue its chain, or holds a record that cannot be read or folded, is put out of
     play (its inputs are refused `chain_corrupt` until an operator has looked); the other
     tables play on. With `events_key`, an event that is not dealer-event's own (a forged
     or altered record, with no valid HMAC) is skipped and logged: it was never part of
-    the chain, and the genuine events around it continue the chain as written."""
+    the chain, and the genuine events around it continue the chain as written. Each
+    authentic event's input is noted in `inputs` (a forgery moves no checkpoint)."""
     for key, raw in records:
         try:
             event = parse_table_event(raw)
@@ -43,6 +103,7 @@ def fold_events(states: dict[str, TableState], records, events_key: bytes | None
             log.error("FORGED TABLE EVENT: table %s seq %s skipped by the rebuild: %s",
                       event.table_id, event.seq, problem)
             continue
+        _note(inputs, event.input_ref)
         state = states.setdefault(event.table_id, TableState(event.table_id))
         if state.corrupt:
             continue
@@ -84,13 +145,17 @@ def _out_of_play(states: dict[str, TableState], table_id: str | None, why: str) 
                   "and repair the log before dealing on", table_id, why)
 
 
-def fold_rejections(states: dict[str, TableState], raws) -> None:
+def fold_rejections(states: dict[str, TableState], raws, inputs: Checkpoints | None = None
+                    ) -> None:
+    """The input ids refused on the tables' rules; every refusal's input (a decision or
+    not) is noted in `inputs`: it was decided, and is not decided again."""
     for raw in raws:
         try:
             refused = InputRefused.model_validate_json(raw)
         except ValueError:
             log.error("unreadable record on dealer.rejections skipped: %r", raw[:200])
             continue
+        _note(inputs, refused.input_ref)
         if refused.input_id is None or refused.reason_code in NOT_A_DECISION:
             continue
         state = states.setdefault(refused.table_id, TableState(refused.table_id))
@@ -99,18 +164,23 @@ def fold_rejections(states: dict[str, TableState], raws) -> None:
 
 def rebuild(bootstrap: str, partitions: Iterable[int] | None = None,
             principal: str = "dealer-event", events_key: bytes | None = None,
-            accept_unsigned: bool = False) -> dict[str, TableState]:
+            accept_unsigned: bool = False) -> Rebuilt:
     """The states of the tables in `partitions` of `table.events` / `dealer.rejections` (the
     partitions of `dealer.inputs` this worker owns: all three topics are keyed by table id
-    with one partition count), or of every table when `partitions` is None."""
+    with one partition count), or of every table when `partitions` is None; and the
+    checkpoints of those partitions of `dealer.inputs`."""
     wanted = None if partitions is None else sorted(set(partitions))
     states: dict[str, TableState] = {}
+    inputs: Checkpoints = {}
     fold_events(states, ((r.key, r.value) for r in read_to_end(
         bootstrap, "table.events", partitions=wanted, principal=principal)),
-                events_key, accept_unsigned)
+                events_key, accept_unsigned, inputs)
     fold_rejections(states, (r.value for r in read_to_end(bootstrap, "dealer.rejections",
                                                           partitions=wanted,
-                                                          principal=principal)))
-    log.info("rebuilt %d table(s) of partition(s) %s from the log", len(states),
-             "all" if wanted is None else wanted)
-    return states
+                                                          principal=principal)), inputs)
+    if wanted is not None:  # an input keyed under another partition's table: not ours
+        inputs = {p: c for p, c in inputs.items() if p in wanted}
+    log.info("rebuilt %d table(s) of partition(s) %s from the log; dealer.inputs resumes at "
+             "%s", len(states), "all" if wanted is None else wanted,
+             {p: c.resume_at() for p, c in sorted(inputs.items())})
+    return Rebuilt(states, inputs)

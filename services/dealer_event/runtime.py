@@ -12,6 +12,11 @@ decided in order, each table's state moving in memory as it goes; every resultin
 event and rejection is then published and the acks awaited together, and only then
 are the new states adopted and the HTTP waiters answered. If the publish fails, the
 states are rebuilt from the log (the source of truth) before anything is decided again.
+
+The rebuild also gives, per partition of `dealer.inputs`, the offsets its records say were
+decided (`rebuild.InputCheckpoint`): the stream resumes after them (`resume_offsets`), an
+input the log already decided is skipped, and every record a decision writes names its
+input and how far the partition was decided before (docs/decisions/dealer-checkpoints.md).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from datetime import timedelta
 
 from croupier.services.dealer_event.admission import AdmissionPolicy
 from croupier.services.dealer_event.input_parsing import Parsed, make_rejection, parse_raw
+from croupier.services.dealer_event.rebuild import Checkpoints, InputCheckpoint, Rebuilt
 from croupier.services.dealer_event.refusals import InputRefusal
 from croupier.services.dealer_event.state import TableState
 from croupier.services.dealer_event.table_machine import MachineConfig, step, tick
@@ -33,6 +39,7 @@ from croupier.services.infra.clock import Clock
 from croupier.services.infra.replies import Replies
 from croupier.services.infra.settings import Settings
 from croupier.services.infra.table_keys import table_key
+from croupier.shared.events.sources import InputPosition
 from croupier.shared.events.table import (
     TABLE_EVENT_TYPES,
     RoundCompleted,
@@ -47,11 +54,13 @@ from croupier.shared.profile import ProfileError, load_profile
 log = logging.getLogger(__name__)
 
 PublishAll = Callable[[list[Record]], Awaitable[None]]  # sends all, awaits every ack
-# the states of the tables in these partitions (None: every partition)
-Rebuild = Callable[[frozenset[int] | None], Awaitable[dict[str, TableState]]]
+# the states of the tables in these partitions (None: every partition), and the checkpoints
+Rebuild = Callable[[frozenset[int] | None], Awaitable[Rebuilt]]
 # the partitions of dealer.inputs this worker consumes now (None: all, a single process)
 Owned = Callable[[], frozenset[int] | None]
-Item = tuple[bytes, int | None]  # a raw input and its partition of dealer.inputs (None: ours)
+# a raw input, its partition of dealer.inputs (None: ours) and maybe its offset there (an
+# input without one names no checkpoint and is never skipped)
+Item = tuple[bytes, int | None] | tuple[bytes, int | None, int | None]
 GiveUp = Callable[[int, BaseException], Record]  # an item's dead letter
 
 MOVED = "moved"  # a waiter's table went to another worker before its input was decided
@@ -95,6 +104,7 @@ class DealerRuntime:
         self._rebuild = rebuild
         self._owned = owned
         self.tables: dict[str, TableState] = {}
+        self.inputs: Checkpoints = {}  # per partition of dealer.inputs, from the rebuild on
         self._joined = joined  # a worker in a group: False until its first assignment
         self._revoked = False  # between a revocation and the next assignment
         self._stale = True  # the tables must be rebuilt before the next decision
@@ -139,14 +149,26 @@ class DealerRuntime:
             target_now = target()
             self._stale = False
             self.tables = {}
+            self.inputs = {}
             self._rebuilt_for = frozenset()
             try:
-                tables = await self._rebuild(target_now)
+                rebuilt = await self._rebuild(target_now)
             except BaseException:
                 self._stale = True
                 raise
-            self.tables = tables
+            self.tables = rebuilt.tables
+            self.inputs = rebuilt.inputs
             self._rebuilt_for = target_now
+
+    async def resume_offsets(self) -> dict[int, int | None]:
+        """Per owned partition of dealer.inputs, the first offset the log does not say was
+        decided (None: its records name no input, so the group's commit is all there is).
+        Rebuilds first if needed: what the stream's reader asks after a rebalance."""
+        async with self._lock:
+            await self._ensure_ready_locked(decide=True)
+            owned = self._rebuilt_for
+            partitions = set(self.inputs) if owned is None else owned
+            return {p: self.inputs.get(p, InputCheckpoint()).resume_at() for p in partitions}
 
     def on_assigned(self) -> None:
         """A rebalance gave this worker its (new) partitions: rebuild their tables now, in
@@ -171,6 +193,7 @@ class DealerRuntime:
             self._revoked = True
             self._stale = True
             self.tables = {}
+            self.inputs = {}
             self._rebuilt_for = frozenset()
 
     def _answer_moved(self) -> None:
@@ -209,7 +232,8 @@ class DealerRuntime:
                            ) -> list[dict | None]:
         """Decide `items` in order, publish everything they produced, await the acks, then
         adopt the states and answer the waiters. An item of a partition this worker does
-        not own (any more) is skipped (None): its new owner reads it from the log. An item
+        not own (any more) is skipped (None): its new owner reads it from the log; so is an
+        item at an offset the log already decided (a redelivery). An item
         that cannot be decided at all (an error, not a refusal) is `give_up(index, error)`:
         its dead letter is published with the batch and the others are decided (None).
         Raises if the publish fails; the states are then rebuilt before the next decision."""
@@ -218,12 +242,24 @@ class DealerRuntime:
             owned = self._rebuilt_for
             plan = _Plan()
             out: list[dict | None] = []
-            for index, (raw, partition) in enumerate(items):
+            handled: dict[int, list[int]] = {}  # offsets per partition, decided or skipped
+            for index, item in enumerate(items):
+                raw, partition = item[0], item[1]
+                offset = item[2] if len(item) > 2 else None
                 if owned is not None and partition is not None and partition not in owned:
                     out.append(None)
                     continue
+                ref = None
+                if partition is not None and offset is not None:
+                    handled.setdefault(partition, []).append(offset)
+                    checkpoint = self.inputs.setdefault(partition, InputCheckpoint())
+                    if checkpoint.applied(offset):
+                        out.append(None)
+                        continue
+                    ref = InputPosition(partition=partition, offset=offset,
+                                        decided_through=checkpoint.through)
                 try:
-                    out.append(self._decide(plan, raw))
+                    out.append(self._decide(plan, raw, ref))
                 except Exception as error:  # the input, not the service, failed
                     if give_up is None:
                         raise
@@ -231,6 +267,8 @@ class DealerRuntime:
                     out.append(None)
             await self._publish(plan)
             self._adopt(plan)
+            for partition, offsets in handled.items():
+                self.inputs[partition].advance(offsets)
         for key, report in plan.reports:
             self._answer(key, report)
         return out
@@ -254,16 +292,17 @@ class DealerRuntime:
     def _state(self, plan: _Plan, table_id: str) -> TableState:
         return plan.states.get(table_id) or self.tables.get(table_id) or TableState(table_id)
 
-    def _decide(self, plan: _Plan, raw: bytes) -> dict:
+    def _decide(self, plan: _Plan, raw: bytes, ref: InputPosition | None = None) -> dict:
         parsed = parse_raw(raw)
         if parsed.input is None:
-            return self._refuse(plan, parsed, parsed.problem, raw)
+            return self._refuse(plan, parsed, parsed.problem, raw, ref)
         inp = parsed.input
-        outcome = step(self._state(plan, inp.table_id), inp, self.clock.now(), self.config)
+        outcome = step(self._state(plan, inp.table_id), inp, self.clock.now(), self.config,
+                       ref)
         plan.states[inp.table_id] = outcome.state
         self._add_events(plan, inp.table_id, outcome.events, outcome.state)
         if outcome.refusal is not None:
-            return self._refuse(plan, parsed, outcome.refusal, raw)
+            return self._refuse(plan, parsed, outcome.refusal, raw, ref)
         plan.accepted.append(inp.table_id)
         report = {"status": "accepted", "input_id": inp.input_id, "table_id": inp.table_id,
                   "events": [_brief(e) for e in outcome.events]}
@@ -279,8 +318,9 @@ class DealerRuntime:
                                  event.model_dump_json().encode()))
             plan.events.append((event, state))
 
-    def _refuse(self, plan: _Plan, parsed: Parsed, refusal: InputRefusal, raw: bytes) -> dict:
-        record = make_rejection(parsed, refusal, raw, self.clock.now())
+    def _refuse(self, plan: _Plan, parsed: Parsed, refusal: InputRefusal, raw: bytes,
+                ref: InputPosition | None = None) -> dict:
+        record = make_rejection(parsed, refusal, raw, self.clock.now(), ref)
         plan.records.append(("dealer.rejections", record.table_id.encode(),
                              record.model_dump_json().encode()))
         known = parsed.table_id in plan.states or parsed.table_id in self.tables

@@ -35,6 +35,7 @@ from croupier.shared.events.inputs import (
     ShoeFirstCard,
     VoidRound,
 )
+from croupier.shared.events.sources import InputPosition
 from croupier.shared.events.table import (
     BettingClosed,
     CardBurned,
@@ -95,42 +96,48 @@ class _Emitter:
     state: TableState
     now: datetime
     input_id: str | None
+    input_ref: InputPosition | None = None  # the dealer.inputs record being decided
     events: list[TableEventBase] = field(default_factory=list)
 
     def emit(self, event_type: type[TableEventBase], **fields: Any) -> None:
         event = seal(event_type, table_id=self.state.table_id, seq=self.state.seq + 1,
                      prev_hash=self.state.head_hash, occurred_at=self.now,
-                     input_id=self.input_id, **fields)
+                     input_id=self.input_id, input_ref=self.input_ref, **fields)
         fold_into(self.state, event)
         self.events.append(event)
 
 
-def tick(state: TableState, now: datetime) -> MachineStep:
-    """Close the betting window of a round whose timer ran out."""
+def tick(state: TableState, now: datetime, input_ref: InputPosition | None = None
+         ) -> MachineStep:
+    """Close the betting window of a round whose timer ran out (`input_ref`: the input whose
+    decision found it overdue, if any)."""
     rnd = state.round
     if state.corrupt or rnd is None or rnd.phase != "betting" or now < rnd.betting_closes_at:
         return MachineStep(state)
-    em = _Emitter(state.copy(), now, None)
+    em = _Emitter(state.copy(), now, None, input_ref)
     em.emit(BettingClosed, round_id=rnd.round_id, reason="timer")
     return MachineStep(em.state, tuple(em.events))
 
 
-def step(state: TableState, inp: InputBase, now: datetime, config: MachineConfig) -> MachineStep:
+def step(state: TableState, inp: InputBase, now: datetime, config: MachineConfig,
+         input_ref: InputPosition | None = None) -> MachineStep:
     """What the worker calls per input: the timer first (an input after the deadline
-    sees betting closed), then the input itself."""
-    timed = tick(state, now)
-    outcome = apply(timed.state, inp, now, config)
+    sees betting closed), then the input itself. Every event names `input_ref`, the
+    input's record in dealer.inputs (the worker's checkpoint), when given."""
+    timed = tick(state, now, input_ref)
+    outcome = apply(timed.state, inp, now, config, input_ref)
     return MachineStep(outcome.state, timed.events + outcome.events, outcome.refusal)
 
 
-def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfig) -> MachineStep:
+def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfig,
+          input_ref: InputPosition | None = None) -> MachineStep:
     if inp.table_id != state.table_id:
         raise ValueError(f"input for table {inp.table_id} handed to table {state.table_id}")
     try:
         _admit(state, inp, now, config.admission)
     except Refused as refused_by:  # refused before the rules are consulted: state untouched
         return MachineStep(state, (), refused_by.refusal)
-    em = _Emitter(state.copy(), now, inp.input_id)
+    em = _Emitter(state.copy(), now, inp.input_id, input_ref)
     try:
         _table_open(state, inp)
         _DECIDE[type(inp)](em, inp, config)

@@ -31,6 +31,7 @@ from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
 
 from croupier.services.infra.contiguous import (
+    CommittedOffsets,
     ContiguousReader,
     ContiguousReads,
     committed_offsets,
@@ -46,12 +47,16 @@ ApplyBatch = Callable[[Sequence[faust.EventT]], Awaitable[None]]
 
 
 async def run_batches(stream: faust.Stream, apply: ApplyBatch,
-                      max_records: int = BATCH_MAX) -> None:
+                      max_records: int = BATCH_MAX,
+                      baseline: CommittedOffsets | None = None) -> None:
     """Call `apply(batch)` for every batch of the stream's events, in order; each event
     keeps its topic, partition and offset. The events are acked after `apply` returns and
     the producer is flushed (table changelogs included). Offsets the stream skips are
     re-read from the log and applied in their place, and so are the records of a partition
-    the stream stopped handing on (`croupier.services.infra.contiguous`)."""
+    the stream stopped handing on (`croupier.services.infra.contiguous`). A partition's
+    first record after a rebalance is checked against `baseline()` (the next offset to
+    apply, per partition: a service's own checkpoints), by default the group's committed
+    offsets (then a commit past an unprocessed record goes unseen: faust-streaming #606)."""
     manual = stream.noack()
     track_buffer(stream.app.producer)
     apply = until_applied(apply, f"{stream.app.conf.id}: applying a batch")
@@ -59,7 +64,7 @@ async def run_batches(stream: faust.Stream, apply: ApplyBatch,
     queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
 
     service = service_of(stream.app)
-    reads = ContiguousReads(service, committed_offsets(stream.app, service))
+    reads = ContiguousReads(service, baseline or committed_offsets(stream.app, service))
 
     reader = ContiguousReader(manual, reads, queue, service)
 

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
+from croupier.shared.events.sources import InputPosition
+
 
 class InputRefused(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -21,3 +23,7 @@ class InputRefused(BaseModel):
     message: str
     received_at: AwareDatetime
     raw: str = Field(default="", max_length=4096, description="The input as received (cut).")
+    input_ref: InputPosition | None = Field(
+        default=None, exclude_if=lambda value: value is None,
+        description="The dealer.inputs record refused; absent in records written before it "
+                    "existed.")

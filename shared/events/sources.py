@@ -35,3 +35,18 @@ class ChainedEntry(BaseModel):
     published_through: int = Field(ge=-1, description="Every output of the entries up to "
                                                       "this offset was acknowledged.")
     recorded_at: AwareDatetime
+
+
+class InputPosition(BaseModel):
+    """Where the `dealer.inputs` record that caused a record of dealer-event stood, and how
+    far its partition was decided before: the checkpoint dealer-event resumes after
+    (docs/decisions/dealer-checkpoints.md). The topic is implied (dealer-event reads one)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    partition: int = Field(ge=0)
+    offset: int = Field(ge=0)
+    decided_through: int = Field(
+        ge=-1, description="Every input of the partition up to this offset was decided and "
+                           "its records acknowledged before this record was sent; -1 when "
+                           "the writer knew of none.")

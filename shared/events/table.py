@@ -18,6 +18,7 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 from croupier.shared.cards import Card
 from croupier.shared.events.canonical import canonical_bytes, hmac_hex, sha256_hex
 from croupier.shared.events.ids import RoundId, ShoeId, TableId
+from croupier.shared.events.sources import InputPosition
 
 
 class VoidReason(StrEnum):
@@ -50,6 +51,12 @@ class TableEventBase(BaseModel):
     seq: int = Field(ge=1)
     occurred_at: AwareDatetime
     input_id: str | None = Field(default=None, description="The dealer input that caused it.")
+    # absent in older records (and on the timer's events): left out of the hash when absent,
+    # so their hashes still hold; part of the hash (so of `auth`) when present
+    input_ref: InputPosition | None = Field(
+        default=None, exclude_if=_absent,
+        description="The dealer.inputs record whose decision wrote this event; absent on the "
+                    "betting timer's events and in records written before it existed.")
     prev_hash: str = Field(min_length=64, max_length=64)
     hash: str = Field(min_length=64, max_length=64)
     # dealer-event's HMAC-SHA256 over `hash` under the table-events key

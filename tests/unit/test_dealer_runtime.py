@@ -7,69 +7,10 @@ import asyncio
 
 import pytest
 
-from croupier.services.dealer_event.admission import AdmissionPolicy
-from croupier.services.dealer_event.rebuild import fold_events, fold_rejections
-from croupier.services.dealer_event.runtime import MOVED, DealerRuntime
-from croupier.services.dealer_event.table_machine import MachineConfig
-from croupier.services.infra.clock import ManualClock
-from croupier.services.simulators.tables.inputs import InputFactory
+from croupier.services.dealer_event.runtime import MOVED
 from croupier.shared.cards import parse_card
-from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound, ScanCard
-from tests.unit.table_machine_support import key_for
-
-PARTITIONS = {"A": 0, "B": 1, "C": 0}  # table -> partition (all three topics)
-
-
-class FakeLog:
-    """table.events and dealer.rejections, per partition; a publish may be told to fail
-    after writing its first `fail_after` records (a broker failing mid-batch)."""
-
-    def __init__(self) -> None:
-        self.records: list[tuple[str, bytes, bytes]] = []
-        self.publishes = 0
-        self.fail_after: int | None = None
-
-    async def publish_all(self, records) -> None:
-        self.publishes += 1
-        if self.fail_after is not None:
-            self.records.extend(records[:self.fail_after])
-            self.fail_after = None
-            raise ConnectionError("broker gone")
-        self.records.extend(records)
-
-    async def rebuild(self, partitions):
-        def mine(topic):
-            return [(k, v) for t, k, v in self.records if t == topic and (
-                partitions is None or PARTITIONS[k.decode()] in partitions)]
-        states: dict = {}
-        fold_events(states, mine("table.events"))
-        fold_rejections(states, [v for _, v in mine("dealer.rejections")])
-        return states
-
-
-class World:
-    def __init__(self, owned=frozenset({0, 1})) -> None:
-        self.clock = ManualClock()
-        self.log = FakeLog()
-        self.owned = owned
-        config = MachineConfig(AdmissionPolicy(key_for), betting_window_override=5)
-        self.runtime = DealerRuntime(config, self.clock, self.log.publish_all,
-                                     self.log.rebuild, lambda: self.owned)
-        self.make = {t: InputFactory(t, key_for, self.clock.now, run_tag="rt")
-                     for t in PARTITIONS}
-
-    def raw(self, table: str, command_type, **fields) -> tuple[bytes, int]:
-        inp = self.make[table].make(command_type, **fields)
-        return inp.model_dump_json().encode(), PARTITIONS[table]
-
-    def events(self, table: str) -> list[bytes]:
-        return [v for t, k, v in self.log.records if t == "table.events" and k == table.encode()]
-
-
-def close(w: World, round_id: str) -> tuple[bytes, int]:
-    """A supervisor's early close (a device may not close before the timer, seed 002)."""
-    return w.raw("A", CloseBetting, round_id=round_id, role="supervisor",
-                 reason_text="test: close now")
+from croupier.shared.events.inputs import NewShoe, OpenRound, ScanCard
+from tests.unit.dealer_runtime_support import PARTITIONS, World, close
 
 
 def run(coro):

@@ -1,0 +1,100 @@
+"""dealer-event resumes `dealer.inputs` from its own log, not from the group's commit.
+
+faust-streaming can commit past a record nobody processed (upstream #606). Here the group's
+commit is moved past an input by hand, with the worker stopped: the restarted worker still
+decides that input, because its rebuild of `table.events` / `dealer.rejections` says where
+its decisions stopped (docs/decisions/dealer-checkpoints.md).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka.errors import KafkaError
+from kafka.structs import OffsetAndMetadata
+
+from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
+from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound
+from tests.conftest import instance_for
+from tests.integration.tables_live_support import (
+    HandDriver,
+    rejections,
+    running_services,
+    table_events,
+)
+
+pytestmark = pytest.mark.kafka
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("croupier-checkpoints")
+
+
+@pytest.fixture(scope="module")
+def services(platform_kafka, home):
+    with running_services(platform_kafka, home, ["dealer-event"],
+                          CROUPIER_BETTING_WINDOW_SECONDS="30") as procs:
+        yield procs
+
+
+def _commit_past(bootstrap: str, group: str, tp: TopicPartition, offset: int,
+                 timeout_s: float = 30.0) -> None:
+    """Commit `offset` for the (now empty) group, as a faulty commit would have."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                 enable_auto_commit=False, **kafka_python_options(ADMIN))
+        try:
+            consumer.commit({tp: OffsetAndMetadata(offset, "", -1)})
+            assert consumer.committed(tp) == offset
+            return
+        except KafkaError:  # the stopped member may not have left the group yet
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+        finally:
+            consumer.close()
+
+
+def _decided(bootstrap: str, table_id: str, input_id: str) -> bool:
+    events = table_events(bootstrap, {table_id}).get(table_id, [])
+    return (any(e.input_id == input_id for e in events)
+            or any(r.input_id == input_id for r in rejections(bootstrap, {table_id})))
+
+
+def test_an_input_the_group_committed_past_is_still_decided_after_restart(
+        services, platform_kafka, home):
+    dealer = services["dealer-event"]
+    hand = HandDriver(dealer.base_url, f"CKPT-{uuid.uuid4().hex[:6]}")
+    hand.ok(NewShoe, shoe_id="S1", profile="sbo-baccarat")
+    hand.ok(OpenRound, round_id="R1", dealer="Ayu")
+    dealer.stop()
+
+    # an input the worker never saw, and the group's commit moved past it
+    skipped = hand.make.make(CloseBetting, round_id="R1", role="supervisor",
+                             reason_text="test: the input the commit skipped")
+    producer = KafkaProducer(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))
+    meta = producer.send("dealer.inputs", key=hand.table_id.encode(),
+                         value=skipped.model_dump_json().encode()).get(timeout=30)
+    producer.close()
+    tp = TopicPartition("dealer.inputs", meta.partition)
+    _commit_past(platform_kafka, f"{instance_for(home)}-dealer-event", tp, meta.offset + 1)
+
+    dealer.start()
+    dealer.wait_ready(90)
+    # the next input on the partition comes after the commit: the stream hands it on
+    later = hand.send(hand.make.make(OpenRound, round_id="R2", dealer="Ayu"))
+    deadline = time.monotonic() + 30
+    while not _decided(platform_kafka, hand.table_id, skipped.input_id):
+        assert time.monotonic() < deadline, (
+            f"input {skipped.input_id} at offset {meta.offset} of {tp} was never decided "
+            f"(then: {later})")
+        time.sleep(0.5)
+    events = table_events(platform_kafka, {hand.table_id})[hand.table_id]
+    closed = [e for e in events if e.input_id == skipped.input_id]
+    assert [e.type for e in closed] == ["betting_closed"], closed

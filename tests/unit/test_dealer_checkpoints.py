@@ -1,0 +1,186 @@
+"""dealer-event's own input checkpoints: each record it writes names its dealer.inputs
+record and how far the partition was decided before; the rebuild folds those into where
+each partition resumes (docs/decisions/dealer-checkpoints.md). No broker."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+from faust.types import TP
+
+from croupier.services.dealer_event import app as dealer_app
+from croupier.services.dealer_event.rebuild import (
+    Checkpoints,
+    InputCheckpoint,
+    fold_events,
+    fold_rejections,
+)
+from croupier.shared.events.inputs import NewShoe, OpenRound
+from croupier.shared.events.rejections import InputRefused
+from croupier.shared.events.sources import InputPosition
+from croupier.shared.events.table import ShoeStarted, parse_table_event, seal
+from tests.unit.dealer_runtime_support import World, close
+
+
+def at(item: tuple[bytes, int], offset: int) -> tuple[bytes, int, int]:
+    raw, partition = item
+    return raw, partition, offset
+
+
+def checkpoints(records, events_key: bytes | None = None) -> Checkpoints:
+    """The rebuild's fold of every partition of table.events and dealer.rejections."""
+    inputs: Checkpoints = {}
+    states: dict = {}
+    fold_events(states, [(k, v) for t, k, v in records if t == "table.events"], events_key,
+                inputs=inputs)
+    fold_rejections(states, [v for t, k, v in records if t == "dealer.rejections"], inputs)
+    return inputs
+
+
+def refs(records) -> list[tuple[str, InputPosition | None]]:
+    out = []
+    for topic, _, value in records:
+        record = (parse_table_event(value) if topic == "table.events"
+                  else InputRefused.model_validate_json(value))
+        out.append((topic, record.input_ref))
+    return out
+
+
+def two_batches(w: World) -> None:
+    """Tables A and C on partition 0, B on partition 1; events and refusals of both kinds."""
+    shoe = {"shoe_id": "S1", "profile": "sbo-baccarat"}
+    first = [at(w.raw("A", NewShoe, **shoe), 0), at(w.raw("C", NewShoe, **shoe), 1),
+             at(w.raw("A", OpenRound, round_id="R1", dealer="Ayu"), 2),
+             at(w.raw("B", OpenRound, round_id="R1", dealer="Ayu"), 0),  # no shoe: refused
+             at(w.raw("B", NewShoe, **shoe), 1)]
+    second = [at(w.raw("C", OpenRound, round_id="R1", dealer="Ayu"), 3),
+              at(close(w, "R1"), 4),
+              at(w.raw("A", NewShoe, shoe_id="S2", profile="sbo-baccarat"), 5),  # refused
+              (b'{"table_id": "B", "input_id": "junk"}', 1, 2)]  # malformed: not a decision
+
+    async def go():
+        await w.runtime.handle_batch(first)
+        await w.runtime.handle_batch(second)
+
+    asyncio.run(go())
+
+
+def test_every_record_names_its_input_and_how_far_its_partition_was_decided():
+    w = World()
+    two_batches(w)
+    named = refs(w.log.records)
+    assert all(ref is not None for _, ref in named)
+    assert ("dealer.rejections", InputPosition(partition=1, offset=0, decided_through=-1)) \
+        in named
+    assert ("table.events", InputPosition(partition=0, offset=4, decided_through=2)) in named
+    assert ("dealer.rejections", InputPosition(partition=1, offset=2, decided_through=1)) \
+        in named
+
+
+def test_the_rebuild_resumes_each_partition_after_what_its_records_decided():
+    w = World()
+    two_batches(w)
+    inputs = checkpoints(w.log.records)
+    assert inputs == {0: InputCheckpoint(2, {3, 4, 5}), 1: InputCheckpoint(1, {2})}
+    assert inputs[0].resume_at() == 3 and inputs[1].resume_at() == 2
+    assert [o for o in range(7) if inputs[0].applied(o)] == [0, 1, 2, 3, 4, 5]
+    # the same records in any order (the topics are read one after the other) fold the same
+    assert checkpoints(list(reversed(w.log.records))) == inputs
+
+
+def test_a_worker_skips_what_the_log_decided_and_decides_the_rest():
+    w = World()
+    two_batches(w)
+    written = len(w.log.records)
+    fresh = World(log=w.log)  # a restarted worker on the same log
+    again = [at(w.raw("C", OpenRound, round_id="R1", dealer="Ayu"), 3),  # redelivered
+             at(w.raw("A", NewShoe, shoe_id="S2", profile="sbo-baccarat"), 5),  # redelivered
+             at(w.raw("C", OpenRound, round_id="R2", dealer="Ayu"), 6)]  # new
+
+    reports = asyncio.run(fresh.runtime.handle_batch(again))
+    assert reports[:2] == [None, None], "decided by the log: skipped, nothing written again"
+    assert reports[2]["status"] == "refused"  # R1 is in progress on C
+    assert refs(w.log.records[written:]) == [
+        ("dealer.rejections", InputPosition(partition=0, offset=6, decided_through=2))]
+    assert fresh.runtime.inputs[0] == InputCheckpoint(6, set())
+
+
+def test_a_batch_cut_between_the_topics_decides_again_only_what_is_missing():
+    """A crash acknowledged the event of offset 4 but not the refusal of offset 3 (two
+    topics: no order between them): the checkpoint stays at 2, offset 4 is known decided;
+    the retry decides offset 3 again and writes nothing for offset 4."""
+    w = World()
+    two_batches(w)
+    lost: list = []
+
+    async def torn(records) -> None:
+        for record in records:
+            (lost if record[0] == "dealer.rejections" else w.log.records).append(record)
+        raise ConnectionError("broker gone")
+
+    publish, w.runtime._publish_all = w.runtime._publish_all, torn
+    batch = [at(w.raw("B", NewShoe, shoe_id="S2", profile="sbo-baccarat"), 3),  # refused
+             at(w.raw("B", OpenRound, round_id="R1", dealer="Ayu"), 4)]
+    try:
+        asyncio.run(w.runtime.handle_batch(batch))
+    except ConnectionError:
+        pass
+    assert [r[0] for r in lost] == ["dealer.rejections"]
+    inputs = checkpoints(w.log.records)
+    assert inputs[1] == InputCheckpoint(2, {4}) and inputs[1].resume_at() == 3
+
+    written = len(w.log.records)
+    w.runtime._publish_all = publish
+    reports = asyncio.run(w.runtime.handle_batch(batch))  # the agent's retry
+    # decided again on the log's state, where offset 4 opened a round (it was never
+    # answered: the waiters are answered only after every ack)
+    assert reports[0]["reason_code"] == "round_in_progress" and reports[1] is None
+    assert refs(w.log.records[written:]) == [
+        ("dealer.rejections", InputPosition(partition=1, offset=3, decided_through=2))]
+
+
+def test_records_from_before_the_field_existed_fall_back_to_the_groups_commit():
+    """Records that name no input (written before `input_ref` existed, or without offsets)
+    give no checkpoint: the partition resumes where the group committed, as before."""
+    w = World()
+    asyncio.run(w.runtime.handle_batch([
+        w.raw("A", NewShoe, shoe_id="S1", profile="sbo-baccarat"),
+        w.raw("B", OpenRound, round_id="R1", dealer="Ayu")]))  # no offsets: as old records
+    assert refs(w.log.records) == [("table.events", None), ("dealer.rejections", None)]
+    assert checkpoints(w.log.records) == {}
+    assert InputCheckpoint().resume_at() is None
+
+    async def own() -> dict[int, int | None]:
+        return {0: 3, 1: None, 2: None}  # partition 2: nothing committed either
+
+    async def committed() -> dict[TP, int]:
+        return {TP("dealer.inputs", 1): 7, TP("other", 0): 9}
+
+    class Runtime:
+        resume_offsets = staticmethod(own)
+
+    real = getattr(dealer_app, "runtime", None)
+    dealer_app.runtime = Runtime()  # type: ignore[assignment]
+    try:
+        baseline = asyncio.run(dealer_app.own_baseline(committed)())
+    finally:
+        if real is None:
+            del dealer_app.runtime
+        else:
+            dealer_app.runtime = real
+    assert baseline == {TP("dealer.inputs", 0): 3, TP("dealer.inputs", 1): 7}
+
+
+def test_a_forged_event_moves_no_checkpoint():
+    key = b"k" * 32
+    genuine = seal(ShoeStarted, table_id="A", seq=1, prev_hash="0" * 64,
+                   occurred_at=datetime(2024, 1, 1, tzinfo=UTC), key=key, shoe_id="S1",
+                   profile="sbo-baccarat", decks=8,
+                   input_ref=InputPosition(partition=0, offset=4, decided_through=3))
+    forged = seal(ShoeStarted, table_id="A", seq=2, prev_hash=genuine.hash,
+                  occurred_at=datetime(2024, 1, 1, tzinfo=UTC), key=b"x" * 32, shoe_id="S1",
+                  profile="sbo-baccarat", decks=8,
+                  input_ref=InputPosition(partition=0, offset=999, decided_through=998))
+    records = [("table.events", b"A", e.model_dump_json().encode()) for e in (genuine, forged)]
+    assert checkpoints(records, events_key=key) == {0: InputCheckpoint(3, {4})}
