@@ -461,6 +461,9 @@ def apply_result(header: RoundHeader | None, bets: RoundBets, published: RoundRe
     """Settle every accepted bet with the rule engine, once. `result_at`: when the result was
     published (the record's broker timestamp), else the result's own time."""
     w = _Writer(_new(header, published.table_id, published.round_id), bets)
+    if published.correction is not None:
+        _correct(w, published, now)
+        return w.done()
     if w.header.status in ("settled", "voided", "annulled"):
         if w.header.status == "voided" and not _annulled(w.header):
             log.error("result %s for voided round %s ignored", published.result_id,
@@ -479,6 +482,46 @@ def apply_result(header: RoundHeader | None, bets: RoundBets, published: RoundRe
     return w.done()
 
 
+def _correct(w: _Writer, published: RoundResultPublished, now: datetime) -> None:
+    """A corrected result (seed 004 §5) of a settled round: every bet whose settlement the
+    corrected cards change (amount or outcome) is taken back by a SettlementReversed, then
+    settled again by a BetSettled of an id of its own, in that order, bet by bet; the others
+    stand. The round's cause becomes the corrected result, so a correction of it follows
+    the same way. Seen again: nothing new. A correction of a round that is not settled by
+    the result it replaces (voided, annulled, or not settled yet) changes nothing."""
+    h, correction = w.header, published.correction
+    assert correction is not None
+    if h.cause == published.result_id:
+        return  # applied already
+    if h.status != "settled" or h.cause != correction.replaces:
+        log.error("corrected result %s replaces %s, but round %s is %s (by %s): nothing to "
+                  "correct", published.result_id, correction.replaces, h.round_id, h.status,
+                  h.cause)
+        return
+    amounts = _by_rules(h.profile or published.profile, published, h.profile_version)
+    for entry in w.walk():
+        original = entry.settlement
+        if original is None:
+            continue
+        bet = entry.bet
+        outcome, returned = amounts(bet)
+        if (outcome, returned) == (original.outcome, original.returned):
+            continue
+        w.publish(SettlementReversed(
+            **_facts(bet), reversal_id=reversal_id(original.settlement_id),
+            settlement_id=original.settlement_id, original_outcome=original.outcome,
+            amount=original.returned, reason_code=correction.reason_code,
+            reason_text=correction.reason_text, supervisor=correction.supervisor,
+            cause=published.result_id, reversed_at=now))
+        again = BetSettled(**_facts(bet), outcome=outcome, returned=returned,
+                           settlement_id=settlement_id(bet.bet_id, correction.correction),
+                           cause=published.result_id, settled_at=now,
+                           result_at=published.occurred_at)
+        w.entries[bet.bet_id] = entry.model_copy(update={"settlement": again})
+        w.publish(again)
+    w.update(cause=published.result_id)
+
+
 def _annulled(header: RoundHeader) -> bool:
     return header.annulled_by is not None
 
@@ -489,6 +532,8 @@ def conflicts(header: RoundHeader | None, bets: RoundBets,
     different amount: the round is being asked to settle twice, differently."""
     if header is None or header.status not in ("settled", "voided") or _annulled(header):
         return []
+    if isinstance(record, RoundResultPublished) and record.correction is not None:
+        return []  # a correction is meant to settle differently (`_correct`)
     amounts = ((lambda bet: ("void_refund", bet.stake)) if isinstance(record, RoundVoided)
                else _by_rules(header.profile or record.profile, record, header.profile_version))
     return sorted(e.bet.bet_id for e in _Writer(header, bets).walk()

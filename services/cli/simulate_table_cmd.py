@@ -30,7 +30,8 @@ def sign_input(
     command: str = typer.Argument(..., help="new_shoe, shoe_first_card, burn, cut_card, "
                                             "end_shoe, open_round, close_betting, scan_card, "
                                             "void_round, report_misdeal, report_burn_error, "
-                                            "annul_rounds, expose_card, close_table, reopen_table"),
+                                            "annul_rounds, correct_round, expose_card, close_table, "
+                                            "reopen_table"),
     table: str = typer.Option(..., help="Table id."),
     field: list[str] = typer.Option([], "--set", help="A field as name=value (repeatable)."),
     role: str | None = typer.Option(None, help="device or supervisor (default by command)."),

@@ -28,6 +28,8 @@ CODES = frozenset({
     "betting_window_open", "close_reason_required", "too_many_burns", "no_burn_at_table",
     "table_closed", "table_not_closed", "round_not_completed", "round_already_annulled",
     "exposed_during_deal", "exposed_outside_play", "exposed_card_management",
+    "round_too_old_to_correct", "correction_not_a_round", "correction_changes_nothing",
+    "late_correction_reason",
 })
 
 

@@ -21,6 +21,7 @@ from croupier.shared.events.table import (
     MisdealCorrected,
     RoundAnnulled,
     RoundCompleted,
+    RoundCorrected,
     RoundOpened,
     RoundRedealt,
     RoundVoided,
@@ -86,10 +87,30 @@ class TableRound:
     phase: str = "betting"  # betting -> dealing -> complete | voided
     cards: list[str] = field(default_factory=list)
     last_of_shoe: bool = False
+    profile_version: int | None = None  # the rules the round opened under (RoundOpened)
+    profile_digest: str | None = None
 
     @property
     def in_progress(self) -> bool:
         return self.phase in IN_PROGRESS
+
+
+KEEP_COMPLETED = 500  # completed rounds a table keeps the facts of, to correct them
+
+
+@dataclass(frozen=True)
+class CompletedRound:
+    """What a correction of a completed round needs (seed 004 §5): its pinned rules, its
+    dealer, its cards as they stand (after any earlier correction) and when it completed."""
+
+    shoe_id: str
+    profile: str
+    profile_version: int | None
+    profile_digest: str | None
+    dealer: str
+    cards: tuple[str, ...]
+    completed_at: datetime
+    corrections: int = 0
 
 
 @dataclass
@@ -107,6 +128,8 @@ class TableState:
     applied_inputs: set[str] = field(default_factory=set)
     refused_inputs: dict[str, str] = field(default_factory=dict)  # input id -> reason code
     corrupt: str | None = None  # why the log does not continue this table's chain
+    # the last KEEP_COMPLETED completed rounds, oldest first (bounded, whatever the history)
+    completed: dict[str, CompletedRound] = field(default_factory=dict)
 
     def copy(self) -> TableState:
         """A copy sharing nothing mutable (cheaper than deepcopy: keys are strings)."""
@@ -115,7 +138,8 @@ class TableState:
         return replace(self, shoe=shoe, round=rnd, round_status=dict(self.round_status),
                        round_shoe=dict(self.round_shoe),
                        applied_inputs=set(self.applied_inputs),
-                       refused_inputs=dict(self.refused_inputs))
+                       refused_inputs=dict(self.refused_inputs),
+                       completed=dict(self.completed))
 
     @property
     def round_in_progress(self) -> bool:
@@ -212,7 +236,9 @@ def _round_opened(state: TableState, e: RoundOpened) -> None:
         shoe.renew_deck()
     shoe.round_count += 1
     state.round = TableRound(round_id=e.round_id, round_number=e.round_number, dealer=e.dealer,
-                             profile=e.profile, betting_closes_at=e.betting_closes_at)
+                             profile=e.profile, betting_closes_at=e.betting_closes_at,
+                             profile_version=e.profile_version,
+                             profile_digest=e.profile_digest)
     state.round_status[e.round_id] = "open"
     state.round_shoe[e.round_id] = e.shoe_id
 
@@ -231,7 +257,21 @@ def _surplus(state: TableState, e: SurplusCardRecorded) -> None:
 
 
 def _round_completed(state: TableState, e: RoundCompleted) -> None:
+    rnd, shoe = _round(state), _shoe(state)
+    state.completed[rnd.round_id] = CompletedRound(
+        shoe_id=shoe.shoe_id, profile=rnd.profile, profile_version=rnd.profile_version,
+        profile_digest=rnd.profile_digest, dealer=rnd.dealer,
+        cards=tuple(str(c) for c in e.cards), completed_at=e.occurred_at)
+    while len(state.completed) > KEEP_COMPLETED:
+        del state.completed[next(iter(state.completed))]
     _end_round(state, "complete", "completed")
+
+
+def _round_corrected(state: TableState, e: RoundCorrected) -> None:
+    kept = state.completed.get(e.round_id)
+    if kept is not None:
+        state.completed[e.round_id] = replace(kept, cards=tuple(str(c) for c in e.cards),
+                                              corrections=e.correction)
 
 
 def _round_voided(state: TableState, e: RoundVoided) -> None:
@@ -240,6 +280,7 @@ def _round_voided(state: TableState, e: RoundVoided) -> None:
 
 def _round_annulled(state: TableState, e: RoundAnnulled) -> None:
     state.round_status[e.round_id] = "annulled"
+    state.completed.pop(e.round_id, None)
 
 
 def _round_redealt(state: TableState, e: RoundRedealt) -> None:
@@ -294,6 +335,7 @@ _APPLY: dict[type[TableEventBase], Callable[[TableState, Any], None]] = {
     BettingClosed: _betting_closed, CardDealt: _card_dealt, SurplusCardRecorded: _surplus,
     RoundCompleted: _round_completed, RoundVoided: _round_voided,
     RoundAnnulled: _round_annulled, RoundRedealt: _round_redealt,
-    MisdealCorrected: _misdeal_corrected, TableClosed: _table_closed,
+    MisdealCorrected: _misdeal_corrected, RoundCorrected: _round_corrected,
+    TableClosed: _table_closed,
     TableReopened: _table_reopened,
 }

@@ -15,13 +15,20 @@ from typing import Any
 
 from croupier.services.dealer_event.admission import AdmissionPolicy, authenticate, check_freshness
 from croupier.services.dealer_event.refusals import InputRefusal, Refused
-from croupier.services.dealer_event.state import ShoeState, TableRound, TableState, fold_into
+from croupier.services.dealer_event.state import (
+    KEEP_COMPLETED,
+    ShoeState,
+    TableRound,
+    TableState,
+    fold_into,
+)
 from croupier.shared.cards import parse_card
 from croupier.shared.events.inputs import (
     AnnulRounds,
     Burn,
     CloseBetting,
     CloseTable,
+    CorrectRound,
     CutCard,
     EndShoe,
     ExposeCard,
@@ -40,10 +47,12 @@ from croupier.shared.events.table import (
     BettingClosed,
     CardBurned,
     CardDealt,
+    CorrectionReason,
     CutCardReached,
     MisdealCorrected,
     RoundAnnulled,
     RoundCompleted,
+    RoundCorrected,
     RoundOpened,
     RoundRedealt,
     RoundVoided,
@@ -58,11 +67,13 @@ from croupier.shared.events.table import (
     seal,
 )
 from croupier.shared.profile import (
+    AnyProfile,
     BaccaratProfile,
     TripleFaceProfile,
     UnknownProfileError,
     load_profile,
     pinned,
+    round_profile,
 )
 from croupier.shared.rounds import cards_needed
 from croupier.shared.shoe import start_burn_count
@@ -71,7 +82,11 @@ from croupier.shared.triple_face import dealing_order
 # who a void decided by the rule book itself is recorded under (no person decided it)
 BY_THE_RULES = "dealer-event"
 # what a closed table still takes: management's decisions, and its reopening
-_WHILE_CLOSED = frozenset({"reopen_table", "void_round", "annul_rounds", "end_shoe"})
+_WHILE_CLOSED = frozenset({"reopen_table", "void_round", "annul_rounds", "correct_round",
+                           "end_shoe"})
+# a correction of a round completed longer ago than the dispute window (RULES §6: 24 hours)
+# names it with a reason code of its own
+CORRECTION_WINDOW = timedelta(hours=24)
 
 
 @dataclass(frozen=True)
@@ -481,6 +496,70 @@ def _annul(em: _Emitter, inp: AnnulRounds) -> None:
                                                    f"{inp.round_id}")
 
 
+def _correct_round(em: _Emitter, inp: CorrectRound, config: MachineConfig) -> None:
+    """Seed 004 §5: management corrects the result of a wrong hand. The completed round's
+    cards as corrected supersede its result (`round_corrected`; the log is never edited);
+    a correction of a correction works the same way."""
+    state = em.state
+    status = _round_status(state, inp.round_id)
+    _not_ended(inp.round_id, status)
+    if status != "completed":
+        raise Refused("round_not_completed", f"round {inp.round_id} is not complete; a round "
+                                             "is corrected once its result stands")
+    kept = state.completed.get(inp.round_id)
+    if kept is None:
+        raise Refused("round_too_old_to_correct",
+                      f"table {state.table_id} keeps the facts of its last {KEEP_COMPLETED} "
+                      f"completed rounds; round {inp.round_id} is older: annul it instead")
+    if inp.cards is not None:
+        cards = tuple(str(c) for c in inp.cards)
+    else:
+        assert inp.position is not None and inp.card is not None  # the input's validator
+        if inp.position >= len(kept.cards):
+            raise Refused("correction_not_a_round",
+                          f"round {inp.round_id} has {len(kept.cards)} cards: position "
+                          f"{inp.position} is not one of them (0 is the first)")
+        cards = (*kept.cards[:inp.position], str(inp.card), *kept.cards[inp.position + 1:])
+    if cards == kept.cards:
+        raise Refused("correction_changes_nothing", f"round {inp.round_id} already has the "
+                                                    f"cards {list(cards)}")
+    profile = round_profile(kept.profile, kept.profile_version)
+    problem = _not_a_round(profile, cards)
+    if problem is not None:
+        raise Refused("correction_not_a_round", f"round {inp.round_id}: {problem}")
+    late = em.now - kept.completed_at > CORRECTION_WINDOW
+    if late != (inp.reason_code == CorrectionReason.LATE_CORRECTION):
+        raise Refused("late_correction_reason", (
+            f"round {inp.round_id} completed more than 24 hours ago (the dispute window): "
+            "its correction names reason late_correction") if late else (
+            f"round {inp.round_id} completed within the dispute window: name what was "
+            "wrong (mis_scan, manual_entry), not late_correction"))
+    em.emit(RoundCorrected, round_id=inp.round_id, shoe_id=kept.shoe_id, profile=kept.profile,
+            profile_version=kept.profile_version, profile_digest=kept.profile_digest,
+            dealer=kept.dealer, cards=tuple(parse_card(c) for c in cards),
+            replaced_cards=tuple(parse_card(c) for c in kept.cards),
+            correction=kept.corrections + 1, reason_code=inp.reason_code,
+            reason_text=inp.reason_text, supervisor=inp.signer)
+
+
+def _not_a_round(profile: AnyProfile, cards: tuple[str, ...]) -> str | None:
+    """Why `cards` are not exactly one complete round under `profile` (None: they are)."""
+    try:
+        parsed = [parse_card(c) for c in cards]
+    except ValueError as error:
+        return str(error)
+    if profile.decks == 1 and len(set(cards)) != len(cards):
+        return f"one deck deals each card once: {list(cards)} repeats one"
+    for n in range(len(parsed)):
+        if cards_needed(profile, parsed[:n]) == 0:
+            return (f"the rules complete the round after {n} cards; {len(parsed)} were given "
+                    f"({list(cards)})")
+    if cards_needed(profile, parsed) != 0:
+        return (f"the rules need {cards_needed(profile, parsed)} more card(s) after "
+                f"{list(cards)}")
+    return None
+
+
 def _rest_of_shoe(state: TableState, round_id: str) -> list[str]:
     """`round_id` and the rounds after it, in log order, while they belong to its shoe."""
     shoe_id, rounds = state.round_shoe[round_id], list(state.round_shoe)
@@ -596,6 +675,7 @@ _DECIDE: dict[type[InputBase], Callable[..., None]] = {
     NewShoe: _new_shoe, ShoeFirstCard: _shoe_first_card, Burn: _burn, CutCard: _cut_card,
     EndShoe: _end_shoe, OpenRound: _open_round, CloseBetting: _close_betting,
     ScanCard: _scan_card, VoidRound: _void_round, ReportMisdeal: _report_misdeal,
-    ReportBurnError: _report_burn_error, AnnulRounds: _annul_rounds, ExposeCard: _expose_card,
-    CloseTable: _close_table, ReopenTable: _reopen_table,
+    ReportBurnError: _report_burn_error, AnnulRounds: _annul_rounds,
+    CorrectRound: _correct_round, ExposeCard: _expose_card, CloseTable: _close_table,
+    ReopenTable: _reopen_table,
 }

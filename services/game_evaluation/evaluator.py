@@ -17,10 +17,11 @@ from croupier.shared.cards import parse_card
 from croupier.shared.events.evaluation_log import EvaluationState as EvaluationState
 from croupier.shared.events.evaluation_log import RoundView as RoundView
 from croupier.shared.events.event_auth import ChainHead, TableEventRefused, verify_next
-from croupier.shared.events.results import RoundResultPublished, result_id
+from croupier.shared.events.results import ResultCorrection, RoundResultPublished, result_id
 from croupier.shared.events.table import (
     CardDealt,
     RoundCompleted,
+    RoundCorrected,
     RoundOpened,
     RoundRedealt,
     RoundVoided,
@@ -112,6 +113,8 @@ def _follow(rnd: RoundView | None, event: TableEventBase, problems: list[str]
             problems.append(f"table {event.table_id}: round {rnd.round_id} voided after its "
                             "result was published")
         return rnd.model_copy(update={"status": "voided"}), None
+    if isinstance(event, RoundCorrected):  # seed 004 §5: a result that supersedes one
+        return rnd, corrected_result(event)
     if isinstance(event, RoundRedealt) and rnd is not None and rnd.round_id == event.round_id \
             and rnd.status == "open":  # seed 000 §1: the cards so far are set aside
         return rnd.model_copy(update={"cards": ()}), None
@@ -135,6 +138,25 @@ def _card(rnd: RoundView, event: CardDealt) -> tuple[RoundView, RoundResultPubli
         occurred_at=event.occurred_at, last_card_at=event.occurred_at,
         result=evaluate_round(profile, cards),
     )
+
+
+def corrected_result(event: RoundCorrected) -> RoundResultPublished:
+    """The result of a corrected round's cards, by the rules the round opened under, with
+    an id of its own and the id of the result it replaces (the round's, or the previous
+    correction's)."""
+    profile = round_profile(event.profile, event.profile_version)
+    return RoundResultPublished(
+        result_id=result_id(event.table_id, event.round_id, event.correction),
+        table_id=event.table_id, round_id=event.round_id, shoe_id=event.shoe_id,
+        profile=event.profile, profile_version=event.profile_version,
+        profile_digest=event.profile_digest, dealer=event.dealer, cards=event.cards,
+        completed_seq=event.seq, completed_hash=event.hash, occurred_at=event.occurred_at,
+        result=evaluate_round(profile, list(event.cards)),
+        correction=ResultCorrection(
+            replaces=result_id(event.table_id, event.round_id, event.correction - 1),
+            correction=event.correction, event_id=event.event_id,
+            replaced_cards=event.replaced_cards, reason_code=str(event.reason_code),
+            reason_text=event.reason_text, supervisor=event.supervisor))
 
 
 def _cross_check(rnd: RoundView, event: RoundCompleted, problems: list[str]) -> None:

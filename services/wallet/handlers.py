@@ -215,14 +215,21 @@ def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups
         return CommandResult(Answer.error(409, "unknown_bet", "bet was never debited"),
                              breach="ending_for_unknown_bet")
     annulled = record.status == "reversed" and cmd.ending == "voided"  # refund after reversal
-    if record.status not in ("placed", cmd.ending) and not annulled:
+    # a corrected round settles the bet again after its reversal, under a settlement id of
+    # its own (the reversed settlement, seen again, changes nothing)
+    again = record.status == "reversed" and cmd.ending == "settled" and \
+        cmd.settlement_id is not None and cmd.settlement_id != record.settlement_id
+    if record.status == "reversed" and cmd.ending == "settled" and not again:
+        return CommandResult(Answer(200, {"bet_id": cmd.bet_id, "status": "reversed"}))
+    if record.status not in ("placed", cmd.ending) and not (annulled or again):
         log.error("MONEY: bet %r already ended %s; refusing to also end it %s",
                   cmd.bet_id, record.status, cmd.ending)
         return CommandResult(Answer.error(409, "bet_already_ended", record.status),
                              breach="bet_ended_twice")
-    ended_now = record.status == "placed" or annulled
+    ended_now = record.status == "placed" or annulled or again
     answer = Answer(200, {"bet_id": cmd.bet_id, "status": cmd.ending})
-    ended = record.model_copy(update={"status": cmd.ending})
+    ended = record.model_copy(update={"status": cmd.ending} | (
+        {"settlement_id": cmd.settlement_id} if cmd.ending == "settled" else {}))
     if cmd.returned == 0:
         change = Change("end_bet", account, bet_id=cmd.bet_id, bet=ended) if ended_now else None
         return CommandResult(answer, change, ended_now=ended_now)
@@ -239,8 +246,9 @@ def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups
         log.error("MONEY: %s of bet %r asked again with %d, but %s already credited %d; "
                   "the first stands", cmd.ending, cmd.bet_id, cmd.returned, tx.tx_id, tx.amount)
         breach = "tx_id_conflict"
-    if result.duplicate:
-        change = Change("end_bet", account, bet_id=cmd.bet_id, bet=ended) if ended_now else None
+    if result.duplicate:  # (a settlement again whose credit is in: seen before, not new)
+        change = Change("end_bet", account, bet_id=cmd.bet_id, bet=ended) \
+            if ended_now and not again else None
     else:
         change = Change("end_bet", result.account, tx=tx, bet_id=cmd.bet_id,
                         bet=ended if ended_now else None)
@@ -260,7 +268,8 @@ def reverse_settlement(account: Account | None, cmd: ReverseSettlement, now: dat
                   cmd.reversal_id, cmd.bet_id, cmd.player_id, status)
         return CommandResult(Answer.error(409, "not_settled", f"bet is {status}"),
                              breach="reversal_of_unsettled_bet")
-    first = record.status == "settled"
+    # the settlement it takes back is the one standing (not an earlier one, seen again)
+    first = record.status == "settled" and record.settlement_id in (None, cmd.settlement_id)
     reversed_bet = record.model_copy(update={"status": "reversed"}) if first else None
     answer = Answer(200, {"bet_id": cmd.bet_id, "status": "reversed"})
     if cmd.amount == 0:  # a lost bet returned nothing: nothing to take back

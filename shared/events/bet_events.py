@@ -27,8 +27,10 @@ def _no_lookalike(value: object) -> object:
 Position = Annotated[BetPosition, BeforeValidator(_no_lookalike)]
 
 
-def settlement_id(bet_id: str) -> str:
-    return f"settle:{bet_id}"
+def settlement_id(bet_id: str, correction: int = 0) -> str:
+    """A bet's settlement id; its settlement again after the round's n-th correction has an
+    id of its own (the original, reversed, stands in the log beside it)."""
+    return f"settle:{bet_id}" if correction == 0 else f"settle:{bet_id}:c{correction}"
 
 
 def reversal_id(original_settlement_id: str) -> str:
@@ -171,7 +173,8 @@ class SettlementReversed(BetFacts):
     reason_code: str
     reason_text: str
     supervisor: str
-    cause: str = Field(description="'annul:<table>:<round>'.")
+    cause: str = Field(description="'annul:<table>:<round>', or the corrected result's id "
+                                   "(a correction settles the bet again after it).")
     reversed_at: AwareDatetime
 
 

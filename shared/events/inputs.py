@@ -11,12 +11,12 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from croupier.shared.cards import Card
 from croupier.shared.events.canonical import canonical_bytes, hmac_hex, same_digest
 from croupier.shared.events.ids import InputId, RoundId, ShoeId, TableId
-from croupier.shared.events.table import VoidReason
+from croupier.shared.events.table import CorrectionReason, VoidReason
 
 Role = Literal["device", "supervisor"]
 
@@ -140,6 +140,26 @@ class ExposeCard(InputBase):
     card: Card
 
 
+class CorrectRound(InputBase):
+    """A supervisor corrects a completed round's cards (seed 004 §5): all of them (`cards`,
+    in shoe order), or the one at `position` (0: the round's first card) with `card`."""
+
+    command: Literal["correct_round"] = "correct_round"
+    round_id: RoundId
+    cards: tuple[Card, ...] | None = None
+    position: int | None = Field(default=None, ge=0)
+    card: Card | None = None
+    reason_code: CorrectionReason
+    reason_text: str = Field(min_length=1, max_length=500)
+
+    @model_validator(mode="after")
+    def _one_way(self) -> CorrectRound:
+        if (self.cards is None) == (self.position is None or self.card is None):
+            raise ValueError("give either cards (every card of the round) or position and "
+                             "card (the one card corrected), not both, not neither")
+        return self
+
+
 class CloseTable(InputBase):
     """A supervisor takes the table out of play between rounds (seed 002: an operator system
     failure closes the table); a round in progress is voided instead, whose reason closes
@@ -157,15 +177,16 @@ class ReopenTable(InputBase):
 
 DealerInput = Annotated[
     NewShoe | ShoeFirstCard | Burn | CutCard | EndShoe | OpenRound | CloseBetting | ScanCard
-    | VoidRound | ReportMisdeal | ReportBurnError | AnnulRounds | ExposeCard | CloseTable
-    | ReopenTable,
+    | VoidRound | ReportMisdeal | ReportBurnError | AnnulRounds | CorrectRound | ExposeCard
+    | CloseTable | ReopenTable,
     Field(discriminator="command"),
 ]
 DEALER_INPUT: TypeAdapter[DealerInput] = TypeAdapter(DealerInput)
 # DealerInput's members one by one (read off the union: the list is written once)
 INPUT_TYPES: tuple[type[InputBase], ...] = get_args(get_args(DealerInput)[0])
 SUPERVISOR_ONLY = frozenset({"new_shoe", "end_shoe", "void_round", "report_misdeal",
-                             "report_burn_error", "annul_rounds", "close_table",
+                             "report_burn_error", "annul_rounds", "correct_round",
+                             "close_table",
                              "reopen_table"})
 
 

@@ -10,8 +10,28 @@ from croupier.shared.cards import Card
 from croupier.shared.rounds import RoundResult
 
 
-def result_id(table_id: str, round_id: str) -> str:
-    return f"result:{table_id}:{round_id}"
+def result_id(table_id: str, round_id: str, correction: int = 0) -> str:
+    """The round's result id; its n-th correction's result has an id of its own."""
+    base = f"result:{table_id}:{round_id}"
+    return base if correction == 0 else f"{base}:c{correction}"
+
+
+def _absent(value: object) -> bool:
+    return value is None
+
+
+class ResultCorrection(BaseModel):
+    """What a corrected result supersedes, and who corrected it and why (RoundCorrected)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    replaces: str = Field(description="The result id this one supersedes.")
+    correction: int = Field(ge=1)
+    event_id: str = Field(description="The RoundCorrected table event.")
+    replaced_cards: tuple[Card, ...]
+    reason_code: str
+    reason_text: str
+    supervisor: str
 
 
 class RoundResultPublished(BaseModel):
@@ -38,3 +58,6 @@ class RoundResultPublished(BaseModel):
     last_card_at: AwareDatetime | None = Field(
         default=None, description="When the card that completed the round was scanned "
                                   "(for end-to-end latency); absent in older records.")
+    correction: ResultCorrection | None = Field(
+        default=None, exclude_if=_absent,
+        description="Present on a corrected result: the result it supersedes and why.")

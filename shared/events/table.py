@@ -36,6 +36,16 @@ class VoidReason(StrEnum):
     OTHER = "other"
 
 
+class CorrectionReason(StrEnum):
+    """Why a completed round's cards were corrected (seed 004 §5: management may void *or
+    correct* the result of a wrong hand; docs/decisions/corrections.md)."""
+
+    MIS_SCAN = "mis_scan"  # the scanner read a card wrong: the video shows the true card
+    MANUAL_ENTRY = "manual_entry"  # a card keyed in by hand was keyed wrong
+    # a round completed before the dispute window (24 h) opened: a code of its own
+    LATE_CORRECTION = "late_correction"
+
+
 def _absent(value: object) -> bool:
     return value is None
 
@@ -215,6 +225,30 @@ class TableReopened(TableEventBase):
     supervisor: str
 
 
+class RoundCorrected(TableEventBase):
+    """A supervisor corrected a completed round's cards (seed 004 §5, "membatalkan atau
+    mengoreksi hasil dari hand yang salah"). The log is never edited: this event supersedes
+    the round's result; game-evaluation publishes the corrected result, naming the one it
+    replaces, and bet-settlement reverses and settles again every bet whose amount changes.
+    It carries every fact evaluation needs, so the round need not be read again."""
+
+    type: Literal["round_corrected"] = "round_corrected"
+    round_id: RoundId
+    shoe_id: ShoeId
+    profile: str
+    profile_version: int | None = Field(default=None, ge=1, exclude_if=_absent)
+    profile_digest: str | None = Field(default=None, min_length=64, max_length=64,
+                                       exclude_if=_absent)
+    dealer: str = Field(min_length=1, max_length=64)
+    cards: tuple[Card, ...] = Field(description="The round's cards as corrected, shoe order.")
+    replaced_cards: tuple[Card, ...] = Field(description="The cards the correction replaces.")
+    correction: int = Field(ge=1, description="1 for the first correction of the round, 2 for "
+                                              "a correction of that correction, ...")
+    reason_code: CorrectionReason
+    reason_text: str = Field(min_length=1, max_length=500)
+    supervisor: str
+
+
 class RoundAnnulled(TableEventBase):
     """A management void of a round already completed (seeds 000 §1, 004 §1 and §4).
 
@@ -232,7 +266,8 @@ class RoundAnnulled(TableEventBase):
 TableEvent = Annotated[
     ShoeStarted | ShoeStartBurned | CardBurned | CutCardReached | ShoeEnded | RoundOpened
     | BettingClosed | CardDealt | SurplusCardRecorded | RoundCompleted | RoundVoided
-    | RoundAnnulled | RoundRedealt | MisdealCorrected | TableClosed | TableReopened,
+    | RoundAnnulled | RoundRedealt | MisdealCorrected | RoundCorrected | TableClosed
+    | TableReopened,
     Field(discriminator="type"),
 ]
 TABLE_EVENT: TypeAdapter[TableEvent] = TypeAdapter(TableEvent)

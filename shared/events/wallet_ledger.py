@@ -55,6 +55,9 @@ class BetRecord(BaseModel):
     status: BetStatus = "placed"
     debit_seq: int
     placed_at: AwareDatetime
+    # the settlement that settled it last (a corrected round settles a bet again, under an id
+    # of its own): absent before it is settled, and in records written before corrections
+    settlement_id: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class SpotTotal(BaseModel):

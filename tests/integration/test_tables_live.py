@@ -27,6 +27,7 @@ from croupier.shared.events.inputs import (
     AnnulRounds,
     Burn,
     CloseBetting,
+    CorrectRound,
     CutCard,
     EndShoe,
     ExposeCard,
@@ -141,6 +142,11 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
     refused(bac, Burn, card=parse_card("4H"))  # seed 004: one burn per hand
     for card in parse_cards("9S,2H,KD,5C"):
         bac.ok(ScanCard, round_id="R1", card=card)
+    fix = dict(round_id="R1", reason_code="mis_scan", reason_text="video")
+    refused(bac, CorrectRound, cards=parse_cards("9S,2H,KD,5C"), **fix)  # changes nothing
+    refused(bac, CorrectRound, cards=parse_cards("9S,2H"), **fix)  # not a round
+    refused(bac, CorrectRound, round_id="R1", cards=parse_cards("2S,2H,KD,5C,3D"),
+            reason_code="late_correction", reason_text="within the window")
     refused(bac, VoidRound, round_id="R1", reason_code="misdeal", reason_text="too late")
     bac.ok(AnnulRounds, round_id="R1", reason_code="other", reason_text="management review")
     refused(bac, AnnulRounds, round_id="R1", reason_code="other", reason_text="again")
@@ -186,7 +192,9 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
     assert len(codes) >= 15
     # chain_corrupt needs a log written by a second writer and a restart: it is exercised
     # in tests/unit/test_table_machine.py (rebuild puts the table out of play)
-    assert set(codes) == CODES - {"chain_corrupt"}, f"never exercised: {CODES - set(codes)}"
+    # and round_too_old_to_correct needs 500 completed rounds: tests/unit/test_table_procedures
+    unexercised = {"chain_corrupt", "round_too_old_to_correct"}
+    assert set(codes) == CODES - unexercised, f"never exercised: {CODES - set(codes)}"
 
     # ... and both tables keep working
     bac.ok(NewShoe, shoe_id="S2", profile="baccarat-big-small")

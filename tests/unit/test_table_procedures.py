@@ -23,6 +23,7 @@ from croupier.shared.events.inputs import (
     Burn,
     CloseBetting,
     CloseTable,
+    CorrectRound,
     CutCard,
     ExposeCard,
     NewShoe,
@@ -446,6 +447,74 @@ def test_seed000_s2_a_card_exposed_outside_the_deal_at_triple_face_is_management
     t = Table()
     t.shoe("triple-face-id")
     assert t.refused(ExposeCard, card=parse_card("7D")) == "exposed_card_management"
+
+
+def test_seed004_s5_management_corrects_the_result_of_a_wrong_hand():
+    """"Pihak manajemen memiliki wewenang untuk membatalkan atau mengoreksi hasil dari hand
+    yang salah": a completed round's cards are corrected (all of them, or one at a
+    position), superseding its result in a `round_corrected` (the log is never edited); a
+    correction of a correction works the same way."""
+    t = Table()
+    t.shoe("sbo-baccarat")
+    t.round("R1", "9S,2H,KD,5C")  # Player 9, Banker 7: a natural, Player wins
+    fix = dict(reason_code="mis_scan", reason_text="the video shows the 2 of spades")
+    events = t.ok(CorrectRound, round_id="R1", cards=parse_cards("2S,2H,KD,5C,3D"), **fix)
+    assert types(events) == ["round_corrected"]
+    first = events[0]
+    assert (first.correction, first.reason_code) == (1, "mis_scan") and first.supervisor
+    assert [str(c) for c in first.replaced_cards] == ["9S", "2H", "KD", "5C"]
+    assert [str(c) for c in first.cards] == ["2S", "2H", "KD", "5C", "3D"]
+    assert (first.profile, first.dealer, first.shoe_id) == ("sbo-baccarat", "Ayu", "S1")
+    events = t.ok(CorrectRound, round_id="R1", position=4, card=parse_card("4D"), **fix)
+    again = events[0]
+    assert again.correction == 2
+    assert [str(c) for c in again.replaced_cards] == ["2S", "2H", "KD", "5C", "3D"]
+    assert [str(c) for c in again.cards] == ["2S", "2H", "KD", "5C", "4D"]
+    assert t.refused(CorrectRound, round_id="R1", position=4, card=parse_card("4D"),
+                     **fix) == "correction_changes_nothing"
+    assert t.refused(CorrectRound, round_id="R1", position=5, card=parse_card("4D"),
+                     **fix) == "correction_not_a_round"
+    assert t.refused(CorrectRound, round_id="R1", cards=parse_cards("2S,2H,KD,5C"),
+                     **fix) == "correction_not_a_round"  # Player's 2 draws a third card
+    assert t.refused(CorrectRound, round_id="R1", cards=parse_cards("9S,2H,KD,5C,3D"),
+                     **fix) == "correction_not_a_round"  # a natural takes no third card
+    assert t.refused(CorrectRound, round_id="R1", cards=parse_cards("9S,2H,KD,5C"),
+                     reason_code="late_correction", reason_text="x") == "late_correction_reason"
+    assert t.refused(CorrectRound, role="device", round_id="R1",
+                     cards=parse_cards("9S,2H,KD,5C"), **fix) == "role_not_allowed"
+    assert t.refused(CorrectRound, round_id="nope", cards=parse_cards("9S,2H,KD,5C"),
+                     **fix) == "round_not_found"
+    t.ok(OpenRound, round_id="R2", dealer="Ayu")
+    assert t.refused(CorrectRound, round_id="R2", cards=parse_cards("9S,2H,KD,5C"),
+                     **fix) == "round_not_completed"
+    t.ok(VoidRound, round_id="R2", reason_code="card_dropped", reason_text="floor")
+    assert t.refused(CorrectRound, round_id="R2", cards=parse_cards("9S,2H,KD,5C"),
+                     **fix) == "round_already_voided"
+    t.clock.advance(25 * 3600)  # past the dispute window: a reason code of its own
+    assert t.refused(CorrectRound, round_id="R1", cards=parse_cards("9S,2H,KD,5C"),
+                     **fix) == "late_correction_reason"
+    events = t.ok(CorrectRound, round_id="R1", cards=parse_cards("9S,2H,KD,5C"),
+                  reason_code="late_correction", reason_text="the original was right")
+    assert events[0].correction == 3
+    assert_rebuilds(t)
+
+
+def test_seed004_s5_a_round_older_than_the_table_keeps_is_annulled_not_corrected(monkeypatch):
+    """The table keeps the facts of its last KEEP_COMPLETED completed rounds (bounded); a
+    round older than that is refused, naming annul_rounds."""
+    from croupier.services.dealer_event import state as table_state
+
+    monkeypatch.setattr(table_state, "KEEP_COMPLETED", 1)
+    t = Table()
+    t.shoe("sbo-baccarat")
+    t.round("R1", "9S,2H,KD,5C")
+    t.round("R2", "9S,2H,KD,5C")
+    assert list(t.state.completed) == ["R2"]
+    fix = dict(reason_code="mis_scan", reason_text="video")
+    assert t.refused(CorrectRound, round_id="R1", cards=parse_cards("2S,2H,KD,5C,3D"),
+                     **fix) == "round_too_old_to_correct"
+    assert types(t.ok(CorrectRound, round_id="R2", cards=parse_cards("2S,2H,KD,5C,3D"),
+                      **fix)) == ["round_corrected"]
 
 
 def test_seed000_s4_a_dropped_card_voids_the_hand_and_the_shoe_goes_on():
