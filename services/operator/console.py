@@ -42,6 +42,7 @@ from croupier.services.operator.replay_service import ReplayRequest, parse_time,
 from croupier.services.operator.report_render import (
     CONTENT_TYPES,
     SUIT_SYMBOL,
+    amount_text,
     annul_cell,
     grid,
     profile_text,
@@ -61,7 +62,10 @@ CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline';
 
 _PAGES = Environment(loader=PackageLoader("croupier.services.operator", "templates"),
                      autoescape=True, undefined=StrictUndefined)
-_PAGES.globals.update(money=money, grid=grid, suit_symbol=SUIT_SYMBOL, profile_text=profile_text,
+# cash: an amount in its currency (the console's own pages); money: the replay report's plain
+# minor units, as in the report's file
+_PAGES.globals.update(cash=money, money=amount_text, grid=grid, suit_symbol=SUIT_SYMBOL,
+                      profile_text=profile_text,
                       winner_text=winner_text, annul_cell=annul_cell, prefix=PREFIX,
                       csrf_field=CSRF_FIELD, window_hours=int(COMPLAINT_WINDOW.total_seconds()
                                                               // 3600))

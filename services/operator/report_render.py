@@ -16,8 +16,12 @@ SUIT_SYMBOL = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 CONTENT_TYPES = {"text": "text/plain", "json": "application/json", "html": "text/html"}
 
 
-def _money(amount: int | None) -> str:
+def amount_text(amount: int | None) -> str:
+    """Minor units as they are, grouped (the report's bets carry no currency)."""
     return "-" if amount is None else f"{amount:,}"
+
+
+_money = amount_text
 
 
 def card_text(card: Card | None) -> str:
