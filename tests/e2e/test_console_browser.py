@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
-import sys
 import time
 import uuid
 from datetime import UTC, datetime, timedelta
@@ -26,11 +24,10 @@ from kafka import KafkaProducer
 from croupier.services.demo.stack import ensure_kafka
 from croupier.services.infra.dead_letters import dead_letter, record_of
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.processes import ServiceProcess, service_env
+from croupier.services.infra.processes import ServiceProcess, operator_api_process, service_env
 from croupier.services.operator.console_session import COOKIE
 from tests.browser_screenshot import chromium_binary
-from tests.conftest import free_port
-from tests.e2e.platform_support import ROOT, platform_settings
+from tests.e2e.platform_support import platform_settings
 from tests.floor_builder import Floor
 
 CHROMEDRIVER = shutil.which("chromedriver")
@@ -82,13 +79,8 @@ def console(kafka_bootstrap, tmp_path_factory):
 
     env = service_env(settings)
     wallet = ServiceProcess("wallet", settings.wallet_port, home / "wallet.log", env).start()
-    port = free_port()
-    api_log = open(home / "operator-api.log", "wb")  # noqa: SIM115 - the child writes it
-    api = subprocess.Popen(
-        [sys.executable, "-m", "croupier.services.cli", "operator-api", "--port", str(port)],
-        env={**os.environ, **env, "CROUPIER_CONSOLE_REFRESH_SECONDS": "0.5"}, cwd=ROOT,
-        stdout=api_log, stderr=subprocess.STDOUT)
-    api_log.close()
+    api = operator_api_process(settings, home / "operator-api.log",
+                               {**env, "CROUPIER_CONSOLE_REFRESH_SECONDS": "0.5"}).start()
     options = webdriver.ChromeOptions()
     options.binary_location = chromium_binary()
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
@@ -98,9 +90,8 @@ def console(kafka_bootstrap, tmp_path_factory):
     browser = None
     try:
         wallet.wait_ready(90)
-        url = f"http://127.0.0.1:{port}"
-        wait_for(lambda: httpx.get(f"{url}/health", timeout=1).status_code == 200, 30,
-                 "the operator API")
+        api.wait_ready(30)
+        url = api.base_url
         browser = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
         browser.implicitly_wait(0)
         yield {"url": url, "wallet": wallet.base_url, "browser": browser, "table": table,
@@ -109,8 +100,7 @@ def console(kafka_bootstrap, tmp_path_factory):
     finally:
         if browser is not None:
             browser.quit()
-        api.terminate()
-        api.wait(10)
+        api.stop()
         wallet.stop()
 
 
