@@ -214,7 +214,7 @@ def add_console(app: web.Application, settings: Settings, auth: Authenticator,
                     await response.write(b": still here\n\n")
                 await asyncio.sleep(settings.console_refresh_seconds)
             await response.write(b"event: expired\ndata: log in again\n\n")
-        except (ConnectionResetError, asyncio.CancelledError):
+        except ConnectionResetError:  # the page went away (a cancelled task propagates)
             pass
         return response
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+from datetime import UTC, datetime
 
 from aiohttp.test_utils import TestClient, TestServer
 
 from croupier.services.infra.settings import Settings
+from croupier.services.operator import console
+from croupier.services.operator.complaints import check_window
 from croupier.services.operator.console_session import COOKIE, Sessions
 from croupier.services.operator.http_api import make_app
 
@@ -57,6 +60,11 @@ async def _walk() -> None:
                                        data={"player_id": "p1", "csrf_token": csrf})
         assert incomplete.status == 422
         assert "it must name played at, dealer, table id, round id" in await incomplete.text()
+        # a late complaint: complaints.py refuses it (in run_replay), the page says why
+        late = await client.post("/console/complaint", data={
+            "csrf_token": csrf, "player_id": "p1", "played_at": "2026-11-01T10:00:00Z",
+            "dealer": "Ana", "table_id": "T1", "round_id": "R1"})
+        assert late.status == 422 and "outside the 24-hour evidence window" in await late.text()
         # the API's own routes still want the bearer token, not the cookie
         assert (await client.get("/events")).status == 401
         out = await client.post("/console/logout", data={"csrf_token": csrf},
@@ -65,7 +73,13 @@ async def _walk() -> None:
         assert (await client.get("/console/floor/fragment")).status == 401
 
 
-def test_the_console_is_closed_without_a_session_and_every_post_needs_its_csrf_token():
+def test_the_console_is_closed_without_a_session_and_every_post_needs_its_csrf_token(
+        monkeypatch):
+    def late_round(bootstrap, request):  # what run_replay does with a round 30 days old
+        check_window(request.complaint, datetime(2026, 11, 1, 10, tzinfo=UTC))
+        raise AssertionError("a late complaint must be refused")
+
+    monkeypatch.setattr(console, "run_replay", late_round)
     asyncio.run(_walk())
 
 
