@@ -87,7 +87,7 @@ clean:
 .PHONY: prometheus-tools prometheus-check dashboards
 
 prometheus-tools:
-	deploy/prometheus/install-tools.sh prometheus chromium
+	deploy/prometheus/install-tools.sh prometheus chromium chromedriver
 
 test test-unit test-integration: prometheus-tools
 

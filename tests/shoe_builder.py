@@ -57,3 +57,23 @@ class Table:
         round_id = self.open()
         self.add(RoundCompleted, round_id=round_id, cards=tuple(parse_cards(cards)))
         return round_id
+
+
+def wallet_view(events):
+    """The wallet's view of a table after its events (each authenticated, none refused)."""
+    from croupier.services.wallet.rounds_view import fold_verified
+
+    view = None
+    for event in events:
+        view, refused = fold_verified(view, event, events_key())
+        assert refused is None
+    return view
+
+
+def played(*hands: str, shoe_id: str = "S1") -> Table:
+    """A table (T1) that started shoe `shoe_id` and dealt `hands`, one round each."""
+    table = Table()
+    table.shoe(shoe_id)
+    for cards in hands:
+        table.play(cards)
+    return table

@@ -3,6 +3,8 @@
 #   promtool + prometheus   Debian package `prometheus`  (config/rule checks, rule unit
 #                           tests, the live Prometheus server of the integration test)
 #   chromium                Debian package `chromium`    (headless screenshot of the graph page)
+#   chromedriver            Debian package `chromium-driver` (the console's browser tests
+#                           drive that chromium through selenium; same build, same version)
 # Idempotent: with both present it does nothing (no network). Usage:
 #   deploy/prometheus/install-tools.sh            # prometheus and chromium
 #   deploy/prometheus/install-tools.sh prometheus # only promtool/prometheus
@@ -15,14 +17,15 @@
 # on free loopback ports (tests/prometheus_server.py).
 set -eu
 
-want="${*:-prometheus chromium}"
+want="${*:-prometheus chromium chromedriver}"
 missing=""
 for tool in $want; do
     case "$tool" in
         prometheus) command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 \
                         || missing="$missing prometheus" ;;
         chromium)   command -v chromium >/dev/null 2>&1 || missing="$missing chromium" ;;
-        *) echo "install-tools: unknown tool '$tool' (prometheus, chromium)" >&2; exit 2 ;;
+        chromedriver) command -v chromedriver >/dev/null 2>&1 || missing="$missing chromium-driver" ;;
+        *) echo "install-tools: unknown tool '$tool' (prometheus, chromium, chromedriver)" >&2; exit 2 ;;
     esac
 done
 [ -z "$missing" ] && exit 0
@@ -70,6 +73,10 @@ case "$missing" in *prometheus*)
 esac
 case "$missing" in *chromium*)
     command -v chromium >/dev/null 2>&1 || { echo "install-tools: chromium still missing" >&2; exit 1; }
+    ;;
+esac
+case "$missing" in *chromium-driver*)
+    command -v chromedriver >/dev/null 2>&1 || { echo "install-tools: chromedriver still missing" >&2; exit 1; }
     ;;
 esac
 echo "install-tools: ok"

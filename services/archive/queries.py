@@ -9,8 +9,9 @@ everything up to now. The same files are readable by any Parquet engine (README)
   opening and closing balances.
 - `events`: the significant-event log: voids, annulments, corrections, redeals, table
   closes and reopens, early closes with their reasons, each profile version's first round,
-  reversed settlements, dead letters, refused inputs that were not authentic, large wins,
-  the operator's overrides (`operator.actions`: each late complaint handled anyway);
+  reversed settlements, dead letters and their re-drives, refused inputs that were not
+  authentic, large wins, the operator's overrides (`operator.actions`: each late complaint
+  handled anyway);
   each with who, when, why and where it stands in the log (topic, partition, offset).
 
 Only files that a manifest describes are read (a file a killed archiver left without its
@@ -379,7 +380,18 @@ class ArchiveQueries:
                       json_extract_string(v, '$.offset'), ' ',
                       json_extract_string(v, '$.error_type'), ': ',
                       left(json_extract_string(v, '$.error'), 300))
-        FROM dead_letters WHERE timestamp_ms >= $lo AND timestamp_ms < $hi
+        FROM dead_letters WHERE type = 'dead_letter' AND timestamp_ms >= $lo AND timestamp_ms < $hi
+        UNION ALL
+        SELECT 'dead.letters', topic_partition, "offset", timestamp_ms, type, NULL, NULL,
+               json_extract_string(v, '$.by'),
+               concat(json_extract_string(v, '$.dead_letter_id'), ' re-driven to ',
+                      json_extract_string(v, '$.topic'), '[',
+                      json_extract_string(v, '$.partition'), ']@',
+                      json_extract_string(v, '$.offset'),
+                      CASE WHEN coalesce(json_extract_string(v, '$.reason'), '') <> ''
+                           THEN concat(': ', json_extract_string(v, '$.reason')) ELSE '' END)
+        FROM dead_letters WHERE type = 'dead_letter_redriven'
+             AND timestamp_ms >= $lo AND timestamp_ms < $hi
         UNION ALL
         SELECT 'dealer.rejections', topic_partition, "offset", timestamp_ms,
                concat('input_refused:', json_extract_string(v, '$.reason_code')), table_id,
@@ -408,6 +420,48 @@ class ArchiveQueries:
             found.append(item)
         return found
 
+
+    # ---------------------------------------------------------------- the floor
+    def floor(self, open_rounds: Sequence[str], shoe_rounds: dict[str, Sequence[str]],
+              since: datetime | None = None) -> dict[str, Any]:
+        """For the console's floor: the bets and stake placed on each open round
+        (`open_rounds`, round ids), and each table's shoe so far (`shoe_rounds`: table id ->
+        the shoe's round ids): bets settled, stake, returned and the realised RTP, voided and
+        annulled bets left out as in `realised_rtp`. Amounts per currency, in minor units."""
+        lo = int(since.timestamp() * 1000) if since else None
+        self.need(("bets.placed", "bets.settled"), since_ms=lo)
+        placed = self.rows("""
+            SELECT round_id, json_extract_string(v, '$.currency') AS currency, count(*) AS bets,
+                   sum(CAST(json_extract(v, '$.stake') AS BIGINT)) AS stake
+            FROM bets_placed WHERE type = 'bet_placed' AND list_contains($r, round_id)
+            GROUP BY ALL ORDER BY round_id, currency""", {"r": list(open_rounds)})
+        pairs = [[t, r] for t, rounds in shoe_rounds.items() for r in rounds]
+        settled = self.rows("""
+            WITH s AS (SELECT table_id, json_extract_string(v, '$.bet_id') AS bet_id,
+                              json_extract_string(v, '$.currency') AS currency,
+                              json_extract_string(v, '$.outcome') AS outcome,
+                              CAST(json_extract(v, '$.stake') AS BIGINT) AS stake,
+                              CAST(json_extract(v, '$.returned') AS BIGINT) AS returned
+                       FROM bets_settled WHERE type = 'bet_settled'
+                         AND list_contains($pairs, [table_id, round_id])),
+            reversed AS (SELECT DISTINCT json_extract_string(v, '$.bet_id') AS bet_id
+                         FROM bets_settled WHERE type = 'settlement_reversed')
+            SELECT table_id, currency, count(*) AS bets, sum(stake) AS stake,
+                   sum(returned) AS returned FROM s
+            WHERE outcome <> 'void_refund' AND bet_id NOT IN (SELECT bet_id FROM reversed)
+            GROUP BY ALL ORDER BY table_id, currency""", {"pairs": pairs})
+        rounds: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in placed:
+            rounds[row["round_id"]].append({"currency": row["currency"], "bets": row["bets"],
+                                            "stake": int(row["stake"])})
+        shoes: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        for row in settled:
+            stake, returned = int(row["stake"]), int(row["returned"])
+            shoes[row["table_id"]].append({
+                "currency": row["currency"], "bets": row["bets"], "stake": stake,
+                "returned": returned,
+                "realised_rtp": round(returned / stake, 6) if stake else None})
+        return {"open_rounds": dict(rounds), "shoes": dict(shoes)}
 
     # ---------------------------------------------------------------- realised RTP
     def realised_rtp(self, since: datetime | None = None, until: datetime | None = None

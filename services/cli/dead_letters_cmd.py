@@ -4,28 +4,28 @@
 `show` prints one in full; `redrive` puts a dead letter's original record back on its
 topic, once the cause is fixed (a deployed fix, a corrected profile): the consumer reads
 it again like any other record, and consumers are idempotent, so a record that was in
-fact applied is not applied twice."""
+fact applied is not applied twice. The re-drive is recorded on `dead.letters` (who, where the
+record landed): `croupier events` lists it."""
 
 from __future__ import annotations
 
 import base64
+import getpass
 import json
 
 import typer
-from kafka import KafkaProducer
 from rich.console import Console
 from rich.table import Table
 
 from croupier.services.cli.cli_errors import fail
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.log_reader import LogReadError, read_to_end
+from croupier.services.infra.log_reader import LogReadError
 from croupier.services.infra.settings import get_settings
+from croupier.services.operator import dead_letter_ops
 from croupier.shared.events.dead_letters import DeadLetter
 
 console = Console()
 dead_letters_app = typer.Typer(help="Records a service could not apply: read, re-drive.",
                                no_args_is_help=True)
-TOPIC = "dead.letters"
 
 
 def register(app: typer.Typer) -> None:
@@ -35,14 +35,10 @@ def register(app: typer.Typer) -> None:
 def read_dead_letters(bootstrap: str) -> dict[str, DeadLetter]:
     """Every dead letter still in the log, by id (a record dead-lettered twice, say after a
     crash, is one dead letter)."""
-    letters: dict[str, DeadLetter] = {}
     try:
-        for record in read_to_end(bootstrap, TOPIC):
-            letter = DeadLetter.model_validate_json(record.value)
-            letters[letter.dead_letter_id] = letter
+        return dead_letter_ops.read_dead_letters(bootstrap).letters
     except LogReadError as exc:
         fail(str(exc))
-    return letters
 
 
 @dead_letters_app.command("list")
@@ -76,26 +72,21 @@ def show(dead_letter_id: str = typer.Argument(..., help="As `list` prints it."))
 
 
 @dead_letters_app.command("redrive")
-def redrive(dead_letter_id: str = typer.Argument(..., help="As `list` prints it.")) -> None:
+def redrive(dead_letter_id: str = typer.Argument(..., help="As `list` prints it."),
+            reason: str = typer.Option("", help="Why (the fix deployed): kept with the re-drive.")
+            ) -> None:
     """Put the dead letter's original record (key and value) back on its topic."""
     letter = _one(dead_letter_id)
-    if letter.value_b64 is None:
-        fail(f"{dead_letter_id}: its value was {letter.value_size} bytes, kept only as its "
-             f"digest {letter.value_sha256}; it cannot be re-driven from here")
-    key = None if letter.key_b64 is None else base64.b64decode(letter.key_b64)
-    # the record goes back on the topic its owner writes: only admin may do that
-    producer = KafkaProducer(bootstrap_servers=get_settings().bootstrap_servers, acks="all",
-                             **kafka_python_options(ADMIN))
     try:
-        sent = producer.send(letter.topic, key=key, value=base64.b64decode(letter.value_b64))
-        where = sent.get(timeout=30)
-    finally:
-        producer.close()
-    typer.echo(f"re-drove {dead_letter_id} to {letter.topic}[{where.partition}]@{where.offset}")
+        done = dead_letter_ops.redrive(get_settings().bootstrap_servers, letter,
+                                       by=f"cli:{getpass.getuser()}", reason=reason)
+    except dead_letter_ops.RedriveError as exc:
+        fail(str(exc))
+    typer.echo(f"re-drove {dead_letter_id} to {done.topic}[{done.partition}]@{done.offset}")
 
 
 def _one(dead_letter_id: str) -> DeadLetter:
     letter = read_dead_letters(get_settings().bootstrap_servers).get(dead_letter_id)
     if letter is None:
-        fail(f"no dead letter {dead_letter_id!r} in {TOPIC}")
+        fail(f"no dead letter {dead_letter_id!r} in dead.letters")
     return letter

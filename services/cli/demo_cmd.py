@@ -61,14 +61,21 @@ def demo(
                   f"{', '.join(f'{t} ({p})' for t, p in zip(config.tables, names, strict=True))}")
     bootstrap = ensure_kafka(settings)
     console.print(f"kafka ready at {bootstrap}; topics applied")
-    stack = Stack(settings, workers=workers, archive=True)
-    console.print("starting dealer-event, game-evaluation, bet-settlement, wallet, archiver ...")
+    stack = Stack(settings, workers=workers, archive=True, console=True)
+    console.print("starting dealer-event, game-evaluation, bet-settlement, wallet, archiver, "
+                  "operator API ...")
     with stack:
         for name, proc in stack.processes.items():
             console.print(f"  {name:<16} pid {proc.pid:<7} {proc.base_url}")
         if stack.archiver is not None and stack.archiver.proc is not None:
             console.print(f"  {'archiver':<16} pid {stack.archiver.proc.pid:<7} "
                           f"{settings.archive_location}")
+        if stack.operator_api is not None:
+            console.print(f"  {'operator API':<16} pid {stack.operator_api.pid:<7} "
+                          f"{stack.operator_api.base_url}")
+            console.print(f"[bold]operator console[/]: {stack.console_url} (log in with the "
+                          "operator token, CROUPIER_OPERATOR_TOKEN; the tables are live there "
+                          "while the demo deals)")
         summary = _play_and_summarise(console, settings, config, stack, bootstrap)
     _verify_archive(console, settings)
     console.print("services stopped; Kafka keeps running for replay and rebuild; to stop it:")
@@ -120,6 +127,8 @@ def _play_and_summarise(console, settings, config, stack, bootstrap):
                       events_key=settings.table_events_key_bytes,
                       accept_unsigned=settings.table_events_accept_unsigned)
     urls = {f"{name} metrics": f"{stack.url(name)}/metrics" for name in stack.processes}
+    if stack.console_url:
+        urls["operator console"] = stack.console_url
     urls.update({"wallet API": f"{wallet}/openapi.json",
                  "dealer-event API": f"{stack.url('dealer-event')}/tables/{{table_id}}"})
     summary = summarise(run, platform, mine, urls, rebuild_differences=len(rebuilt.differences))

@@ -12,6 +12,7 @@ from croupier.services.infra.local_broker import BrokerError, admin_ready, broke
 from croupier.services.infra.processes import (
     ArchiverProcess,
     ServiceProcess,
+    operator_api_process,
     service_env,
     worker_name,
 )
@@ -40,7 +41,8 @@ def ensure_kafka(settings: Settings) -> str:
 class Stack:
     """The four services, `workers` processes each (named `wallet`, `wallet/1`, ...);
     `start()` waits until every one answers /health. With `archive`, the archiver too
-    (stopped last, so that it closes its segments on what the services wrote)."""
+    (stopped last, so that it closes its segments on what the services wrote); with
+    `console`, the operator API (its console at /console/), started once the wallet is up."""
 
     settings: Settings
     workers: int = 1
@@ -48,6 +50,8 @@ class Stack:
     processes: dict[str, ServiceProcess] = field(default_factory=dict)
     archive: bool = False
     archiver: ArchiverProcess | None = None
+    console: bool = False
+    operator_api: ServiceProcess | None = None
 
     def start(self, timeout_s: float = 120.0) -> Stack:
         env = service_env(self.settings)
@@ -63,6 +67,10 @@ class Stack:
         try:
             for proc in self.processes.values():
                 proc.wait_ready(timeout_s)
+            if self.console:
+                self.operator_api = operator_api_process(
+                    self.settings, logs / "operator-api.log", env).start()
+                self.operator_api.wait_ready(timeout_s)
         except Exception:
             self.stop()
             raise
@@ -73,7 +81,13 @@ class Stack:
         return self.processes[name].base_url if name in self.processes else \
             f"http://127.0.0.1:{service_port(self.settings, name)}"
 
+    @property
+    def console_url(self) -> str | None:
+        return None if self.operator_api is None else f"{self.operator_api.base_url}/console/"
+
     def stop(self) -> None:
+        if self.operator_api is not None:
+            self.operator_api.stop()
         for proc in reversed(list(self.processes.values())):
             proc.stop()
         if self.archiver is not None:

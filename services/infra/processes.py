@@ -23,7 +23,7 @@ from croupier.services.infra.settings import Settings
 
 # settings every service process must share with the demo driver
 SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers",
-              *(s.port_setting for s in service_table.SERVICES),
+              *(s.port_setting for s in service_table.SERVICES), "operator_api_port",
               "table_signing_secret", "table_events_key",
               "table_events_accept_unsigned", "operator_token", "player_token_secret",
               "player_token_key_id", "player_token_previous_keys", "player_token_ttl_seconds",
@@ -88,6 +88,9 @@ class ServiceProcess:
     env: dict[str, str] = field(default_factory=dict)
     worker: int = 0
     proc: subprocess.Popen | None = None
+    # another command than the service's own (`croupier operator-api`): it then runs with
+    # the launcher's Kafka credentials, as the CLI would
+    command: tuple[str, ...] | None = None
 
     @property
     def label(self) -> str:
@@ -107,7 +110,7 @@ class ServiceProcess:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it
         self.proc = subprocess.Popen(
-            [sys.executable, *service_table.service(self.name).command],
+            [sys.executable, *(self.command or service_table.service(self.name).command)],
             # the service's own Kafka principal (never the launcher's: a test or the demo
             # driver may act as admin or operator, a service only as itself)
             env={**os.environ, **self.env, **self._principal_env(),
@@ -120,6 +123,8 @@ class ServiceProcess:
         return self
 
     def _principal_env(self) -> dict[str, str]:
+        if self.command is not None:
+            return {}
         settings = Settings(**_overrides(self.env))
         return principal_env(self.name, settings)
 
@@ -151,6 +156,14 @@ class ServiceProcess:
         if not self.log_path.exists():
             return "(no log)"
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def operator_api_process(settings: Settings, log_path: Path, env: dict[str, str]
+                         ) -> ServiceProcess:
+    """`croupier operator-api` on the settings' port: the replay reports and the console."""
+    port = settings.operator_api_port
+    return ServiceProcess("operator-api", port, log_path, env, command=(
+        "-m", "croupier.services.cli", "operator-api", "--port", str(port)))
 
 
 @dataclass

@@ -82,7 +82,18 @@ class Settings(BaseSettings):
     game_evaluation_port: int = 8102
     bet_settlement_port: int = 8103
     wallet_port: int = 8104
-    operator_api_port: int = Field(default=8105, description="Replay reports over HTTP.")
+    operator_api_port: int = Field(default=8105, description="Replay reports over HTTP, and "
+                                   "the operator's web console at /console/.")
+    wallet_url: str | None = Field(default=None, description="Where the operator API (its "
+                                   "console) reaches the wallet; default http://127.0.0.1:"
+                                   "<wallet_port>.")
+    console_session_minutes: int = Field(default=480, ge=1, le=7 * 24 * 60, description=(
+        "How long a console login lasts without use."))
+    console_refresh_seconds: float = Field(default=2.0, ge=0.2, le=60, description=(
+        "How often the console's floor is read again and pushed to open pages."))
+    console_secure_cookie: bool = Field(default=False, description=(
+        "Mark the console's session cookie Secure (set it when the console is served over "
+        "HTTPS, as it must be anywhere but this machine's loopback)."))
     web_bind: str = Field(default="127.0.0.1", description="Address the services' HTTP servers "
                           "bind; 0.0.0.0 in containers so Prometheus can scrape them.")
     web_host: str = Field(default="127.0.0.1", description="Address the other workers of a "

@@ -10,6 +10,8 @@ GET /players/{player_id}/rounds?limit=10   the player's game recall (JSON); the 
 GET /players/{player_id}/statement?from=T&to=T[&format=csv|json]
 GET /events[?from=T&to=T&table=ID&large_win=N&format=csv|json]   the significant events
 GET /rtp[?from=T&to=T&format=csv|json]   realised RTP by day, table, profile, dealer, bet
+and the operator's web console under /console/ (`croupier.services.operator.console`): its
+own login and session cookie instead of the bearer token.
 Reading the log is blocking (kafka-python), so each request runs in a worker thread.
 """
 
@@ -26,6 +28,7 @@ from croupier.services.infra.auth import Authenticator, AuthError
 from croupier.services.infra.settings import Settings
 from croupier.services.operator.actions import ActionNotRecorded
 from croupier.services.operator.complaints import ComplaintError
+from croupier.services.operator.console import add_console, is_console
 from croupier.services.operator.replay_service import ReplayRequest, parse_time, run_replay
 from croupier.services.operator.report_render import CONTENT_TYPES, render
 from croupier.services.operator.round_reader import RoundNotFoundError
@@ -44,7 +47,7 @@ def make_app(settings: Settings) -> web.Application:
     async def operator_only(request: web.Request, handler):
         """401 without valid credentials; 403 for a player's (valid) token, except on the
         player's own game recall (`/players/{id}/rounds`), which the player may read."""
-        if request.path == "/health":
+        if request.path == "/health" or is_console(request.path):  # the console: its session
             return await handler(request)
         header = request.headers.get("Authorization")
         try:
@@ -160,4 +163,5 @@ def make_app(settings: Settings) -> web.Application:
     app.router.add_get("/players/{player_id}/statement", statement)
     app.router.add_get("/events", significant_events)
     app.router.add_get("/rtp", realised_rtp)
+    add_console(app, settings, auth, query)
     return app

@@ -16,8 +16,12 @@ SUIT_SYMBOL = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 CONTENT_TYPES = {"text": "text/plain", "json": "application/json", "html": "text/html"}
 
 
-def _money(amount: int | None) -> str:
+def amount_text(amount: int | None) -> str:
+    """Minor units as they are, grouped (the report's bets carry no currency)."""
     return "-" if amount is None else f"{amount:,}"
+
+
+_money = amount_text
 
 
 def card_text(card: Card | None) -> str:
@@ -136,7 +140,7 @@ def annulled(b: BetLine) -> bool:
     return b.reversed is not None or b.expected_reversed is not None or b.refund is not None
 
 
-def _annul_cell(b: BetLine) -> str:
+def annul_cell(b: BetLine) -> str:
     if not annulled(b):
         return "-"
     return (f"reversed {_money(b.reversed)} (engine {_money(b.expected_reversed)}), refunded "
@@ -152,7 +156,7 @@ def to_html(report: ReplayReport, notes: list[str] | None = None) -> str:
     templates/replay_report.html, autoescaped, so no value from the log can inject markup."""
     return _PAGES.get_template("replay_report.html").render(
         report=report, notes=[*report.notes, *(notes or [])], suit_symbol=SUIT_SYMBOL,
-        money=_money, profile_text=profile_text, winner_text=winner_text, annul_cell=_annul_cell,
+        money=_money, profile_text=profile_text, winner_text=winner_text, annul_cell=annul_cell,
         grid=grid)
 
 

@@ -116,6 +116,20 @@ class CurrentRound(_Body):
         "nothing is restricted."))
 
 
+class TableSummary(_Body):
+    table_id: str
+    current_round: str | None = Field(description="The table's newest round (null: none yet).")
+    round_status: str | None = Field(description="open, closed, completed or voided.")
+    profile: str | None
+    shoe_id: str | None = Field(description="The shoe in play, or the last one.")
+    flagged: str | None = Field(description="Why no bet is taken (a table event refused as "
+                                            "forged, altered, unsigned or out of order).")
+
+
+class Tables(_Body):
+    tables: list[TableSummary]
+
+
 class ErrorDetail(_Body):
     code: str = Field(description="Machine-readable: unknown_round, round_closed, "
                                   "bet_not_offered, bad_position, below_minimum, "
@@ -162,6 +176,8 @@ ROUTES: tuple[Route, ...] = (
           "player-or-operator", 200, TransactionsPage, query=("limit", "after")),
     Route("post", "/players/{player_id}/bets", "Place a bet (debits the stake)", "player", 201,
           PlaceBetResponse, PlaceBetRequest),
+    Route("get", "/tables", "Every table the wallet's view holds, with its newest round",
+          "none", 200, Tables),
     Route("get", "/tables/{table_id}/current-round", "The open round and what it offers",
           "none", 200, CurrentRound),
     Route("get", "/tables/{table_id}/roads", "The roads of the current shoe, or of ?shoe= "

@@ -188,6 +188,20 @@ def restrictions(profile: AnyProfile) -> list[dict[str, Any]]:
              "sign": TIGER_SIGN, "source": "seed 002, Tiger Baccarat"}]
 
 
+def tables_body(views: dict[str, TableRounds]) -> dict[str, Any]:
+    """`GET /tables`: every table the view holds, its newest round and shoe, by table id."""
+    tables = []
+    for table_id in sorted(views):
+        view = views[table_id]
+        info = view.rounds.get(view.current_round or "")
+        tables.append({"table_id": table_id, "current_round": view.current_round,
+                       "round_status": info.status if info else None,
+                       "profile": info.profile if info else None,
+                       "shoe_id": view.shoes[-1].shoe_id if view.shoes else None,
+                       "flagged": view.flagged})
+    return {"tables": tables}
+
+
 def roads_body(view: TableRounds | None, table_id: str, wanted: str | None) -> dict[str, Any]:
     """`GET /tables/{id}/roads`: the roads of the current shoe, or of `wanted` (a shoe id, or
     how many shoes back: 0 the current one, 1 the one before). BetRefused names why not."""

@@ -47,6 +47,7 @@ from croupier.services.wallet.rounds_view import (
     current_round_body,
     roads_body,
     round_rules,
+    tables_body,
 )
 
 log = logging.getLogger("croupier.wallet.http")
@@ -324,6 +325,17 @@ class Bets:
         if code in (*money_metrics.DOOR_REASONS, "spot_maximum", "needs_main_bet"):
             money_metrics.refused_at_the_door(code)
         return answer
+
+
+@route("/tables")
+class TablesList:
+    """Every table the worker's view of `table.events` holds (the operator's floor)."""
+
+    @staticmethod
+    async def get(request):
+        if not w.table_views.ready.is_set():
+            raise routing.NoOwner("this worker is still reading table.events")
+        return Answer(200, tables_body(w.table_views.views))
 
 
 @route("/tables/{table_id}/current-round")

@@ -5,12 +5,14 @@ impossible, or any error of the domain code) writes one of these and moves on: w
 record came from (topic, partition, offset, key), what it was (its bytes, or only their
 digest when too large to keep), who gave up on it and why. An operator reads them with
 `croupier dead-letters list` and, once the cause is fixed, puts one back on its topic with
-`croupier dead-letters redrive`.
+`croupier dead-letters redrive` (or the operator's console), and the re-drive is kept here too
+(`DeadLetterRedriven`: who put which dead letter back, where it landed), so the
+significant-event log shows it.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
@@ -42,3 +44,23 @@ class DeadLetter(BaseModel):
     error_type: str = Field(description="The exception's class, e.g. ValidationError.")
     error: str = Field(max_length=2000, description="The error message, cut at 2,000 chars.")
     occurred_at: AwareDatetime
+
+
+class DeadLetterRedriven(BaseModel):
+    """An operator put a dead letter's original record back on its topic."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    schema_version: Literal[1] = 1
+    type: Literal["dead_letter_redriven"] = "dead_letter_redriven"
+    dead_letter_id: str
+    topic: str = Field(description="Where the record came from and went back to.")
+    partition: int = Field(ge=0, description="The partition it was re-driven to.")
+    offset: int = Field(ge=0, description="The offset it was re-driven to.")
+    by: str = Field(min_length=1, description="Who re-drove it (the console's operator, or "
+                                              "`croupier dead-letters redrive`).")
+    reason: str = Field(default="", max_length=2000)
+    occurred_at: AwareDatetime
+
+
+DeadLettersRecord = Annotated[DeadLetter | DeadLetterRedriven, Field(discriminator="type")]

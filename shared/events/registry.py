@@ -13,7 +13,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, TypeAdapter
 
 from croupier.shared.events.bet_events import BetDecision, BetEnding, BetIntake
-from croupier.shared.events.dead_letters import DeadLetter
+from croupier.shared.events.dead_letters import DeadLettersRecord
 from croupier.shared.events.evaluation_log import EvaluationEntry
 from croupier.shared.events.inputs import DealerInput
 from croupier.shared.events.operator_actions import OperatorAction
@@ -38,7 +38,7 @@ TOPIC_TYPES: dict[str, Any] = {
     "evaluation.log": EvaluationEntry,
     "wallet.ledger": LedgerEntry,
     "settlement.log": SettlementEntry,
-    "dead.letters": DeadLetter,
+    "dead.letters": DeadLettersRecord,  # dead letters and their re-drives
     "operator.actions": OperatorAction,  # the operator's uses of what the rules do not do
 }
 

@@ -31,7 +31,8 @@ def platform_settings(bootstrap: str, home: Path, betting_window_s: int = 10) ->
     return Settings(kafka_bootstrap_servers=bootstrap, home=home, instance=instance_for(home),
                     env="development", dealer_event_port=free_port(),
                     game_evaluation_port=free_port(), bet_settlement_port=free_port(),
-                    wallet_port=free_port(), betting_window_seconds=betting_window_s)
+                    wallet_port=free_port(), operator_api_port=free_port(),
+                    betting_window_seconds=betting_window_s)
 
 
 def worker_port(settings: Settings, service: str, worker: int) -> int:

@@ -152,3 +152,18 @@ def test_a_refreshed_connection_sees_new_segments(tmp_path):
         assert [r["round_id"] for r in queries.recall("alice")["rounds"]] == ["R01", "R00"]
     finally:
         queries.close()
+
+
+def test_the_floor_counts_the_open_rounds_bets_and_a_shoes_realised_rtp(archived):
+    queries, rounds = archived
+    # table T2 played R02, R05, R08 and R11 (annulled: its settlements reversed, left out)
+    shoe = [r.round_id for r in rounds if r.table_id == "T2"]
+    found = queries.floor(["R05", "R99"], {"T2": shoe, "T0": []})
+    assert found["open_rounds"] == {"R05": [{"currency": "IDR", "bets": 3,
+                                             "stake": 1_005 + 100 + 500}]}
+    kept = [s for r in rounds[:11] if r.table_id == "T2" for s in r.settlements]
+    (t2,) = found["shoes"]["T2"]
+    assert (t2["bets"], t2["stake"], t2["returned"]) == (
+        len(kept), sum(s.stake for s in kept), sum(s.returned for s in kept))
+    assert t2["realised_rtp"] == round(t2["returned"] / t2["stake"], 6)
+    assert "T0" not in found["shoes"]

@@ -28,7 +28,7 @@ from croupier.shared.shoe_history import (
     shoe_roads,
 )
 from tests.event_keys import events_key
-from tests.shoe_builder import BANKER, PAIRS, PLAYER, T0, TIE, Table
+from tests.shoe_builder import BANKER, PAIRS, PLAYER, T0, TIE, Table, played, wallet_view
 
 
 def folded(events, keep: int = KEEP_SHOES) -> tuple[ShoeHistory, ...]:
@@ -36,15 +36,6 @@ def folded(events, keep: int = KEEP_SHOES) -> tuple[ShoeHistory, ...]:
     for event in events:
         shoes = fold_shoes(shoes, event, keep)
     return shoes
-
-
-def wallet_view(events):
-    """The wallet's view of a table after its events (each authenticated, none refused)."""
-    view = None
-    for event in events:
-        view, refused = fold_verified(view, event, events_key())
-        assert refused is None
-    return view
 
 
 def winners(shoe: ShoeHistory) -> str:
@@ -140,10 +131,7 @@ def test_an_empty_triple_face_shoe_draws_its_own_history():
 
 
 def test_the_wallet_view_folds_the_shoes_of_authentic_events_only():
-    table = Table()
-    table.shoe("S1")
-    table.play(BANKER)
-    table.play(PLAYER)
+    table = played(BANKER, PLAYER)
     view = wallet_view(table.events)
     assert winners(view.shoes[-1]) == "BP"
     forged = seal(RoundCompleted, table_id="T1", seq=len(table.events) + 1,

@@ -1,0 +1,38 @@
+"""The console's pieces that need no server: money in the currency's own unit, the wallet's
+list of tables, and the rounds a shoe's roads hold (the floor's RTP is over those)."""
+
+from __future__ import annotations
+
+import pytest
+
+from croupier.services.operator.console_floor import shoe_round_ids
+from croupier.services.operator.money_text import money
+from croupier.services.wallet.api_models import ROUTES, Tables
+from croupier.services.wallet.rounds_view import roads_body, tables_body
+from croupier.shared.shoe_history import ShoeRoads
+from tests.shoe_builder import BANKER, PLAYER, TIE, played, wallet_view
+
+
+@pytest.mark.parametrize(("amount", "currency", "text"), [
+    (123_450, "IDR", "IDR 1,234.50"), (5, "EUR", "EUR 0.05"), (-12_345, "JPY", "-JPY 12,345"),
+    (7, "BHD", "BHD 0.007"), (10**15 + 1, "USD", "USD 10,000,000,000,000.01"),
+    (None, "IDR", "-"), (250, None, "250 minor units")])
+def test_money_is_shown_in_the_currencys_unit_with_its_minor_units_exactly(amount, currency,
+                                                                           text):
+    assert money(amount, currency) == text
+
+
+def test_the_tables_list_names_each_tables_newest_round_and_shoe():
+    view = wallet_view(played(BANKER, PLAYER).events)
+    body = tables_body({"T1": view})
+    Tables.model_validate(body)
+    assert body == {"tables": [{"table_id": "T1", "current_round": "S1-r2",
+                                "round_status": "completed", "profile": "sbo-baccarat",
+                                "shoe_id": "S1", "flagged": None}]}
+    assert any(r.path == "/tables" and r.response is Tables for r in ROUTES)
+
+
+def test_the_rounds_of_a_shoe_are_those_its_roads_hold():
+    table = played(TIE, BANKER, PLAYER)
+    roads = ShoeRoads.model_validate(roads_body(wallet_view(table.events), "T1", None))
+    assert shoe_round_ids(roads) == ["S1-r1", "S1-r2", "S1-r3"]
