@@ -49,7 +49,7 @@ RECALL_FIRST_WINDOW_MS = 7 * 86_400_000  # recall looks this far back first, the
 ROUND_SLACK_MS = 15 * 60_000  # a round's records lie within this of its first bet's
 DAY_MS = 86_400_000
 LARGE_WIN_DEFAULT = 1_000_000  # minor units won (returned - stake) that make a win "large"
-SIGNIFICANT_TABLE_EVENTS = ("round_voided", "round_annulled", "misdeal_corrected",
+SIGNIFICANT_TABLE_EVENTS = ("round_voided", "round_annulled", "round_corrected", "misdeal_corrected",
                             "round_redealt", "table_closed", "table_reopened")
 SIGNIFICANT_REFUSALS = ("unsigned", "bad_signature", "chain_corrupt", "role_not_allowed")
 

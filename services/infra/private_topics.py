@@ -16,10 +16,14 @@ from croupier.services.infra.settings import Settings
 from croupier.shared.topics import validate_retention
 
 
-def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, ...] = ()
-                          ) -> None:
+def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, ...] = (),
+                          compacted: tuple[str, ...] = ()) -> None:
+    """`extra`: private topics of records kept for the retention; `compacted`: private
+    topics of a value per key (checkpoints), compacted often so a read stays short."""
     retention = str(validate_retention(settings.retention_ms))
     wanted = {name: {"cleanup.policy": "delete", "retention.ms": retention} for name in extra}
+    wanted |= {name: {"cleanup.policy": "compact", "segment.ms": "600000",
+                      "min.cleanable.dirty.ratio": "0.1"} for name in compacted}
     for table in app.tables.values():
         # a table may ask for more (e.g. `compact,delete` and a retention for keys that
         # may expire): `app.Table(..., extra_topic_configs={...})`
@@ -47,9 +51,10 @@ def table_configs(table) -> dict[str, str]:
     return {k: str(v) for k, v in (getattr(table, "extra_topic_configs", None) or {}).items()}
 
 
-def run_worker(app: faust.App, settings: Settings, extra: tuple[str, ...] = ()) -> None:
+def run_worker(app: faust.App, settings: Settings, extra: tuple[str, ...] = (),
+               compacted: tuple[str, ...] = ()) -> None:
     """Every service's `__main__`: no development secret in production, its own topics,
     then the Faust worker."""
     settings.require_production_secrets(app.conf.id)
-    ensure_private_topics(app, settings, extra)
+    ensure_private_topics(app, settings, extra, compacted)
     app.main()

@@ -6,4 +6,5 @@ from croupier.services.wallet import app as wallet
 
 if __name__ == "__main__":
     settings = get_settings()
-    run_worker(wallet.build_app(settings), settings, extra=(wallet.COMMANDS_TOPIC,))
+    app = wallet.build_app(settings)
+    run_worker(app, settings, extra=(wallet.COMMANDS_TOPIC,), compacted=(wallet.FORWARDED_TOPIC,))

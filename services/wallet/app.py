@@ -32,12 +32,14 @@ from __future__ import annotations
 import uuid
 
 import faust
+from faust.types import TP
 from kafka.partitioner.default import murmur2
 
 from croupier.services.infra import metrics, observability
 from croupier.services.infra.auth import Authenticator
-from croupier.services.infra.batching import run_batches
+from croupier.services.infra.batching import publish_all, run_batches
 from croupier.services.infra.clock import SystemClock
+from croupier.services.infra.contiguous import committed_offsets
 from croupier.services.infra.faust_app import make_app
 from croupier.services.infra.kernel import OwnLog, run_own_log
 from croupier.services.infra.replies import Replies
@@ -45,6 +47,12 @@ from croupier.services.infra.settings import Settings, get_settings
 from croupier.services.wallet import handlers, money_metrics
 from croupier.services.wallet.batches import CommandBatches, forward_endings
 from croupier.services.wallet.commands import Envelope
+from croupier.services.wallet.forwarded import (
+    checkpoint_records,
+    forwarded_topic,
+    read_checkpoints,
+    resume_points,
+)
 from croupier.services.wallet.intake_marks import IntakeMarks
 from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WALLET_FOLD
 from croupier.services.wallet.store import Store
@@ -57,6 +65,8 @@ clock = SystemClock()
 settings: Settings
 app: faust.App
 COMMANDS_TOPIC: str  # the private commands topic, `<instance>-wallet-commands`
+FORWARDED_TOPIC: str  # the endings forwarder's checkpoints, `<instance>-wallet-forwarded`
+ENDINGS_TOPICS = ("bets.decisions", "bets.settled")
 commands_topic: faust.TopicT
 endings_topic: faust.TopicT
 own: OwnLog  # the worker's folded partitions of wallet.ledger
@@ -72,7 +82,8 @@ auth: Authenticator
 
 def build_app(service_settings: Settings | None = None) -> faust.App:
     """The worker's Faust app: its own log, topics, agents, task and HTTP routes."""
-    global settings, app, COMMANDS_TOPIC, commands_topic, endings_topic, own, store, replies
+    global settings, app, COMMANDS_TOPIC, FORWARDED_TOPIC, commands_topic, endings_topic
+    global own, store, replies
     global batches, table_views, marks, auth
     settings = service_settings or get_settings()
     # a crashed worker's partitions are reassigned after 10 s instead of Faust's 60 s
@@ -86,8 +97,8 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     COMMANDS_TOPIC = f"{settings.instance}-wallet-commands"
     commands_topic = app.topic(COMMANDS_TOPIC, key_type=bytes, value_type=bytes,
                                internal=True, partitions=settings.topic_partitions)
-    endings_topic = app.topic("bets.decisions", "bets.settled", key_type=bytes,
-                              value_type=bytes)
+    endings_topic = app.topic(*ENDINGS_TOPICS, key_type=bytes, value_type=bytes)
+    FORWARDED_TOPIC = forwarded_topic(settings.instance)
     # the writer's name is unique to this process's life, so no two lives share an entry id
     writer = f"{settings.instance}-wallet-{settings.worker_id}-{uuid.uuid4().hex[:8]}"
     own = OwnLog("wallet", LEDGER_TOPIC, WALLET_FOLD, LedgerEntry.model_validate_json,
@@ -125,13 +136,25 @@ async def accounts_agent(stream):
 
 
 async def bet_endings_agent(stream):
-    """Re-key bet endings by player id onto the commands topic, a batch at a time (the
-    batch's offsets are committed only after every command is acknowledged)."""
-    await run_batches(stream, forward_ending_batch)
+    """Re-key bet endings by player id onto the commands topic, a batch at a time, resuming
+    each input partition where the forwarder's own checkpoints say (`forwarded`)."""
+    await run_batches(stream, forward_ending_batch, baseline=forwarder_baseline)
 
 
 async def forward_ending_batch(events) -> None:
+    """The batch's commands, acknowledged; then its checkpoints (never ahead of them)."""
     await forward_endings(app, COMMANDS_TOPIC, events, clock)
+    await publish_all(app, checkpoint_records(FORWARDED_TOPIC, (
+        (e.message.topic, e.message.partition, e.message.offset) for e in events)))
+
+
+async def forwarder_baseline() -> dict[TP, int]:
+    """Where the endings stream resumes: the forwarder's own checkpoints, the group's
+    commit only for a partition they name nothing of."""
+    own = await read_checkpoints(settings.bootstrap_servers, FORWARDED_TOPIC, "wallet")
+    committed = await committed_offsets(app, "wallet")()
+    return resume_points({tp: o for tp, o in own.items() if tp.topic in ENDINGS_TOPICS},
+                         {tp: o for tp, o in committed.items() if tp.topic in ENDINGS_TOPICS})
 
 
 async def follow_table_events() -> None:
