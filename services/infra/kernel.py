@@ -413,7 +413,14 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
         sent = {p: asyncio.ensure_future(io.send(own.topic, p, [
                     (own.key_of(e), e.model_dump_json().encode()) for e in b.entries]))
                 for p, b in batches.items() if b.entries}
-        offsets = {p: await f for p, f in sent.items()}
+        # every send's outcome is taken (one failing leaves none unretrieved), then the
+        # first failure raised
+        outcomes = await asyncio.gather(*sent.values(), return_exceptions=True)
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise outcome
+        offsets: dict[int, list[int]] = dict(zip(sent, cast(list[list[int]], outcomes),
+                                                 strict=True))
         outputs: list[Record] = list(also)
         committed: dict[int, int] = {}
         answers: list[tuple[_Decision, bool]] = []
