@@ -461,3 +461,17 @@ def test_issue19_a_forged_or_altered_correction_is_named_and_left_out():
                           corrected_results=rec.corrected_results, events_key=events_key())
     assert report.verdict == "DIFFERENCES" and not report.corrections
     assert any(d.where == "table.events seq 10 (round_corrected)" for d in report.differences)
+
+
+def test_issue19_money_windows_around_corrections_that_overlap_are_read_once():
+    from croupier.services.operator.round_reader import _merged
+
+    def ms(t):
+        return int(t.timestamp() * 1000)
+
+    hour = timedelta(hours=1)
+    spans = [(T0 + 3 * hour, ms(T0 + 3 * hour + timedelta(minutes=2))),
+             (T0, ms(T0 + timedelta(minutes=2))),
+             (T0 + timedelta(minutes=1), ms(T0 + timedelta(minutes=3)))]
+    assert _merged(spans) == [(T0, ms(T0 + timedelta(minutes=3))),
+                              (T0 + 3 * hour, ms(T0 + 3 * hour + timedelta(minutes=2)))]
