@@ -24,6 +24,7 @@ from croupier.shared.events.table import (
     CardDealt,
     RoundAnnulled,
     RoundCompleted,
+    RoundCorrected,
     RoundOpened,
     ShoeStarted,
     TableEventBase,
@@ -57,6 +58,8 @@ class RecordedRound:
     decisions: list = field(default_factory=list)
     settlements: list[BetSettled] = field(default_factory=list)
     wallet: list[WalletTransaction] = field(default_factory=list)
+    corrections: list[RoundCorrected] = field(default_factory=list)
+    corrected_results: list[RoundResultPublished] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         version = self.profile_version or pinned(self.profile)[0]
@@ -101,6 +104,53 @@ class RecordedRound:
                 self.wallet.append(self._tx(d.player_id, "payout", s.returned,
                                             settlement_id(d.bet_id), balances[d.player_id]))
 
+    def correct(self, cards: str, supervisor: str = "Sari", after: timedelta | None = None,
+                reason_text: str = "the video shows another card") -> RoundCorrected:
+        """A supervisor corrects the settled round's cards (`after` its last event, default
+        1 s), as the services write it (seed 004 §5): dealer-event's `round_corrected`,
+        game-evaluation's corrected result (its own function), and for each bet whose
+        settlement the new cards change a reversal of the standing settlement and a settlement
+        again, the wallet taking the one back and paying the other."""
+        from croupier.services.game_evaluation.evaluator import corrected_result
+
+        last = self.events[-1].occurred_at
+        if not hasattr(self, "_completed_at"):  # the original result's time stays the round's
+            self._completed_at = last
+        previous = self.corrections[-1] if self.corrections else None
+        replaced = previous.cards if previous else self.result.cards
+        version = self.profile_version or pinned(self.profile)[0]
+        pins = {"profile_version": version, "profile_digest": shipped_digest(self.profile, version)
+                } if self.pin else {}
+        event = self._add(RoundCorrected, round_id=self.round_id, shoe_id="S1",
+                          profile=self.profile, dealer="Ana", cards=tuple(parse_cards(cards)),
+                          replaced_cards=tuple(replaced), correction=len(self.corrections) + 1,
+                          reason_code="mis_scan", reason_text=reason_text,
+                          supervisor=supervisor, at=last + (after or timedelta(seconds=1)),
+                          **pins)
+        self.corrections.append(event)
+        result = corrected_result(event)
+        self.corrected_results.append(result)
+        profile = load_profile(self.profile, version)
+        balances = {tx.player_id: tx.balance_after for tx in self.wallet}
+        standing = {s.bet_id: s for s in self.settlements if isinstance(s, BetSettled)}
+        for bet_id, original in standing.items():
+            s = settle(Bet(bet=original.bet, stake=original.stake), result.result, profile)
+            if (s.outcome, s.returned) == (original.outcome, original.returned):
+                continue
+            facts, reversal = self._reverse(original, event, balances, "mis_scan", reason_text,
+                                            supervisor, result.result_id)
+            again = BetSettled(**facts, settlement_id=settlement_id(bet_id, event.correction),
+                               outcome=s.outcome, returned=s.returned, cause=result.result_id,
+                               settled_at=event.occurred_at)
+            self.settlements += [reversal, again]
+            player = original.player_id
+            if again.returned:
+                balances[player] += again.returned
+                self.wallet.append(self._tx(player, "payout", again.returned,
+                                            again.settlement_id, balances[player],
+                                            event.occurred_at))
+        return event
+
     def annul(self, supervisor: str = "Sari", after: timedelta | None = None,
               refund_key: str = "bet") -> RoundAnnulled:
         """A supervisor annuls the settled round (`after` the round's last event, default 1 s):
@@ -113,29 +163,37 @@ class RecordedRound:
                           at=self.events[-1].occurred_at + after if after else None)
         balances = {tx.player_id: tx.balance_after for tx in self.wallet}
         for original in list(self.settlements):
-            facts = original.model_dump(include={"bet_id", "player_id", "table_id", "round_id",
-                                                 "bet", "position", "stake", "currency"})
-            reversal = SettlementReversed(
-                **facts, reversal_id=reversal_id(original.settlement_id),
-                settlement_id=original.settlement_id, original_outcome=original.outcome,
-                amount=original.returned, reason_code=event.reason_code,
-                reason_text=event.reason_text, supervisor=supervisor,
-                cause=f"annul:{self.table_id}:{self.round_id}", reversed_at=event.occurred_at)
+            facts, reversal = self._reverse(original, event, balances, event.reason_code,
+                                            event.reason_text, supervisor,
+                                            f"annul:{self.table_id}:{self.round_id}")
             refund = BetSettled(**facts, settlement_id=annul_refund_id(original.bet_id),
                                 outcome="void_refund", returned=original.stake,
                                 cause=reversal.cause, settled_at=event.occurred_at)
             self.settlements += [reversal, refund]
             player = original.player_id
-            if reversal.amount:
-                balances[player] -= reversal.amount
-                self.wallet.append(self._tx(player, "payout_reversal", reversal.amount,
-                                            reversal.reversal_id, balances[player],
-                                            event.occurred_at))
             balances[player] += refund.returned
             self.wallet.append(self._tx(player, "bet_refund", refund.returned,
                                         refund.bet_id if refund_key == "bet" else refund.settlement_id,
                                         balances[player], event.occurred_at))
         return event
+
+    def _reverse(self, original: BetSettled, event: TableEventBase, balances: dict[str, int],
+                 reason_code: str, reason_text: str, supervisor: str, cause: str
+                 ) -> tuple[dict, SettlementReversed]:
+        """(the bet's facts, the reversal of `original`), the wallet taking its return back."""
+        facts = original.model_dump(include={"bet_id", "player_id", "table_id", "round_id",
+                                             "bet", "position", "stake", "currency"})
+        reversal = SettlementReversed(
+            **facts, reversal_id=reversal_id(original.settlement_id),
+            settlement_id=original.settlement_id, original_outcome=original.outcome,
+            amount=original.returned, reason_code=reason_code, reason_text=reason_text,
+            supervisor=supervisor, cause=cause, reversed_at=event.occurred_at)
+        if reversal.amount:
+            balances[original.player_id] -= reversal.amount
+            self.wallet.append(self._tx(original.player_id, "payout_reversal", reversal.amount,
+                                        reversal.reversal_id, balances[original.player_id],
+                                        event.occurred_at))
+        return facts, reversal
 
     @property
     def players(self) -> list[str]:
@@ -147,11 +205,14 @@ class RecordedRound:
                for e in self.events]
         done = getattr(self, "_completed_at", None) or self.events[-1].occurred_at
         out.append(("round.results", self.table_id, self.result.model_dump_json().encode(), done))
+        out += [("round.results", self.table_id, r.model_dump_json().encode(), r.occurred_at)
+                for r in self.corrected_results]
         out += [("bets.decisions", self.table_id, d.model_dump_json().encode(), self.t0)
                 for d in self.decisions]
         out += [("bets.settled", self.table_id, s.model_dump_json().encode(),
                  s.reversed_at if s.type == "settlement_reversed" else
-                 s.settled_at if s.settlement_id.startswith("annul-refund:") else done)
+                 s.settled_at if s.settlement_id.startswith("annul-refund:")
+                 or s.cause != self.result.result_id else done)
                 for s in self.settlements]
         out += [("wallet.transactions", tx.player_id, tx.model_dump_json().encode(),
                  tx.occurred_at) for tx in self.wallet]

@@ -37,17 +37,8 @@ from croupier.services.operator.complaints import COMPLAINT_WINDOW, ComplaintErr
 from croupier.services.operator.console_floor import FloorCache, read_floor
 from croupier.services.operator.console_session import COOKIE, CSRF_FIELD, Session, Sessions
 from croupier.services.operator.money_text import money
-from croupier.services.operator.replay import winner_text
 from croupier.services.operator.replay_service import ReplayRequest, parse_time, run_replay
-from croupier.services.operator.report_render import (
-    CONTENT_TYPES,
-    SUIT_SYMBOL,
-    amount_text,
-    annul_cell,
-    grid,
-    profile_text,
-    render,
-)
+from croupier.services.operator.report_render import CONTENT_TYPES, REPORT_HELPERS, render
 from croupier.services.operator.round_reader import RoundNotFoundError
 from croupier.services.operator.wallet_client import Wallet, WalletError
 
@@ -64,11 +55,8 @@ _PAGES = Environment(loader=PackageLoader("croupier.services.operator", "templat
                      autoescape=True, undefined=StrictUndefined)
 # cash: an amount in its currency (the console's own pages); money: the replay report's plain
 # minor units, as in the report's file
-_PAGES.globals.update(cash=money, money=amount_text, grid=grid, suit_symbol=SUIT_SYMBOL,
-                      profile_text=profile_text,
-                      winner_text=winner_text, annul_cell=annul_cell, prefix=PREFIX,
-                      csrf_field=CSRF_FIELD, window_hours=int(COMPLAINT_WINDOW.total_seconds()
-                                                              // 3600))
+_PAGES.globals.update(REPORT_HELPERS, cash=money, prefix=PREFIX, csrf_field=CSRF_FIELD,
+                      window_hours=int(COMPLAINT_WINDOW.total_seconds() // 3600))
 
 
 def _page(template: str, session: Session | None, status: int = 200, **context) -> web.Response:

@@ -87,7 +87,9 @@ def run_replay(bootstrap: str, request: ReplayRequest, archive: ArchiveStore | N
                               records.anchor, records.result, records.decisions,
                               records.settlements, records.wallet,
                               player_id=request.player_id, annulment=records.annulment,
-                              events_key=key, accept_unsigned=unsigned)
+                              events_key=key, accept_unsigned=unsigned,
+                              corrections=records.corrections,
+                              corrected_results=records.corrected_results)
         opened = next((e for e in records.events if isinstance(e, RoundOpened)
                        and e.round_id == request.round_id), None)
         if opened is not None:  # the roads of its shoe up to the round

@@ -6,7 +6,13 @@ import json
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from croupier.services.operator.replay import BetLine, ReplayReport, winner_text
+from croupier.services.operator.replay import (
+    BetLine,
+    CorrectionLine,
+    ReplayReport,
+    SettlementStep,
+    winner_text,
+)
 from croupier.shared.cards import Card
 from croupier.shared.roads import ROWS, BaccaratRoads, Cell
 from croupier.shared.shoe_history import ShoeRoads
@@ -50,7 +56,8 @@ def to_json(report: ReplayReport, extra: dict | None = None) -> str:
 def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
     """The report for a person at a terminal: the round, its cards and hands, its timeline,
     the bets, then the verdict with each difference."""
-    lines = [*_text_heading(report), "", *_text_cards(report), "", "Timeline:"]
+    lines = [*_text_heading(report), "", *_text_cards(report), *_text_corrections(report),
+             "", "Timeline:"]
     lines += [f"  seq {e.seq:>6}  {e.at:%H:%M:%S.%f}"[:-3] + f"  {e.detail}" for e in report.timeline]
     lines += ["", *_text_bets(report)]
     lines += [f"note: {note}" for note in [*report.notes, *(notes or [])]]
@@ -87,6 +94,51 @@ def _text_cards(report: ReplayReport) -> list[str]:
     if report.winner is not None:
         lines.append(f"  result: {winner_text(report.winner)}")
     return lines
+
+
+def cards_text(cards: list[Card]) -> str:
+    return " ".join(card_text(c) for c in cards)
+
+
+def _text_corrections(report: ReplayReport) -> list[str]:
+    """Each correction after the fact (seed 004 §5): who, when, why, the cards it replaced
+    and its cards, its hands and the rule engine's result (and the published one if it
+    differs)."""
+    lines = []
+    for c in report.corrections:
+        lines += ["", correction_heading(c),
+                  f"  replaced: {cards_text(c.replaced_cards)}", f"  cards:    {cards_text(c.cards)}"]
+        lines += [f"  {hand:<8} {cards_text(cards):<14} {c.scores.get(hand, '')}"
+                  for hand, cards in c.hands.items()]
+        published = "" if c.recorded_winner == c.winner else \
+            f"; published: {winner_text(c.recorded_winner)}"
+        lines.append(f"  result: {winner_text(c.winner)} ({c.result_id}{published})")
+    return lines
+
+
+def correction_heading(c: CorrectionLine) -> str:
+    return (f"Correction {c.correction} by {c.supervisor} at {c.at:%Y-%m-%d %H:%M:%S %Z} "
+            f"(seq {c.seq}): {c.reason_code} - {c.reason_text}")
+
+
+def history_text(b: BetLine) -> str:
+    """`settle:b1 win 1,950 -> reversed 1,950 -> settle:b1:c1 lose 0; net -1,000 (rule engine:
+    -1,000)`: a corrected bet's settlements in order, and what the wallet moved in all."""
+    def step(s: SettlementStep) -> str:
+        if s.what == "reversed":
+            engine = "" if s.amount == s.expected_amount else \
+                f" (rule engine: {_money(s.expected_amount)})"
+            return f"reversed {_money(s.amount)}{engine}"
+        engine = "" if (s.outcome, s.amount) == (s.expected_outcome, s.expected_amount) else \
+            f" (rule engine: {s.expected_outcome or '-'} {_money(s.expected_amount)})"
+        return f"{s.record_id} {s.outcome or '-'} {_money(s.amount)}{engine}"
+    return (" -> ".join(step(s) for s in b.history)
+            + f"; net {_money(b.net)} (rule engine: {_money(b.expected_net)})")
+
+
+def corrected(b: BetLine) -> bool:
+    """The bet was settled again after a correction (or should have been)."""
+    return len(b.history) > 1
 
 
 def _text_roads(roads: ShoeRoads | None) -> list[str]:
@@ -131,6 +183,8 @@ def _text_bets(report: ReplayReport) -> list[str]:
             lines.append(f"      annulled: settlement reversed, {_money(b.reversed)} taken back "
                          f"(rule engine: {_money(b.expected_reversed)}); then refunded "
                          f"{_money(b.refund)} (rule engine: {_money(b.expected_refund)})")
+        if corrected(b):
+            lines.append(f"      settlements: {history_text(b)}")
         lines += [f"      wallet: {m}" for m in b.wallet]
     return lines
 
@@ -151,13 +205,19 @@ _PAGES = Environment(loader=PackageLoader("croupier.services.operator", "templat
                      keep_trailing_newline=True, undefined=StrictUndefined)
 
 
+# what the report's templates call (_report_body.html): the report's own page and the
+# console's complaint page render the same body with these
+REPORT_HELPERS = dict(suit_symbol=SUIT_SYMBOL, money=_money, profile_text=profile_text,
+                      winner_text=winner_text, annul_cell=annul_cell, grid=grid,
+                      cards_text=cards_text, correction_heading=correction_heading,
+                      history_text=history_text, corrected=corrected)
+
+
 def to_html(report: ReplayReport, notes: list[str] | None = None) -> str:
     """A self-contained page (inline CSS and SVG cards): the markup is in
     templates/replay_report.html, autoescaped, so no value from the log can inject markup."""
     return _PAGES.get_template("replay_report.html").render(
-        report=report, notes=[*report.notes, *(notes or [])], suit_symbol=SUIT_SYMBOL,
-        money=_money, profile_text=profile_text, winner_text=winner_text, annul_cell=annul_cell,
-        grid=grid)
+        report=report, notes=[*report.notes, *(notes or [])], **REPORT_HELPERS)
 
 
 def render(report: ReplayReport, fmt: str, notes: list[str] | None = None) -> str:

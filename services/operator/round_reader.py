@@ -21,6 +21,16 @@ before the wallet has seen the round open) to `SETTLE_SLACK` after the round's e
 (its `round_completed` or `round_voided`; the result, the settlements and the payouts
 all follow it). Records of other rounds are skipped by a byte search for the round id
 before any parsing, so a busy window costs little more than the round itself.
+
+Corrections after the fact (seed 004 §5) may come hours later: `table.events` is read
+forward from the round's end for its `round_corrected` events (parsing only those, and the
+table's `round_completed` to count), until the table has completed `KEEP_COMPLETED` (500)
+more rounds (dealer-event keeps no more than that to correct: it refuses an older round,
+`round_too_old_to_correct`), or `CORRECTION_HORIZON` (48 h, twice the dispute window) after
+the round's end, or the end of the log. The money topics are then also read around each
+correction (`START_SLACK` before it to `SETTLE_SLACK` after it: the corrected result, the
+reversals, the settlements again and the wallet's movements follow it); windows that
+overlap are read as one.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from kafka.partitioner.default import murmur2
 
 from croupier.services.archive.segment import ArchivedRecord
 from croupier.services.archive.store_ops import read_archived
+from croupier.services.dealer_event.state import KEEP_COMPLETED
 from croupier.services.infra.archive_store import ArchiveStore
 from croupier.services.infra.kafka_security import OPERATOR, kafka_python_options
 from croupier.services.operator.event_reader import PARSERS, Unparsed
@@ -50,6 +61,7 @@ from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.table import (
     RoundAnnulled,
     RoundCompleted,
+    RoundCorrected,
     RoundOpened,
     RoundVoided,
     ShoeStarted,
@@ -61,6 +73,7 @@ LEAD = timedelta(minutes=2)      # read this long before the round's time
 START_SLACK = timedelta(seconds=5)  # money topics: from this long before the round's first event
 SETTLE_SLACK = timedelta(minutes=2)  # and this long after the round ended, for downstream records
 MAX_LOOKBACK = timedelta(hours=26)  # widest search for the round's opening (retention floor + 2 h)
+CORRECTION_HORIZON = timedelta(hours=48)  # widest search past the round for its corrections
 SHOE_LOOKBACK = timedelta(hours=3)  # widest search for the start of the round's shoe (roads)
 POLL_RECORDS = 5000
 SAFE_ID = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789._:-")
@@ -76,10 +89,12 @@ class RoundRecords:
     round_id: str
     anchor: TableEventBase | None = None
     events: list[TableEventBase] = field(default_factory=list)
-    result: RoundResultPublished | None = None
+    result: RoundResultPublished | None = None  # the round's own
+    corrected_results: list[RoundResultPublished] = field(default_factory=list)
     decisions: list[BetAccepted | BetRejected | RoundManifest] = field(default_factory=list)
     settlements: list[BetSettled | SettlementReversed] = field(default_factory=list)
     annulment: RoundAnnulled | None = None  # found past the round's events (annulled_within)
+    corrections: list[RoundCorrected] = field(default_factory=list)  # found past its events
     wallet: list[WalletTransaction] = field(default_factory=list)
     unparsed: list[Unparsed] = field(default_factory=list)
     records_read: int = 0
@@ -251,7 +266,9 @@ class RoundReader:
         read with the round's events (before the next round opens, or 2 minutes past its
         end) is part of them; `annulled_within` looks that much further for one (a second read
         of `table.events`, parsing only this round's `round_annulled`), and the money windows
-        then reach past it."""
+        then reach past it. The round's corrections are looked for past its end in any case
+        (within the bound the module's docstring gives), and the money topics read around each
+        as well."""
         records = RoundRecords(table_id, round_id)
         events, opened = self._events_from_opening(records, at)
         _keep_round_events(records, events, opened)
@@ -259,6 +276,8 @@ class RoundReader:
                 isinstance(e, RoundAnnulled) and e.round_id == round_id for e in records.events):
             records.annulment = self._annulment(table_id, round_id, records.events,
                                                 annulled_within)
+        if any(isinstance(e, RoundCompleted) and e.round_id == round_id for e in records.events):
+            records.corrections = self._corrections(table_id, round_id, records.events)
         self._read_money(records, player_id)
         return records
 
@@ -317,16 +336,49 @@ class RoundReader:
 
     def _read_money(self, records: RoundRecords, player_id: str | None) -> None:
         """The round's result, decisions, settlements and wallet movements: one read of the
-        money topics' windows around the round's events (past its annulment, if any)."""
+        money topics' windows around the round's events (past its annulment, if any), and
+        one around each of its corrections (those that overlap read as one)."""
         table_id, round_id = records.table_id, records.round_id
-        start_at, end_ms = self.money_span(records.events, round_id, records.annulment)
-        windows = self.money_windows(table_id, round_id, end_ms, player_id)
+        spans = [self.money_span(records.events, round_id, records.annulment)]
+        corrections = [e for e in records.events if isinstance(e, RoundCorrected)
+                       and e.round_id == round_id] + records.corrections
+        spans += [(c.occurred_at - START_SLACK,
+                   int((c.occurred_at + SETTLE_SLACK).timestamp() * 1000)) for c in corrections]
+        found: dict[str, list[Any]] = {}
         before = sum(self.records_by_topic.values())
-        found = self.read_windows(windows, start_at)
+        for start_at, end_ms in _merged(spans):
+            windows = self.money_windows(table_id, round_id, end_ms, player_id)
+            for topic, values in self.read_windows(windows, start_at).items():
+                found.setdefault(topic, []).extend(values)
         records.records_read += sum(self.records_by_topic.values()) - before
         for values in found.values():
             records.unparsed += [v for v in values if isinstance(v, Unparsed)]
         _keep_round_money(records, found, player_id)
+
+    def _corrections(self, table_id: str, round_id: str, events: list[TableEventBase]
+                     ) -> list[RoundCorrected]:
+        """The round's RoundCorrected events after the last event read, until the table has
+        completed KEEP_COMPLETED more rounds (no correction of this round can follow: dealer-
+        event no longer keeps it), CORRECTION_HORIZON past it, or the end of the log."""
+        last = events[-1]
+        until_ms = int((last.occurred_at + CORRECTION_HORIZON).timestamp() * 1000)
+        wanted, needle = table_id.encode(), _needle(round_id)
+        later = 0
+
+        def keep(key: bytes | None, value: bytes) -> bool:
+            return key == wanted and (b"round_completed" in value or (
+                b"round_corrected" in value and (needle is None or needle in value)))
+
+        def stop(value: Any, ts: int) -> bool:
+            nonlocal later
+            if isinstance(value, RoundCompleted) and value.round_id != round_id:
+                later += 1
+            return later >= KEEP_COMPLETED or ts > until_ms
+
+        window = Window("table.events", [self._tp("table.events", table_id).partition], stop, keep)
+        found = self.read_windows([window], last.occurred_at)["table.events"]
+        return [e for e in found if isinstance(e, RoundCorrected) and e.round_id == round_id
+                and e.seq > last.seq]
 
     def money_windows(self, table_id: str, round_id: str, end_ms: int,
                       player_id: str | None) -> list[Window]:
@@ -429,13 +481,26 @@ def _keep_round_money(records: RoundRecords, found: dict[str, list[Any]],
     def of_round(value: Any) -> bool:
         return getattr(value, "round_id", None) == round_id
 
-    records.result = next((r for r in found["round.results"] if of_round(r)), None)
+    results = [r for r in found["round.results"] if of_round(r)]
+    records.result = next((r for r in results if r.correction is None), None)
+    records.corrected_results = [r for r in results if r.correction is not None]
     records.decisions = [d for d in found["bets.decisions"] if of_round(d)]
     records.settlements = [s for s in found["bets.settled"] if of_round(s)]
     records.wallet = [tx for tx in found["wallet.transactions"]
                       if isinstance(tx, WalletTransaction) and of_round(tx)
                       and tx.table_id in (records.table_id, None)
                       and (player_id is None or tx.player_id == player_id)]
+
+
+def _merged(spans: list[tuple[datetime, int]]) -> list[tuple[datetime, int]]:
+    """(start, end ms) spans in time order, those that overlap merged: each record is read once."""
+    out: list[tuple[datetime, int]] = []
+    for start, end_ms in sorted(spans):
+        if out and int(start.timestamp() * 1000) <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end_ms))
+        else:
+            out.append((start, end_ms))
+    return out
 
 
 def _take(w: Window, batch: list[Any], last: int, kept: list[Any], read: Counter[str]) -> bool:

@@ -53,26 +53,12 @@ def wait_for(check: Callable[[], bool], what: str, timeout_s: float = 60.0) -> N
     raise AssertionError(f"timed out waiting for {what}")
 
 
-class Platform:
-    def __init__(self, bootstrap: str, home, wallet_port: int, settlement_port: int) -> None:
-        env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CROUPIER_HOME": str(home),
-               "CROUPIER_INSTANCE": instance_for(home),
-               "CROUPIER_WALLET_PORT": str(wallet_port),
-               "CROUPIER_BET_SETTLEMENT_PORT": str(settlement_port)}
-        self.bootstrap = bootstrap
-        self.instance = instance_for(home)
-        self.wallet = ServiceProcess("wallet", wallet_port, home / "wallet.log", env)
-        self.settlement = ServiceProcess("bet-settlement", settlement_port,
-                                         home / "bet-settlement.log", env)
-        self.http = httpx.Client(base_url=self.wallet.base_url, timeout=30)
-        self.producer = KafkaProducer(bootstrap_servers=bootstrap, **kafka_python_options(ADMIN))
-        self.tokens: dict[str, str] = {}
+class WalletPlayers:
+    """Players at the wallet's HTTP door: accounts funded by the operator, their tokens, their
+    bets and balances (`http`: a client of the wallet)."""
 
-    def start(self) -> None:
-        for service in (self.wallet, self.settlement):
-            service.start()
-        for service in (self.wallet, self.settlement):
-            service.wait_ready(90)
+    http: httpx.Client
+    tokens: dict[str, str]
 
     def player(self, name: str, deposit: int, currency: str = "IDR") -> str:
         player_id = f"{name}-{RUN}"
@@ -104,6 +90,28 @@ class Platform:
             r = self.http.get(f"/tables/{table.table_id}/current-round")
             return r.status_code == 200 and r.json()["round_id"] == round_id
         wait_for(is_open, f"round {round_id} open in the wallet's view")
+
+
+class Platform(WalletPlayers):
+    def __init__(self, bootstrap: str, home, wallet_port: int, settlement_port: int) -> None:
+        env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CROUPIER_HOME": str(home),
+               "CROUPIER_INSTANCE": instance_for(home),
+               "CROUPIER_WALLET_PORT": str(wallet_port),
+               "CROUPIER_BET_SETTLEMENT_PORT": str(settlement_port)}
+        self.bootstrap = bootstrap
+        self.instance = instance_for(home)
+        self.wallet = ServiceProcess("wallet", wallet_port, home / "wallet.log", env)
+        self.settlement = ServiceProcess("bet-settlement", settlement_port,
+                                         home / "bet-settlement.log", env)
+        self.http = httpx.Client(base_url=self.wallet.base_url, timeout=30)
+        self.producer = KafkaProducer(bootstrap_servers=bootstrap, **kafka_python_options(ADMIN))
+        self.tokens: dict[str, str] = {}
+
+    def start(self) -> None:
+        for service in (self.wallet, self.settlement):
+            service.start()
+        for service in (self.wallet, self.settlement):
+            service.wait_ready(90)
 
     def wait_applied(self, timeout_s: float = 60.0) -> None:
         """Return once bet-settlement and the wallet have applied every record on the topics

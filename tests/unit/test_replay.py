@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -17,6 +18,7 @@ from croupier.services.operator.complaints import (
 from croupier.services.operator.replay import replay_round
 from croupier.services.operator.report_render import to_html, to_json, to_text
 from croupier.shared.cards import parse_card
+from croupier.shared.events.bet_events import BetSettled, SettlementReversed
 from croupier.shared.events.registry import topic_adapter
 from tests.round_builder import T0, RecordedRound
 
@@ -306,3 +308,170 @@ def test_a_redealt_round_replays_with_the_cards_dealt_after_the_redeal():
     assert report.verdict == "MATCH", report.differences
     assert [str(c) for c in report.cards] == ["AS", "3H", "2D", "3C", "9S"]
     assert any("REDEALT by Sari" in e.detail and "KD QD" in e.detail for e in report.timeline)
+
+
+# --- issue 19 item 1: corrections after the fact (seed 004 §5) ------------------------------
+
+PLAYER_WIN = "9S,3H,KD,3C"  # Player 9 (natural) against Banker 6: the banker win becomes a player's
+
+
+def _corrected(rec: RecordedRound, late: bool = True, **over):
+    """The replay of a corrected round; `late`: its corrections read further on in the log
+    (passed apart from the round's events), else among them."""
+    events = [e for e in rec.events if e.type != "round_corrected"] if late else rec.events
+    return replay_round(rec.table_id, rec.round_id, events, None,
+                        over.get("result", rec.result), rec.decisions,
+                        over.get("settlements", rec.settlements), over.get("wallet", rec.wallet),
+                        corrections=over.get("corrections", rec.corrections if late else ()),
+                        corrected_results=over.get("corrected_results", rec.corrected_results))
+
+
+@pytest.mark.parametrize("late", [True, False])
+def test_issue19_a_corrected_round_replays_to_match_with_both_settlements(late):
+    rec = RecordedRound()
+    rec.correct(PLAYER_WIN, reason_text="the video shows 9S, not AS")
+    report = _corrected(rec, late)
+    assert report.verdict == "MATCH", report.differences
+    assert report.status == "corrected" and report.winner == "banker"  # the original result
+    [c] = report.corrections
+    assert (c.correction, c.reason_code, c.supervisor, c.winner, c.recorded_winner) == (
+        1, "mis_scan", "Sari", "player", "player")
+    assert " ".join(map(str, c.replaced_cards)) == "AS 3H 2D 3C 9S"
+    assert c.result_id == "result:T1:R1:c1" and report.timeline[-1].what == "round_corrected"
+    b1, b2, b3 = report.bets
+    assert [(s.what, s.record_id, s.amount) for s in b1.history] == [
+        ("settled", "settle:b1", 1_950), ("reversed", "reverse:settle:b1", 1_950),
+        ("settled", "settle:b1:c1", 0)]
+    assert [(s.what, s.record_id, s.amount) for s in b2.history] == [
+        ("settled", "settle:b2", 0), ("reversed", "reverse:settle:b2", 0),
+        ("settled", "settle:b2:c1", 1_000)]
+    assert (b1.net, b2.net, b3.net) == (-1_000, 500, -100)
+    assert (b1.expected_net, b2.expected_net, b3.expected_net) == (-1_000, 500, -100)
+    assert b1.wallet[-1] == "payout_reversal 1950 -> balance 98500 (payout_reversal:reverse:settle:b1)"
+    assert b2.wallet[-1] == "payout 1000 -> balance 99500 (payout:settle:b2:c1)"
+    text = to_text(report)
+    assert "Correction 1 by Sari at" in text and "mis_scan - the video shows 9S, not AS" in text
+    assert "result: player" in text and "settle:b1 win 1,950 -> reversed 1,950 -> settle:b1:c1 " \
+        "lose 0; net -1,000" in text
+    data = json.loads(to_json(report))
+    assert data["corrections"][0]["reason_text"] == "the video shows 9S, not AS"
+    assert [s["record_id"] for s in data["bets"][1]["history"]] == [
+        "settle:b2", "reverse:settle:b2", "settle:b2:c1"]
+    page = to_html(report)
+    assert "Correction 1" in page and "the video shows 9S, not AS" in page and "Sari" in page
+    assert "settle:b1:c1" in page and "reverse:settle:b1" in page
+
+
+def test_issue19_a_correction_of_a_correction_replays_to_match():
+    rec = RecordedRound()
+    rec.correct(PLAYER_WIN)
+    rec.correct("AS,3H,2D,3C,9S", supervisor="Budi", reason_text="the first correction was wrong")
+    report = _corrected(rec)
+    assert report.verdict == "MATCH", report.differences
+    assert [(c.correction, c.supervisor, c.winner) for c in report.corrections] == [
+        (1, "Sari", "player"), (2, "Budi", "banker")]
+    b1 = report.bets[0]
+    assert [s.record_id for s in b1.history] == [
+        "settle:b1", "reverse:settle:b1", "settle:b1:c1", "reverse:settle:b1:c1", "settle:b1:c2"]
+    assert [b.net for b in report.bets] == [950, -500, 1_200]  # as the round first settled
+    assert "Correction 2 by Budi" in to_text(report)
+
+
+def test_issue19_a_bet_the_correction_does_not_change_keeps_its_settlement():
+    rec = RecordedRound(bets=(("b1", "alice", "banker", 1_000), ("b9", "carol", "tie", 100)))
+    rec.correct(PLAYER_WIN)  # a tie bet loses to the banker win and to the player win alike
+    report = _corrected(rec)
+    assert report.verdict == "MATCH", report.differences
+    assert [s.record_id for s in report.bets[1].history] == ["settle:b9"]
+    assert report.bets[1].net == -100
+    assert "unchanged" in to_html(report) and "settlements:" not in to_text(report).split(
+        "b9", 1)[1]
+    # a reversal and a settlement again of the bet the correction does not change are named
+    original = next(s for s in rec.settlements if s.settlement_id == "settle:b9")
+    facts = original.model_dump(include={"bet_id", "player_id", "table_id", "round_id", "bet",
+                                         "position", "stake", "currency"})
+    rogue = [SettlementReversed(**facts, reversal_id="reverse:settle:b9",
+                                settlement_id="settle:b9", original_outcome="lose", amount=0,
+                                reason_code="mis_scan", reason_text="x", supervisor="Sari",
+                                cause="result:T1:R1:c1", reversed_at=T0),
+             BetSettled(**facts, settlement_id="settle:b9:c1", outcome="lose", returned=0,
+                        cause="result:T1:R1:c1", settled_at=T0)]
+    where = {d.where: d for d in _corrected(rec, settlements=[*rec.settlements, *rogue]).differences}
+    assert set(where) == {"bets.settled reverse:settle:b9", "bets.settled settle:b9:c1"}
+    assert where["bets.settled settle:b9:c1"].expected == (
+        "nothing: correction 1 does not change the bet (lose 0 either way)")
+
+
+def test_issue19_a_corrected_result_that_is_not_the_rule_engines_is_named():
+    rec = RecordedRound()
+    rec.correct(PLAYER_WIN)
+    wrong = rec.corrected_results[0]
+    wrong = wrong.model_copy(update={"result": wrong.result.model_copy(update={"winner": "banker"})})
+    report = _corrected(rec, corrected_results=[wrong])
+    assert report.verdict == "DIFFERENCES"
+    d = next(d for d in report.differences if d.where == "round.results result:T1:R1:c1: winner")
+    assert (d.expected, d.recorded) == ("player", "banker")
+    missing = _corrected(rec, corrected_results=[])
+    assert any(d.where == "round.results result:T1:R1:c1" and d.recorded ==
+               "no corrected result published" for d in missing.differences)
+
+
+def test_issue19_a_settlement_again_with_a_wrong_amount_and_a_missing_reversal_are_named():
+    rec = RecordedRound()
+    rec.correct(PLAYER_WIN)
+    settlements = [s.model_copy(update={"returned": 900}) if s.type == "bet_settled"
+                   and s.settlement_id == "settle:b2:c1" else s for s in rec.settlements]
+    settlements = [s for s in settlements if not (s.type == "settlement_reversed"
+                                                  and s.bet_id == "b1")]
+    report = _corrected(rec, settlements=settlements)
+    where = {d.where: d for d in report.differences}
+    assert where["bets.settled settle:b2:c1"].expected == "win 1000 (cause result:T1:R1:c1)"
+    assert where["bets.settled settle:b2:c1"].recorded == "win 900 (cause result:T1:R1:c1)"
+    assert where["bets.settled reverse:settle:b1"].recorded == "no reversal"
+    assert where["bets.settled reverse:settle:b1"].expected == (
+        "settle:b1 (win) reversed: 1950 taken back (cause result:T1:R1:c1)")
+    # a reversal that takes back another amount than the settlement it names returned
+    short = [s.model_copy(update={"amount": 1_000}) if s.type == "settlement_reversed"
+             and s.bet_id == "b1" else s for s in rec.settlements]
+    where = {d.where: d for d in _corrected(rec, settlements=short).differences}
+    assert "1000 taken back" in where["bets.settled reverse:settle:b1"].recorded
+
+
+def test_issue19_the_wallet_moving_other_than_the_records_is_named():
+    rec = RecordedRound()
+    rec.correct(PLAYER_WIN)
+    wallet = [tx for tx in rec.wallet if tx.tx_id != "payout_reversal:reverse:settle:b1"]
+    wallet = [tx.model_copy(update={"amount": 999}) if tx.tx_id == "payout:settle:b2:c1" else tx
+              for tx in wallet]
+    report = _corrected(rec, wallet=wallet)
+    where = {d.where: d for d in report.differences}
+    assert where["wallet.transactions payout_reversal:reverse:settle:b1"].recorded == "no transaction"
+    assert where["wallet.transactions payout:settle:b2:c1"].expected == "1000"
+    assert report.bets[1].net == 499 and report.bets[1].expected_net == 500
+
+
+def test_issue19_a_forged_or_altered_correction_is_named_and_left_out():
+    rec = RecordedRound()
+    rec.correct(PLAYER_WIN)
+    from tests.event_keys import events_key
+
+    forged = rec.corrections[0].model_copy(update={"supervisor": "Mallory"})
+    report = replay_round(rec.table_id, rec.round_id, rec.events[:-1], None, rec.result,
+                          rec.decisions, rec.settlements, rec.wallet, corrections=[forged],
+                          corrected_results=rec.corrected_results, events_key=events_key())
+    assert report.verdict == "DIFFERENCES" and not report.corrections
+    assert any(d.where == "table.events seq 10 (round_corrected)" for d in report.differences)
+
+
+def test_issue19_money_windows_around_corrections_that_overlap_are_read_once():
+    from croupier.services.operator.round_reader import _merged
+
+    def ms(t):
+        return int(t.timestamp() * 1000)
+
+    hour = timedelta(hours=1)
+    spans = [(T0 + 3 * hour, ms(T0 + 3 * hour + timedelta(minutes=2))),
+             (T0, ms(T0 + timedelta(minutes=2))),
+             (T0 + timedelta(minutes=1), ms(T0 + timedelta(minutes=3)))]
+    assert _merged(spans) == [(T0, ms(T0 + timedelta(minutes=3))),
+                              (T0 + 3 * hour, ms(T0 + 3 * hour + timedelta(minutes=2)))]
