@@ -13,7 +13,7 @@ pytestmark = pytest.mark.kafka
 
 
 def test_croupier_demo_runs_to_its_summary(platform_kafka, tmp_path):
-    settings = platform_settings(platform_kafka, tmp_path / "home")
+    settings = platform_settings(platform_kafka, tmp_path / "home", betting_window_s=3)
     out = tmp_path / "summary.json"
     done = croupier(settings, "demo", "--rounds", "2", "--players", "10", "--betting-pause",
                     "1.5", "--summary-json", str(out), columns=80)
