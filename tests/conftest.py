@@ -7,6 +7,7 @@ import hashlib
 import os
 import socket
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -50,8 +51,51 @@ def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         broker.stop()
 
 
+class BrokerPool:
+    """Fresh brokers, one per module, each started while the module before it runs: a
+    broker takes about 5 s to start and 0.6 s to stop, paid once per module that runs the
+    services, so the next one is warmed in the background and the last one stopped there
+    too. Never reused: each module still gets a broker no other module wrote to."""
+
+    def __init__(self, tmp_path_factory: pytest.TempPathFactory) -> None:
+        self.tmp = tmp_path_factory
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="broker-pool")
+        self.spare: Future[LocalBroker] | None = None
+
+    def _started(self, data_dir: Path) -> LocalBroker:
+        broker = LocalBroker(data_dir=data_dir, cache_dir=Settings().cache_dir,
+                             port=free_port(), controller_port=free_port())
+        broker.start()
+        return broker
+
+    def _warm(self) -> Future[LocalBroker]:
+        return self.pool.submit(self._started, self.tmp.mktemp("platform-kafka"))
+
+    def take(self) -> LocalBroker:
+        current = self.spare or self._warm()
+        self.spare = self._warm()
+        return current.result()
+
+    def give_back(self, broker: LocalBroker) -> None:
+        self.pool.submit(broker.stop)
+
+    def close(self) -> None:
+        if self.spare is not None:
+            self.spare.result().stop()
+        self.pool.shutdown(wait=True)
+
+
+@pytest.fixture(scope="session")
+def broker_pool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerPool]:
+    pool = BrokerPool(tmp_path_factory)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
 @pytest.fixture(scope="module")
-def platform_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def platform_kafka(request: pytest.FixtureRequest) -> Iterator[str]:
     """A broker of the module's own for tests that run the services: a platform owns its
     topics, so two platforms' services must never read each other's records. With
     KAFKA_BOOTSTRAP_SERVERS set, that cluster is used (give each run a fresh one)."""
@@ -59,14 +103,12 @@ def platform_kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if external:
         yield external
         return
-    broker = LocalBroker(data_dir=tmp_path_factory.mktemp("platform-kafka"),
-                         cache_dir=Settings().cache_dir, port=free_port(),
-                         controller_port=free_port())
-    broker.start()
+    pool: BrokerPool = request.getfixturevalue("broker_pool")
+    broker = pool.take()
     try:
         yield broker.bootstrap
     finally:
-        broker.stop()
+        pool.give_back(broker)
 
 
 @pytest.fixture(scope="session")
