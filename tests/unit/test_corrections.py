@@ -156,3 +156,43 @@ def test_the_wallet_moves_exactly_what_the_records_say_once_whatever_is_delivere
                                   NOW)
     commands = [ending_command(r.model_dump_json().encode()) for r in by_bet(out)["b1"]]
     assert [type(c).__name__ for c in commands] == ["ReverseSettlement", "EndBet"]
+
+
+def test_an_annulment_after_a_correction_takes_back_the_settlement_standing_then_refunds():
+    """The round, corrected, is then annulled (seeds 000 §1, 004 §1): each bet's standing
+    settlement (the correction's where it changed the bet, the original where not) is
+    reversed, then the stake refunded; the wallet ends every bet at its stake, once."""
+    from croupier.shared.events.table import RoundAnnulled
+
+    book, first_out = settled_round()
+    book, fix_out = round_book.on_result(
+        book, corrected_result(correction(1, CORRECTED, ORIGINAL)), NOW)
+    standing = {b: rs[-1] for b, rs in (by_bet(first_out) | by_bet(fix_out)).items()}
+    annul = event(RoundAnnulled, 40, reason_code="other", reason_text="video review",
+                  supervisor="sup-2")
+    _, out = round_book.on_table_event(book, annul, NOW)
+    records = by_bet(out)
+    assert set(records) == {"b1", "b2", "b3"}
+    for bet_id, (reversal, refund) in records.items():
+        assert isinstance(reversal, SettlementReversed) and isinstance(refund, BetSettled)
+        assert reversal.settlement_id == standing[bet_id].settlement_id
+        assert reversal.amount == standing[bet_id].returned
+        assert (refund.outcome, refund.returned) == ("void_refund", 2000)
+    assert records["b1"][0].settlement_id == "settle:b1:c1"  # the correction's, not the first
+    assert records["b3"][0].settlement_id == "settle:b3"  # unchanged by the correction
+
+    # the wallet, fed every record in log order, ends each bet at exactly its stake back
+    led = Ledger()
+    led.run(handlers.create_account, CreateAccount(player_id="p1", currency="IDR"))
+    led.run(handlers.operator_movement, Deposit(player_id="p1", request_id="d1", amount=10_000))
+    for bet_id in ("b1", "b2", "b3"):
+        led.run(handlers.place_bet, bet(bet_id=bet_id, stake=2000))
+    assert led.account.balance == 4000
+    for _, _, record in [*first_out, *fix_out, *out]:
+        if isinstance(record, BetSettled | SettlementReversed):
+            command = ending_command(record.model_dump_json().encode())
+            fn = handlers.end_bet if isinstance(command, EndBet) else handlers.reverse_settlement
+            assert led.run(fn, command).breach is None
+    assert led.account.balance == 10_000
+    assert {b: led.bets[b].status for b in ("b1", "b2", "b3")} == dict.fromkeys(
+        ("b1", "b2", "b3"), "voided")
