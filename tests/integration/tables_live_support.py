@@ -11,9 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from kafka import KafkaConsumer, TopicPartition
+from kafka.errors import KafkaError
+from kafka.structs import OffsetAndMetadata
 
 from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD
 from croupier.services.infra import topic_admin
+from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.log_reader import read_to_end
 from croupier.services.infra.own_log import PartitionState, fold_entry
 from croupier.services.infra.processes import ServiceProcess
@@ -193,3 +197,22 @@ class HandDriver:
         report = self.send(self.make.make(command_type, **fields))
         assert report["status"] == "refused", report
         return report["reason_code"]
+
+
+def commit_past(bootstrap: str, group: str, tp: TopicPartition, offset: int,
+                 timeout_s: float = 30.0) -> None:
+    """Commit `offset` for the (now empty) group, as a faulty commit would have."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                                 enable_auto_commit=False, **kafka_python_options(ADMIN))
+        try:
+            consumer.commit({tp: OffsetAndMetadata(offset, "", -1)})
+            assert consumer.committed(tp) == offset
+            return
+        except KafkaError:  # the stopped member may not have left the group yet
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(1)
+        finally:
+            consumer.close()

@@ -13,15 +13,14 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.errors import KafkaError
-from kafka.structs import OffsetAndMetadata
+from kafka import KafkaProducer, TopicPartition
 
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound
 from tests.conftest import instance_for
 from tests.integration.tables_live_support import (
     HandDriver,
+    commit_past,
     rejections,
     running_services,
     table_events,
@@ -40,25 +39,6 @@ def services(platform_kafka, home):
     with running_services(platform_kafka, home, ["dealer-event"],
                           CROUPIER_BETTING_WINDOW_SECONDS="30") as procs:
         yield procs
-
-
-def _commit_past(bootstrap: str, group: str, tp: TopicPartition, offset: int,
-                 timeout_s: float = 30.0) -> None:
-    """Commit `offset` for the (now empty) group, as a faulty commit would have."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                                 enable_auto_commit=False, **kafka_python_options(ADMIN))
-        try:
-            consumer.commit({tp: OffsetAndMetadata(offset, "", -1)})
-            assert consumer.committed(tp) == offset
-            return
-        except KafkaError:  # the stopped member may not have left the group yet
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(1)
-        finally:
-            consumer.close()
 
 
 def _decided(bootstrap: str, table_id: str, input_id: str) -> bool:
@@ -83,7 +63,7 @@ def test_an_input_the_group_committed_past_is_still_decided_after_restart(
                          value=skipped.model_dump_json().encode()).get(timeout=30)
     producer.close()
     tp = TopicPartition("dealer.inputs", meta.partition)
-    _commit_past(platform_kafka, f"{instance_for(home)}-dealer-event", tp, meta.offset + 1)
+    commit_past(platform_kafka, f"{instance_for(home)}-dealer-event", tp, meta.offset + 1)
 
     dealer.start()
     dealer.wait_ready(90)

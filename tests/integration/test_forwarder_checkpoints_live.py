@@ -22,8 +22,7 @@ from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.log_reader import read_to_end
 from croupier.shared.events.bet_events import BetSettled
 from tests.conftest import instance_for
-from tests.integration.tables_live_support import running_services
-from tests.integration.test_dealer_checkpoints_live import _commit_past
+from tests.integration.tables_live_support import commit_past, running_services
 
 pytestmark = pytest.mark.kafka
 PARTITION = 0
@@ -82,7 +81,7 @@ def test_an_ending_the_group_committed_past_is_still_forwarded_after_restart(
 
     # an ending the stopped wallet never read, and the group's commit moved past it
     skipped = send(platform_kafka, ending(run, 2))
-    _commit_past(platform_kafka, f"{instance_for(home)}-wallet",
+    commit_past(platform_kafka, f"{instance_for(home)}-wallet",
                  TopicPartition("bets.settled", PARTITION), skipped + 1)
 
     wallet.start()
