@@ -34,7 +34,7 @@ from croupier.services.bet_settlement.settlement_fold import (
 )
 from croupier.services.infra import metrics
 from croupier.services.infra.clock import Clock
-from croupier.services.infra.dead_letters import flag_table, give_up_on
+from croupier.services.infra.dead_letters import flag_table, give_up_on, note_void
 from croupier.services.infra.kernel import Decided
 from croupier.services.infra.own_log import Overlay
 from croupier.shared.events.bet_events import BET_INTAKE, IntakeMark
@@ -60,6 +60,7 @@ class Reply:
     fresh: list[decision_metrics.Fresh] = field(default_factory=list)
     conflicts: list[tuple[RoundHeader, list[str]]] = field(default_factory=list)
     refused: tuple[TableEventRefused, str] | None = None  # and the table it flagged
+    void: tuple[str, str] | None = None  # a lost race skipped: its table, why
 
 
 class _Refused(Exception):
@@ -112,6 +113,8 @@ class SettlementRecords:
                       header.round_id, header.table_id, len(conflicts), conflicts[0])
         if reply.refused is not None:
             flag_table(SERVICE, *reply.refused)
+        if reply.void is not None:
+            note_void(SERVICE, *reply.void)
 
     def change_of(self, look: Lookups, topic: str, raw: bytes, reply: Reply, now: datetime,
                   published_at: datetime | None = None) -> Change:
@@ -141,7 +144,8 @@ class SettlementRecords:
             return _with_pending(change, look)
         event = parse_table_event(raw)
         change = Change(event.table_id)
-        self._verify(change, look, event)
+        if not self._verify(change, look, event, reply):
+            return change
         round_id = getattr(event, "round_id", None)
         if round_id is None:
             return change
@@ -156,17 +160,28 @@ class SettlementRecords:
               lambda h, b: round_book.apply_table_event(h, b, event, now))
         return _with_pending(change, look)
 
-    def _verify(self, change: Change, look: Lookups, event: TableEventBase) -> None:
-        """Check the event's HMAC and its place in the chain; a refused event flags its
-        table. An authentic event already seen is applied again (intake is idempotent)."""
+    def _verify(self, change: Change, look: Lookups, event: TableEventBase, reply: Reply
+                ) -> bool:
+        """Check the event's HMAC and its place in the chain: True to apply it; a refused
+        event flags its table. An authentic event already seen is skipped: the watch and
+        the rounds it moved are in the same entries, so it was applied when it was new
+        (and one at or below the head with another hash may be a lost race, never
+        applied). A void event (a lost race, docs/decisions/dealer-fencing.md) is skipped
+        and counted, never flagged."""
         watch = look.watch(event.table_id)
         try:
-            after, _ = advance(watch, event, self.table_key, self.accept_unsigned)
+            after, verdict = advance(watch, event, self.table_key, self.accept_unsigned)
         except TableFlagged as flagged:
             change.watch = watch_of(event.table_id, flagged.watch)
             raise _Refused(change, flagged.refused) from None
+        if verdict == "void":
+            reply.void = (event.table_id, f"seq {event.seq} ({event.type}) does not continue "
+                                          f"seq {watch.head.seq if watch.head else '-'}")
+        if verdict != "apply":
+            return False
         if after != watch:
             change.watch = watch_of(event.table_id, after)
+        return True
 
 
 def _known(header: RoundHeader | None) -> RoundHeader:

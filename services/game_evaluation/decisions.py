@@ -26,6 +26,7 @@ from croupier.services.infra.dead_letters import (
     flag_table,
     give_up_on,
     note_dead_letter,
+    note_void,
     record_of,
 )
 from croupier.services.infra.kernel import Decided
@@ -73,7 +74,8 @@ class Evaluations:
         letter = None if seen.flagged is None else dead_letter(
             SERVICE, message.topic, message.partition, message.offset, message.key,
             message.value, seen.flagged.refused, now)
-        reply = Reply(seen, letter) if seen.changed or seen.problems or letter else None
+        reply = Reply(seen, letter) if seen.changed or seen.problems or letter or seen.void \
+            else None
         if not seen.changed:  # nothing to write: a dead letter goes out as it is
             return Decided(also=[] if letter is None else [record_of(letter)], reply=reply)
         source = InputRef(topic=message.topic, partition=message.partition,
@@ -93,6 +95,8 @@ class Evaluations:
             note_dead_letter(reply.dead_letter)
         if seen.flagged is not None:
             flag_table(SERVICE, seen.flagged.refused, seen.after.table_id)
+        if seen.void is not None:
+            note_void(SERVICE, seen.after.table_id, seen.void)
         for problem in seen.problems:
             metrics.EVALUATION_PROBLEMS.inc()
             log.error("EVALUATION PROBLEM: %s", problem)

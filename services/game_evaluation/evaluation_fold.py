@@ -75,6 +75,7 @@ class Step:
     after: EvaluationState
     result: RoundResultPublished | None = None
     problems: tuple[str, ...] = ()
+    void: str | None = None  # skipped as a lost race: why
     flagged: TableFlagged | None = field(default=None, compare=False)
 
     @property
@@ -96,4 +97,5 @@ def step(kv: Mapping[str, Any], event: TableEventBase, key: bytes,
         seen: Observation = observe_verified(before, event, key, accept_unsigned)
     except TableFlagged as flagged:  # refused: its table flagged, nothing else moves
         return Step(before=before, after=flagged.view, flagged=flagged)
-    return Step(before=before, after=seen.view, result=seen.result, problems=seen.problems)
+    return Step(before=before, after=seen.view, result=seen.result, problems=seen.problems,
+                void=seen.void)

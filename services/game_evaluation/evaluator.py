@@ -38,6 +38,7 @@ class Observation(BaseModel):
     view: EvaluationState
     result: RoundResultPublished | None = None
     problems: tuple[str, ...] = ()
+    void: str | None = None  # skipped as a lost race (event_auth.VOID): why
 
 
 class TableFlagged(Exception):
@@ -51,9 +52,11 @@ class TableFlagged(Exception):
 def observe_verified(view: EvaluationState, event: TableEventBase, key: bytes,
                      accept_unsigned: bool = False) -> Observation:
     """`observe`, for an event that is dealer-event's (its HMAC verifies) and continues the
-    chain; otherwise raise TableFlagged. A flagged table is still followed (authenticity
-    alone is checked, the chain re-anchors on each authentic event) so the evaluator sees
-    the supervisor reopen it, but no result is published for it until then."""
+    chain; skip it (`void`) when it is authentic but does not continue the chain (a lost
+    race, docs/decisions/dealer-fencing.md); otherwise raise TableFlagged. A flagged table
+    is still followed (authenticity alone is checked, the chain re-anchors on each
+    authentic event) so the evaluator sees the supervisor reopen it, but no result is
+    published for it until then."""
     head = ChainHead(view.last_seq, view.last_hash) if view.last_seq else None
     try:
         verdict = verify_next(event, head, key, accept_unsigned=accept_unsigned,
@@ -63,6 +66,9 @@ def observe_verified(view: EvaluationState, event: TableEventBase, key: bytes,
                            refused) from refused
     if verdict == "seen":
         return Observation(view=view)
+    if verdict == "void":  # a lost race: skipped, counted, never flagged
+        return Observation(view=view, void=f"seq {event.seq} ({event.type}) does not "
+                                           f"continue seq {view.last_seq}")
     if head is None:  # the first event seen of this table: its anchor
         view = view.model_copy(update={"last_seq": event.seq - 1, "last_hash": event.prev_hash})
     if view.flagged is not None:  # follow without checking the order, result held back

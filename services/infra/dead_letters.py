@@ -15,6 +15,7 @@ import faust
 from croupier.services.infra import metrics
 from croupier.services.infra.batching import Record, processing
 from croupier.shared.events.dead_letters import KEEP_VALUE_BYTES, DeadLetter, dead_letter_id
+from croupier.shared.events.event_auth import VOID
 
 log = logging.getLogger("croupier.dead_letters")
 TOPIC = "dead.letters"
@@ -84,6 +85,14 @@ def apply_each(service: str, events: Iterable[faust.EventT],
             except Exception as error:  # noqa: BLE001 - the record, not the service, failed
                 records.append(give_up_on(service, event, error, now()))
     return records
+
+
+def note_void(service: str, table_id: str, why: str) -> None:
+    """Log and count a table event skipped as a lost race (`event_auth.VOID`): authentic,
+    but not on its table's chain (`why`: which event, against which head); nothing is
+    flagged."""
+    metrics.TABLE_EVENTS_VOID.labels(service, table_id).inc()
+    log.warning("%s: %s skipped an event of table %s: %s", VOID, service, table_id, why)
 
 
 def flag_table(service: str, refused: BaseException, table_id: str) -> None:

@@ -32,6 +32,13 @@ TABLE_EVENTS_REFUSED = Counter(
     "Table events a consumer refused (forged, altered, unsigned or out of order): each is "
     "dead-lettered and its table flagged, never settled on.", ["service", "table"])
 
+TABLE_EVENTS_VOID = Counter(
+    "croupier_table_events_void_total",
+    "Authentic table events a consumer skipped as void: a lost race (a dealer-event worker "
+    "that had lost the table sealed a seq another one sealed first, or chained on such an "
+    "event). Never applied, never flagged (docs/decisions/dealer-fencing.md).",
+    ["service", "table"])
+
 # game-evaluation
 RESULTS = Counter("croupier_round_results_total", "Round results published.", ["table", "game"])
 EVALUATION_PROBLEMS = Counter("croupier_evaluation_problems_total",

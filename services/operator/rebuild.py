@@ -20,8 +20,8 @@ from croupier.services.infra.own_log import PartitionState, fold_entry
 from croupier.services.operator.audit import AuditReport, Books, audit
 from croupier.services.operator.event_reader import Unparsed, read_books, read_topic
 from croupier.services.wallet.ledger_fold import WALLET_FOLD, accounts
-from croupier.shared.events.chain import verify_chain
-from croupier.shared.events.event_auth import auth_problem
+from croupier.shared.events.chain import follow_chain
+from croupier.shared.events.event_auth import VOID, auth_problem
 from croupier.shared.events.ids import id_problem
 from croupier.shared.events.table import (
     CardDealt,
@@ -44,6 +44,8 @@ class RebuildReport(BaseModel):
     audit: AuditReport
     live_players: int
     differences: list[str]
+    # lost races (a zombie's events): authentic, off the chain, ignored by every reader
+    void_events: list[str] = []
 
     @property
     def clean(self) -> bool:
@@ -51,10 +53,12 @@ class RebuildReport(BaseModel):
 
 
 def _rounds_from_table_events(events_by_table: dict[str, list[TableEventBase]], books: Books,
-                              events_key: bytes | None = None, accept_unsigned: bool = False
-                              ) -> tuple[int, list[str]]:
+                              events_key: bytes | None = None, accept_unsigned: bool = False,
+                              void: list[str] | None = None) -> tuple[int, list[str]]:
     """Verify each table's chain and recompute each completed round's result from its cards;
-    a settlement reversal needs its round's annulment on the table's log."""
+    a settlement reversal needs its round's annulment on the table's log. With
+    `events_key`, an authentic event off the chain is a lost race (a zombie's): named in
+    `void`, left out like every reader leaves it out, not a difference."""
     differences: list[str] = []
     recomputed = 0
     annulled = {(e.table_id, e.round_id) for events in events_by_table.values() for e in events
@@ -73,7 +77,12 @@ def _rounds_from_table_events(events_by_table: dict[str, list[TableEventBase]], 
                     differences.append(f"table {table_id}: seq {event.seq} ({event.type}) "
                                        f"is not dealer-event's: {problem}")
             events = authentic
-        differences += [f"table {table_id}: {b}" for b in verify_chain(events)]
+        followed = follow_chain(events, authenticated=events_key is not None)
+        differences += [f"table {table_id}: {b}" for b in followed.breaks]
+        if void is not None:
+            void += [f"table {table_id}: seq {e.seq} ({e.type}) {e.hash[:12]}…: {VOID} (written "
+                     "by a worker that had lost the table; ignored)" for e in followed.void]
+        events = followed.valid
         opened: dict[str, RoundOpened] = {}
         cards: dict[str, list] = defaultdict(list)
         voided: set[str] = set()
@@ -168,8 +177,9 @@ def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int |
     differences += ledger_problems
     differences += [f"unreadable record {u.topic}[{u.partition}]@{u.offset}: {u.error[:120]}"
                     for u in unparsed]
+    void: list[str] = []
     recomputed, round_diffs = _rounds_from_table_events(events_by_table, books, events_key,
-                                                        accept_unsigned)
+                                                        accept_unsigned, void)
     differences += round_diffs
     report = audit(books)
     for check in report.invariants:
@@ -195,4 +205,4 @@ def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int |
                     if player not in report.balances and balance != 0]
     return RebuildReport(tables=len(events_by_table), table_events=table_events,
                          rounds_recomputed=recomputed, audit=report, live_players=len(live),
-                         differences=differences)
+                         differences=differences, void_events=void)

@@ -28,8 +28,8 @@ from croupier.shared.events.bet_events import (
     reversal_id,
     settlement_id,
 )
-from croupier.shared.events.chain import verify_chain
-from croupier.shared.events.event_auth import auth_problem
+from croupier.shared.events.chain import follow_chain, verify_chain
+from croupier.shared.events.event_auth import VOID, auth_problem
 from croupier.shared.events.results import RoundResultPublished, result_id
 from croupier.shared.events.table import (
     BettingClosed,
@@ -234,6 +234,7 @@ def replay_round(
     late: list[TableEventBase] = [*corrections, *([annulment] if annulment else [])]
     if events_key is not None:
         events, late = _authenticated(events, late, events_key, accept_unsigned, diffs)
+        events = _valid(events, anchor, notes)
     story = _round_story(events, round_id, late)
     breaks = _chain_breaks(events, anchor, story, late, notes)
     _check_opened(story, round_id, diffs)
@@ -259,12 +260,17 @@ def replay_roads(table_id: str, shoe_id: str, round_id: str,
     `events_key`, an event whose HMAC does not verify takes no part (and is named)."""
     notes: list[str] = []
     shoes: tuple[ShoeHistory, ...] = ()
+    authentic = []
     for event in events:
         problem = auth_problem(event, events_key, accept_unsigned) if events_key else None
         if problem is not None:
             notes.append(f"roads: table.events seq {event.seq} ({event.type}) left out: "
                          f"{problem}")
             continue
+        authentic.append(event)
+    if events_key is not None:
+        authentic = _valid(authentic, None, notes)
+    for event in authentic:
         shoes = fold_shoes(shoes, event)
         if isinstance(event, RoundCompleted | RoundVoided) and event.round_id == round_id:
             break
@@ -332,6 +338,19 @@ def _authenticated(events: Sequence[TableEventBase], late: Sequence[TableEventBa
     signed: an event anyone else could have written must not decide the round."""
     return (_authentic(events, key, accept_unsigned, diffs),
             _authentic(late, key, accept_unsigned, diffs))
+
+
+def _valid(events: Sequence[TableEventBase], anchor: TableEventBase | None,
+           notes: list[str]) -> list[TableEventBase]:
+    """The authentic events on the chain from the anchor on; each one off it is a lost race
+    (a worker that had lost the table wrote it): named in the notes and, as every reader
+    does, left out of the replay. Not a difference: nothing was tampered with."""
+    followed = follow_chain(events, prev_hash=anchor.hash if anchor else None,
+                            prev_seq=anchor.seq if anchor else None, authenticated=True)
+    notes += [f"table.events seq {e.seq} ({e.type}) {e.hash[:12]}…: {VOID}: written by a "
+              "worker that had lost the table (a zombie) and ignored by every reader"
+              for e in followed.void]
+    return followed.valid
 
 
 def _chain_breaks(events: Sequence[TableEventBase], anchor: TableEventBase | None,

@@ -19,6 +19,7 @@ from croupier.shared.events.event_auth import (
     TableEventRefused,
     TableFlagged,
     TableWatch,
+    Verdict,
     advance,
 )
 from croupier.shared.events.ids import id_problem
@@ -100,16 +101,28 @@ def fold_verified(view: TableRounds | None, event: TableEventBase, key: bytes,
     """The view after `event` once its HMAC and its place in the chain are checked, and
     the refusal when it was refused (the view is then flagged and folds nothing of it).
     The first event seen of a table (the view starts an hour back) is its anchor."""
+    after, refused, _ = fold_checked(view, event, key, accept_unsigned)
+    return after, refused
+
+
+def fold_checked(view: TableRounds | None, event: TableEventBase, key: bytes,
+                 accept_unsigned: bool = False
+                 ) -> tuple[TableRounds, TableEventRefused | None, Verdict | None]:
+    """`fold_verified`, and the verdict (None: refused): "apply" folded it; "seen" (a
+    redelivery) and "void" (a lost race, docs/decisions/dealer-fencing.md) left the view
+    as it was."""
     view = view or TableRounds(table_id=event.table_id)
     head = ChainHead(view.last_seq, view.last_hash) if view.last_hash is not None else None
     try:
         after, verdict = advance(TableWatch(head, view.flagged), event, key, accept_unsigned)
     except TableFlagged as flagged:
-        return view.model_copy(update={"flagged": flagged.watch.flagged}), flagged.refused
-    if verdict == "seen":
-        return view, None
+        return (view.model_copy(update={"flagged": flagged.watch.flagged}), flagged.refused,
+                None)
+    if verdict != "apply":
+        return view, None, verdict
     folded = fold(view.model_copy(update={"last_seq": event.seq - 1}), event)
-    return folded.model_copy(update={"last_hash": event.hash, "flagged": after.flagged}), None
+    return (folded.model_copy(update={"last_hash": event.hash, "flagged": after.flagged}),
+            None, verdict)
 
 
 class BetRefused(Exception):

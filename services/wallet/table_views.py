@@ -12,9 +12,9 @@ from aiokafka import AIOKafkaConsumer, TopicPartition
 
 from croupier.services.infra import metrics
 from croupier.services.infra.clock import Clock
-from croupier.services.infra.dead_letters import flag_table
+from croupier.services.infra.dead_letters import flag_table, note_void
 from croupier.services.infra.kafka_security import aiokafka_options
-from croupier.services.wallet.rounds_view import TableRounds, fold_verified
+from croupier.services.wallet.rounds_view import TableRounds, fold_checked
 from croupier.shared.events.table import BettingClosed, parse_table_event
 
 log = logging.getLogger("croupier.wallet")
@@ -45,7 +45,8 @@ class TableViews:
         try:
             event = parse_table_event(raw)
             before = self.views.get(event.table_id)
-            after, refused = fold_verified(before, event, self.events_key, self.accept_unsigned)
+            after, refused, verdict = fold_checked(before, event, self.events_key,
+                                                   self.accept_unsigned)
             self.views[event.table_id] = after
         except Exception as error:  # noqa: BLE001 - a hostile record must not stop the view
             metrics.MALFORMED.labels("wallet", "table_event").inc()
@@ -55,8 +56,11 @@ class TableViews:
         if refused is not None:  # game-evaluation and bet-settlement dead-letter it
             flag_table("wallet", refused, event.table_id)
             return
-        if isinstance(event, BettingClosed) and self.ready.is_set() \
-                and (before is None or event.seq > before.last_seq):
+        if verdict == "void":  # a lost race: nothing of it is folded, nothing flagged
+            note_void("wallet", event.table_id, f"seq {event.seq} ({event.type}) does not "
+                      f"continue seq {before.last_seq if before else '-'}")
+            return
+        if isinstance(event, BettingClosed) and self.ready.is_set() and verdict == "apply":
             self.closed(event.table_id, event.round_id)
 
     def closed(self, table_id: str, round_id: str) -> None:

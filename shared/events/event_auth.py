@@ -11,6 +11,15 @@ view; replay and rebuild for the operator) asks `verify_next` before it acts on 
    (`CROUPIER_TABLE_EVENTS_ACCEPT_UNSIGNED`; docs/decisions/table-event-auth.md).
 2. **in order**: its seq is the last one's + 1 and its prev_hash the last one's hash. An
    authentic event at or below the last seq is a redelivery: skipped, never refused.
+3. **void, not refused**: a signed, authentic event that does not continue the chain is
+   a **lost race** (`"void"`): two dealer-event workers sealed the same seq on the same
+   head (a zombie that lost its partitions and has not noticed yet), the log's first one
+   won, and everything chained on the loser is void. Every reader skips it and counts it,
+   never flags. Its writer sees it lost (`services/dealer_event/landing.py`) and never
+   answers it. An unsigned event (accepted only with `accept_unsigned`) proves nothing
+   about its writer, so a non-chaining one stays a break (refused), as before
+   (docs/decisions/dealer-fencing.md). `lost_race` is the one rule; `verify_next` and
+   `chain.follow_chain` use it.
 
 A consumer that has never seen the table (no head) takes the first authentic event as
 its anchor: authenticity, not position, is what an attacker cannot fake.
@@ -64,21 +73,53 @@ def chain_problem(event: TableEventBase, head: ChainHead | None) -> str | None:
     return None
 
 
-Verdict = Literal["apply", "seen"]
+Verdict = Literal["apply", "seen", "void"]
+
+VOID = "void: lost race"  # what a reader logs and counts for a void event
+
+
+def lost_race(event: TableEventBase, head: ChainHead | None, authenticated: bool) -> bool:
+    """The one rule: `event`, already found authentic (`authenticated`: its HMAC verified;
+    False for an unsigned event taken under `accept_unsigned`, which proves no writer), is
+    void because it does not continue `head`: it was sealed by a writer that lost the
+    race for its seq (or chained on such an event). A reader with no head anchors on it
+    instead; an event at the head's seq with the head's hash is a redelivery, not void."""
+    if not authenticated or event.auth is None or head is None:
+        return False
+    if event.seq == head.seq:
+        return event.hash != head.hash
+    return event.seq > head.seq and chain_problem(event, head) is not None
+
+
+def void_in_log(event: TableEventBase, head: ChainHead | None, authenticated: bool) -> bool:
+    """`lost_race` for a fold over a partition read in order from the table's start (a
+    rebuild, a replay, the operator's chain check): there, an authentic signed event below
+    the head's seq is not a redelivery the reader cannot place but a second record of a
+    seq already valid, so it takes no part either (a lost race, or a record written
+    twice: its first copy already counted)."""
+    if lost_race(event, head, authenticated):
+        return True
+    return (authenticated and event.auth is not None and head is not None
+            and event.seq < head.seq)
 
 
 def verify_next(event: TableEventBase, head: ChainHead | None, key: bytes, *,
                 accept_unsigned: bool = False, check_order: bool = True) -> Verdict:
     """"apply" (authentic and next in the chain), "seen" (authentic, at or below the last
-    seq: a redelivery), or raise TableEventRefused naming the problem. `check_order=False`
-    (a flagged table, followed only to see the operator reopen it) checks authenticity
-    alone."""
+    seq: a redelivery), "void" (authentic, signed, not continuing the chain: a lost race,
+    skipped and counted, never refused), or raise TableEventRefused naming the problem
+    (forged, altered, unsigned when not accepted, or an unsigned event out of order).
+    `check_order=False` (a flagged table, followed only to see the operator reopen it)
+    checks authenticity alone."""
     problem = auth_problem(event, key, accept_unsigned)
-    if problem is None and head is not None and event.seq <= head.seq:
-        return "seen"
-    if problem is None and check_order:
-        problem = chain_problem(event, head)
     if problem is not None:
+        raise TableEventRefused(event.table_id, event.seq, problem)
+    if lost_race(event, head, authenticated=True) and (
+            check_order or (head is not None and event.seq <= head.seq)):
+        return "void"
+    if head is not None and event.seq <= head.seq:
+        return "seen"
+    if check_order and (problem := chain_problem(event, head)) is not None:
         raise TableEventRefused(event.table_id, event.seq, problem)
     return "apply"
 
@@ -114,7 +155,8 @@ class TableFlagged(Exception):
 def advance(watch: TableWatch, event: TableEventBase, key: bytes,
             accept_unsigned: bool = False) -> tuple[TableWatch, Verdict]:
     """The table's watch after `event` and whether to act on it ("apply") or skip it as
-    a redelivery ("seen"); raise TableFlagged when it is refused. A flagged table is still
+    a redelivery ("seen") or a lost race ("void": the watch does not move); raise
+    TableFlagged when it is refused. A flagged table is still
     followed (authenticity alone is checked, the chain re-anchors on each authentic
     event) so the consumer sees the supervisor reopen it: an authentic `table_reopened`
     clears the flag."""
@@ -124,7 +166,7 @@ def advance(watch: TableWatch, event: TableEventBase, key: bytes,
     except TableEventRefused as refused:
         raise TableFlagged(TableWatch(watch.head, watch.flagged or str(refused)),
                            refused) from refused
-    if verdict == "seen":
-        return watch, "seen"
+    if verdict != "apply":
+        return watch, verdict
     flagged = None if event.type == "table_reopened" else watch.flagged
     return TableWatch(ChainHead(event.seq, event.hash), flagged), "apply"

@@ -139,12 +139,22 @@ def test_the_chain_must_continue_seq_and_prev_hash():
     gap = nxt.model_copy(update={"seq": nxt.seq + 1})
     gap = gap.model_copy(update={"hash": gap.computed_hash()})
     gap = gap.model_copy(update={"auth": event_auth(KEY, gap.hash)})
-    with pytest.raises(TableEventRefused, match="out of order"):
-        verify_next(gap, head, KEY)
+    # signed and authentic but off the chain: a lost race (void), skipped, never refused
+    assert verify_next(gap, head, KEY) == "void"
     fork = seal(CardDealt, table_id="T1", seq=nxt.seq, prev_hash="1" * 64, occurred_at=T0,
                 key=KEY, round_id="R1", card=parse_card(REAL), shoe_position=3, round_position=3)
+    assert verify_next(fork, head, KEY) == "void"
+    rival_head = seal(CardDealt, table_id="T1", seq=head.seq, prev_hash="2" * 64,
+                      occurred_at=T0, key=KEY, round_id="R1", card=parse_card(REAL),
+                      shoe_position=2, round_position=2)
+    assert verify_next(rival_head, head, KEY) == "void", "same seq as the head, other hash"
+    # unsigned (legacy, accepted): nothing proves its writer, so off the chain is a break
+    unsigned_gap = gap.model_copy(update={"auth": None})
+    with pytest.raises(TableEventRefused, match="out of order"):
+        verify_next(unsigned_gap, head, KEY, accept_unsigned=True)
+    unsigned_fork = fork.model_copy(update={"auth": None})
     with pytest.raises(TableEventRefused, match="prev_hash"):
-        verify_next(fork, head, KEY)
+        verify_next(unsigned_fork, head, KEY, accept_unsigned=True)
     # an authentic event already seen is a redelivery, never a refusal
     assert verify_next(chain.events[2], head, KEY) == "seen"
     # a forged one is refused even at an old seq
@@ -216,11 +226,17 @@ def test_game_evaluation_refuses_a_forged_card_and_flags_the_table():
     assert any("flagged" in p for p in seen.problems)
 
 
-def test_game_evaluation_refuses_an_out_of_order_or_altered_event():
+def test_game_evaluation_skips_an_authentic_out_of_order_event_and_refuses_an_altered_one():
     chain = opened_round()
     view, _ = _evaluate(chain.events[:4])
-    with pytest.raises(EvaluationFlagged, match="out of order"):
-        observe_verified(view, chain.events[5], KEY)  # seq 5 missing
+    seen = observe_verified(view, chain.events[5], KEY)  # seq 5 missing: off the chain
+    assert seen.void and seen.view == view and seen.result is None, "void: nothing moves"
+    unsigned = opened_round(Chain(key=None))
+    unsigned_view = EvaluationState(table_id="T1")
+    for event in unsigned.events[:4]:
+        unsigned_view = observe_verified(unsigned_view, event, KEY, accept_unsigned=True).view
+    with pytest.raises(EvaluationFlagged, match="out of order"):  # unsigned: a break
+        observe_verified(unsigned_view, unsigned.events[5], KEY, accept_unsigned=True)
     altered = chain.events[4].model_copy(update={"card": parse_card("AS")})
     with pytest.raises(EvaluationFlagged, match="altered"):
         observe_verified(view, altered, KEY)
@@ -272,12 +288,13 @@ def test_bet_settlement_refuses_a_forged_event_flags_the_table_and_settles_nothi
     assert not [t for t, _, _ in worker.broker.published if t == "bets.settled"]
 
 
-def test_bet_settlement_refuses_an_out_of_order_event(worker):
+def test_bet_settlement_skips_an_authentic_out_of_order_event_without_flagging(worker):
     chain = opened_round()
     for event in chain.events[:3]:
         assert _send(worker, "table.events", event) == []
-    (letter,) = _send(worker, "table.events", chain.events[4])
-    assert "out of order" in letter.error
+    assert _send(worker, "table.events", chain.events[4]) == [], "void: no dead letter"
+    watch = Lookups(worker.kv()).watch("T1")
+    assert watch.flagged is None and watch.head.seq == 3
     # an authentic redelivery is applied again (idempotent), never refused
     assert _send(worker, "table.events", chain.events[1]) == []
 
@@ -345,12 +362,17 @@ def test_the_wallet_doors_refusal_binds_a_new_bet_only():
 
 
 def test_the_wallet_view_anchors_on_the_first_event_it_reads():
-    """The view starts an hour back in the log: mid-chain is fine, a gap after it is not."""
+    """The view starts an hour back in the log: mid-chain is fine; a signed gap after it
+    is void (a lost race), an unsigned one a break."""
     chain = opened_round()
     view, refused = fold_verified(None, chain.events[3], KEY)
     assert refused is None and view.last_seq == 4
-    view, refused = fold_verified(view, chain.events[5], KEY)
-    assert refused is not None and "out of order" in str(refused)
+    after, refused = fold_verified(view, chain.events[5], KEY)
+    assert refused is None and after == view, "a signed gap is void: skipped, not flagged"
+    unsigned = opened_round(Chain(key=None))
+    view, _ = fold_verified(None, unsigned.events[3], KEY, accept_unsigned=True)
+    view, refused = fold_verified(view, unsigned.events[5], KEY, accept_unsigned=True)
+    assert refused is not None and "out of order" in str(refused), "unsigned: a break"
 
 
 # --- dealer-event, replay, rebuild ------------------------------------------------------------
