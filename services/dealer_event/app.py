@@ -22,11 +22,12 @@ from faust.types import TP
 from croupier.services.dealer_event.rebuild import Rebuilt, rebuild
 from croupier.services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
 from croupier.services.infra import observability
-from croupier.services.infra.batching import publish_all, run_batches, until_applied
+from croupier.services.infra.batching import publish_placed, run_batches, until_applied
 from croupier.services.infra.clock import SystemClock
 from croupier.services.infra.contiguous import CommittedOffsets, committed_offsets
 from croupier.services.infra.dead_letters import give_up_on
 from croupier.services.infra.faust_app import make_app, topic
+from croupier.services.infra.log_reader import read_range
 from croupier.services.infra.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
@@ -53,8 +54,10 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     inputs_topic = topic(app, INPUTS)
     observability.install(app, "dealer-event", settings)
     init_metrics()
-    runtime = DealerRuntime(machine_config(settings), clock, partial(publish_all, app),
-                            _rebuild, owned_partitions, joined=False)
+    runtime = DealerRuntime(machine_config(settings), clock, partial(publish_placed, app),
+                            _rebuild, owned_partitions, joined=False,
+                            read_events=_read_events,
+                            accept_unsigned=settings.table_events_accept_unsigned)
     app.on_partitions_revoked.connect(drop_tables_on_revoke)  # type: ignore[arg-type]  # faust types handlers (sender, *args)
     app.on_partitions_assigned.connect(rebuild_on_assign)  # type: ignore[arg-type]  # faust types handlers (sender, *args)
     app.agent(inputs_topic, concurrency=1)(dealer_inputs)
@@ -78,6 +81,13 @@ async def _rebuild(partitions) -> Rebuilt:
         rebuild, settings.bootstrap_servers, partitions,
         events_key=settings.table_events_key_bytes,
         accept_unsigned=settings.table_events_accept_unsigned)
+
+
+async def _read_events(partition: int, start: int, stop: int) -> list[tuple[int, bytes]]:
+    """Records of table.events (the writer's check that its batch landed as chained)."""
+    records = await asyncio.to_thread(read_range, settings.bootstrap_servers, "table.events",
+                                      partition, start, stop, principal="dealer-event")
+    return [(r.offset, r.value) for r in records]
 
 
 async def drop_tables_on_revoke(sender, revoked, **kwargs) -> None:

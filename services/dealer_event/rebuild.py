@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from croupier.services.dealer_event.refusals import NOT_A_DECISION
 from croupier.services.dealer_event.state import TableState, fold_into
 from croupier.services.infra.log_reader import read_to_end
-from croupier.shared.events.event_auth import auth_problem
+from croupier.shared.events.event_auth import VOID, ChainHead, auth_problem, void_in_log
 from croupier.shared.events.rejections import InputRefused
 from croupier.shared.events.sources import InputPosition
 from croupier.shared.events.table import parse_table_event
@@ -76,6 +76,8 @@ class Rebuilt:
 
     tables: dict[str, TableState]
     inputs: Checkpoints = field(default_factory=dict)
+    # per partition of table.events, the offset the fold ended at: the next record's
+    events_end: dict[int, int] = field(default_factory=dict)
 
 
 def _note(inputs: Checkpoints | None, ref: InputPosition | None) -> None:
@@ -90,8 +92,11 @@ def fold_events(states: dict[str, TableState], records, events_key: bytes | None
     play (its inputs are refused `chain_corrupt` until an operator has looked); the other
     tables play on. With `events_key`, an event that is not dealer-event's own (a forged
     or altered record, with no valid HMAC) is skipped and logged: it was never part of
-    the chain, and the genuine events around it continue the chain as written. Each
-    authentic event's input is noted in `inputs` (a forgery moves no checkpoint)."""
+    the chain, and the genuine events around it continue the chain as written; a signed
+    authentic event that does not continue the chain is void (a lost race: another
+    worker sealed that seq first, docs/decisions/dealer-fencing.md): skipped, the table
+    plays on. Each valid event's input is noted in `inputs` (a forgery or a void event
+    moves no checkpoint)."""
     for key, raw in records:
         try:
             event = parse_table_event(raw)
@@ -103,8 +108,14 @@ def fold_events(states: dict[str, TableState], records, events_key: bytes | None
             log.error("FORGED TABLE EVENT: table %s seq %s skipped by the rebuild: %s",
                       event.table_id, event.seq, problem)
             continue
-        _note(inputs, event.input_ref)
         state = states.setdefault(event.table_id, TableState(event.table_id))
+        if not state.corrupt and void_in_log(event, ChainHead(state.seq, state.head_hash),
+                                             authenticated=events_key is not None):
+            log.warning("%s: table %s seq %s (%s) does not continue seq %s; skipped by the "
+                        "rebuild, its input not counted as decided", VOID, event.table_id,
+                        event.seq, event.type, state.seq)
+            continue
+        _note(inputs, event.input_ref)
         if state.corrupt:
             continue
         if event.seq <= state.seq:
@@ -172,8 +183,9 @@ def rebuild(bootstrap: str, partitions: Iterable[int] | None = None,
     wanted = None if partitions is None else sorted(set(partitions))
     states: dict[str, TableState] = {}
     inputs: Checkpoints = {}
+    ends: dict[int, int] = {}
     fold_events(states, ((r.key, r.value) for r in read_to_end(
-        bootstrap, "table.events", partitions=wanted, principal=principal)),
+        bootstrap, "table.events", partitions=wanted, principal=principal, ends_out=ends)),
                 events_key, accept_unsigned, inputs)
     fold_rejections(states, (r.value for r in read_to_end(bootstrap, "dealer.rejections",
                                                           partitions=wanted,
@@ -183,4 +195,4 @@ def rebuild(bootstrap: str, partitions: Iterable[int] | None = None,
     log.info("rebuilt %d table(s) of partition(s) %s from the log; dealer.inputs resumes at "
              "%s", len(states), "all" if wanted is None else wanted,
              {p: c.resume_at() for p, c in sorted(inputs.items())})
-    return Rebuilt(states, inputs)
+    return Rebuilt(states, inputs, ends)

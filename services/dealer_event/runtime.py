@@ -29,6 +29,7 @@ from datetime import timedelta
 
 from croupier.services.dealer_event.admission import AdmissionPolicy
 from croupier.services.dealer_event.input_parsing import Parsed, make_rejection, parse_raw
+from croupier.services.dealer_event.landing import Refold, landed_clean, refold
 from croupier.services.dealer_event.rebuild import Checkpoints, InputCheckpoint, Rebuilt
 from croupier.services.dealer_event.refusals import InputRefusal
 from croupier.services.dealer_event.state import TableState
@@ -39,6 +40,7 @@ from croupier.services.infra.clock import Clock
 from croupier.services.infra.replies import Replies
 from croupier.services.infra.settings import Settings
 from croupier.services.infra.table_keys import table_key
+from croupier.shared.events.event_auth import VOID, ChainHead
 from croupier.shared.events.sources import InputPosition
 from croupier.shared.events.table import (
     TABLE_EVENT_TYPES,
@@ -53,7 +55,11 @@ from croupier.shared.profile import ProfileError, load_profile
 
 log = logging.getLogger(__name__)
 
-PublishAll = Callable[[list[Record]], Awaitable[None]]  # sends all, awaits every ack
+# sends all, awaits every ack; where each landed: (partition, offset) (None: not known,
+# and nothing is checked: a test double, or no fence wanted)
+PublishAll = Callable[[list[Record]], Awaitable[Sequence[tuple[int, int]] | None]]
+# a partition of table.events, offsets [start, stop): (offset, value) of each record
+ReadEvents = Callable[[int, int, int], Awaitable[list[tuple[int, bytes]]]]
 # the states of the tables in these partitions (None: every partition), and the checkpoints
 Rebuild = Callable[[frozenset[int] | None], Awaitable[Rebuilt]]
 # the partitions of dealer.inputs this worker consumes now (None: all, a single process)
@@ -64,6 +70,9 @@ Item = tuple[bytes, int | None] | tuple[bytes, int | None, int | None]
 GiveUp = Callable[[int, BaseException], Record]  # an item's dead letter
 
 MOVED = "moved"  # a waiter's table went to another worker before its input was decided
+# a waiter's input was decided on a table another writer wrote first (a lost race): its
+# events are void, its decision is not answered; the HTTP door says 503, resend it
+LOST_RACE = "lost_race"
 
 
 def machine_config(settings: Settings) -> MachineConfig:
@@ -91,14 +100,21 @@ class _Plan:
     records: list[Record] = field(default_factory=list)
     events: list[tuple[TableEventBase, TableState]] = field(default_factory=list)
     reports: list[tuple[str, dict]] = field(default_factory=list)  # waiter key, report
+    report_events: list[list[str]] = field(default_factory=list)  # each report's event hashes
     refused: list[tuple[str, Parsed, InputRefusal]] = field(default_factory=list)  # metric label
     accepted: list[str] = field(default_factory=list)  # table ids, one per accepted input
 
 
 class DealerRuntime:
     def __init__(self, config: MachineConfig, clock: Clock, publish_all: PublishAll,
-                 rebuild: Rebuild, owned: Owned, *, joined: bool = True) -> None:
+                 rebuild: Rebuild, owned: Owned, *, joined: bool = True,
+                 read_events: ReadEvents | None = None, accept_unsigned: bool = False
+                 ) -> None:
         self.config = config
+        self._read_events = read_events
+        self._accept_unsigned = accept_unsigned
+        # per partition of table.events, the end offset the tables' states reflect
+        self.events_end: dict[int, int] = {}
         self.clock = clock
         self._publish_all = publish_all
         self._rebuild = rebuild
@@ -150,6 +166,7 @@ class DealerRuntime:
             self._stale = False
             self.tables = {}
             self.inputs = {}
+            self.events_end = {}
             self._rebuilt_for = frozenset()
             try:
                 rebuilt = await self._rebuild(target_now)
@@ -158,6 +175,7 @@ class DealerRuntime:
                 raise
             self.tables = rebuilt.tables
             self.inputs = rebuilt.inputs
+            self.events_end = dict(rebuilt.events_end)
             self._rebuilt_for = target_now
 
     async def resume_offsets(self) -> dict[int, int | None]:
@@ -177,6 +195,9 @@ class DealerRuntime:
         self._revoked = False
         self._stale = True
         self._answer_moved()
+        self._rebuild_in_background()
+
+    def _rebuild_in_background(self) -> None:
         if self._rebuild_task is None or self._rebuild_task.done():
             self._rebuild_task = asyncio.get_running_loop().create_task(self._rebuild_soon())
 
@@ -194,6 +215,7 @@ class DealerRuntime:
             self._stale = True
             self.tables = {}
             self.inputs = {}
+            self.events_end = {}
             self._rebuilt_for = frozenset()
 
     def _answer_moved(self) -> None:
@@ -265,10 +287,14 @@ class DealerRuntime:
                         raise
                     plan.records.append(give_up(index, error))
                     out.append(None)
-            await self._publish(plan)
-            self._adopt(plan)
-            for partition, offsets in handled.items():
-                self.inputs[partition].advance(offsets)
+            placed = await self._publish(plan)
+            lost = await self._lost(plan, placed)
+            if lost is None:
+                self._adopt(plan)
+                for partition, offsets in handled.items():
+                    self.inputs[partition].advance(offsets)
+            else:
+                self._void(plan, lost)
         for key, report in plan.reports:
             self._answer(key, report)
         return out
@@ -286,8 +312,12 @@ class DealerRuntime:
                 if outcome.events:
                     self._add_events(plan, table_id, outcome.events, outcome.state)
                     plan.states[table_id] = outcome.state
-            await self._publish(plan)
-            self._adopt(plan)
+            placed = await self._publish(plan)
+            lost = await self._lost(plan, placed)
+            if lost is None:
+                self._adopt(plan)
+            else:
+                self._void(plan, lost)
 
     def _state(self, plan: _Plan, table_id: str) -> TableState:
         return plan.states.get(table_id) or self.tables.get(table_id) or TableState(table_id)
@@ -307,6 +337,7 @@ class DealerRuntime:
         report = {"status": "accepted", "input_id": inp.input_id, "table_id": inp.table_id,
                   "events": [_brief(e) for e in outcome.events]}
         plan.reports.append((waiter_key(inp.input_id, inp.signature), report))
+        plan.report_events.append([e.hash for e in outcome.events])
         return report
 
     def _add_events(self, plan: _Plan, table_id: str, events, state: TableState) -> None:
@@ -331,18 +362,86 @@ class DealerRuntime:
                   "message": refusal.message, "rejection_id": record.rejection_id}
         signature = parsed.input.signature if parsed.input is not None else ""
         plan.reports.append((waiter_key(parsed.input_id, signature), report))
+        # a refusal after its window ran out carries the window's events
+        plan.report_events.append([e.hash for e, _ in plan.events
+                                   if e.input_ref == ref and ref is not None])
         return report
 
-    async def _publish(self, plan: _Plan) -> None:
+    async def _publish(self, plan: _Plan) -> Sequence[tuple[int, int]] | None:
         if not plan.records:
-            return
+            return None
         try:
-            await self._publish_all(plan.records)
+            return await self._publish_all(plan.records)
         except Exception:
             log.exception("publishing %d record(s) failed; rebuilding from the log",
                           len(plan.records))
             self._stale = True
             raise
+
+    async def _lost(self, plan: _Plan, placed: Sequence[tuple[int, int]] | None
+                    ) -> Refold | None:
+        """None if the plan's table events landed as chained (each partition's right at
+        the end the states reflect, contiguous); else the refold of what landed from
+        there (docs/decisions/dealer-fencing.md). Raises if the re-read fails (the states
+        are then rebuilt before the next decision, and no waiter is answered)."""
+        if placed is None or self._read_events is None:
+            return None
+        ours: dict[int, list[int]] = {}
+        for (topic, _, _), (partition, offset) in zip(plan.records, placed, strict=True):
+            if topic == "table.events":
+                ours.setdefault(partition, []).append(offset)
+        moved = [p for p, offsets in ours.items()
+                 if not landed_clean(self.events_end.get(p), offsets)]
+        for p, offsets in ours.items():
+            if p not in moved:
+                self.events_end[p] = offsets[-1] + 1
+        if not moved:
+            return None
+        heads = {t: ChainHead(s.seq, s.head_hash) for t, s in self.tables.items()}
+        lost = Refold()
+        try:
+            for p in moved:
+                start = self.events_end.get(p, min(ours[p]))
+                records = await self._read_events(p, start, max(ours[p]) + 1)
+                found = refold(heads, records, set(ours[p]), self.config.table_events_key,
+                               self._accept_unsigned)
+                lost.valid |= found.valid
+                lost.moved |= found.moved
+        except Exception:
+            log.exception("re-reading table.events after a batch landed out of place "
+                          "failed; rebuilding from the log")
+            self._stale = True
+            raise
+        if not lost.moved and all(e.hash in lost.valid for e, _ in plan.events):
+            # only void records of another writer in between: they change no state
+            for p in moved:
+                self.events_end[p] = max(ours[p]) + 1
+            return None
+        self._stale = True  # another writer's valid events moved the partition's tables
+        return lost
+
+    def _void(self, plan: _Plan, lost: Refold) -> None:
+        """Another writer wrote in the partition while this batch was decided: an answer
+        whose events folded void, or (an answer without events) whose table the other
+        writer moved, is not given: its waiter is told to resend (the resend reaches the
+        table's owner, which decides it on the log's state). The states are dropped and
+        rebuilt from the log before the next decision; no checkpoint moves but the log's."""
+        self._rebuild_in_background()  # the timer too waits for it (tick_all: not ready)
+        void = {e.hash for e, _ in plan.events if e.hash not in lost.valid}
+        for event, state in plan.events:
+            if event.hash in void:
+                log.warning("%s: this worker's table %s seq %s (%s) landed after another "
+                            "writer's; void, its input is answered 'resend'", VOID,
+                            event.table_id, event.seq, event.type)
+                metrics.TABLE_EVENTS_VOID.labels("dealer-event", event.table_id).inc()
+            else:
+                count_published(event, state)
+        for (_, report), hashes in zip(plan.reports, plan.report_events, strict=True):
+            table = report.get("table_id")
+            if any(h in void for h in hashes) or (not hashes and table in lost.moved):
+                input_id = report.get("input_id")
+                report.clear()  # in place: handle_batch returns the same reports
+                report.update({"status": LOST_RACE, "input_id": input_id, "table_id": table})
 
     def _adopt(self, plan: _Plan) -> None:
         """Everything in `plan` is in the log: the states move on, the metrics count it."""

@@ -24,7 +24,7 @@ from faust import web
 
 from croupier.services.dealer_event import app as d
 from croupier.services.dealer_event.input_parsing import parse_raw
-from croupier.services.dealer_event.runtime import MOVED
+from croupier.services.dealer_event.runtime import LOST_RACE, MOVED
 from croupier.services.infra import routing
 from croupier.services.infra.observability import health_problems
 
@@ -99,6 +99,9 @@ class InputsView(web.View):
         if report["status"] == MOVED:
             return routing.unavailable(self.web, "the table moved to another worker before "
                                                  "this input was decided; resend it")
+        if report["status"] == LOST_RACE:  # never the void decision
+            return routing.unavailable(self.web, "another worker wrote this table first (this "
+                                                 "one had lost it); resend the input")
         return self.json(report, status=http_status(report))
 
 

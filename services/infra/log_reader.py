@@ -40,14 +40,16 @@ def log_reader(bootstrap: str, principal: str) -> KafkaConsumer:
 
 def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None] | None = None,
                 stall_s: float = 30.0, partitions: Iterable[int] | None = None,
-                principal: str = OPERATOR) -> Iterator[ConsumerRecord]:
+                principal: str = OPERATOR, ends_out: dict[int, int] | None = None
+                ) -> Iterator[ConsumerRecord]:
     """Every record of `topic` up to the end offsets it had when the read started.
 
     `progress(done, total)` is told after each poll; a read that makes no progress for
     `stall_s` seconds fails (a long log is fine, a stuck one is not). `partitions`: read
     only these partitions (a worker rebuilding the keys of the partitions assigned to it);
     None reads them all. Large fetches, and partitions paused once read to their end, keep
-    the cost per record independent of the log's size."""
+    the cost per record independent of the log's size. `ends_out` is given each partition's
+    end offset (where the read stops: the next record lands there)."""
     consumer = log_reader(bootstrap, principal)
     wanted = None if partitions is None else set(partitions)
     try:
@@ -65,6 +67,8 @@ def read_to_end(bootstrap: str, topic: str, progress: Callable[[int, int], None]
         consumer.assign(tps)
         begins = consumer.beginning_offsets(tps)
         ends = consumer.end_offsets(tps)
+        if ends_out is not None:
+            ends_out.update({tp.partition: ends[tp] for tp in tps})
         total = sum(ends[tp] - begins[tp] for tp in tps)
         pending = {tp for tp in tps if ends[tp] > begins[tp]}
         consumer.pause(*(set(tps) - pending))
