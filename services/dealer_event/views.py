@@ -101,7 +101,8 @@ class InputsView(web.View):
                                                  "this input was decided; resend it")
         if report["status"] == LOST_RACE:  # never the void decision
             return routing.unavailable(self.web, "another worker wrote this table first (this "
-                                                 "one had lost it); resend the input")
+                                                 "one had lost it); resend the input",
+                                       code=LOST_RACE)
         return self.json(report, status=http_status(report))
 
 

@@ -55,8 +55,9 @@ def was_forwarded(request: faust.web.Request) -> bool:
     return FORWARDED_HEADER in request.headers
 
 
-def unavailable(web: faust.web.Web, message: str) -> faust.web.Response:
-    return web.json({"error": {"code": "rebalancing", "message": message}}, status=503,
+def unavailable(web: faust.web.Web, message: str, code: str = "rebalancing"
+                ) -> faust.web.Response:
+    return web.json({"error": {"code": code, "message": message}}, status=503,
                     headers={"Retry-After": str(RETRY_AFTER_S)})
 
 

@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import time
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
+import httpx
 import pytest
 from kafka import KafkaProducer, TopicPartition
 
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
+from croupier.services.infra.settings import Settings
 from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound
+from croupier.shared.events.table import BettingClosed, seal
 from tests.conftest import instance_for
 from tests.integration.tables_live_support import (
     HandDriver,
@@ -78,3 +82,38 @@ def test_an_input_the_group_committed_past_is_still_decided_after_restart(
     events = table_events(platform_kafka, {hand.table_id})[hand.table_id]
     closed = [e for e in events if e.input_id == skipped.input_id]
     assert [e.type for e in closed] == ["betting_closed"], closed
+
+
+def test_a_batch_that_lands_after_a_rivals_event_is_answered_resend_never_its_outcome(
+        services, platform_kafka):
+    """A zombie (a worker that lost the table without noticing, holding the key) seals the
+    next seq on the same head first; the owner's event for the next input lands after it,
+    void. The owner answers 503 `lost_race` (real acks, a real re-read of table.events),
+    rebuilds from the log, and the resend is decided on the zombie's event, which every
+    reader follows: the table stays in play (docs/decisions/dealer-fencing.md)."""
+    dealer = services["dealer-event"]
+    dealer.wait_ready(90)
+    hand = HandDriver(dealer.base_url, f"FENCE-{uuid.uuid4().hex[:6]}")
+    hand.ok(NewShoe, shoe_id="S1", profile="sbo-baccarat")
+    hand.ok(OpenRound, round_id="R1", dealer="Ayu")
+    head = table_events(platform_kafka, {hand.table_id})[hand.table_id][-1]
+    zombie = seal(BettingClosed, table_id=hand.table_id, seq=head.seq + 1,
+                  prev_hash=head.hash, occurred_at=datetime.now(UTC), round_id="R1",
+                  reason="timer", key=Settings().table_events_key_bytes)
+    producer = KafkaProducer(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))
+    producer.send("table.events", key=hand.table_id.encode(),
+                  value=zombie.model_dump_json().encode()).get(timeout=30)
+    producer.close()
+
+    close = hand.make.make(CloseBetting, round_id="R1", role="supervisor",
+                           reason_text="test: the owner's close, sealed on the old head")
+    status, body = hand.post(close.model_dump_json().encode())
+    assert (status, body["error"]["code"]) == (503, "lost_race"), body
+    status, again = hand.post(close.model_dump_json().encode())  # the resend
+    assert status != 503 and again.get("reason_code") != "chain_corrupt", again
+    events = table_events(platform_kafka, {hand.table_id})[hand.table_id]
+    mine = [e for e in events if e.input_id == close.input_id]
+    assert len(mine) == 1, "the owner's void close is in the log, and nothing else of it"
+    table = httpx.get(f"{dealer.base_url}/tables/{hand.table_id}", timeout=30).json()
+    assert table["corrupt"] is None and table["head_hash"] == zombie.hash, table
+    assert table["round"]["phase"] != "betting", "it follows the zombie's close"
