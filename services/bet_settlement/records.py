@@ -177,11 +177,9 @@ class SettlementRecords:
         if verdict == "void":
             reply.void = (event.table_id, f"seq {event.seq} ({event.type}) does not continue "
                                           f"seq {watch.head.seq if watch.head else '-'}")
-        if verdict != "apply":
-            return False
-        if after != watch:
+        if after != watch:  # applied, or void (a new void tip)
             change.watch = watch_of(event.table_id, after)
-        return True
+        return verdict == "apply"
 
 
 def _known(header: RoundHeader | None) -> RoundHeader:

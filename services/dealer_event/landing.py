@@ -20,7 +20,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.event_auth import ChainHead, auth_problem, chain_problem
+from croupier.shared.events.event_auth import ChainHead, auth_problem, chain_problem, void_in_log
 from croupier.shared.events.table import parse_table_event
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,9 @@ class Refold:
 
     valid: set[str] = field(default_factory=set)  # hashes of the valid events read
     moved: set[str] = field(default_factory=set)  # tables another writer's valid event moved
+    # each table's head after the records (its void tips moved by the void ones: the
+    # rebuild's fold, so the writer's states keep the tips a rebuild would give them)
+    heads: dict[str, ChainHead] = field(default_factory=dict)
 
 
 def refold(heads: Mapping[str, ChainHead], records: Iterable[tuple[int, bytes]],
@@ -60,10 +63,17 @@ def refold(heads: Mapping[str, ChainHead], records: Iterable[tuple[int, bytes]],
         if key is not None and auth_problem(event, key, accept_unsigned) is not None:
             continue
         head = now.get(event.table_id, ChainHead(0, GENESIS_HASH))
-        if chain_problem(event, head) is not None:
-            continue  # void: sealed on a head the log had already moved past
-        now[event.table_id] = ChainHead(event.seq, event.hash)
+        if chain_problem(event, head) is not None:  # sealed on a head the log moved past
+            if key is not None and void_in_log(event, head, authenticated=True):
+                now[event.table_id] = head.after_void(event)  # void: a lost race
+            elif key is not None and offset not in ours:
+                # another writer's event the readers do not take as void (a gap): the
+                # states are rebuilt from the log, whose fold flags it
+                out.moved.add(event.table_id)
+            continue
+        now[event.table_id] = ChainHead(event.seq, event.hash, head.void_tips)
         out.valid.add(event.hash)
         if offset not in ours:
             out.moved.add(event.table_id)
+    out.heads = now
     return out

@@ -109,8 +109,9 @@ def fold_events(states: dict[str, TableState], records, events_key: bytes | None
                       event.table_id, event.seq, problem)
             continue
         state = states.setdefault(event.table_id, TableState(event.table_id))
-        if not state.corrupt and void_in_log(event, ChainHead(state.seq, state.head_hash),
-                                             authenticated=events_key is not None):
+        head = ChainHead(state.seq, state.head_hash, state.void_tips)
+        if not state.corrupt and void_in_log(event, head, authenticated=events_key is not None):
+            state.void_tips = head.after_void(event).void_tips
             log.warning("%s: table %s seq %s (%s) does not continue seq %s; skipped by the "
                         "rebuild, its input not counted as decided", VOID, event.table_id,
                         event.seq, event.type, state.seq)

@@ -397,7 +397,7 @@ class DealerRuntime:
                 self.events_end[p] = offsets[-1] + 1
         if not moved:
             return None
-        heads = {t: ChainHead(s.seq, s.head_hash) for t, s in self.tables.items()}
+        heads = {t: ChainHead(s.seq, s.head_hash, s.void_tips) for t, s in self.tables.items()}
         lost = Refold()
         try:
             for p in moved:
@@ -407,15 +407,20 @@ class DealerRuntime:
                                self._accept_unsigned)
                 lost.valid |= found.valid
                 lost.moved |= found.moved
+                lost.heads.update(found.heads)
         except Exception:
             log.exception("re-reading table.events after a batch landed out of place "
                           "failed; rebuilding from the log")
             self._stale = True
             raise
         if not lost.moved and all(e.hash in lost.valid for e, _ in plan.events):
-            # only void records of another writer in between: they change no state
+            # only void records of another writer in between: they change no state but
+            # the tables' void tips (as the rebuild's fold would give them)
             for p in moved:
                 self.events_end[p] = max(ours[p]) + 1
+            for table_id, head in lost.heads.items():
+                if table_id in self.tables:
+                    self.tables[table_id].void_tips = head.void_tips
             return None
         self._stale = True  # another writer's valid events moved the partition's tables
         return lost

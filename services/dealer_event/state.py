@@ -118,6 +118,8 @@ class TableState:
     table_id: str
     seq: int = 0
     head_hash: str = GENESIS_HASH
+    # the hashes of the latest void events (event_auth.ChainHead.void_tips, bounded)
+    void_tips: tuple[str, ...] = ()
     shoe: ShoeState | None = None
     round: TableRound | None = None
     # round id -> open|completed|voided|annulled, and -> its shoe id (both in log order)

@@ -57,7 +57,7 @@ def observe_verified(view: EvaluationState, event: TableEventBase, key: bytes,
     is still followed (authenticity alone is checked, the chain re-anchors on each
     authentic event) so the evaluator sees the supervisor reopen it, but no result is
     published for it until then."""
-    head = ChainHead(view.last_seq, view.last_hash) if view.last_seq else None
+    head = ChainHead(view.last_seq, view.last_hash, view.void_tips) if view.last_seq else None
     try:
         verdict = verify_next(event, head, key, accept_unsigned=accept_unsigned,
                               check_order=view.flagged is None)
@@ -66,9 +66,11 @@ def observe_verified(view: EvaluationState, event: TableEventBase, key: bytes,
                            refused) from refused
     if verdict == "seen":
         return Observation(view=view)
-    if verdict == "void":  # a lost race: skipped, counted, never flagged
-        return Observation(view=view, void=f"seq {event.seq} ({event.type}) does not "
-                                           f"continue seq {view.last_seq}")
+    if verdict == "void":  # a lost race: skipped, counted, never flagged; a void tip
+        assert head is not None  # void needs a head
+        return Observation(view=view.model_copy(update={
+            "void_tips": head.after_void(event).void_tips}),
+            void=f"seq {event.seq} ({event.type}) does not continue seq {view.last_seq}")
     if head is None:  # the first event seen of this table: its anchor
         view = view.model_copy(update={"last_seq": event.seq - 1, "last_hash": event.prev_hash})
     if view.flagged is not None:  # follow without checking the order, result held back

@@ -60,6 +60,8 @@ class TableRounds(BaseModel):
     # why the table is flagged (an event refused as forged, altered, unsigned or out of
     # order): no bet is taken on it until an authentic `table_reopened`
     flagged: str | None = None
+    # the hashes of the latest void events (event_auth.ChainHead.void_tips, bounded)
+    void_tips: tuple[str, ...] = ()
     # the table's last few shoes and their results, for its roads (bounded:
     # croupier.shared.shoe_history)
     shoes: tuple[ShoeHistory, ...] = ()
@@ -110,14 +112,17 @@ def fold_checked(view: TableRounds | None, event: TableEventBase, key: bytes,
                  ) -> tuple[TableRounds, TableEventRefused | None, Verdict | None]:
     """`fold_verified`, and the verdict (None: refused): "apply" folded it; "seen" (a
     redelivery) and "void" (a lost race, docs/decisions/dealer-fencing.md) left the view
-    as it was."""
+    as it was (a void event only becomes one of its void tips)."""
     view = view or TableRounds(table_id=event.table_id)
-    head = ChainHead(view.last_seq, view.last_hash) if view.last_hash is not None else None
+    head = ChainHead(view.last_seq, view.last_hash, view.void_tips) \
+        if view.last_hash is not None else None
     try:
         after, verdict = advance(TableWatch(head, view.flagged), event, key, accept_unsigned)
     except TableFlagged as flagged:
         return (view.model_copy(update={"flagged": flagged.watch.flagged}), flagged.refused,
                 None)
+    if verdict == "void":
+        return view.model_copy(update={"void_tips": after.void_tips}), None, verdict
     if verdict != "apply":
         return view, None, verdict
     folded = fold(view.model_copy(update={"last_seq": event.seq - 1}), event)

@@ -1,9 +1,10 @@
 """Verify a table's hash chain and name the exact `seq` where it breaks.
 
 Given events already authenticated (their HMAC verified: `authenticated=True`), a signed
-event that does not continue the chain is void, a lost race (`event_auth.lost_race`, the
-rule every reader uses), not a break: it is set aside and the chain goes on from the last
-valid event (docs/decisions/dealer-fencing.md)."""
+event that forks off the chain, or is chained on such an event, is void, a lost race
+(`event_auth.lost_race`, the rule every reader uses), not a break: it is set aside and the
+chain goes on from the last valid event (docs/decisions/dealer-fencing.md). A gap (an
+event missing, the next one on no void event) is a break, as ever."""
 
 from __future__ import annotations
 
@@ -55,14 +56,18 @@ def follow_chain(events: Iterable[TableEventBase], prev_hash: str | None = None,
     breaks = out.breaks
     expected_prev = prev_hash
     expected_seq = None if prev_seq is None else prev_seq + 1
+    tips: tuple[str, ...] = ()  # the void tips (event_auth.ChainHead.after_void)
     for event in events:
         if expected_seq is None:
             expected_seq = event.seq
             if prev_hash is None and event.seq == 1:
                 expected_prev = GENESIS_HASH
-        head = None if expected_prev is None else ChainHead(expected_seq - 1, expected_prev)
+        head = None if expected_prev is None else ChainHead(expected_seq - 1, expected_prev,
+                                                            tips)
         if event.computed_hash() == event.hash and void_in_log(event, head, authenticated):
             out.void.append(event)
+            assert head is not None  # void_in_log needs a head
+            tips = head.after_void(event).void_tips
             continue
         if event.seq > expected_seq:
             missing = (f"seq {expected_seq} missing" if event.seq == expected_seq + 1

@@ -9,9 +9,10 @@ game-evaluation's state is the fold of its entries
 (`croupier.services.game_evaluation.evaluation_fold`); an event that changes nothing (a
 redelivery, an event already seen) writes nothing.
 
-The state is bounded whatever the table's history: the chain head, the one round in play
-(its cards stop at the rules' count: surplus cards and anything after completion are
-ignored, a redeal clears them) and the reason of a flag.
+The state is bounded whatever the table's history: the chain head and its void tips (at
+most `event_auth.VOID_TIPS`), the one round in play (its cards stop at the rules' count:
+surplus cards and anything after completion are ignored, a redeal clears them) and the
+reason of a flag.
 
 Entries are chained per partition like every own log's (`croupier.services.infra.own_log`):
 `prev` is the id of the partition's previous valid entry; any other entry is void and
@@ -57,6 +58,10 @@ class EvaluationState(BaseModel):
     # why the table is flagged (an event refused as forged, altered, unsigned or out of
     # order): no result is published for it until an authentic `table_reopened`
     flagged: str | None = None
+    # the hashes of the latest void events (event_auth.ChainHead.void_tips, at most
+    # VOID_TIPS): absent in older entries and left out when empty, so they read and dump
+    # the same
+    void_tips: tuple[str, ...] = Field(default=(), exclude_if=lambda tips: not tips)
 
 
 class EvaluationEntry(ChainedEntry):

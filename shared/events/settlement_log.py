@@ -110,6 +110,9 @@ class ChainWatch(BaseModel):
     seq: int | None = None
     hash: str | None = None
     flagged: str | None = None
+    # the hashes of the latest void events (event_auth.ChainHead.void_tips): absent in
+    # older entries and left out when empty
+    void_tips: tuple[str, ...] = Field(default=(), exclude_if=lambda tips: not tips)
 
 
 class PendingRounds(BaseModel):

@@ -20,9 +20,10 @@ from croupier.services.operator.audit import Books
 from croupier.services.operator.rebuild import _rounds_from_table_events
 from croupier.services.operator.replay import replay_round
 from croupier.services.wallet.table_views import TableViews
+from croupier.shared.events.chain import follow_chain
 from croupier.shared.events.event_auth import VOID
-from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound
-from croupier.shared.events.table import parse_table_event, seal
+from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound, VoidRound
+from croupier.shared.events.table import VoidReason, parse_table_event, seal
 from tests.unit.agent_loop_support import Event
 from tests.unit.dealer_runtime_support import PARTITIONS, World
 from tests.unit.settlement_log_support import LogBroker, Worker
@@ -179,7 +180,8 @@ def test_game_evaluation_follows_the_winner_and_flags_nothing():
     r = race()
     full, voids = _evaluate(table_events(r.owner))
     alone, _ = _evaluate(r.winner_only())
-    assert full == alone and full.flagged is None and voids == 2
+    assert _no_tips(full) == alone and full.flagged is None and voids == 2
+    assert full.void_tips == (parse_table_event(r.zombie_records[-1]).hash,)
     assert full.round.round_id == "R1"
 
 
@@ -197,7 +199,8 @@ def test_bet_settlement_follows_the_winner_and_flags_nothing():
     alone, _ = _settle(r.winner_only())
     assert letters == []
     watch = Lookups(full.kv()).watch("A")
-    assert watch == Lookups(alone.kv()).watch("A") and watch.flagged is None
+    assert watch.head.hash == Lookups(alone.kv()).watch("A").head.hash and watch.flagged is None
+    assert watch.void_tips == (parse_table_event(r.zombie_records[-1]).hash,)
     assert Lookups(full.kv()).header("A", "R9") is None
     assert Lookups(full.kv()).header("A", "R1") == Lookups(alone.kv()).header("A", "R1")
 
@@ -212,7 +215,7 @@ def _views(raws):
 def test_the_wallets_view_follows_the_winner_and_flags_nothing():
     r = race()
     full = _views(table_events(r.owner))
-    assert full == _views(r.winner_only()) and full.flagged is None
+    assert _no_tips(full) == _views(r.winner_only()) and full.flagged is None
     assert "R9" not in full.rounds and full.rounds["R1"].status == "closed"
 
 
@@ -221,7 +224,10 @@ def test_dealer_events_rebuild_follows_the_winner_and_keeps_the_table_in_play():
     full, alone = {}, {}
     fold_events(full, [(b"A", v) for v in table_events(r.owner)], KEY)
     fold_events(alone, [(b"A", v) for v in r.winner_only()], KEY)
-    assert full == alone and full["A"].corrupt is None and full["A"].seq == 3
+    assert full["A"].corrupt is None and full["A"].seq == 3
+    assert full["A"].void_tips == (parse_table_event(r.zombie_records[-1]).hash,)
+    full["A"].void_tips = ()
+    assert full == alone
 
 
 def _replay(raws):
@@ -247,6 +253,129 @@ def test_the_operators_rebuild_names_the_void_events_and_finds_no_difference():
     # without the key nothing tells a lost race from tampering: a break
     _, differences = _rounds_from_table_events({"A": events}, Books())
     assert differences
+
+
+# --- a longer zombie chain ---------------------------------------------------------------------
+
+def _zombie_next(prev_raw: bytes) -> bytes:
+    """The zombie's next event, chained on its `prev_raw` and signed (as its runtime would
+    seal it on its own stale state)."""
+    prev = parse_table_event(prev_raw)
+    fields = prev.model_dump(exclude={"hash", "auth", "type", "event_id", "seq", "prev_hash"})
+    return seal(type(prev), **{**fields, "seq": prev.seq + 1, "prev_hash": prev.hash},
+                key=KEY).model_dump_json().encode()
+
+
+def long_race() -> tuple[list[bytes], list[bytes], World]:
+    """`race`, then the zombie goes on: four more events chained on its own (six in all,
+    seq 2..7), interleaved with the owner's void of R1 and its R2 opened and closed (seq
+    4..6), so part of the zombie's chain runs past the winner's head + 1. The log, and the
+    zombie's records, and the owner."""
+    r = race()
+    owner = r.owner
+    zombie = list(r.zombie_records)
+
+    def zombie_writes(n: int) -> None:
+        for _ in range(n):
+            zombie.append(_zombie_next(zombie[-1]))
+            owner.log._append([("table.events", b"A", zombie[-1])])
+
+    async def go():
+        zombie_writes(2)
+        items, _ = inputs(owner, (6, VoidRound, dict(round_id="R1",
+                                                     reason_code=VoidReason.MISDEAL,
+                                                     reason_text="test: void")))
+        reps = await owner.runtime.handle_batch(items)
+        assert [rep["status"] for rep in reps] == \
+            ["accepted"], reps
+        zombie_writes(1)
+        items, _ = inputs(owner, (7, OpenRound, dict(round_id="R2", dealer="Ayu")))
+        await owner.runtime.handle_batch(items)
+        zombie_writes(1)
+        items, _ = inputs(owner, (8, CloseBetting, dict(round_id="R2", role="supervisor",
+                                                        reason_text="test: close now")))
+        reps = await owner.runtime.handle_batch(items)
+        assert [rep["status"] for rep in reps] == \
+            ["accepted"], reps
+    run(go())
+    return table_events(owner), zombie, owner
+
+
+def _no_tips(model):
+    return model.model_copy(update={"void_tips": ()})
+
+
+def test_a_long_zombie_chain_is_void_for_every_reader_and_the_winner_applies():
+    log, zombie, owner = long_race()
+    winner = [v for v in log if v not in zombie]
+    assert len(zombie) == 6 and len(winner) == 6
+    heads = {}  # the winner's head when each zombie event came
+    seq = 0
+    for v in log:
+        if v in zombie:
+            heads[v] = seq
+        else:
+            seq = parse_table_event(v).seq
+    assert any(parse_table_event(z).seq > heads[z] + 1 for z in zombie), \
+        "part of the zombie's chain is past the winner's head + 1"
+    # game-evaluation
+    full, voids = _evaluate(log)
+    alone, _ = _evaluate(winner)
+    assert voids == 6 and full.flagged is None and _no_tips(full) == alone
+    assert full.void_tips == (parse_table_event(zombie[-1]).hash,), "one tip per zombie chain"
+    # bet-settlement
+    settled, letters = _settle(log)
+    watch = Lookups(settled.kv()).watch("A")
+    assert letters == [] and watch.flagged is None
+    assert watch.head.hash == Lookups(_settle(winner)[0].kv()).watch("A").head.hash
+    assert Lookups(settled.kv()).header("A", "R2") is not None
+    # the wallet's view
+    view = _views(log)
+    assert view.flagged is None and _no_tips(view) == _views(winner)
+    assert view.rounds["R2"].status == "closed" and "R9" not in view.rounds
+    # dealer-event's rebuild
+    states, alone_states = {}, {}
+    fold_events(states, [(b"A", v) for v in log], KEY)
+    fold_events(alone_states, [(b"A", v) for v in winner], KEY)
+    assert states["A"].corrupt is None and states["A"].seq == 6
+    # the owner's live state, which saw the zombie's records only on re-reading its own
+    # batches' landing, holds the tips the rebuild's fold gives: one fold
+    live = owner.runtime.tables["A"]
+    assert live.void_tips == states["A"].void_tips == full.void_tips
+    assert (live.seq, live.head_hash) == (states["A"].seq, states["A"].head_hash)
+    states["A"].void_tips = ()
+    assert states == alone_states
+    # the operator's chain check and rebuild
+    events = [parse_table_event(v) for v in log]
+    followed = follow_chain(events, authenticated=True)
+    assert followed.breaks == [] and len(followed.void) == 6 and len(followed.valid) == 6
+    void: list[str] = []
+    assert _rounds_from_table_events({"A": events}, Books(), KEY, False, void)[1] == []
+    assert len(void) == 6
+
+
+def test_a_gap_another_writer_left_puts_the_table_out_of_play_for_the_owner_too():
+    """An authentic event past the owner's head + 1 on no void event (its predecessor
+    missing from the log) is not a lost race: the owner's batch landing after it has the
+    states rebuilt, and the rebuild's fold puts the table out of play, as every reader
+    flags it."""
+    r = race()
+    owner = r.owner
+    head = parse_table_event(table_events(owner)[-1])
+    fields = head.model_dump(exclude={"hash", "auth", "type", "event_id", "seq", "prev_hash"})
+    gap = seal(type(head), **{**fields, "seq": head.seq + 2, "prev_hash": "e" * 64}, key=KEY)
+    owner.log._append([("table.events", b"A", gap.model_dump_json().encode())])
+
+    async def go():
+        items, _ = inputs(owner, (6, VoidRound, dict(round_id="R1",
+                                                     reason_code=VoidReason.MISDEAL,
+                                                     reason_text="test: void")))
+        await owner.runtime.handle_batch(items)
+        await owner.runtime.ensure_ready()
+    run(go())
+    assert owner.runtime.tables["A"].corrupt
+    with pytest.raises(EvaluationFlagged, match="out of order"):
+        _evaluate(table_events(owner))
 
 
 # --- a forgery is still tampering -------------------------------------------------------------

@@ -139,10 +139,12 @@ def test_the_chain_must_continue_seq_and_prev_hash():
     gap = nxt.model_copy(update={"seq": nxt.seq + 1})
     gap = gap.model_copy(update={"hash": gap.computed_hash()})
     gap = gap.model_copy(update={"auth": event_auth(KEY, gap.hash)})
-    # signed and authentic but off the chain: a lost race (void), skipped, never refused
-    assert verify_next(gap, head, KEY) == "void"
+    # signed and authentic, past the next seq on no void event: a gap, refused
+    with pytest.raises(TableEventRefused, match="out of order"):
+        verify_next(gap, head, KEY)
     fork = seal(CardDealt, table_id="T1", seq=nxt.seq, prev_hash="1" * 64, occurred_at=T0,
                 key=KEY, round_id="R1", card=parse_card(REAL), shoe_position=3, round_position=3)
+    # signed and authentic, a fork at the head: a lost race (void), never refused
     assert verify_next(fork, head, KEY) == "void"
     rival_head = seal(CardDealt, table_id="T1", seq=head.seq, prev_hash="2" * 64,
                       occurred_at=T0, key=KEY, round_id="R1", card=parse_card(REAL),
@@ -226,11 +228,17 @@ def test_game_evaluation_refuses_a_forged_card_and_flags_the_table():
     assert any("flagged" in p for p in seen.problems)
 
 
-def test_game_evaluation_skips_an_authentic_out_of_order_event_and_refuses_an_altered_one():
+def test_game_evaluation_refuses_an_authentic_gap_and_an_altered_event():
     chain = opened_round()
     view, _ = _evaluate(chain.events[:4])
-    seen = observe_verified(view, chain.events[5], KEY)  # seq 5 missing: off the chain
-    assert seen.void and seen.view == view and seen.result is None, "void: nothing moves"
+    with pytest.raises(EvaluationFlagged, match="out of order"):  # seq 5 missing: a gap
+        observe_verified(view, chain.events[5], KEY)
+    fork = chain.events[4].model_copy(update={"prev_hash": "1" * 64})
+    fork = fork.model_copy(update={"hash": fork.computed_hash()})
+    fork = fork.model_copy(update={"auth": event_auth(KEY, fork.hash)})
+    seen = observe_verified(view, fork, KEY)  # a fork at the head: a lost race
+    assert seen.void and seen.view.void_tips == (fork.hash,) and seen.result is None
+    assert seen.view.model_copy(update={"void_tips": ()}) == view, "void: the head stays"
     unsigned = opened_round(Chain(key=None))
     unsigned_view = EvaluationState(table_id="T1")
     for event in unsigned.events[:4]:
@@ -288,15 +296,13 @@ def test_bet_settlement_refuses_a_forged_event_flags_the_table_and_settles_nothi
     assert not [t for t, _, _ in worker.broker.published if t == "bets.settled"]
 
 
-def test_bet_settlement_skips_an_authentic_out_of_order_event_without_flagging(worker):
+def test_bet_settlement_flags_an_authentic_gap(worker):
     chain = opened_round()
     for event in chain.events[:3]:
         assert _send(worker, "table.events", event) == []
-    assert _send(worker, "table.events", chain.events[4]) == [], "void: no dead letter"
+    assert len(_send(worker, "table.events", chain.events[4])) == 1, "seq 4 missing: flagged"
     watch = Lookups(worker.kv()).watch("T1")
-    assert watch.flagged is None and watch.head.seq == 3
-    # an authentic redelivery is applied again (idempotent), never refused
-    assert _send(worker, "table.events", chain.events[1]) == []
+    assert watch.flagged and "out of order" in watch.flagged and watch.head.seq == 3
 
 
 # --- the wallet's view ------------------------------------------------------------------------
@@ -362,13 +368,13 @@ def test_the_wallet_doors_refusal_binds_a_new_bet_only():
 
 
 def test_the_wallet_view_anchors_on_the_first_event_it_reads():
-    """The view starts an hour back in the log: mid-chain is fine; a signed gap after it
-    is void (a lost race), an unsigned one a break."""
+    """The view starts an hour back in the log: mid-chain is fine; a gap after it is a
+    break, signed or not."""
     chain = opened_round()
     view, refused = fold_verified(None, chain.events[3], KEY)
     assert refused is None and view.last_seq == 4
     after, refused = fold_verified(view, chain.events[5], KEY)
-    assert refused is None and after == view, "a signed gap is void: skipped, not flagged"
+    assert refused is not None and "out of order" in str(refused) and after.flagged
     unsigned = opened_round(Chain(key=None))
     view, _ = fold_verified(None, unsigned.events[3], KEY, accept_unsigned=True)
     view, refused = fold_verified(view, unsigned.events[5], KEY, accept_unsigned=True)
