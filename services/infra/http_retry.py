@@ -10,17 +10,57 @@ answer to a retry says so (200 with the original body, or `duplicate_input`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+import json
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from time import monotonic
+from typing import Any, Protocol, TypeVar
 
+import aiohttp
 import httpx
 
 RETRY_STATUSES = frozenset({502, 503, 504})
 DEFAULT_RETRY_FOR_S = 30.0
+# what a failed exchange raises (no answer at all): a connection refused or cut, a timeout
+TRANSPORT_ERRORS = (httpx.TransportError, aiohttp.ClientConnectionError, asyncio.TimeoutError)
 
 
-async def with_retry(call: Callable[[], Awaitable[httpx.Response]],
-                     retry_for_s: float = DEFAULT_RETRY_FOR_S) -> tuple[httpx.Response, int]:
+class Answered(Protocol):
+    @property
+    def status_code(self) -> int: ...
+
+    @property
+    def headers(self) -> Mapping[str, str]: ...
+
+
+R = TypeVar("R", bound=Answered)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """An aiohttp answer read in full (the shape of the httpx answers our other clients use)."""
+
+    status_code: int
+    headers: Mapping[str, str]
+    content: bytes
+
+    @property
+    def text(self) -> str:
+        return self.content.decode("utf-8", "replace")
+
+    def json(self) -> Any:
+        return json.loads(self.content)
+
+
+async def read_reply(session: aiohttp.ClientSession, method: str, url: str,
+                     **kwargs: Any) -> Reply:
+    """One aiohttp exchange, its body read before the connection goes back to the pool."""
+    async with session.request(method, url, **kwargs) as response:
+        return Reply(response.status, dict(response.headers), await response.read())
+
+
+async def with_retry(call: Callable[[], Awaitable[R]],
+                     retry_for_s: float = DEFAULT_RETRY_FOR_S) -> tuple[R, int]:
     """(the first answer that is not a fail-over answer, or the last one; retries made)."""
     deadline = monotonic() + retry_for_s
     retries = 0
@@ -30,7 +70,7 @@ async def with_retry(call: Callable[[], Awaitable[httpx.Response]],
             if response.status_code not in RETRY_STATUSES or monotonic() >= deadline:
                 return response, retries
             wait = float(response.headers.get("Retry-After", "0") or 0)
-        except httpx.TransportError:
+        except TRANSPORT_ERRORS:
             if monotonic() >= deadline:
                 raise
             wait = 0.0

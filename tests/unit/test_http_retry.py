@@ -1,0 +1,76 @@
+"""The fail-over retry our clients share (`services/infra/http_retry.py`), through aiohttp
+against a real local HTTP server: a 503 is sent again until the real answer comes, any
+other answer is returned at once, and no answer at all is sent again until the deadline."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from croupier.services.infra.http_retry import read_reply, with_retry
+from tests.conftest import free_port
+
+
+async def _serve(answers: list[int]) -> tuple[web.AppRunner, str, list[int]]:
+    seen: list[int] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        status = answers[min(len(seen), len(answers) - 1)]
+        seen.append(status)
+        return web.json_response({"n": len(seen)}, status=status,
+                                 headers={"Retry-After": "0"} if status == 503 else None)
+
+    app = web.Application()
+    app.router.add_post("/bets", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    return runner, f"http://127.0.0.1:{port}", seen
+
+
+def test_a_fail_over_answer_is_sent_again_until_the_real_one():
+    async def run():
+        runner, url, seen = await _serve([503, 503, 201])
+        try:
+            async with aiohttp.ClientSession(base_url=url) as session:
+                reply, retries = await with_retry(
+                    lambda: read_reply(session, "POST", "/bets", json={"bet_id": "b1"}))
+        finally:
+            await runner.cleanup()
+        return reply, retries, seen
+
+    reply, retries, seen = asyncio.run(run())
+    assert (reply.status_code, retries, seen) == (201, 2, [503, 503, 201])
+    assert reply.json() == {"n": 3}
+
+
+def test_a_refusal_is_returned_at_once():
+    async def run():
+        runner, url, seen = await _serve([409])
+        try:
+            async with aiohttp.ClientSession(base_url=url) as session:
+                return await with_retry(lambda: read_reply(session, "POST", "/bets")), seen
+        finally:
+            await runner.cleanup()
+
+    (reply, retries), seen = asyncio.run(run())
+    assert (reply.status_code, retries, seen) == (409, 0, [409])
+
+
+def test_no_answer_at_all_is_sent_again_then_raised_at_the_deadline():
+    calls = []
+
+    async def run():
+        async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{free_port()}") as session:
+            async def call():
+                calls.append(1)
+                return await read_reply(session, "POST", "/bets")
+            await with_retry(call, retry_for_s=0.5)
+
+    with pytest.raises(aiohttp.ClientConnectionError):
+        asyncio.run(run())
+    assert len(calls) >= 2  # tried again before giving up
