@@ -24,10 +24,11 @@ from tests.conftest import free_port, instance_for
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def platform_settings(bootstrap: str, home: Path, betting_window_s: int = 10) -> Settings:
+def platform_settings(bootstrap: str, home: Path, betting_window_s: int = 6) -> Settings:
     """A platform of its own (instance, home, free ports) on `bootstrap`, with the development
-    secrets and a betting timer of `betting_window_s` (10 s leaves room for 600 bets a round;
-    a round lasts about that long plus its deal, so the timer sets a session's length)."""
+    secrets and a betting timer of `betting_window_s` (6 s: six tables' 600 bets a round are
+    answered in about 2 s; a round lasts about that long plus its deal, so the timer sets a
+    session's length)."""
     return Settings(kafka_bootstrap_servers=bootstrap, home=home, instance=instance_for(home),
                     env="development", dealer_event_port=free_port(),
                     game_evaluation_port=free_port(), bet_settlement_port=free_port(),
