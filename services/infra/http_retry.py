@@ -43,6 +43,8 @@ class Reply:
     status_code: int
     headers: Mapping[str, str]
     content: bytes
+    method: str = ""
+    url: str = ""
 
     @property
     def text(self) -> str:
@@ -56,7 +58,8 @@ async def read_reply(session: aiohttp.ClientSession, method: str, url: str,
                      **kwargs: Any) -> Reply:
     """One aiohttp exchange, its body read before the connection goes back to the pool."""
     async with session.request(method, url, **kwargs) as response:
-        return Reply(response.status, dict(response.headers), await response.read())
+        return Reply(response.status, dict(response.headers), await response.read(), method,
+                     str(response.url))
 
 
 async def with_retry(call: Callable[[], Awaitable[R]],

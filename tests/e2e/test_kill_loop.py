@@ -18,6 +18,7 @@ import pytest
 
 from croupier.services.demo.session import DemoConfig, play
 from croupier.services.demo.stack import Stack, ensure_kafka
+from croupier.services.infra.http_retry import Reply
 from croupier.services.infra.local_broker import LocalBroker
 from croupier.services.infra.service_table import SERVICE_NAMES
 from croupier.services.infra.settings import Settings
@@ -39,11 +40,14 @@ NOT_JSON: list[str] = []  # answers the simulators could not read, with where th
 
 
 def _noting_json(original):
+    """An answer's `json()` (httpx's, or the aiohttp `Reply` the players read) that notes
+    the answers it could not read."""
     def json(self, **kwargs):
         try:
             return original(self, **kwargs)
         except ValueError:
-            NOT_JSON.append(f"{self.request.method} {self.request.url} -> {self.status_code} "
+            request = getattr(self, "request", self)  # httpx: .request; a Reply holds its own
+            NOT_JSON.append(f"{request.method} {request.url} -> {self.status_code} "
                             f"{self.text[:200]!r}")
             raise
     return json
@@ -83,6 +87,7 @@ def loop(broker, tmp_path_factory):
 
     mp = pytest.MonkeyPatch()
     mp.setattr(httpx.Response, "json", _noting_json(httpx.Response.json))
+    mp.setattr(Reply, "json", _noting_json(Reply.json))
     settings = platform_settings(broker.bootstrap, tmp_path_factory.mktemp("kill-loop-home"))
     ensure_kafka(settings)
     stack = Stack(settings, workers=2, port_of=worker_port).start()

@@ -74,3 +74,16 @@ def test_no_answer_at_all_is_sent_again_then_raised_at_the_deadline():
     with pytest.raises(aiohttp.ClientConnectionError):
         asyncio.run(run())
     assert len(calls) >= 2  # tried again before giving up
+
+
+def test_an_answer_names_the_request_it_answers():
+    async def run():
+        runner, url, _ = await _serve([201])
+        try:
+            async with aiohttp.ClientSession(base_url=url) as session:
+                return await read_reply(session, "POST", "/bets"), url
+        finally:
+            await runner.cleanup()
+
+    reply, url = asyncio.run(run())
+    assert (reply.method, reply.url) == ("POST", f"{url}/bets")
