@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import socket
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -18,18 +17,13 @@ os.environ.setdefault("CROUPIER_ENV", "development")
 from croupier.services.infra.local_broker import LocalBroker
 from croupier.services.infra.local_s3 import LocalS3
 from croupier.services.infra.settings import Settings
+from tests.ports import free_port
 
 
 def instance_for(home: Path) -> str:
     """A platform instance per state directory: its own consumer groups and private topics,
     so test platforms sharing the session broker never join each other's groups."""
     return "t" + hashlib.sha256(str(home).encode()).hexdigest()[:10]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="session")

@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
@@ -27,6 +26,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 import httpx
+
+from tests.ports import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PROMETHEUS_DIR = REPO_ROOT / "deploy" / "prometheus"
@@ -41,12 +42,6 @@ class PrometheusError(RuntimeError):
 
 def prometheus_binary() -> str | None:
     return shutil.which("prometheus")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def scrape_config(targets: Mapping[str, Iterable[str]], *, scrape_interval: str = "1s",

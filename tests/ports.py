@@ -1,0 +1,57 @@
+"""Loopback ports for the servers the tests start (brokers, workers, S3, Prometheus).
+
+A port the kernel hands out for `bind(0)` comes from the ephemeral range, the same range
+every outgoing connection takes its local port from. A broker warmed in the background is
+given its port about 5 s before it binds it; meanwhile the running module's clients open
+hundreds of connections, and one of them can take that port (CI saw `BindException:
+Address already in use`). So ports are picked below the ephemeral range, where no
+outgoing connection lands, never the same one twice in a run, and checked free by a bind.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import threading
+from pathlib import Path
+
+EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+LOWEST = 10_000  # above the well-known and most registered service ports
+_lock = threading.Lock()
+_given: set[int] = set()
+# a different start per process, so two test runs on one machine rarely try the same ports
+_rng = random.Random(os.getpid())
+
+
+def _ceiling() -> int:
+    """The first ephemeral port (32768 on Linux unless configured otherwise)."""
+    try:
+        return int(EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32_768
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port() -> int:
+    """A loopback port outside the ephemeral range, free now and not given before in this run."""
+    ceiling = _ceiling()
+    if ceiling - LOWEST < 1_000:  # an unusual machine: fall back to the kernel's pick
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            return int(sock.getsockname()[1])
+    with _lock:
+        for _ in range(ceiling - LOWEST):
+            port = _rng.randrange(LOWEST, ceiling)
+            if port not in _given and _bindable(port):
+                _given.add(port)
+                return port
+    raise RuntimeError(f"no free loopback port in {LOWEST}-{ceiling - 1}")
