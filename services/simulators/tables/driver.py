@@ -39,6 +39,7 @@ from croupier.shared.simulate import burns_before_round, deal_round, open_shoe
 FAULTS = frozenset({"duplicate_scan", "void", "surplus", "foreign_card"})
 TIMER_MARGIN_S = 0.1  # dealt this long after the window ends, so betting is surely closed
 VOID_REASON = "card_exposed"  # the `void` fault's reason
+STALE_RESIGNS = 2  # an input refused `stale_input` is signed again at most this often
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ class SimSummary:
     accepted: int = 0
     refused: Counter = field(default_factory=Counter)
     unexpected: list[str] = field(default_factory=list)  # refusals nobody asked for
+    resigned: int = 0  # inputs signed again after going stale on their way
     faults_injected: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     round_cards: dict[str, list[str]] = field(default_factory=dict)  # completed rounds
@@ -113,18 +115,28 @@ class TableSimulator:
 
     async def send(self, command_type: type[InputBase], expect: frozenset[str] = frozenset(),
                    inp: InputBase | None = None, **fields) -> dict:
+        resign = STALE_RESIGNS if inp is None else 0  # a fault's resend keeps its input
         inp = inp or self.factory.make(command_type, **fields)
-        report = await self.transport.send(inp)
-        self.summary.inputs_sent += 1
-        if report.get("status") == "accepted":
-            self.summary.accepted += 1
-        elif report.get("status") == "refused":
-            code = report.get("reason_code", "?")
-            self.summary.refused[code] += 1
-            if code not in expect:
-                self.summary.unexpected.append(f"{inp.command} {inp.input_id}: {code}: "
-                                               f"{report.get('message')}")
-        return report
+        while True:
+            report = await self.transport.send(inp)
+            self.summary.inputs_sent += 1
+            if report.get("status") == "accepted":
+                self.summary.accepted += 1
+            elif report.get("status") == "refused":
+                code = report.get("reason_code", "?")
+                self.summary.refused[code] += 1
+                if code == "stale_input" and resign and "stale_input" not in expect:
+                    # it went stale on its way (a fail-over longer than the admission
+                    # window): a device signs it again, under a new id (the old one is
+                    # refused for good), with the time it is sent now
+                    resign -= 1
+                    self.summary.resigned += 1
+                    inp = self.factory.make(command_type, **fields)
+                    continue
+                if code not in expect:
+                    self.summary.unexpected.append(f"{inp.command} {inp.input_id}: {code}: "
+                                                   f"{report.get('message')}")
+            return report
 
     async def run(self) -> SimSummary:
         baccarat = isinstance(self.profile, BaccaratProfile)
