@@ -33,13 +33,24 @@ entries (`Fold.outputs`) and published only after the entries are acknowledged a
 verified. Each entry carries `published_through`, the offset up to which the writer's
 outputs were acknowledged; a worker recovering a partition publishes again the outputs of
 every valid entry after it (consumers are idempotent on the outputs' ids).
+
+Expiry (opt-in, pure): a fold that declares an `Expiry` has the keys it names forgotten a
+`window` after they were last written, on the fold's own clock: the latest `recorded_at`
+of the valid entries folded, never the wall clock, so live state and a rebuild forget the
+same keys at the same entry. Keys expire in groups (a group is named by one of its keys):
+an entry that writes any key of a group extends the whole group. A partition's state then
+holds what its entries wrote in the last window (and the keys that never expire), not its
+whole history (docs/decisions/wallet-window.md).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Protocol, TypeVar
+from datetime import datetime, timedelta
+from itertools import islice
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 Record = tuple[str, bytes, bytes]  # topic, key, value
 Writes = MutableMapping[str, Any]
@@ -98,6 +109,33 @@ class Fold(Protocol[E_in]):
 
 
 @dataclass
+class Expiry(Protocol[E_in]):
+    """Which keys an entry writes expire, and after how long (a fold's optional `expiry`)."""
+
+    @property
+    def window(self) -> timedelta:
+        """A group is forgotten once the fold's clock passes its last write plus this."""
+        ...
+
+    def expiring(self, entry: E_in) -> Iterable[tuple[str, str]]:
+        """(group, key) for each key the entry writes that expires (a key alone is its own
+        group: `(key, key)`); keys it writes and does not name never expire."""
+        ...
+
+
+def expiry_of(fold: Fold[E]) -> Expiry[E] | None:
+    """The fold's expiry, if it declares one (a fold without keeps every key)."""
+    return cast("Expiry[E] | None", getattr(fold, "expiry", None))
+
+
+def _recorded_at(entry: Entry) -> datetime:
+    """When the entry was written, by its writer's clock (every entry of a fold with an
+    expiry has one: `croupier.shared.events.sources.ChainedEntry`)."""
+    at: datetime = getattr(entry, "recorded_at")  # noqa: B009 - only folds with an expiry
+    return at
+
+
+@dataclass
 class PartitionState(Generic[E]):
     """One partition of a service's own log, folded: the values its valid entries wrote,
     the last valid entry's offset, where its inputs stand, and its outbox."""
@@ -113,6 +151,12 @@ class PartitionState(Generic[E]):
     void: int = 0  # void entries seen (a zombie's, or a writer's that lost a race)
     # valid entries of a record whose last entry is not in the log yet: applied with it
     held: list[tuple[int, E]] = field(default_factory=list)
+    # expiry (only for a fold with one), all bounded by what the last window wrote:
+    clock: datetime | None = None  # the latest recorded_at of the valid entries folded
+    # (deadline, group) in the order written; a group rewritten later is in it again
+    deadlines: deque[tuple[datetime, str]] = field(default_factory=deque)
+    expires: dict[str, datetime] = field(default_factory=dict)  # group -> its deadline
+    members: dict[str, list[str]] = field(default_factory=dict)  # group -> its other keys
 
     def resume_at(self, topic: str, partition: int) -> int:
         """The first offset of an input partition that this log has not applied."""
@@ -144,13 +188,50 @@ def fold_entry(state: PartitionState[E], offset: int, entry: E, fold: Fold[E]) -
     if not source.last:
         return True
     record, state.held = state.held, []
+    expiry = expiry_of(fold)
     for at, part in record:  # a record's entries take effect together, or not at all
-        fold.apply(state.kv, part)
+        if expiry is None:
+            fold.apply(state.kv, part)
+        else:
+            state.clock = _later(state.clock, _recorded_at(part))
+            _forget(state, state.kv, state.clock)
+            fold.apply(state.kv, part)
+            _remember(state, expiry, part, state.clock + expiry.window)
         if at > state.published_through:
             state.unpublished.append((at, part))
     key = (source.topic, source.partition)
     state.inputs[key] = max(source.offset, state.inputs.get(key, -1))
     return True
+
+
+def _later(clock: datetime | None, at: datetime) -> datetime:
+    return at if clock is None or at > clock else clock
+
+
+def _forget(state: PartitionState[E], kv: dict[str, Any], clock: datetime) -> None:
+    """Drop every group whose deadline the clock has reached (a group rewritten since has a
+    later deadline: its earlier place in `deadlines` is passed over)."""
+    while state.deadlines and state.deadlines[0][0] <= clock:
+        deadline, group = state.deadlines.popleft()
+        if state.expires.get(group) != deadline:
+            continue
+        del state.expires[group]
+        kv.pop(group, None)
+        for key in state.members.pop(group, []):
+            kv.pop(key, None)
+
+
+def _remember(state: PartitionState[E], expiry: Expiry[E], entry: E, deadline: datetime
+              ) -> None:
+    """The entry's expiring keys live until `deadline` (their groups with them)."""
+    for group, key in expiry.expiring(entry):
+        if key != group:
+            keys = state.members.setdefault(group, [])
+            if key not in keys:
+                keys.append(key)
+        if state.expires.get(group) != deadline:
+            state.expires[group] = deadline
+            state.deadlines.append((deadline, group))
 
 
 def _continues(held: list[tuple[int, Any]], source: SourceRef) -> bool:
@@ -176,29 +257,99 @@ class Overlay(MutableMapping[str, Any]):
     def __init__(self, base: dict[str, Any]) -> None:
         self.base = base
         self.changes: dict[str, Any] = {}
+        self.forgotten: set[str] = set()  # base keys the batch's expiry forgot
 
     def __getitem__(self, key: str) -> Any:
         if key in self.changes:
             return self.changes[key]
+        if key in self.forgotten:
+            raise KeyError(key)
         return self.base[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
         self.changes[key] = value
+        self.forgotten.discard(key)
 
     def __delitem__(self, key: str) -> None:
         raise TypeError("a fold writes absolute values; it never deletes")
 
+    def forget(self, key: str) -> None:
+        """The key expired (`Expiry`): the fold forgets it, and so does the scratch."""
+        self.changes.pop(key, None)
+        if key in self.base:
+            self.forgotten.add(key)
+
     def __iter__(self) -> Iterator[str]:
         yield from self.changes
-        yield from (k for k in self.base if k not in self.changes)
+        yield from (k for k in self.base if k not in self.changes and k not in self.forgotten)
 
     def __len__(self) -> int:
-        return len(self.base) + sum(1 for k in self.changes if k not in self.base)
+        return len(self.base) - len(self.forgotten) + sum(
+            1 for k in self.changes if k not in self.base or k in self.forgotten)
 
     def get(self, key: str, default: Any = None) -> Any:
         if key in self.changes:
             return self.changes[key]
+        if key in self.forgotten:
+            return default
         return self.base.get(key, default)
+
+
+class _ScratchExpiry:
+    """The batch's view of the state's expiry: what `fold_entry` would forget and remember
+    for the batch's entries, without touching the state (a batch's decisions read what the
+    fold of its earlier entries holds, expired keys gone)."""
+
+    def __init__(self, state: PartitionState[Any], expiry: Expiry[Any]) -> None:
+        self.state = state
+        self.expiry = expiry
+        self.clock = state.clock
+        self.passed = 0  # how many of the state's deadlines this batch has reached
+        self.added: list[tuple[datetime, str]] = []  # the batch's own, in order
+        self.added_passed = 0
+        self.expires: dict[str, datetime | None] = {}  # group -> deadline (None: forgotten)
+        self.members: dict[str, list[str]] = {}
+
+    def _deadline(self, group: str) -> datetime | None:
+        if group in self.expires:
+            return self.expires[group]
+        return self.state.expires.get(group)
+
+    def _members(self, group: str) -> list[str]:
+        if group in self.members:
+            return self.members[group]
+        return self.state.members.get(group, [])
+
+    def fold(self, scratch: Overlay, fold: Fold[Any], entry: Entry) -> None:
+        """`fold_entry`'s expiry and apply for one entry, on the scratch."""
+        self.clock = clock = _later(self.clock, _recorded_at(entry))
+        # the state's deadlines all come before the batch's own (the clock only grows)
+        for deadline, group in islice(self.state.deadlines, self.passed, None):
+            if deadline > clock:
+                break
+            self.passed += 1
+            self._drop(scratch, deadline, group)
+        while self.added_passed < len(self.added) and self.added[self.added_passed][0] <= clock:
+            deadline, group = self.added[self.added_passed]
+            self.added_passed += 1
+            self._drop(scratch, deadline, group)
+        fold.apply(scratch, entry)
+        deadline = clock + self.expiry.window
+        for group, key in self.expiry.expiring(entry):
+            if key != group and key not in self._members(group):
+                self.members[group] = [*self._members(group), key]
+            if self._deadline(group) != deadline:
+                self.expires[group] = deadline
+                self.added.append((deadline, group))
+
+    def _drop(self, scratch: Overlay, deadline: datetime, group: str) -> None:
+        if self._deadline(group) != deadline:
+            return
+        self.expires[group] = None
+        scratch.forget(group)
+        for key in self._members(group):
+            scratch.forget(key)
+        self.members[group] = []
 
 
 MakeEntry = Callable[[str, str, int], E]  # (entry id, prev, published_through) -> the entry
@@ -217,17 +368,23 @@ class Batch(Generic[E]):
     scratch: Overlay = field(init=False)
     entries: list[E] = field(default_factory=list)
     start: int = field(init=False)  # the log's end as the state had folded it
+    _expiry: _ScratchExpiry | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.scratch = Overlay(self.state.kv)
         self.start = self.state.end
+        expiry = expiry_of(self.fold)
+        self._expiry = None if expiry is None else _ScratchExpiry(self.state, expiry)
 
     def add(self, make: MakeEntry[E]) -> E:
         """Chain the entry `make(entry_id, prev, published_through)` builds; the batch's
         later decisions read what it writes."""
         prev = self.entries[-1].entry_id if self.entries else self.state.head_id
         entry = make(self.new_id(), prev, self.state.published_through)
-        self.fold.apply(self.scratch, entry)
+        if self._expiry is None:
+            self.fold.apply(self.scratch, entry)
+        else:
+            self._expiry.fold(self.scratch, self.fold, entry)
         self.entries.append(entry)
         return entry
 

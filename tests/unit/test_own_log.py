@@ -9,13 +9,16 @@ the fold of its own log, and nothing else (docs/decisions/ledger.md).
   knows, from where they landed, whether another writer came in between;
 - the outbox: `published_through` and `unpublished` say which entries' outputs may not have
   been acknowledged, so a recovering worker publishes exactly those again;
-- the scratch state a batch decides on reads through to the folded state and writes aside.
+- the scratch state a batch decides on reads through to the folded state and writes aside;
+- expiry (opt-in): keys are forgotten a window after their group's last write, on the
+  entries' clock, by the fold and by a batch's scratch alike.
 """
 
 from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -301,3 +304,74 @@ def test_the_overlay_reads_through_and_writes_aside():
         scratch["nope"]
     with pytest.raises(TypeError):
         del scratch["a"]  # a fold writes absolute values; it never deletes
+
+
+# --- expiry (opt-in): keys forgotten on the fold's clock --------------------------------
+
+@dataclass(frozen=True)
+class TimedEntry(Entry):
+    recorded_at: datetime = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass(frozen=True)
+class PrefixExpiry:
+    """Keys starting `t/` expire; `g/<name>/...` keys expire as the group `g/<name>`."""
+
+    window: timedelta
+
+    def expiring(self, entry: TimedEntry):
+        if entry.key.startswith("t/"):
+            yield entry.key, entry.key
+        if entry.key.startswith("g/"):
+            yield "/".join(entry.key.split("/")[:2]), entry.key
+
+
+class ExpiringFold(KeyValueFold):
+    expiry = PrefixExpiry(timedelta(hours=1))
+
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def timed(i: int, key: str, minutes: float) -> TimedEntry:
+    return TimedEntry(entry_id=f"w0:{i}", prev=f"w0:{i - 1}" if i else "", source=src(i),
+                      published_through=-1, key=key, value=i,
+                      recorded_at=T0 + timedelta(minutes=minutes))
+
+
+def test_expiry_forgets_on_the_entries_clock_and_a_group_lives_from_its_last_write():
+    fold = ExpiringFold()
+    log = [timed(0, "keep", 0), timed(1, "t/a", 0), timed(2, "g/x/1", 0),
+           timed(3, "g/x/2", 50), timed(4, "t/b", 59)]
+    state: PartitionState = PartitionState(0)
+    for offset, e in enumerate(log):
+        fold_entry(state, offset, e, fold)
+    assert set(state.kv) == {"keep", "t/a", "g/x/1", "g/x/2", "t/b"}
+    fold_entry(state, 5, timed(5, "other", 60), fold)  # t/a's hour is up; g/x was rewritten
+    assert set(state.kv) == {"keep", "g/x/1", "g/x/2", "t/b", "other"}
+    fold_entry(state, 6, timed(6, "other", 30), fold)  # a clock behind: the fold's stays
+    assert state.clock == T0 + timedelta(minutes=60)
+    fold_entry(state, 7, timed(7, "other", 110), fold)  # g/x's hour from its last write
+    assert set(state.kv) == {"keep", "t/b", "other"}
+    assert set(state.expires) == {"t/b"} and list(state.members) == []
+    assert len(state.deadlines) == 1
+
+
+def test_a_batch_scratch_forgets_what_the_fold_of_its_entries_forgets():
+    fold = ExpiringFold()
+    log = [timed(0, "t/a", 0), timed(1, "g/x/1", 10), timed(2, "t/b", 20)]
+    state: PartitionState = PartitionState(0)
+    for offset, e in enumerate(log):
+        fold_entry(state, offset, e, fold)
+    batch = Batch(state, fold, writer("w0"))
+    views = []
+    for i, (key, minutes) in enumerate([("t/c", 65), ("g/x/2", 69), ("t/d", 130)], start=3):
+        batch.add(lambda entry_id, prev, through, k=key, m=minutes, i=i: TimedEntry(
+            entry_id=entry_id, prev=prev, source=src(i), published_through=through, key=k,
+            value=i, recorded_at=T0 + timedelta(minutes=m)))
+        views.append(set(batch.scratch))
+    assert views == [{"g/x/1", "t/b", "t/c"}, {"g/x/1", "t/b", "t/c", "g/x/2"},
+                     {"t/d"}]
+    assert "t/a" in state.kv  # the scratch never touches the state
+    batch.commit(batch.expected)
+    assert set(state.kv) == views[-1] and dict(batch.scratch) == state.kv
