@@ -6,6 +6,7 @@ agree on ports, paths and the Kafka cluster without passing flags around.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
@@ -28,6 +29,13 @@ KEY_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 
 class InsecureSettings(SystemExit):
     """A service asked to start in production with a development secret."""
+
+
+class InvalidSetting(SystemExit):
+    """A service asked to start with a setting it refuses (the message names it)."""
+
+
+MIN_WALLET_STATE_WINDOW_HOURS = 24  # the dispute window: a round is corrected within 24 h
 
 
 class Settings(BaseSettings):
@@ -164,6 +172,13 @@ class Settings(BaseSettings):
         "lets an operator replay one anyway, with a reason (`--override`); every use is "
         "written to `operator.actions` and listed in the significant-event log."))
 
+    # the wallet
+    wallet_state_window_hours: float = Field(default=720, description=(
+        "How long the wallet keeps a bet's record, its movements' idempotency keys, the "
+        "history and the spot totals after their last change (720: 30 days); accounts are "
+        "kept forever. Below 24 (the dispute window) the wallet refuses to start "
+        "(docs/decisions/wallet-window.md)."))
+
     archive_url: str | None = Field(default=None, description=(
         "Where the archive of every topic lives: file:///path (default <home>/archive) or "
         "s3://bucket/prefix?endpoint=host:port&scheme=http (services/infra/archive_store.py)."))
@@ -178,6 +193,17 @@ class Settings(BaseSettings):
     def archive_location(self) -> str:
         """The archive's URL: the one set, or the local directory under the home."""
         return self.archive_url or (self.home / "archive").resolve().as_uri()
+
+    def wallet_state_window(self) -> timedelta:
+        """The wallet's state window, or a refusal to start that names the setting."""
+        hours = self.wallet_state_window_hours
+        if not hours >= MIN_WALLET_STATE_WINDOW_HOURS:
+            raise InvalidSetting(
+                f"wallet refuses to start: CROUPIER_WALLET_STATE_WINDOW_HOURS={hours:g} is "
+                f"below {MIN_WALLET_STATE_WINDOW_HOURS} hours. A bet's record must outlive "
+                "the dispute window, in which a round may still be corrected or voided and "
+                "its bets paid or taken back again; set 24 or more (default 720, 30 days).")
+        return timedelta(hours=hours)
 
     @property
     def table_events_key_bytes(self) -> bytes:

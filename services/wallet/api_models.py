@@ -73,6 +73,13 @@ class TransactionsPage(_Body):
     items: list[WalletTransaction]
     next_after: int | None = Field(description="Pass as `after` for the next page; "
                                                 "null at the end.")
+    oldest_held_seq: int = Field(description=(
+        "The oldest movement the wallet still holds: it keeps a window of history "
+        "(CROUPIER_WALLET_STATE_WINDOW_HOURS, 30 days by default); a page asked for before "
+        "it starts there. tx_count + 1 when it holds none."))
+    older_in_archive: bool = Field(description=(
+        "Older movements expired from the wallet: the archive of wallet.transactions "
+        "holds the player's whole history."))
 
 
 class TokenResponse(_Body):

@@ -54,7 +54,7 @@ from croupier.services.wallet.forwarded import (
     resume_points,
 )
 from croupier.services.wallet.intake_marks import IntakeMarks
-from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WALLET_FOLD
+from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WalletFold
 from croupier.services.wallet.store import Store
 from croupier.services.wallet.table_views import TableViews
 from croupier.shared.events.wallet_ledger import LedgerEntry
@@ -86,6 +86,8 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     global own, store, replies
     global batches, table_views, marks, auth
     settings = service_settings or get_settings()
+    # the state keeps a window of history (refused below 24 h, before anything starts)
+    fold = WalletFold(settings.wallet_state_window())
     # a crashed worker's partitions are reassigned after 10 s instead of Faust's 60 s
     # linger: under load, the many small records (commands, entries, transactions) of a
     # moment share one produce request instead of one request each
@@ -101,7 +103,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     FORWARDED_TOPIC = forwarded_topic(settings.instance)
     # the writer's name is unique to this process's life, so no two lives share an entry id
     writer = f"{settings.instance}-wallet-{settings.worker_id}-{uuid.uuid4().hex[:8]}"
-    own = OwnLog("wallet", LEDGER_TOPIC, WALLET_FOLD, LedgerEntry.model_validate_json,
+    own = OwnLog("wallet", LEDGER_TOPIC, fold, LedgerEntry.model_validate_json,
                  lambda entry: entry.account.player_id.encode(), writer)
     store = Store(own, partition_of(settings.topic_partitions))
     replies = Replies()

@@ -64,6 +64,9 @@ class CommandBatches:
                     500, "command_failed", "the command could not be applied; retrying "
                                            "with the same id is safe"))))
         change = outcome.change
+        if outcome.dead_letter is not None:  # refused for good (a late ending): kept there
+            return Decided(also=[give_up_on("wallet", event, handlers.LateEnding(
+                outcome.dead_letter), now)], reply=(env, outcome))
         if change is None:
             return Decided(reply=(env, outcome))
         message = event.message

@@ -40,8 +40,8 @@ from croupier.shared.bets import MAIN_BETS
 from croupier.shared.events.bet_events import BetPlaced
 from croupier.shared.events.wallet_events import WalletTransaction, tx_id
 
-__all__ = ["Answer", "CommandResult", "Lookups", "account_body", "handle", "no_account",
-           "spot_key"]
+__all__ = ["Answer", "CommandResult", "LateEnding", "Lookups", "account_body", "handle",
+           "no_account", "spot_key"]
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +69,7 @@ class CommandResult:
     change: Change | None = None  # None: nothing changed (a refusal or a duplicate)
     ended_now: bool = False  # a bet ended by this command (not a redelivery of its end)
     breach: str | None = None  # a money invariant this command would have broken
+    dead_letter: str | None = None  # refused for good: the command goes to dead.letters
 
     @property
     def txs(self) -> list[WalletTransaction]:
@@ -135,13 +136,27 @@ def operator_movement(account: Account | None, cmd: Deposit | Withdraw, now: dat
     return CommandResult(Answer(201, body), Change(cmd.type, result.account, tx=tx))
 
 
-def bet_body(bet_id: str, cmd: PlaceBet, record: BetRecord, debit: WalletTransaction
-             ) -> dict[str, Any]:
+def bet_body(bet_id: str, cmd: PlaceBet, record: BetRecord, debit_tx_id: str,
+             balance_after: int, currency: str) -> dict[str, Any]:
     return {"bet": {"bet_id": bet_id, "table_id": cmd.table_id, "round_id": cmd.round_id,
                     "bet": cmd.bet, "position": cmd.position, "stake": cmd.stake,
                     "placed_at": record.placed_at.isoformat()},
-            "debit_tx_id": debit.tx_id, "balance_after": debit.balance_after,
-            "currency": debit.currency}
+            "debit_tx_id": debit_tx_id, "balance_after": balance_after, "currency": currency}
+
+
+def _retry_body(account: Account, cmd: PlaceBet, record: BetRecord, look: Lookups
+                ) -> dict[str, Any]:
+    """A bet placed before, answered as it was: from its record (which outlives its debit's
+    place in the history: the history expires oldest first, the bet with its last change),
+    or, for a record written before it said its balance after, from the debit itself."""
+    debit_tx_id = tx_id("stake_debit", cmd.bet_id)
+    if record.debit_balance_after is not None:
+        return bet_body(cmd.bet_id, cmd, record, debit_tx_id, record.debit_balance_after,
+                        account.currency)
+    debit = look.tx_at(cmd.player_id, record.debit_seq)
+    if debit is None:
+        raise LookupError(f"the debit of bet {cmd.bet_id!r} is missing from the history")
+    return bet_body(cmd.bet_id, cmd, record, debit.tx_id, debit.balance_after, debit.currency)
 
 
 def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Lookups
@@ -156,10 +171,7 @@ def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Looku
             return CommandResult(Answer.error(409, "bet_id_conflict",
                                               f"bet {cmd.bet_id!r} was already placed with "
                                               "different table, round, bet, position or stake"))
-        debit = look.tx_at(cmd.player_id, existing.debit_seq)
-        if debit is None:
-            raise LookupError(f"the debit of bet {cmd.bet_id!r} is missing from the history")
-        return CommandResult(Answer(200, bet_body(cmd.bet_id, cmd, existing, debit)))
+        return CommandResult(Answer(200, _retry_body(account, cmd, existing, look)))
     if cmd.door_refusal is not None:  # the door's verdict binds only a bet never placed
         refusal = cmd.door_refusal
         return CommandResult(Answer.error(refusal.status, refusal.code, refusal.message))
@@ -177,14 +189,15 @@ def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Looku
     debit = _tx_of(account, result, look)
     record = BetRecord(fingerprint=cmd.fingerprint(), table_id=cmd.table_id,
                        round_id=cmd.round_id, stake=cmd.stake, debit_seq=result.seq,
-                       placed_at=now)
+                       placed_at=now, debit_balance_after=debit.balance_after)
     placed = BetPlaced(bet_id=cmd.bet_id, player_id=cmd.player_id, table_id=cmd.table_id,
                        round_id=cmd.round_id, bet=cmd.bet, position=cmd.position,
                        stake=cmd.stake, currency=account.currency, debit_tx_id=debit.tx_id,
                        placed_at=now)
     change = Change("place_bet", result.account, tx=debit, bet_id=cmd.bet_id, bet=record,
                     spot=SpotTotal(key=key, total=before + cmd.stake), placed=placed)
-    return CommandResult(Answer(201, bet_body(cmd.bet_id, cmd, record, debit)), change)
+    return CommandResult(Answer(201, bet_body(cmd.bet_id, cmd, record, debit.tx_id,
+                                              debit.balance_after, debit.currency)), change)
 
 
 def _round_rules(cmd: PlaceBet, before: int, look: Lookups) -> Answer | None:
@@ -205,10 +218,41 @@ def _round_rules(cmd: PlaceBet, before: int, look: Lookups) -> Answer | None:
     return None
 
 
+class LateEnding(Exception):
+    """An ending or a reversal of a bet whose record the wallet no longer holds (it expired
+    with the player's older history): refused, dead-lettered, nothing moved."""
+
+
+def _expired(cmd: EndBet | ReverseSettlement, look: Lookups) -> CommandResult | None:
+    """The refusal of a bet's ending or reversal when the bet's record may have expired:
+    the player's history before `oldest_held_seq` did, and a bet's record and its movements
+    expire together, never before its debit (docs/decisions/wallet-window.md). None when
+    nothing of the player's expired (the bet was never debited: a breach, as ever)."""
+    oldest = look.oldest_held_seq(cmd.player_id)
+    if oldest <= 1:
+        return None
+    if isinstance(cmd, ReverseSettlement):
+        what, movement = f"reversal {cmd.reversal_id}", tx_id("payout_reversal", cmd.reversal_id)
+    else:
+        what = f"{cmd.ending} ending"
+        movement = tx_id("payout", cmd.settlement_id or cmd.bet_id) \
+            if cmd.ending == "settled" else refund_tx_id(cmd.bet_id)
+    amount = cmd.amount if isinstance(cmd, ReverseSettlement) else cmd.returned
+    message = (f"bet_record_expired: the {what} of bet {cmd.bet_id!r} of player "
+               f"{cmd.player_id!r} ({amount} minor units) came after the wallet stopped "
+               f"holding the bet (its movements before seq {oldest} expired: the archive of "
+               f"wallet.transactions has them). Nothing moved. If the archive holds "
+               f"{movement} it was applied before; otherwise apply it by hand.")
+    log.error("MONEY: %s", message)
+    return CommandResult(Answer.error(409, "bet_record_expired", message), dead_letter=message)
+
+
 def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups
             ) -> CommandResult:
     """Refund a rejected or voided bet, pay a settled one: once, whatever the redelivery."""
     record = look.bet_of(cmd.player_id, cmd.bet_id) if account else None
+    if account is not None and record is None and (late := _expired(cmd, look)) is not None:
+        return late
     if account is None or record is None:
         log.error("MONEY: %s for bet %r of player %r, but the wallet never debited it",
                   cmd.ending, cmd.bet_id, cmd.player_id)
@@ -240,18 +284,21 @@ def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups
         movement = Movement("bet_refund", cmd.bet_id, cmd.returned, cmd.table_id, cmd.round_id)
     result = _apply(account, movement, now, look)
     assert isinstance(result, Applied), "credits are never refused"
-    tx = _tx_of(account, result, look)
     breach = None
-    if result.duplicate and tx.amount != cmd.returned:
-        log.error("MONEY: %s of bet %r asked again with %d, but %s already credited %d; "
-                  "the first stands", cmd.ending, cmd.bet_id, cmd.returned, tx.tx_id, tx.amount)
-        breach = "tx_id_conflict"
     if result.duplicate:  # (a settlement again whose credit is in: seen before, not new)
+        # the credit's place in the history may have expired before the bet (its tx id
+        # lives as long as the bet): then there is nothing left to compare the amount with
+        first = look.tx_at(account.player_id, result.seq)
+        if first is not None and first.amount != cmd.returned:
+            log.error("MONEY: %s of bet %r asked again with %d, but %s already credited %d; "
+                      "the first stands", cmd.ending, cmd.bet_id, cmd.returned, first.tx_id,
+                      first.amount)
+            breach = "tx_id_conflict"
         change = Change("end_bet", account, bet_id=cmd.bet_id, bet=ended) \
             if ended_now and not again else None
     else:
-        change = Change("end_bet", result.account, tx=tx, bet_id=cmd.bet_id,
-                        bet=ended if ended_now else None)
+        change = Change("end_bet", result.account, tx=_tx_of(account, result, look),
+                        bet_id=cmd.bet_id, bet=ended if ended_now else None)
     return CommandResult(answer, change, ended_now=ended_now, breach=breach)
 
 
@@ -261,6 +308,8 @@ def reverse_settlement(account: Account | None, cmd: ReverseSettlement, now: dat
     `payout_reversal` of what the settlement returned, applied in full even when the
     balance cannot cover it (docs/decisions/acceptance.md); the bet's refund follows."""
     record = look.bet_of(cmd.player_id, cmd.bet_id) if account else None
+    if account is not None and record is None and (late := _expired(cmd, look)) is not None:
+        return late
     if account is None or record is None or record.status not in ("settled", "reversed",
                                                                    "voided"):
         status = record.status if record else "unknown"

@@ -10,14 +10,22 @@ An entry writes, each under its own key (absolute values, so a fold is idempoten
 and publishes its transaction on `wallet.transactions` and its funded bet on
 `bets.placed` (the outbox: `croupier.services.infra.own_log`).
 
+With a window (`CROUPIER_WALLET_STATE_WINDOW_HOURS`, `WalletFold(window)`), every key but the
+accounts expires a window after it was last written, on the fold's clock (the ledger's
+`recorded_at`, never the wall clock): a bet's record and the tx ids of the bet's movements
+are one group (the bet's key), so whenever a bet's record is held, so is every movement
+it made (its end and its reversal are never applied twice); the history, the other tx ids
+and the spot totals expire each alone, the history oldest first
+(docs/decisions/wallet-window.md).
+
 Pure: no Kafka, no clock.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from croupier.services.infra.own_log import Record, Writes
@@ -32,6 +40,7 @@ from croupier.shared.events.wallet_ledger import (
 )
 
 LEDGER_TOPIC = "wallet.ledger"
+MIN_WINDOW = timedelta(hours=24)  # the dispute window: a round is corrected within 24 h
 
 
 def account_key(player_id: str) -> str:
@@ -59,8 +68,36 @@ def spot_state_key(spot_key: str) -> str:
     return f"s/{spot_key}"
 
 
+@dataclass(frozen=True)
+class WalletExpiry:
+    """`croupier.services.infra.own_log.Expiry` of the wallet: everything but the accounts."""
+
+    window: timedelta
+
+    def expiring(self, entry: LedgerEntry) -> Iterator[tuple[str, str]]:
+        player_id = entry.account.player_id
+        bet_group = bet_key(player_id, entry.bet_id) if entry.bet_id is not None else None
+        if entry.tx is not None:
+            history = tx_key(player_id, entry.account.tx_count)
+            yield history, history
+            index = tx_id_key(player_id, entry.tx.tx_id)
+            yield bet_group or index, index
+        if bet_group is not None:
+            yield bet_group, bet_group
+        if entry.spot is not None:
+            spot = spot_state_key(entry.spot.key)
+            yield spot, spot
+
+
 class WalletFold:
-    """`croupier.services.infra.own_log.Fold` for the wallet's ledger."""
+    """`croupier.services.infra.own_log.Fold` for the wallet's ledger; with a `window`, its
+    state holds the last window's history, tx ids, bets and spots, and every account."""
+
+    def __init__(self, window: timedelta | None = None) -> None:
+        if window is not None and window < MIN_WINDOW:
+            raise ValueError(f"the wallet's state window must be at least {MIN_WINDOW}, "
+                             f"got {window}")
+        self.expiry = None if window is None else WalletExpiry(window)
 
     def apply(self, kv: Writes, entry: LedgerEntry) -> None:
         player_id = entry.account.player_id
@@ -84,7 +121,7 @@ class WalletFold:
         return out
 
 
-WALLET_FOLD = WalletFold()
+WALLET_FOLD = WalletFold()  # keeps every key (tests, tools); the wallet's own has a window
 
 
 @dataclass(frozen=True)
@@ -112,6 +149,26 @@ class Lookups:
     def spot_total(self, spot_key: str) -> int:
         found: int = self.kv.get(spot_state_key(spot_key), 0)
         return found
+
+    def oldest_held_seq(self, player_id: str) -> int:
+        """The first seq of the player's history the state holds (`tx_count + 1` if none):
+        1 unless older movements expired. The history expires oldest first, so the held
+        seqs are the last ones: found in O(log n) point reads."""
+        account = self.account(player_id)
+        if account is None:
+            return 1
+        low, high = 1, account.tx_count + 1  # the answer is in [low, high]
+        while low < high:
+            mid = (low + high) // 2
+            if tx_key(player_id, mid) in self.kv:
+                high = mid
+            else:
+                low = mid + 1
+        return low
+
+    def history_expired(self, player_id: str) -> bool:
+        """Some of the player's movements are no longer held (the archive has them)."""
+        return self.oldest_held_seq(player_id) > 1
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from croupier.services.wallet.rounds_view import (
     round_rules,
     tables_body,
 )
+from croupier.shared.events.wallet_ledger import Account
 
 log = logging.getLogger("croupier.wallet.http")
 REPLY_TIMEOUT_S = 15.0
@@ -286,12 +287,20 @@ class Transactions:
             raise Problem(422, "malformed_query", "limit and after must be integers") from None
         if not 1 <= limit <= MAX_PAGE or after < 0:
             raise Problem(422, "malformed_query", f"limit must be 1..{MAX_PAGE}, after >= 0")
-        last = min(account.tx_count, after + limit)
-        look = folded(player_id)
-        items = [tx.model_dump(mode="json") for s in range(after + 1, last + 1)
-                 if (tx := look.tx_at(player_id, s)) is not None]
-        return Answer(200, {"items": items,
-                            "next_after": last if last < account.tx_count else None})
+        return Answer(200, history_page(folded(player_id), account, after, limit))
+
+
+def history_page(look: Lookups, account: Account, after: int, limit: int) -> dict:
+    """A page of the account's movements after seq `after` (a `TransactionsPage`). The state
+    holds the last window's movements (CROUPIER_WALLET_STATE_WINDOW_HOURS): a page asked for
+    before them starts at the oldest one held, and says that older ones are in the archive."""
+    oldest = look.oldest_held_seq(account.player_id)
+    first = max(after + 1, oldest)
+    last = min(account.tx_count, first - 1 + limit)
+    items = [tx.model_dump(mode="json") for s in range(first, last + 1)
+             if (tx := look.tx_at(account.player_id, s)) is not None]
+    return {"items": items, "next_after": last if last < account.tx_count else None,
+            "oldest_held_seq": oldest, "older_in_archive": oldest > 1}
 
 
 @route("/players/{player_id}/bets")

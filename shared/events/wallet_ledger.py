@@ -58,6 +58,10 @@ class BetRecord(BaseModel):
     # the settlement that settled it last (a corrected round settles a bet again, under an id
     # of its own): absent before it is settled, and in records written before corrections
     settlement_id: str | None = Field(default=None, exclude_if=lambda v: v is None)
+    # the balance right after the stake's debit, so a retried bet is answered as it was
+    # after the debit's place in the history expired (the bet's record outlives it: the
+    # wallet's state window); absent in records written before the window
+    debit_balance_after: int | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class SpotTotal(BaseModel):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from croupier.services.infra.own_log import PartitionState, fold_entry
+from croupier.services.infra.own_log import Fold, PartitionState, fold_entry
 from croupier.services.wallet import handlers
 from croupier.services.wallet.commands import Envelope, PlaceBet
 from croupier.services.wallet.ledger import Account, BetRecord
@@ -20,19 +20,21 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 COMMANDS = "wallet-commands"  # the input the entries name as their source
 
 
-def fold_all(entries: list[tuple[int, LedgerEntry]]) -> PartitionState:
+def fold_all(entries: list[tuple[int, LedgerEntry]], fold: Fold = WALLET_FOLD
+             ) -> PartitionState:
     """A fresh partition state folded from `(offset, entry)` records alone (a recovery)."""
     state: PartitionState = PartitionState(0)
     for offset, entry in entries:
-        fold_entry(state, offset, entry, WALLET_FOLD)
+        fold_entry(state, offset, entry, fold)
     return state
 
 
 class Ledger:
     """One partition of the wallet: commands in, entries out, state = their fold."""
 
-    def __init__(self, player_id: str = "p1") -> None:
+    def __init__(self, player_id: str = "p1", fold: Fold = WALLET_FOLD) -> None:
         self.player_id = player_id
+        self.fold = fold
         self.state: PartitionState = PartitionState(0)
         self.look = Lookups(self.state.kv)
         self.entries: list[tuple[int, LedgerEntry]] = []  # (offset, entry), as in the log
@@ -84,7 +86,7 @@ class Ledger:
         self.largest_value = len(raw)
         landed = LedgerEntry.model_validate_json(raw)  # what the log holds and a fold reads
         offset = self.state.end
-        assert fold_entry(self.state, offset, landed, WALLET_FOLD), "a chained entry is valid"
+        assert fold_entry(self.state, offset, landed, self.fold), "a chained entry is valid"
         self.entries.append((offset, landed))
         return outcome
 
