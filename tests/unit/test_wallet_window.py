@@ -136,6 +136,7 @@ def test_a_window_under_a_day_is_refused():
 def test_the_wallet_refuses_to_start_with_a_window_under_a_day(monkeypatch):
     from croupier.services.wallet import app
 
+    monkeypatch.setattr(app, "settings", None, raising=False)  # restored afterwards
     monkeypatch.setattr(app, "make_app", lambda *a, **k: pytest.fail("started anyway"))
     with pytest.raises(InvalidSetting) as refused:
         app.build_app(Settings(env="development", wallet_state_window_hours=12))
