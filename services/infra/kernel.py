@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, cast
@@ -61,6 +62,7 @@ from croupier.services.infra.own_log import (
     fold_entry,
     skip_to,
 )
+from croupier.services.infra.snapshots import KeyedRecord, SnapshotStore
 
 log = logging.getLogger(__name__)
 E = TypeVar("E")
@@ -137,6 +139,18 @@ class KafkaLogIO:
         await publish_all(self.app, records)
         await flush_all(self.app.producer)
 
+    async def send_keyed(self, topic: str, partition: int,
+                         records: Sequence[tuple[bytes, bytes | None]]) -> list[int]:
+        """`snapshots.SnapshotIO`: keyed records (None: a tombstone), acknowledged."""
+        futures = [await self.app.producer.send(topic, key, value, partition, None, None)
+                   for key, value in records]
+        return [meta.offset for meta in await asyncio.gather(*futures)]
+
+    async def read_keyed(self, topic: str, partition: int) -> list[KeyedRecord]:
+        records, _ = await asyncio.to_thread(_read_log, self.bootstrap, self.principal,
+                                             topic, partition, 0)
+        return [(r.offset, r.key, r.value) for r in records]
+
     async def end(self, topic: str, partition: int) -> int:
         tp = TP(topic, partition)
         async with self._ends_lock:  # one kafka-python client: one thread at a time
@@ -191,6 +205,8 @@ class OwnLog(Generic[E]):
         self._locks: dict[int, asyncio.Lock] = {}
         self.io: LogIO | None = None  # set when the worker starts (`run_own_log`)
         self.last_valid: set[int] = set()  # offsets the last catch-ups folded as valid
+        # opt-in: snapshots that bound a recovery on an empty disk (services/infra/snapshots.py)
+        self.snapshots: SnapshotStore | None = None
 
     def io_(self) -> LogIO:
         if self.io is None:
@@ -214,7 +230,7 @@ class OwnLog(Generic[E]):
         async with lock:
             state = self.states.get(partition)
             if state is None:
-                state = self.states[partition] = PartitionState(partition)
+                state = self.states[partition] = await self._from_snapshot(partition)
             await self.catch_up(state)
             if state.unpublished:
                 await self.io_().publish([r for _, e in state.unpublished
@@ -230,9 +246,51 @@ class OwnLog(Generic[E]):
         await self.recover(partition)
         return self.last_valid
 
+    async def _from_snapshot(self, partition: int) -> PartitionState:
+        """The partition's newest snapshot the log confirms, caught up with the log's
+        records read to confirm it; an empty state (fold from 0) without one."""
+        if self.snapshots is None:
+            return PartitionState(partition)
+        began = time.monotonic()
+        try:
+            found = await self.snapshots.restore(cast(Any, self.io_()), partition, self.parse)
+        except Exception as error:  # noqa: BLE001 - a snapshot only saves time
+            if transient(error):
+                raise
+            log.warning("%s: %s[%d]: snapshots unreadable (%r): folding from 0",
+                        self.service, self.topic, partition, error)
+            return PartitionState(partition)
+        if found.state is None or found.manifest is None:
+            log.info("%s: %s[%d]: no usable snapshot%s: folding from 0", self.service,
+                     self.topic, partition,
+                     f" ({'; '.join(found.refused)})" if found.refused else "")
+            return PartitionState(partition)
+        state = found.state
+        self._fold_records(state, [(o, v) for o, v in found.records if o >= state.end],
+                           found.end)
+        log.info("%s: %s[%d]: recovered from snapshot %s (offset %d) and %d later records "
+                 "in %.1f s", self.service, self.topic, partition, found.manifest.snapshot_id,
+                 found.manifest.end, max(0, found.end - found.manifest.end),
+                 time.monotonic() - began)
+        return state
+
+    def snapshot_if_due(self, partitions: set[int]) -> None:
+        """Between batches: start a snapshot of each of `partitions` this worker owns (its
+        state folded verified entries only) that is due."""
+        if self.snapshots is None or self.io is None:
+            return
+        for partition in partitions:
+            state = self.state(partition)
+            if state is not None and self.snapshots.due(state):
+                self.snapshots.start(cast(Any, self.io), state)
+
     async def catch_up(self, state: PartitionState) -> None:
         """Fold what the log holds past what `state` has seen."""
         records, end = await self.io_().read(self.topic, state.partition, state.end)
+        self._fold_records(state, records, end)
+
+    def _fold_records(self, state: PartitionState, records: Sequence[tuple[int, bytes]],
+                      end: int) -> None:
         folded = 0
         for offset, value in records:
             try:
@@ -325,6 +383,7 @@ async def run_own_log(stream: faust.Stream, own: OwnLog, decide: Decide, answer:
             await until_applied(own, batch, decide, answer, lock)
             for event in batch:
                 await manual.ack(event)
+            own.snapshot_if_due({event.message.partition for event in batch})
             progress.batch_finished()
     finally:
         for task in tasks:
