@@ -2,8 +2,9 @@
 
 For each batch of input records (`run_own_log`):
 1. every input partition the batch touches is recovered first: its own log's partition is
-   folded (from the worker's cached state onwards, or from the start), and the outputs of
-   entries not known to be published are published again;
+   folded (from the worker's cached state onwards; else, for a service that opts in, from
+   the newest snapshot the log confirms, `snapshots`; else from the start), and the
+   outputs of entries not known to be published are published again;
 2. records the own log says were applied are skipped (a redelivery, or Faust handing on
    from a committed offset behind the log); a record past the next one the log expects
    makes the reader read the gap from the log first (`contiguous`, baselined on the own
@@ -15,6 +16,8 @@ For each batch of input records (`run_own_log`):
    log and its records decided again (they are idempotent);
 5. the entries are folded into the state (the same `fold_entry` as recovery), their
    outputs published and acknowledged, then the answers given and the records acked.
+6. between batches, a partition whose snapshot is due has one written in the background
+   (`OwnLog.snapshot_if_due`): a copy of its verified state, encoded in a thread.
 
 No service core knows about crashes: the kernel owns checkpoints, fencing and the outbox.
 """
@@ -147,8 +150,10 @@ class KafkaLogIO:
         return [meta.offset for meta in await asyncio.gather(*futures)]
 
     async def read_keyed(self, topic: str, partition: int) -> list[KeyedRecord]:
-        records, _ = await asyncio.to_thread(_read_log, self.bootstrap, self.principal,
-                                             topic, partition, 0)
+        """`snapshots.SnapshotIO`: every record of the partition; none if the topic (or the
+        partition) does not exist (a cluster whose catalogue predates it)."""
+        records = await asyncio.to_thread(_read_keyed_log, self.bootstrap, self.principal,
+                                          topic, partition)
         return [(r.offset, r.key, r.value) for r in records]
 
     async def end(self, topic: str, partition: int) -> int:
@@ -185,6 +190,16 @@ def _read_log(bootstrap: str, principal: str, topic: str, partition: int, start:
         return records, end
     finally:
         consumer.close()
+
+
+def _read_keyed_log(bootstrap: str, principal: str, topic: str, partition: int) -> list[Any]:
+    consumer: KafkaConsumer = log_reader(bootstrap, principal)
+    try:
+        if partition not in (consumer.partitions_for_topic(topic) or set()):
+            return []
+    finally:
+        consumer.close()
+    return _read_log(bootstrap, principal, topic, partition, 0)[0]
 
 
 class OwnLog(Generic[E]):
@@ -254,9 +269,8 @@ class OwnLog(Generic[E]):
         began = time.monotonic()
         try:
             found = await self.snapshots.restore(cast(Any, self.io_()), partition, self.parse)
-        except Exception as error:  # noqa: BLE001 - a snapshot only saves time
-            if transient(error):
-                raise
+        except Exception as error:  # noqa: BLE001 - a snapshot only saves time: any doubt,
+            # the full fold (a broker failing now fails that too, and the batch is retried)
             log.warning("%s: %s[%d]: snapshots unreadable (%r): folding from 0",
                         self.service, self.topic, partition, error)
             return PartitionState(partition)

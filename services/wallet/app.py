@@ -12,6 +12,10 @@ the entries wrote (`ledger_fold`). The agent runs on the kernel
 (`croupier.services.infra.kernel`): a worker assigned a partition folds its ledger
 partition first and resumes the commands after the last one its ledger applied; it
 answers only for entries it saw land where their chain said (docs/decisions/ledger.md).
+Every `CROUPIER_SNAPSHOT_EVERY_ENTRIES` entries (or seconds) a partition's folded state is
+also written to `wallet.ledger.snapshots` (`WALLET_CODEC`), so a worker on an empty disk
+folds only the ledger after the newest snapshot the ledger confirms
+(docs/decisions/snapshots.md).
 
 The app only wires: the own log (`own`) and its read side (`store`), the decisions the
 agent makes (`batches`), the balance guard (`balance_guard`), the table views
