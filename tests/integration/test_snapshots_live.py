@@ -4,9 +4,10 @@ the `wallet` principal (ACLs enforced), and a new worker recovers from the snaps
 log's tail into the state the full fold gives, record for record. A second snapshot
 tombstones the first's records.
 
-The worker is the kernel's `OwnLog` with the wallet's fold and codec and the real
-`KafkaLogIO` (its producer an aiokafka producer, as Faust's is), not a whole wallet
-process: what is under test is the snapshot's way through Kafka and back."""
+The first test's worker is the kernel's `OwnLog` with the wallet's fold and codec and the
+real `KafkaLogIO` (its producer an aiokafka producer, as Faust's is): the snapshot's way
+through Kafka and back, compared with the full fold. The second runs a wallet process: the
+wiring (its Faust producer, its settings, its recovery after a restart)."""
 
 from __future__ import annotations
 
@@ -14,18 +15,35 @@ import asyncio
 import time
 from typing import Any
 
+import httpx
 import pytest
 from aiokafka import AIOKafkaProducer
 from kafka import KafkaProducer
 
 from croupier.services.infra import topic_admin
-from croupier.services.infra.kafka_security import aiokafka_options, kafka_python_options
+from croupier.services.infra.kafka_security import (
+    ADMIN,
+    aiokafka_options,
+    ensure_acls,
+    kafka_python_options,
+)
 from croupier.services.infra.kernel import KafkaLogIO, OwnLog
+from croupier.services.infra.log_reader import read_to_end
+from croupier.services.infra.processes import ServiceProcess
 from croupier.services.infra.snapshots import SnapshotStore
 from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WALLET_FOLD
 from croupier.services.wallet.snapshot_codec import WALLET_CODEC
 from croupier.shared.events.wallet_ledger import LedgerEntry
 from croupier.shared.topics import topic_catalogue
+from tests.conftest import free_port, instance_for
+from tests.integration.money_support import wait_for
+from tests.integration.test_wallet_scale_live import (
+    OPERATOR,
+    RUN,
+    make_player,
+    retrying,
+    wallet_env,
+)
 from tests.ledger_builder import Ledger
 
 pytestmark = pytest.mark.kafka
@@ -153,3 +171,37 @@ def test_a_new_worker_recovers_from_the_snapshot_and_the_tail_as_the_full_fold(b
             await producer.stop()
 
     asyncio.run(run())
+
+
+def test_a_wallet_process_snapshots_its_ledger_and_recovers_from_it_on_restart(
+        bootstrap, tmp_path):
+    """The wiring: a wallet worker (snapshots every 10 ledger entries) writes snapshots
+    through its Faust producer as it folds; restarted with nothing in memory, it recovers
+    its partitions from them and answers every balance as before."""
+    home = tmp_path / "home"
+    port = free_port()
+    env = {**wallet_env(bootstrap, home, port), "CROUPIER_SNAPSHOT_EVERY_ENTRIES": "10"}
+    ensure_acls(bootstrap, instance_for(home))
+    log = home / "wallet-0.log"
+    wallet = ServiceProcess("wallet", port, log, env, worker=0)
+    players = {f"snap-{RUN}-{i}": 1000 * (i + 1) for i in range(16)}
+    try:
+        wallet.start().wait_ready(90)
+        with httpx.Client(base_url=wallet.base_url, timeout=30) as http:
+            for player, amount in players.items():
+                make_player(http, player, amount)
+        wait_for(lambda: manifests(bootstrap), "a snapshot manifest", 30)
+        wallet.stop()
+        wallet.start().wait_ready(90)
+        with httpx.Client(base_url=wallet.base_url, timeout=30) as http:
+            for player, amount in players.items():
+                r = retrying(lambda p=player: http.get(f"/accounts/{p}", headers=OPERATOR))
+                assert r.status_code == 200 and r.json()["balance"] == amount, r.text
+    finally:
+        wallet.stop()
+    assert "recovered from snapshot" in log.read_text(), log.read_text()[-3000:]
+
+
+def manifests(bootstrap: str) -> list[bytes]:
+    return [r.key for r in read_to_end(bootstrap, SNAPSHOTS, principal=ADMIN)
+            if r.key and b"/m/" in r.key and r.value is not None]
