@@ -80,7 +80,10 @@ _SNAPSHOT_TOPICS: tuple[tuple[str, str, str, str], ...] = (
 SNAPSHOT_TOPICS: tuple[str, ...] = tuple(name for name, *_ in _SNAPSHOT_TOPICS)
 SNAPSHOT_CONFIGS: dict[str, str] = {
     "cleanup.policy": "compact",
-    "segment.ms": str(HOUR_MS),  # a closed segment can be compacted
+    # only a closed segment is compacted: roll often, so the records a recovery reads stay
+    # about the live snapshots
+    "segment.ms": str(10 * 60_000),
+    "segment.bytes": str(64 * 1024 * 1024),
     "min.cleanable.dirty.ratio": "0.1",
     "delete.retention.ms": str(DAY_MS),  # tombstones outlive any read that began before
     "message.timestamp.type": "CreateTime",

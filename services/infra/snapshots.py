@@ -23,8 +23,9 @@ A snapshot is a cache, never a second truth (docs/decisions/snapshots.md):
   snapshot is a fold of a prefix of the log: it can cost time (an older stamp), never
   money; the head id check refuses one whose head the log does not have.
 - **Compaction.** Once a newer manifest is acknowledged, the writer tombstones the chunks
-  and manifests of the partition's snapshots it knows of: the topic keeps about one or two
-  snapshots per partition.
+  and manifests of the partition's snapshots it knows of, and the records its recovery
+  found that no snapshot needs (a write a crash cut short): the topic keeps about one or
+  two snapshots per partition.
 
 The coverage of `PartitionState` is generic and loud: every dataclass field but `kv` must
 have an entry in `SPECIAL_FIELDS`, checked at import (`check_coverage`), so a field added
@@ -487,6 +488,9 @@ class _Progress:
     last_at: float = field(default_factory=time.monotonic)
     running: asyncio.Task[Any] | None = None
     known: dict[str, SnapshotManifest] = field(default_factory=dict)  # by snapshot id
+    # keys of records no usable snapshot needs (chunks of a write a crash cut short, before
+    # its manifest; what is not a manifest): tombstoned by the next write
+    garbage: set[bytes] = field(default_factory=set)
 
 
 class SnapshotStore:
@@ -577,9 +581,12 @@ class SnapshotStore:
         for old in older:
             tombstones += [(old.chunk_key(n), None) for n in range(old.chunks)]
             tombstones.append((old.key, None))
+        garbage = set(progress.garbage)
+        tombstones += [(key, None) for key in sorted(garbage)]
         if tombstones:
             await io.send_keyed(self.topic, state.partition, tombstones)
         progress.known = {snapshot_id: manifest}
+        progress.garbage -= garbage
         taken = Taken(manifest, copy_s, encode_s, send_s, len(tombstones))
         self.taken.append(taken)
         log.info("%s[%d]: snapshot %s at offset %d: %d values, %d chunks, %.1f MB "
@@ -614,19 +621,23 @@ class SnapshotStore:
                 chunks[key] = value
         del records
         candidates: list[tuple[int, int, SnapshotManifest]] = []
+        progress = self._of(partition)
         for key, (offset, value) in manifests.items():
             try:
                 manifest = SnapshotManifest.model_validate_json(value)
             except ValueError as error:
                 found.refused.append(f"{key!r}: not a manifest ({error})")
+                progress.garbage.add(key)
                 continue
             if (manifest.topic, manifest.partition) != (self.own_log_topic, partition) \
                     or manifest.key != key:
                 found.refused.append(f"{key!r}: names {manifest.topic}[{manifest.partition}]")
+                progress.garbage.add(key)
                 continue
             candidates.append((manifest.end, offset, manifest))
-        progress = self._of(partition)
         progress.known = {m.snapshot_id: m for _, _, m in candidates}
+        owned = {m.chunk_key(n) for _, _, m in candidates for n in range(m.chunks)}
+        progress.garbage |= set(chunks) - owned
         for _, _, manifest in sorted(candidates, key=lambda c: (c[0], c[1]), reverse=True):
             why = await self._try(io, manifest, chunks, parse_entry, state_type, found)
             if why is None:

@@ -336,3 +336,28 @@ def test_a_snapshot_is_due_after_n_entries_or_after_some_time_with_something_new
     assert not store.due(state)  # nothing folded since
     state.end += 1000
     assert store.due(state)
+
+
+def test_chunks_a_crash_left_without_their_manifest_are_tombstoned_by_the_next_snapshot():
+    kafka, ledger = MemoryKafka(), Ledger(players=300)
+    kafka.write_ledger(ledger.entries(3000))
+    kept = write_snapshot(kafka, "a", full_fold(kafka))
+    # a writer killed after two chunks, before its manifest
+    cut = [(b"0/dead.1/c/0", b"a/x\t{}\n"), (b"0/dead.1/c/1", b"a/y\t{}\n")]
+    for key, value in cut:
+        kafka.append(SNAPSHOTS, 0, key, value)
+    kafka.append(SNAPSHOTS, 0, b"0/m/bogus", b"not a manifest")
+    kafka.write_ledger(ledger.entries(200))
+    heir = worker(kafka, "heir", every_entries=100)
+    assert asyncio.run(heir.recover(0)) == full_fold(kafka)
+    assert heir.snapshots is not None and heir.snapshots.restores[0][0] == kept
+    kafka.write_ledger(ledger.entries(200))
+    asyncio.run(heir.recover(0))
+    taken = asyncio.run(snapshot_if_due(heir))
+    assert taken is not None
+    assert taken.tombstones == kept.chunks + 1 + len(cut) + 1
+    live: dict[bytes | None, bytes | None] = {}
+    for key, value in kafka.snapshot_records():
+        live[key] = value
+    assert {k for k, v in live.items() if v is not None} == {
+        taken.manifest.key, *(taken.manifest.chunk_key(n) for n in range(taken.manifest.chunks))}
