@@ -34,6 +34,7 @@ from croupier.services.infra.snapshots import (
 )
 from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WALLET_FOLD
 from croupier.services.wallet.snapshot_codec import WALLET_CODEC
+from croupier.shared.events.sources import InputRef
 from croupier.shared.events.wallet_ledger import LedgerEntry
 from tests.ledger_builder import COMMANDS, Ledger
 
@@ -361,3 +362,24 @@ def test_chunks_a_crash_left_without_their_manifest_are_tombstoned_by_the_next_s
         live[key] = value
     assert {k for k, v in live.items() if v is not None} == {
         taken.manifest.key, *(taken.manifest.chunk_key(n) for n in range(taken.manifest.chunks))}
+
+
+def test_a_snapshot_taken_between_the_entries_of_one_record_holds_them_until_the_last():
+    """One input record wrote three entries; the snapshot is taken after the first two
+    (they are held: not applied yet); the third, in the tail, applies all three."""
+    kafka, ledger = MemoryKafka(), Ledger(players=20)
+    kafka.write_ledger(ledger.entries(100))
+    parts = []
+    for part in range(3):
+        e = ledger.next()
+        parts.append(e.model_copy(update={"source": InputRef(
+            topic=COMMANDS, partition=0, offset=100, part=part, last=part == 2)}))
+    kafka.write_ledger(parts[:2])
+    state = full_fold(kafka)
+    assert [e for _, e in state.held] == parts[:2]
+    assert state.kv.get(f"a/{parts[0].account.player_id}") != parts[0].account
+    write_snapshot(kafka, "a", state)
+    kafka.write_ledger([parts[2], *ledger.entries(10)])
+    used, _ = recovered_as_full_fold(kafka)
+    assert used is not None and used.items["held"] == 2
+    assert full_fold(kafka).held == [] and full_fold(kafka).resume_at(COMMANDS, 0) == 113
