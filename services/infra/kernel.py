@@ -152,8 +152,8 @@ class KafkaLogIO:
     async def read_keyed(self, topic: str, partition: int) -> list[KeyedRecord]:
         """`snapshots.SnapshotIO`: every record of the partition; none if the topic (or the
         partition) does not exist (a cluster whose catalogue predates it)."""
-        records = await asyncio.to_thread(_read_keyed_log, self.bootstrap, self.principal,
-                                          topic, partition)
+        records, _ = await asyncio.to_thread(_read_log, self.bootstrap, self.principal,
+                                             topic, partition, 0, True)
         return [(r.offset, r.key, r.value) for r in records]
 
     async def end(self, topic: str, partition: int) -> int:
@@ -166,11 +166,14 @@ class LostPartition(Exception):
     """Another writer keeps winning this partition's log: this worker no longer owns it."""
 
 
-def _read_log(bootstrap: str, principal: str, topic: str, partition: int, start: int
-              ) -> tuple[list[Any], int]:
-    """The records of one partition from `start` to its end, and the end (blocking)."""
+def _read_log(bootstrap: str, principal: str, topic: str, partition: int, start: int,
+              missing_ok: bool = False) -> tuple[list[Any], int]:
+    """The records of one partition from `start` to its end, and the end (blocking).
+    `missing_ok`: none (end 0) if the topic or the partition does not exist."""
     consumer: KafkaConsumer = log_reader(bootstrap, principal)
     try:
+        if missing_ok and partition not in (consumer.partitions_for_topic(topic) or set()):
+            return [], 0
         tp = TopicPartition(topic, partition)
         consumer.assign([tp])
         end = consumer.end_offsets([tp])[tp]
@@ -190,16 +193,6 @@ def _read_log(bootstrap: str, principal: str, topic: str, partition: int, start:
         return records, end
     finally:
         consumer.close()
-
-
-def _read_keyed_log(bootstrap: str, principal: str, topic: str, partition: int) -> list[Any]:
-    consumer: KafkaConsumer = log_reader(bootstrap, principal)
-    try:
-        if partition not in (consumer.partitions_for_topic(topic) or set()):
-            return []
-    finally:
-        consumer.close()
-    return _read_log(bootstrap, principal, topic, partition, 0)[0]
 
 
 class OwnLog(Generic[E]):
