@@ -511,7 +511,7 @@ class SnapshotStore:
         self.clock = clock
         self._ids = itertools.count(1)
         self._progress: dict[int, _Progress] = {}
-        self.taken: list[Taken] = []  # what this worker wrote (figures, tests)
+        self.taken: deque[Taken] = deque(maxlen=16)  # the last ones written (figures, tests)
         # per partition, the last recovery's snapshot (None: folded from 0) and refusals
         self.restores: dict[int, tuple[SnapshotManifest | None, list[str]]] = {}
 
