@@ -67,6 +67,30 @@ _TOPICS: tuple[tuple[str, str, str, str], ...] = (
 
 TOPIC_NAMES: tuple[str, ...] = tuple(name for name, *_ in _TOPICS)
 
+# Snapshots of an own log's folded partitions (services/infra/snapshots.py): a cache that
+# bounds a recovery's time, verified against the log before use, so not a source of truth,
+# not events (no schema), not archived; compacted, a snapshot's writer tombstoning the one
+# before it, so each partition keeps about one or two.
+_SNAPSHOT_TOPICS: tuple[tuple[str, str, str, str], ...] = (
+    ("wallet.ledger.snapshots", "<ledger partition>/<snapshot id>/c/<n> (chunks), "
+     "<ledger partition>/m/<snapshot id> (manifest); partition: the ledger's", "wallet",
+     "snapshots of wallet.ledger's folded partitions: chunks of at most 256 KB, then a "
+     "manifest (their sha256, the stamp: head offset and id, end, input checkpoints)"),
+)
+SNAPSHOT_TOPICS: tuple[str, ...] = tuple(name for name, *_ in _SNAPSHOT_TOPICS)
+SNAPSHOT_CONFIGS: dict[str, str] = {
+    "cleanup.policy": "compact",
+    # only a closed segment is compacted: roll often, so the records a recovery reads stay
+    # about the live snapshots
+    "segment.ms": str(10 * 60_000),
+    "segment.bytes": str(64 * 1024 * 1024),
+    "min.cleanable.dirty.ratio": "0.1",
+    "delete.retention.ms": str(DAY_MS),  # tombstones outlive any read that began before
+    "message.timestamp.type": "CreateTime",
+}
+# every topic `croupier topics apply` creates: the events' and the snapshots'
+CATALOGUE_NAMES: tuple[str, ...] = TOPIC_NAMES + SNAPSHOT_TOPICS
+
 
 def validate_retention(retention_ms: int) -> int:
     if retention_ms < MIN_RETENTION_MS:
@@ -98,6 +122,10 @@ def topic_catalogue(
         TopicSpec(name=name, key=key, writer=writer, carries=carries,
                   partitions=partitions, configs={**configs, **SOURCE_OF_TRUTH.get(name, {})})
         for name, key, writer, carries in _TOPICS
+    ) + tuple(
+        TopicSpec(name=name, key=key, writer=writer, carries=carries, partitions=partitions,
+                  configs=dict(SNAPSHOT_CONFIGS))
+        for name, key, writer, carries in _SNAPSHOT_TOPICS
     )
 
 

@@ -29,7 +29,7 @@ import ssl
 from pathlib import Path
 
 from croupier.services.infra.service_table import SERVICE_NAMES
-from croupier.shared.topics import TOPIC_NAMES
+from croupier.shared.topics import CATALOGUE_NAMES
 
 SERVICE_PRINCIPALS = SERVICE_NAMES  # croupier.services.infra.service_table
 TABLE_DEVICE = "table-device"
@@ -55,6 +55,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "evaluation.log": ("game-evaluation",),
     "wallet.ledger": ("wallet",),
     "settlement.log": ("bet-settlement",),
+    "wallet.ledger.snapshots": ("wallet",),  # its ledger's snapshots (a cache, compacted)
     # each service writes what it could not apply; the operator re-drives as admin
     "dead.letters": ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
     # the operator's tools record each use of an override (a late complaint) here
@@ -74,11 +75,12 @@ READERS: dict[str, tuple[str, ...]] = {
     "evaluation.log": ("game-evaluation",),  # its own state: folded on every assignment
     "wallet.ledger": ("wallet",),  # its own state: folded on every assignment
     "settlement.log": ("bet-settlement",),  # likewise
+    "wallet.ledger.snapshots": ("wallet",),  # read back before folding its ledger's tail
     "dead.letters": (),  # the operator reads it (croupier dead-letters)
     "operator.actions": (),  # the operator reads it (the significant-event log)
 }
 
-assert set(WRITERS) == set(READERS) == set(TOPIC_NAMES), "every topic has its rights"
+assert set(WRITERS) == set(READERS) == set(CATALOGUE_NAMES), "every topic has its rights"
 
 
 class KafkaSecurityError(RuntimeError):

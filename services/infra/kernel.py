@@ -2,8 +2,9 @@
 
 For each batch of input records (`run_own_log`):
 1. every input partition the batch touches is recovered first: its own log's partition is
-   folded (from the worker's cached state onwards, or from the start), and the outputs of
-   entries not known to be published are published again;
+   folded (from the worker's cached state onwards; else, for a service that opts in, from
+   the newest snapshot the log confirms, `snapshots`; else from the start), and the
+   outputs of entries not known to be published are published again;
 2. records the own log says were applied are skipped (a redelivery, or Faust handing on
    from a committed offset behind the log); a record past the next one the log expects
    makes the reader read the gap from the log first (`contiguous`, baselined on the own
@@ -15,6 +16,8 @@ For each batch of input records (`run_own_log`):
    log and its records decided again (they are idempotent);
 5. the entries are folded into the state (the same `fold_entry` as recovery), their
    outputs published and acknowledged, then the answers given and the records acked.
+6. between batches, a partition whose snapshot is due has one written in the background
+   (`OwnLog.snapshot_if_due`): a copy of its verified state, encoded in a thread.
 
 No service core knows about crashes: the kernel owns checkpoints, fencing and the outbox.
 """
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, cast
@@ -61,6 +65,7 @@ from croupier.services.infra.own_log import (
     fold_entry,
     skip_to,
 )
+from croupier.services.infra.snapshots import KeyedRecord, SnapshotStore
 
 log = logging.getLogger(__name__)
 E = TypeVar("E")
@@ -137,6 +142,20 @@ class KafkaLogIO:
         await publish_all(self.app, records)
         await flush_all(self.app.producer)
 
+    async def send_keyed(self, topic: str, partition: int,
+                         records: Sequence[tuple[bytes, bytes | None]]) -> list[int]:
+        """`snapshots.SnapshotIO`: keyed records (None: a tombstone), acknowledged."""
+        futures = [await self.app.producer.send(topic, key, value, partition, None, None)
+                   for key, value in records]
+        return [meta.offset for meta in await asyncio.gather(*futures)]
+
+    async def read_keyed(self, topic: str, partition: int) -> list[KeyedRecord]:
+        """`snapshots.SnapshotIO`: every record of the partition; none if the topic (or the
+        partition) does not exist (a cluster whose catalogue predates it)."""
+        records, _ = await asyncio.to_thread(_read_log, self.bootstrap, self.principal,
+                                             topic, partition, 0, True)
+        return [(r.offset, r.key, r.value) for r in records]
+
     async def end(self, topic: str, partition: int) -> int:
         tp = TP(topic, partition)
         async with self._ends_lock:  # one kafka-python client: one thread at a time
@@ -147,11 +166,14 @@ class LostPartition(Exception):
     """Another writer keeps winning this partition's log: this worker no longer owns it."""
 
 
-def _read_log(bootstrap: str, principal: str, topic: str, partition: int, start: int
-              ) -> tuple[list[Any], int]:
-    """The records of one partition from `start` to its end, and the end (blocking)."""
+def _read_log(bootstrap: str, principal: str, topic: str, partition: int, start: int,
+              missing_ok: bool = False) -> tuple[list[Any], int]:
+    """The records of one partition from `start` to its end, and the end (blocking).
+    `missing_ok`: none (end 0) if the topic or the partition does not exist."""
     consumer: KafkaConsumer = log_reader(bootstrap, principal)
     try:
+        if missing_ok and partition not in (consumer.partitions_for_topic(topic) or set()):
+            return [], 0
         tp = TopicPartition(topic, partition)
         consumer.assign([tp])
         end = consumer.end_offsets([tp])[tp]
@@ -191,6 +213,8 @@ class OwnLog(Generic[E]):
         self._locks: dict[int, asyncio.Lock] = {}
         self.io: LogIO | None = None  # set when the worker starts (`run_own_log`)
         self.last_valid: set[int] = set()  # offsets the last catch-ups folded as valid
+        # opt-in: snapshots that bound a recovery on an empty disk (services/infra/snapshots.py)
+        self.snapshots: SnapshotStore | None = None
 
     def io_(self) -> LogIO:
         if self.io is None:
@@ -214,7 +238,7 @@ class OwnLog(Generic[E]):
         async with lock:
             state = self.states.get(partition)
             if state is None:
-                state = self.states[partition] = PartitionState(partition)
+                state = self.states[partition] = await self._from_snapshot(partition)
             await self.catch_up(state)
             if state.unpublished:
                 await self.io_().publish([r for _, e in state.unpublished
@@ -230,9 +254,50 @@ class OwnLog(Generic[E]):
         await self.recover(partition)
         return self.last_valid
 
+    async def _from_snapshot(self, partition: int) -> PartitionState:
+        """The partition's newest snapshot the log confirms, caught up with the log's
+        records read to confirm it; an empty state (fold from 0) without one."""
+        if self.snapshots is None:
+            return PartitionState(partition)
+        began = time.monotonic()
+        try:
+            found = await self.snapshots.restore(cast(Any, self.io_()), partition, self.parse)
+        except Exception as error:  # noqa: BLE001 - a snapshot only saves time: any doubt,
+            # the full fold (a broker failing now fails that too, and the batch is retried)
+            log.warning("%s: %s[%d]: snapshots unreadable (%r): folding from 0",
+                        self.service, self.topic, partition, error)
+            return PartitionState(partition)
+        if found.state is None or found.manifest is None:
+            log.info("%s: %s[%d]: no usable snapshot%s: folding from 0", self.service,
+                     self.topic, partition,
+                     f" ({'; '.join(found.refused)})" if found.refused else "")
+            return PartitionState(partition)
+        state = found.state
+        self._fold_records(state, [(o, v) for o, v in found.records if o >= state.end],
+                           found.end)
+        log.info("%s: %s[%d]: recovered from snapshot %s (offset %d) and %d later records "
+                 "in %.1f s", self.service, self.topic, partition, found.manifest.snapshot_id,
+                 found.manifest.end, max(0, found.end - found.manifest.end),
+                 time.monotonic() - began)
+        return state
+
+    def snapshot_if_due(self, partitions: set[int]) -> None:
+        """Between batches: start a snapshot of each of `partitions` this worker owns (its
+        state folded verified entries only) that is due."""
+        if self.snapshots is None or self.io is None:
+            return
+        for partition in partitions:
+            state = self.state(partition)
+            if state is not None and self.snapshots.due(state):
+                self.snapshots.start(cast(Any, self.io), state)
+
     async def catch_up(self, state: PartitionState) -> None:
         """Fold what the log holds past what `state` has seen."""
         records, end = await self.io_().read(self.topic, state.partition, state.end)
+        self._fold_records(state, records, end)
+
+    def _fold_records(self, state: PartitionState, records: Sequence[tuple[int, bytes]],
+                      end: int) -> None:
         folded = 0
         for offset, value in records:
             try:
@@ -325,6 +390,7 @@ async def run_own_log(stream: faust.Stream, own: OwnLog, decide: Decide, answer:
             await until_applied(own, batch, decide, answer, lock)
             for event in batch:
                 await manual.ack(event)
+            own.snapshot_if_due({event.message.partition for event in batch})
             progress.batch_finished()
     finally:
         for task in tasks:

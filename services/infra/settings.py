@@ -165,6 +165,14 @@ class Settings(BaseSettings):
         "on for this long is read from the log directly (a stuck fetch, see "
         "services/infra/contiguous.py)."))
 
+    # snapshots (services/infra/snapshots.py): a service's own log partitions, so that a
+    # recovery on an empty disk folds only the log after the newest one
+    snapshot_every_entries: int = Field(default=50_000, gt=0, description=(
+        "A partition's snapshot is written once this many own-log records were folded "
+        "since its last one (the wallet: `wallet.ledger.snapshots`)."))
+    snapshot_every_seconds: float = Field(default=300.0, gt=0, description=(
+        "... or once this long has passed since its last one, if anything was folded."))
+
     # disputes
     late_complaint_override: bool = Field(default=False, description=(
         "Seed 002: \"Keluhan apapun yang diajukan setelah periode waktu tersebut akan "

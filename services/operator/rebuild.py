@@ -17,9 +17,10 @@ from pydantic import BaseModel
 
 from croupier.services.infra.archive_store import ArchiveStore
 from croupier.services.infra.own_log import PartitionState, fold_entry
+from croupier.services.infra.settings import Settings
 from croupier.services.operator.audit import AuditReport, Books, audit
 from croupier.services.operator.event_reader import Unparsed, read_books, read_topic
-from croupier.services.wallet.ledger_fold import WALLET_FOLD, accounts
+from croupier.services.wallet.ledger_fold import WalletFold, accounts
 from croupier.shared.events.chain import follow_chain
 from croupier.shared.events.event_auth import VOID, auth_problem
 from croupier.shared.events.ids import id_problem
@@ -139,7 +140,10 @@ def cyclic_gc_paused() -> Iterator[None]:
 def ledger_balances(bootstrap: str, progress: Progress | None = None,
                     archive: ArchiveStore | None = None) -> tuple[dict[str, int], list[str]]:
     """Every balance as the fold of `wallet.ledger`: the very fold the live wallet runs
-    (`own_log.fold_entry` with `WALLET_FOLD`), partition by partition."""
+    (`own_log.fold_entry` with the wallet's `WalletFold`, its state window included, so a
+    rebuild's memory is bounded as the wallet's is; accounts never expire), partition by
+    partition."""
+    fold = WalletFold(Settings().wallet_state_window())
     states: dict[int, PartitionState] = {}
     problems: list[str] = []
     step = (lambda d, t: progress("wallet.ledger", d, t)) if progress else None
@@ -149,7 +153,7 @@ def ledger_balances(bootstrap: str, progress: Progress | None = None,
             problems.append(f"unreadable ledger entry at partition {rec.partition} offset "
                             f"{rec.offset}: {rec.value.error[:120]}")
             continue
-        fold_entry(state, rec.offset, rec.value, WALLET_FOLD)
+        fold_entry(state, rec.offset, rec.value, fold)
     balances = {account.player_id: account.balance for state in states.values()
                 for account in accounts(state.kv)}
     return balances, problems

@@ -12,6 +12,10 @@ the entries wrote (`ledger_fold`). The agent runs on the kernel
 (`croupier.services.infra.kernel`): a worker assigned a partition folds its ledger
 partition first and resumes the commands after the last one its ledger applied; it
 answers only for entries it saw land where their chain said (docs/decisions/ledger.md).
+Every `CROUPIER_SNAPSHOT_EVERY_ENTRIES` entries (or seconds) a partition's folded state is
+also written to `wallet.ledger.snapshots` (`WALLET_CODEC`), so a worker on an empty disk
+folds only the ledger after the newest snapshot the ledger confirms
+(docs/decisions/snapshots.md).
 
 The app only wires: the own log (`own`) and its read side (`store`), the decisions the
 agent makes (`batches`), the balance guard (`balance_guard`), the table views
@@ -44,6 +48,7 @@ from croupier.services.infra.faust_app import make_app
 from croupier.services.infra.kernel import OwnLog, run_own_log
 from croupier.services.infra.replies import Replies
 from croupier.services.infra.settings import Settings, get_settings
+from croupier.services.infra.snapshots import SnapshotStore
 from croupier.services.wallet import handlers, money_metrics
 from croupier.services.wallet.batches import CommandBatches, forward_endings
 from croupier.services.wallet.commands import Envelope
@@ -55,6 +60,7 @@ from croupier.services.wallet.forwarded import (
 )
 from croupier.services.wallet.intake_marks import IntakeMarks
 from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WalletFold
+from croupier.services.wallet.snapshot_codec import WALLET_CODEC
 from croupier.services.wallet.store import Store
 from croupier.services.wallet.table_views import TableViews
 from croupier.shared.events.wallet_ledger import LedgerEntry
@@ -105,6 +111,9 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     writer = f"{settings.instance}-wallet-{settings.worker_id}-{uuid.uuid4().hex[:8]}"
     own = OwnLog("wallet", LEDGER_TOPIC, fold, LedgerEntry.model_validate_json,
                  lambda entry: entry.account.player_id.encode(), writer)
+    own.snapshots = SnapshotStore(LEDGER_TOPIC, WALLET_CODEC, writer,
+                                  every_entries=settings.snapshot_every_entries,
+                                  every_seconds=settings.snapshot_every_seconds)
     store = Store(own, partition_of(settings.topic_partitions))
     replies = Replies()
     batches = CommandBatches(replies, clock)

@@ -11,7 +11,7 @@ import pytest
 
 from croupier.services.infra.local_broker import JARS_MARKER, jars_dir
 from croupier.services.infra.settings import Settings
-from croupier.shared.topics import TOPIC_NAMES
+from croupier.shared.topics import CATALOGUE_NAMES
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.kafka
@@ -53,7 +53,7 @@ def test_up_status_down_with_cached_jars(tmp_path, kafka_bootstrap):
 
         applied = croupier("topics", "apply", env=env)
         assert applied.returncode == 0 \
-            and applied.stdout.count("created") == len(TOPIC_NAMES), applied.stdout
+            and applied.stdout.count("created") == len(CATALOGUE_NAMES), applied.stdout
         reapplied = croupier("topics", "apply", env=env)
         assert "already match" in reapplied.stdout
         refused = croupier("topics", "apply", "--retention-ms", "3600000", env=env)

@@ -5,6 +5,7 @@ import pytest
 from croupier.shared.topics import (
     DAY_MS,
     DEFAULT_RETENTION_MS,
+    SNAPSHOT_TOPICS,
     SOURCE_OF_TRUTH,
     TOPIC_NAMES,
     RetentionTooShortError,
@@ -22,11 +23,26 @@ ARCHITECTURE_TOPICS = {
 
 def test_catalogue_names_every_topic_of_the_architecture():
     assert set(TOPIC_NAMES) == ARCHITECTURE_TOPICS
-    assert {t.name for t in topic_catalogue()} == ARCHITECTURE_TOPICS
+    assert {t.name for t in topic_catalogue()} == ARCHITECTURE_TOPICS | {
+        "wallet.ledger.snapshots"}  # a cache of wallet.ledger: neither events nor archived
+    assert SNAPSHOT_TOPICS == ("wallet.ledger.snapshots",)
+
+
+def test_snapshot_topics_are_compacted_and_not_archived():
+    from croupier.services.archive.archiver import Archiver
+
+    archived = Archiver.__init__.__defaults__[0]  # type: ignore[index]
+    for spec in topic_catalogue():
+        if spec.name in SNAPSHOT_TOPICS:
+            assert spec.configs["cleanup.policy"] == "compact"
+            assert "retention.ms" not in spec.configs
+            assert spec.name not in archived and spec.name not in SOURCE_OF_TRUTH
 
 
 def test_defaults_keep_a_week_and_delete_old_segments():
     for spec in topic_catalogue():
+        if spec.name in SNAPSHOT_TOPICS:  # compacted (the test above)
+            continue
         if spec.name in SOURCE_OF_TRUTH:  # a service's own log: its state, kept forever
             assert spec.configs["retention.ms"] == spec.configs["retention.bytes"] == "-1"
             continue
