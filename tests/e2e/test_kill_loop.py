@@ -30,8 +30,8 @@ KILLS = 30
 EMPTY_STORE_EVERY = 4  # one restart in four is on an empty store (a wiped disk)
 FREEZES_AT = (10, 20)  # the broker is frozen before these kills
 FREEZE_S = (5.0, 8.0)
-WARM_UP_S = 12.0  # tables dealing and players betting before the first kill
-BETWEEN_KILLS_S = (1.0, 2.5)
+WARM_UP_S = 8.0  # tables dealing and players betting before the first kill
+BETWEEN_KILLS_S = (0.8, 2.0)
 DEADLINE_S = 240.0  # the whole loop, restarts included
 SEED = 17
 
