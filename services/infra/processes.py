@@ -30,7 +30,8 @@ SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers",
               "betting_window_seconds", "topic_partitions", "retention_ms",
               "kafka_security_protocol", "kafka_sasl_mechanism", "kafka_ssl_cafile",
               "kafka_local_secret", "cache_dir", "archive_url", "archive_flush_seconds",
-              "archive_s3_access_key", "archive_s3_secret_key")
+              "archive_s3_access_key", "archive_s3_secret_key", "snapshot_every_entries",
+              "snapshot_every_seconds", "wallet_state_window_hours")
 
 
 def service_env(settings: Settings) -> dict[str, str]:

@@ -34,6 +34,7 @@ WARM_UP_S = 8.0  # tables dealing and players betting before the first kill
 BETWEEN_KILLS_S = (0.8, 2.0)
 DEADLINE_S = 240.0  # the whole loop, restarts included
 SEED = 17
+SNAPSHOT_EVERY = 40  # ledger entries a wallet partition folds between its snapshots
 
 
 NOT_JSON: list[str] = []  # answers the simulators could not read, with where they came from
@@ -88,7 +89,10 @@ def loop(broker, tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setattr(httpx.Response, "json", _noting_json(httpx.Response.json))
     mp.setattr(Reply, "json", _noting_json(Reply.json))
-    settings = platform_settings(broker.bootstrap, tmp_path_factory.mktemp("kill-loop-home"))
+    # the wallet snapshots its ledger every 40 entries a partition, so the restarts (those on
+    # an empty store above all) recover from snapshots under the kills, not only from 0
+    settings = platform_settings(broker.bootstrap, tmp_path_factory.mktemp("kill-loop-home")
+                                 ).model_copy(update={"snapshot_every_entries": SNAPSHOT_EVERY})
     ensure_kafka(settings)
     stack = Stack(settings, workers=2, port_of=worker_port).start()
     kills: list[tuple[str, int, bool]] = []  # (worker, return code, on an empty store)
@@ -162,6 +166,16 @@ def test_every_invariant_holds_after_the_kills(loop):
     assert summary.bets == summary.bets_settled + summary.bets_voided + summary.bets_rejected
     assert all(not t.unexpected for t in run.tables.values()), \
         {t: s.unexpected[:3] for t, s in run.tables.items() if s.unexpected}
+
+
+def test_wallet_restarts_recovered_from_snapshots(loop):
+    """The snapshots were written under the kills and a restart used one: what it folded
+    then is checked by every invariant above, and by the rebuild below."""
+    stack = loop[4]
+    logs = "".join(p.log_path.read_text(errors="replace")
+                   for label, p in stack.processes.items() if label.startswith("wallet"))
+    assert "wallet.ledger[" in logs and ": snapshot " in logs, "no snapshot was written"
+    assert "recovered from snapshot" in logs, "no restart recovered from a snapshot"
 
 
 def test_the_rebuild_equals_the_live_wallet(loop):
