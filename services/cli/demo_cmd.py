@@ -58,7 +58,7 @@ def demo(
     config = DemoConfig(rounds=rounds, forever=forever, players=players, profiles=names,
                         betting_pause=betting_pause, bets_per_player=bets_per_player, seed=seed)
     console.print(f"[bold]croupier demo[/] run {config.run_id}: tables "
-                  f"{', '.join(f'{t} ({p})' for t, p in config.seats)}")
+                  f"{', '.join(f'{t} ({p})' for t, p in zip(config.tables, names, strict=True))}")
     bootstrap = ensure_kafka(settings)
     console.print(f"kafka ready at {bootstrap}; topics applied")
     stack = Stack(settings, workers=workers, archive=True, console=True)

@@ -44,21 +44,13 @@ class DemoConfig:
     bets_per_player: int = 1
     seed: int = 7
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
-    tables_per_profile: int = 1  # more tables at once: as many rounds in less time
 
-    def table_id(self, profile: str, copy: int = 0) -> str:
-        short = SHORT.get(profile, profile)
-        return f"{short}-{self.run_id}" if copy == 0 else f"{short}{copy + 1}-{self.run_id}"
-
-    @property
-    def seats(self) -> list[tuple[str, str]]:
-        """(table id, profile) of every table the session deals."""
-        return [(self.table_id(p, copy), p) for copy in range(self.tables_per_profile)
-                for p in self.profiles]
+    def table_id(self, profile: str) -> str:
+        return f"{SHORT.get(profile, profile)}-{self.run_id}"
 
     @property
     def tables(self) -> list[str]:
-        return [table_id for table_id, _ in self.seats]
+        return [self.table_id(p) for p in self.profiles]
 
 
 @dataclass
@@ -122,14 +114,14 @@ class _Bettor:
 
 def _simulators(settings: Settings, config: DemoConfig, transport: HttpTransport,
                 on_betting_open: BettingHook) -> list[TableSimulator]:
-    """`tables_per_profile` simulated tables a profile, each with its own seed and dealer."""
+    """One simulated table a profile, each with its own seed and dealer."""
     rounds = FOREVER if config.forever else config.rounds
-    return [make_simulator(SimConfig(profile=profile, table_id=table_id,
+    return [make_simulator(SimConfig(profile=profile, table_id=config.table_id(profile),
                                      rounds=rounds, seed=config.seed + i,
                                      dealer=DEALERS[i % len(DEALERS)],
                                      betting_pause=config.betting_pause),
                            transport, settings, on_betting_open, run_tag=config.run_id)
-            for i, (table_id, profile) in enumerate(config.seats)]
+            for i, profile in enumerate(config.profiles)]
 
 
 async def _deal(sims: list[TableSimulator], forever: bool) -> None:

@@ -82,7 +82,7 @@ def summarise(run: DemoRun, platform: Books, mine: Books, urls: dict[str, str],
                                      ok=rebuild_differences == 0, checked=len(run.players)))
     return DemoSummary(
         run_id=run.config.run_id, seconds=round(run.seconds, 1),
-        tables=dict(run.config.seats),
+        tables={run.config.table_id(p): p for p in run.config.profiles},
         rounds=len(mine.results) + sum(t.rounds_voided for t in run.tables.values()),
         rounds_voided=sum(t.rounds_voided for t in run.tables.values()),
         bets=session.bets, bets_rejected=session.rejected, bets_settled=session.settled,

@@ -26,8 +26,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def platform_settings(bootstrap: str, home: Path, betting_window_s: int = 6) -> Settings:
     """A platform of its own (instance, home, free ports) on `bootstrap`, with the development
-    secrets and a betting timer of `betting_window_s` (6 s: twelve tables' 780 bets a round
-    are answered within it; a round lasts about that long plus its deal, so the timer sets a
+    secrets and a betting timer of `betting_window_s` (6 s: six tables' 600 bets a round are
+    answered in about 2 s; a round lasts about that long plus its deal, so the timer sets a
     session's length)."""
     return Settings(kafka_bootstrap_servers=bootstrap, home=home, instance=instance_for(home),
                     env="development", dealer_event_port=free_port(),

@@ -24,7 +24,7 @@ from tests.e2e.platform_support import (
 
 pytestmark = pytest.mark.kafka
 WORKERS = 2
-KILL_AFTER_S = 15.0  # into the session: tables are dealing and players betting
+KILL_AFTER_S = 25.0  # into the session: tables are dealing and players betting
 KILL_EVERY_S = 4.0  # one service's second worker after another
 
 
@@ -34,13 +34,8 @@ def platform(platform_kafka, tmp_path_factory):
     ensure_kafka(settings)
     stack = Stack(settings, workers=WORKERS, port_of=worker_port).start()
     try:
-        # two tables a profile, ten rounds each: 120 rounds, 5,000+ bets (a table's round
-        # takes its 6 s timer and the deal, so rounds at once, not rounds in a row: 150 s
-        # -> 108 s for the module against 17 rounds at six tables); a 5 s pause gives the
-        # players 3 s to see each round open while the kills slow the wallet's answers
-        config = DemoConfig(rounds=10, players=65, profiles=tuple(list_profiles()),
-                            tables_per_profile=2, betting_pause=5.0, bets_per_player=1,
-                            seed=11)
+        config = DemoConfig(rounds=17, players=50, profiles=tuple(list_profiles()),
+                            betting_pause=3.0, bets_per_player=2, seed=11)
 
         async def play_while_killing():
             """Tables and players talk to each service's first worker (which forwards to
