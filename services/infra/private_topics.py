@@ -8,8 +8,11 @@ PartitionsMismatch ("changelog has 0 partitions") on its first table write.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
 import faust
-from kafka.errors import TopicAlreadyExistsError
+from kafka.errors import TopicAlreadyExistsError, TopicAuthorizationFailedError
 
 from croupier.services.infra import topic_admin
 from croupier.services.infra.settings import Settings
@@ -36,15 +39,32 @@ def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, 
         missing = {n: c for n, c in wanted.items() if n not in set(admin.list_topics())}
         if not missing:
             return
-        try:
-            admin.create_topics({name: {"num_partitions": settings.topic_partitions,
-                                        "replication_factor": 1, "configs": configs}
-                                 for name, configs in missing.items()}, timeout_ms=15000)
-        except TopicAlreadyExistsError:
-            pass
+        create_until_authorized(lambda: admin.create_topics(
+            {name: {"num_partitions": settings.topic_partitions, "replication_factor": 1,
+                    "configs": configs} for name, configs in missing.items()},
+            timeout_ms=15000))
         admin.wait_for_topics(list(missing), timeout_ms=30000)
     finally:
         admin.close()
+
+
+def create_until_authorized(create: Callable[[], object], within_s: float = 15.0,
+                            sleep: Callable[[float], None] = time.sleep) -> None:
+    """`create()`, again while the broker refuses it for want of an ACL, for `within_s`:
+    the ACLs `croupier topics apply` has just written reach the broker's authorizer a
+    moment later (a CI run saw a wallet start in that moment and exit). Topics that exist
+    already are fine; a refusal that outlasts `within_s` is raised."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            create()
+            return
+        except TopicAlreadyExistsError:
+            return
+        except TopicAuthorizationFailedError:
+            if time.monotonic() >= deadline:
+                raise
+            sleep(0.5)
 
 
 def table_configs(table) -> dict[str, str]:
