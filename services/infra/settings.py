@@ -23,6 +23,7 @@ DEVELOPMENT_SECRETS = {
     "operator_token": "croupier-dev-operator-token",
     "player_token_secret": "croupier-dev-player-secret",
     "table_events_key": "croupier-dev-table-events-key",
+    "operator_wallet_secret": "croupier-dev-operator-wallet-secret",
 }
 KEY_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 
@@ -186,6 +187,38 @@ class Settings(BaseSettings):
         "history and the spot totals after their last change (720: 30 days); accounts are "
         "kept forever. Below 24 (the dispute window) the wallet refuses to start "
         "(docs/decisions/wallet-window.md)."))
+
+    # the seamless wallet (docs/decisions/seamless.md): the operator's wallet holds the
+    # balance and croupier calls it (croupier.shared.events.operator_wallet)
+    wallet_mode: Literal["transfer", "seamless"] = Field(default="transfer", description=(
+        "transfer: the wallet holds every balance (deposits in, withdrawals out). seamless: "
+        "the operator's wallet does; every bet is debited, every settlement credited and "
+        "every undone bet rolled back there, over signed HTTP."))
+    operator_wallet_url: str | None = Field(default=None, description=(
+        "Seamless mode: the base URL of the operator's wallet API (POST <url>/debit, "
+        "/credit, /rollback; GET <url>/transactions)."))
+    operator_wallet_key_id: str = Field(default="k1", pattern=KEY_ID_PATTERN, description=(
+        "Seamless mode: the id of the key requests are signed with (X-Croupier-Key-Id)."))
+    operator_wallet_secret: str = Field(
+        default=DEVELOPMENT_SECRETS["operator_wallet_secret"], min_length=1, repr=False,
+        description="Seamless mode: the shared secret requests are signed with (HMAC-SHA256).")
+    operator_wallet_debit_timeout_seconds: float = Field(default=3.0, gt=0, le=60, description=(
+        "Seamless mode: a debit not answered within this is refused to the player and "
+        "rolled back."))
+    operator_wallet_call_timeout_seconds: float = Field(default=5.0, gt=0, le=120, description=(
+        "Seamless mode: how long one delivery of a credit or rollback waits before it is "
+        "tried again."))
+    operator_wallet_retry_max_seconds: float = Field(default=30.0, gt=0, description=(
+        "Seamless mode: the longest wait between two deliveries of a credit or rollback "
+        "(the backoff doubles from 0.2 s up to this, until a definitive answer)."))
+    operator_wallet_rollback_unknown: Literal["success", "not_found"] = Field(
+        default="not_found", description=(
+            "Seamless mode: what this operator answers for a rollback of a transaction it "
+            "never recorded (a debit whose answer never came): a 200, or a 404 "
+            "transaction_not_found. Either is taken as done; reconciliation expects it."))
+    operator_wallet_zero_credits: bool = Field(default=True, description=(
+        "Seamless mode: a lost bet closes its round with a credit of 0 (the operator's API "
+        "expects one per bet); false: a lost bet makes no call."))
 
     archive_url: str | None = Field(default=None, description=(
         "Where the archive of every topic lives: file:///path (default <home>/archive) or "
