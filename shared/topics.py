@@ -48,6 +48,9 @@ _TOPICS: tuple[tuple[str, str, str, str], ...] = (
      "one settlement per accepted bet: win, lose, push or void refund"),
     ("wallet.transactions", "player id", "wallet",
      "every debit, credit and refund, with its idempotency key"),
+    ("wallet.operator_calls", "player id", "wallet",
+     "seamless mode: each call to the operator's wallet (debit, credit, rollback) with its "
+     "answer, once answered"),
     ("evaluation.log", "table id (partition: the table event's)", "game-evaluation",
      "game-evaluation's source of truth: one chained entry per table event that changed a "
      "table's progress, with the table's state after it, its result and the event's offset"),

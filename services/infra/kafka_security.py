@@ -52,6 +52,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "bets.decisions": ("bet-settlement",),
     "bets.settled": ("bet-settlement",),
     "wallet.transactions": ("wallet",),
+    "wallet.operator_calls": ("wallet",),
     "evaluation.log": ("game-evaluation",),
     "wallet.ledger": ("wallet",),
     "settlement.log": ("bet-settlement",),
@@ -72,6 +73,7 @@ READERS: dict[str, tuple[str, ...]] = {
     "bets.decisions": ("wallet",),
     "bets.settled": ("wallet",),
     "wallet.transactions": (),
+    "wallet.operator_calls": (),  # the operator reads it (croupier reconcile)
     "evaluation.log": ("game-evaluation",),  # its own state: folded on every assignment
     "wallet.ledger": ("wallet",),  # its own state: folded on every assignment
     "settlement.log": ("bet-settlement",),  # likewise

@@ -215,6 +215,10 @@ class OwnLog(Generic[E]):
         self.last_valid: set[int] = set()  # offsets the last catch-ups folded as valid
         # opt-in: snapshots that bound a recovery on an empty disk (services/infra/snapshots.py)
         self.snapshots: SnapshotStore | None = None
+        # told of each partition state once it is caught up with the log (a recovery, or a
+        # fold again after a lost race), before any record is decided on it: what the
+        # service owes outside the log (the seamless wallet's calls) is driven from there
+        self.on_recovered: list[Callable[[PartitionState], None]] = []
 
     def io_(self) -> LogIO:
         if self.io is None:
@@ -245,6 +249,8 @@ class OwnLog(Generic[E]):
                                           for r in self.fold.outputs(e)])
                 outputs_acked(state, state.head)
             self.owned.add(partition)
+            for told in self.on_recovered:
+                told(state)
             return state
 
     async def refold(self, partition: int) -> set[int]:

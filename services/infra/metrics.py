@@ -75,6 +75,17 @@ WALLET_BETS_REFUSED = Counter("croupier_wallet_bets_refused_total",
 WALLET_COMMANDS = Counter("croupier_wallet_commands_total",
                           "Commands the accounts agent applied, by command and answer status.",
                           ["command", "status"])
+OPERATOR_WALLET_CALLS = Counter(
+    "croupier_operator_wallet_calls_total", "Seamless mode: deliveries of calls to the "
+    "operator's wallet, by kind (debit, credit, rollback) and outcome (ok, refused, "
+    "no_answer).", ["kind", "outcome"])
+OPERATOR_WALLET_RETRIES = Counter(
+    "croupier_operator_wallet_retries_total", "Seamless mode: credits and rollbacks "
+    "delivered again after no answer, by kind.", ["kind"])
+OPERATOR_WALLET_SECONDS = Histogram(
+    "croupier_operator_wallet_call_seconds", "Seamless mode: how long one delivery to the "
+    "operator's wallet took, by kind.", ["kind"],
+    buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 10))
 INVARIANT_BREACHES = Counter("croupier_invariant_breaches_total",
                              "Money invariant violations detected at run time.", ["invariant"])
 SETTLEMENT_LATENCY = Histogram("croupier_settlement_latency_seconds",

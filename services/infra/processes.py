@@ -34,9 +34,16 @@ SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers",
               "snapshot_every_seconds", "wallet_state_window_hours")
 
 
+# settings of one process alone: never handed on to the processes a stack starts
+PER_PROCESS = frozenset({"worker_id", "web_port", "kafka_username", "kafka_password"})
+
+
 def service_env(settings: Settings) -> dict[str, str]:
+    """The environment a stack's processes share: the settings above, and every other
+    setting this process was given (so a setting added later reaches them too)."""
     env = {}
-    for name in SHARED_ENV:
+    given = sorted(set(settings.model_fields_set) - set(SHARED_ENV) - PER_PROCESS)
+    for name in (*SHARED_ENV, *given):
         value = getattr(settings, name)
         if value is None:
             continue

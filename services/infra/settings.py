@@ -23,8 +23,9 @@ DEVELOPMENT_SECRETS = {
     "operator_token": "croupier-dev-operator-token",
     "player_token_secret": "croupier-dev-player-secret",
     "table_events_key": "croupier-dev-table-events-key",
-    "operator_wallet_secret": "croupier-dev-operator-wallet-secret",
 }
+# ... and the one only a seamless wallet uses (refused in production in that mode only)
+DEVELOPMENT_OPERATOR_WALLET_SECRET = "croupier-dev-operator-wallet-secret"
 KEY_ID_PATTERN = r"^[A-Za-z0-9_-]{1,32}$"
 
 
@@ -200,7 +201,7 @@ class Settings(BaseSettings):
     operator_wallet_key_id: str = Field(default="k1", pattern=KEY_ID_PATTERN, description=(
         "Seamless mode: the id of the key requests are signed with (X-Croupier-Key-Id)."))
     operator_wallet_secret: str = Field(
-        default=DEVELOPMENT_SECRETS["operator_wallet_secret"], min_length=1, repr=False,
+        default=DEVELOPMENT_OPERATOR_WALLET_SECRET, min_length=1, repr=False,
         description="Seamless mode: the shared secret requests are signed with (HMAC-SHA256).")
     operator_wallet_debit_timeout_seconds: float = Field(default=3.0, gt=0, le=60, description=(
         "Seamless mode: a debit not answered within this is refused to the player and "
@@ -267,6 +268,9 @@ class Settings(BaseSettings):
         """The environment variables whose value is still a development default."""
         in_use = [name for name, default in DEVELOPMENT_SECRETS.items()
                   if getattr(self, name) == default]
+        if self.wallet_mode == "seamless" and \
+                self.operator_wallet_secret == DEVELOPMENT_OPERATOR_WALLET_SECRET:
+            in_use.append("operator_wallet_secret")
         in_use += [f"player_token_previous_keys[{kid}]"
                    for kid, key in self.player_token_previous_keys.items()
                    if key in DEVELOPMENT_SECRETS.values()]

@@ -38,13 +38,20 @@ class PlaceBetRequest(_Body):
     bet: str = Field(min_length=1, max_length=64)
     position: Position | None = None
     stake: Amount
+    operator_session: str | None = Field(default=None, min_length=1, max_length=512,
+                                         description=(
+        "Seamless mode (required there): the player's session token at the operator, "
+        "sent with the bet's debit and checked by the operator's wallet."))
 
 
 class AccountResponse(_Body):
     player_id: str
     currency: str
-    balance: int
+    balance: int = Field(description="Minor units. Seamless mode: the balance the "
+                                     "operator's wallet reported last (see README).")
     tx_count: int
+    net_at_tables: int | None = Field(default=None, description=(
+        "Seamless mode: croupier's net of the player's movements at its tables."))
 
 
 class MovementResponse(_Body):

@@ -51,7 +51,7 @@ from croupier.services.infra.settings import Settings, get_settings
 from croupier.services.infra.snapshots import SnapshotStore
 from croupier.services.wallet import handlers, money_metrics
 from croupier.services.wallet.batches import CommandBatches, forward_endings
-from croupier.services.wallet.commands import Envelope
+from croupier.services.wallet.commands import Envelope, OperatorAnswered
 from croupier.services.wallet.forwarded import (
     checkpoint_records,
     forwarded_topic,
@@ -60,6 +60,8 @@ from croupier.services.wallet.forwarded import (
 )
 from croupier.services.wallet.intake_marks import IntakeMarks
 from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WalletFold
+from croupier.services.wallet.operator_calls import CallerSettings, OperatorCaller
+from croupier.services.wallet.seamless import SeamlessRules
 from croupier.services.wallet.snapshot_codec import WALLET_CODEC
 from croupier.services.wallet.store import Store
 from croupier.services.wallet.table_views import TableViews
@@ -117,6 +119,13 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     store = Store(own, partition_of(settings.topic_partitions))
     replies = Replies()
     batches = CommandBatches(replies, clock)
+    if settings.wallet_mode == "seamless":  # the operator's wallet holds the balance
+        caller = OperatorCaller(CallerSettings.from_settings(settings), send_answer, clock,
+                                owns=lambda player: store.partition_of(player) in own.owned)
+        batches = CommandBatches(replies, clock,
+                                 SeamlessRules(settings.operator_wallet_zero_credits),
+                                 on_calls=caller.start_all)
+        own.on_recovered.append(caller.resume)
     table_views = TableViews(settings.table_events_key_bytes,
                              settings.table_events_accept_unsigned, clock)
     marks = IntakeMarks(app, settings, lambda: tuple(sorted(own.owned)), batches.lock, clock)
@@ -170,6 +179,11 @@ async def forwarder_baseline() -> dict[TP, int]:
 
 async def follow_table_events() -> None:
     await table_views.follow_forever(settings.bootstrap_servers)
+
+
+async def send_answer(answered: OperatorAnswered) -> None:
+    """Seamless mode: an operator's answer, to be recorded by the accounts agent."""
+    await send_command(Envelope(command=answered))
 
 
 async def send_command(env: Envelope) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 
 import faust
 
@@ -21,10 +22,12 @@ from croupier.services.infra.dead_letters import give_up_on
 from croupier.services.infra.kernel import Decided
 from croupier.services.infra.own_log import Overlay
 from croupier.services.infra.replies import Replies
-from croupier.services.wallet import handlers, money_metrics
+from croupier.services.wallet import handlers, money_metrics, seamless
 from croupier.services.wallet.balance_guard import guarded
 from croupier.services.wallet.commands import ENVELOPE, Envelope, ending_command
 from croupier.services.wallet.ledger_fold import Lookups
+from croupier.services.wallet.seamless import SeamlessRules
+from croupier.shared.events.operator_wallet import OperatorCall
 from croupier.shared.events.sources import InputRef
 
 log = logging.getLogger("croupier.wallet")
@@ -40,9 +43,15 @@ def command_record(topic: str, env: Envelope) -> tuple[str, bytes, bytes]:
 class CommandBatches:
     """The accounts agent's decisions and answers (the kernel does the rest)."""
 
-    def __init__(self, replies: Replies[handlers.Answer, None], clock: Clock) -> None:
+    def __init__(self, replies: Replies[handlers.Answer, None], clock: Clock,
+                 seamless_rules: SeamlessRules | None = None,
+                 on_calls: Callable[[list[OperatorCall]], None] | None = None) -> None:
         self.replies = replies
         self.clock = clock
+        # seamless mode (the operator's wallet holds the balance): its rules, and who
+        # delivers the calls a backed decision owes
+        self.seamless_rules = seamless_rules
+        self.on_calls = on_calls
         # held while a batch is applied and published: an intake mark is stamped and sent
         # between batches, so every bet stamped before it is acknowledged first, and every
         # later one is stamped after it
@@ -55,7 +64,7 @@ class CommandBatches:
         except Exception as error:  # unreadable: dead-lettered, nothing moved
             return Decided(also=[give_up_on("wallet", event, error, now)])
         try:
-            outcome = guarded(handlers.handle(env, now, Lookups(scratch)))
+            outcome = self.handle(env, now, Lookups(scratch))
         except Exception as error:  # never stop the consumer on one command
             log.exception("command %s for %r could not be applied (nothing written)",
                           env.command.type, env.command.player_id)
@@ -77,6 +86,11 @@ class CommandBatches:
             return change.entry(entry_id, prev, published_through, source, now)
         return Decided(entries=[make], reply=(env, outcome))
 
+    def handle(self, env: Envelope, now, look: Lookups) -> handlers.CommandResult:
+        if self.seamless_rules is not None:
+            return seamless.handle(env, now, look, self.seamless_rules)
+        return guarded(handlers.handle(env, now, look))
+
     def answer(self, event: faust.EventT, decided: Decided, backed: bool) -> None:
         """Answer the command's waiter, and count what it did. A decision the log does not
         back (another worker applied the command meanwhile) is answered "retry": the
@@ -84,12 +98,17 @@ class CommandBatches:
         if decided.reply is None:
             return
         env, outcome = decided.reply
+        waiter = outcome.reply_to or env.reply_id
         if not backed:
-            self.replies.resolve(env.reply_id, RETRY)
+            self.replies.resolve(waiter, RETRY)
             return
         money_metrics.record(env, outcome)
         money_metrics.observe_latency(env.command, outcome, self.clock.now())
-        self.replies.resolve(env.reply_id, outcome.answer)
+        if outcome.answer is not None:
+            self.replies.resolve(waiter, outcome.answer)
+        owed = [c for c in outcome.change.calls if c.pending] if outcome.change else []
+        if owed and self.on_calls is not None:
+            self.on_calls(owed)
 
 
 async def forward_endings(app: faust.App, commands_topic: str, events, clock: Clock) -> None:

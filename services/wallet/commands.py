@@ -22,6 +22,7 @@ from croupier.shared.events.bet_events import (
     SettlementReversed,
 )
 from croupier.shared.events.ids import BetId, RequestId, RoundId, TableId
+from croupier.shared.events.operator_wallet import OperatorAnswer
 
 Amount = Annotated[int, Field(gt=0, strict=True, description="Minor units.")]
 
@@ -74,6 +75,9 @@ class PlaceBet(_Command):
     needs_main_bet: bool = Field(default=False, description="A Tiger wager at a table that "
                                                             "takes it only with a main bet.")
     door_refusal: DoorRefusal | None = None
+    # seamless mode: the player's session at the operator, sent with the debit (checked
+    # there); not part of the bet
+    operator_session: str | None = Field(default=None, exclude_if=lambda v: v is None)
 
     def fingerprint(self) -> str:
         return f"{self.table_id}|{self.round_id}|{self.bet}|{self.position}|{self.stake}"
@@ -108,8 +112,18 @@ class ReverseSettlement(_Command):
     round_id: str
 
 
-Command = Annotated[CreateAccount | Deposit | Withdraw | PlaceBet | EndBet | ReverseSettlement,
-                    Field(discriminator="type")]
+class OperatorAnswered(_Command):
+    """Seamless mode: what came of a call to the operator's wallet (its caller,
+    `croupier.services.wallet.operator_calls`, puts it here): the ledger records it, and
+    a debit's answer is the bet's."""
+
+    type: Literal["operator_answered"] = "operator_answered"
+    transaction_id: str
+    answer: OperatorAnswer
+
+
+Command = Annotated[CreateAccount | Deposit | Withdraw | PlaceBet | EndBet | ReverseSettlement
+                    | OperatorAnswered, Field(discriminator="type")]
 
 
 class Envelope(BaseModel):

@@ -22,6 +22,7 @@ from croupier.services.wallet.commands import (
     Deposit,
     EndBet,
     Envelope,
+    OperatorAnswered,
     PlaceBet,
     ReverseSettlement,
     Withdraw,
@@ -40,8 +41,8 @@ from croupier.shared.bets import MAIN_BETS
 from croupier.shared.events.bet_events import BetPlaced
 from croupier.shared.events.wallet_events import WalletTransaction, tx_id
 
-__all__ = ["Answer", "CommandResult", "LateEnding", "Lookups", "account_body", "handle",
-           "no_account", "spot_key"]
+__all__ = ["Answer", "CommandResult", "LateEnding", "Lookups", "account_body", "bet_checks",
+           "handle", "no_account", "spot_key"]
 
 log = logging.getLogger(__name__)
 
@@ -65,11 +66,15 @@ class Answer:
 
 @dataclass(frozen=True)
 class CommandResult:
-    answer: Answer
+    # None: no one is answered now (seamless mode: a bet waits for the operator's debit)
+    answer: Answer | None
     change: Change | None = None  # None: nothing changed (a refusal or a duplicate)
     ended_now: bool = False  # a bet ended by this command (not a redelivery of its end)
     breach: str | None = None  # a money invariant this command would have broken
     dead_letter: str | None = None  # refused for good: the command goes to dead.letters
+    # whose waiter the answer is for, if not the command's own (seamless mode: the
+    # operator's answer to a debit answers the bet's request)
+    reply_to: str | None = None
 
     @property
     def txs(self) -> list[WalletTransaction]:
@@ -82,6 +87,12 @@ def no_account(player_id: str) -> Answer:
 
 
 def account_body(account: Account) -> dict[str, Any]:
+    """An account as its player sees it. Seamless mode (the account carries the operator's
+    balance): the operator's balance as it reported it last, and croupier's net apart."""
+    if account.operator_balance is not None:
+        return {"player_id": account.player_id, "currency": account.currency,
+                "balance": account.operator_balance, "tx_count": account.tx_count,
+                "net_at_tables": account.balance}
     return {"player_id": account.player_id, "currency": account.currency,
             "balance": account.balance, "tx_count": account.tx_count}
 
@@ -165,21 +176,10 @@ def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Looku
     is answered as it was, whatever the door or the round says now."""
     if account is None:
         return CommandResult(no_account(cmd.player_id))
-    existing = look.bet_of(cmd.player_id, cmd.bet_id)
-    if existing is not None:
-        if existing.fingerprint != cmd.fingerprint():
-            return CommandResult(Answer.error(409, "bet_id_conflict",
-                                              f"bet {cmd.bet_id!r} was already placed with "
-                                              "different table, round, bet, position or stake"))
-        return CommandResult(Answer(200, _retry_body(account, cmd, existing, look)))
-    if cmd.door_refusal is not None:  # the door's verdict binds only a bet never placed
-        refusal = cmd.door_refusal
-        return CommandResult(Answer.error(refusal.status, refusal.code, refusal.message))
-    key = spot_key(cmd.player_id, cmd.table_id, cmd.round_id, cmd.bet, cmd.position)
-    before = look.spot_total(key)
-    refused = _round_rules(cmd, before, look)
-    if refused is not None:
-        return CommandResult(refused)
+    checked = bet_checks(account, cmd, look)
+    if isinstance(checked, CommandResult):
+        return checked
+    key, before = checked
     movement = Movement("stake_debit", cmd.bet_id, cmd.stake, cmd.table_id, cmd.round_id)
     result = _apply(account, movement, now, look)
     if not isinstance(result, Applied):
@@ -198,6 +198,35 @@ def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Looku
                     spot=SpotTotal(key=key, total=before + cmd.stake), placed=placed)
     return CommandResult(Answer(201, bet_body(cmd.bet_id, cmd, record, debit.tx_id,
                                               debit.balance_after, debit.currency)), change)
+
+
+def bet_checks(account: Account, cmd: PlaceBet, look: Lookups
+               ) -> CommandResult | tuple[str, int]:
+    """A bet's answer if it was placed before or is refused before any money moves (the
+    door, the round's rules); else its spot's key and the player's total on it so far."""
+    existing = look.bet_of(cmd.player_id, cmd.bet_id)
+    if existing is not None:
+        if existing.fingerprint != cmd.fingerprint():
+            return CommandResult(Answer.error(409, "bet_id_conflict",
+                                              f"bet {cmd.bet_id!r} was already placed with "
+                                              "different table, round, bet, position or stake"))
+        if existing.failure is not None:  # seamless: the operator refused it, or was silent
+            failure = existing.failure
+            return CommandResult(Answer.error(failure.status, failure.code, failure.message))
+        if existing.status == "debiting":
+            return CommandResult(Answer.error(
+                503, "debit_in_progress", f"bet {cmd.bet_id!r} waits for the operator's "
+                "wallet to answer its debit; retry (the same id is safe)"))
+        return CommandResult(Answer(200, _retry_body(account, cmd, existing, look)))
+    if cmd.door_refusal is not None:  # the door's verdict binds only a bet never placed
+        refusal = cmd.door_refusal
+        return CommandResult(Answer.error(refusal.status, refusal.code, refusal.message))
+    key = spot_key(cmd.player_id, cmd.table_id, cmd.round_id, cmd.bet, cmd.position)
+    before = look.spot_total(key)
+    refused = _round_rules(cmd, before, look)
+    if refused is not None:
+        return CommandResult(refused)
+    return key, before
 
 
 def _round_rules(cmd: PlaceBet, before: int, look: Lookups) -> Answer | None:
@@ -357,4 +386,8 @@ def handle(env: Envelope, now: datetime, look: Lookups) -> CommandResult:
         return place_bet(account, cmd, now, look)
     if isinstance(cmd, ReverseSettlement):
         return reverse_settlement(account, cmd, now, look)
+    if isinstance(cmd, OperatorAnswered):  # only a seamless wallet calls an operator's
+        log.error("an operator wallet's answer (%s of %r) reached a transfer wallet: ignored",
+                  cmd.transaction_id, cmd.player_id)
+        return CommandResult(None)
     return end_bet(account, cmd, now, look)

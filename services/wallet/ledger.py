@@ -58,16 +58,18 @@ class Applied:
         return self.tx is None
 
 
-def apply(account: Account, movement: Movement, now: datetime, applied: int | None = None
-          ) -> Applied | LedgerRefusal:
+def apply(account: Account, movement: Movement, now: datetime, applied: int | None = None,
+          covered_elsewhere: bool = False) -> Applied | LedgerRefusal:
     """Apply one movement once. `applied` is the seq the movement's tx_id was applied under
-    (None if never): then nothing moves and that seq is returned with no new tx."""
+    (None if never): then nothing moves and that seq is returned with no new tx.
+    `covered_elsewhere`: the balance that pays it is not this account's (seamless mode: the
+    operator's wallet confirmed the debit), so no debit is refused for funds here."""
     if applied is not None:
         return Applied(account, applied, None)
     if movement.amount <= 0:
         return LedgerRefusal("bad_amount", f"amount must be a positive integer, got {movement.amount}")
     credit = movement.kind in CREDITS
-    if not credit and movement.kind not in UNCOVERED_DEBITS \
+    if not credit and not covered_elsewhere and movement.kind not in UNCOVERED_DEBITS \
             and movement.amount > account.balance:
         return LedgerRefusal(
             "insufficient_funds",

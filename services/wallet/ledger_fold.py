@@ -7,8 +7,11 @@ An entry writes, each under its own key (absolute values, so a fold is idempoten
 - `x/<player>/<tx_id>`   -> seq (a cause is applied once)
 - `b/<player>/<bet_id>`  -> BetRecord (retry answers, a bet ends once)
 - `s/<spot key>`         -> the player's total on a spot of a round (seed 002)
-and publishes its transaction on `wallet.transactions` and its funded bet on
-`bets.placed` (the outbox: `croupier.services.infra.own_log`).
+- `c/<player>/<tx id>`   -> OperatorCall (seamless mode: a call to the operator's wallet,
+                            pending until its answer is written over it)
+and publishes its transaction on `wallet.transactions`, its funded bet on `bets.placed`
+and each call it answers on `wallet.operator_calls` (the outbox:
+`croupier.services.infra.own_log`).
 
 With a window (`CROUPIER_WALLET_STATE_WINDOW_HOURS`, `WalletFold(window)`), every key but the
 accounts expires a window after it was last written, on the fold's clock (the ledger's
@@ -16,7 +19,8 @@ accounts expires a window after it was last written, on the fold's clock (the le
 are one group (the bet's key), so whenever a bet's record is held, so is every movement
 it made (its end and its reversal are never applied twice); the history, the other tx ids
 and the spot totals expire each alone, the history oldest first
-(docs/decisions/wallet-window.md).
+(docs/decisions/wallet-window.md). A pending call never expires (it is owed until the
+operator answers); once answered, it expires with its bet.
 
 Pure: no Kafka, no clock.
 """
@@ -29,6 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from croupier.services.infra.own_log import Record, Writes
+from croupier.shared.events.operator_wallet import OPERATOR_CALLS_TOPIC, OperatorCall
 from croupier.shared.events.sources import InputRef
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.events.wallet_ledger import (
@@ -68,6 +73,15 @@ def spot_state_key(spot_key: str) -> str:
     return f"s/{spot_key}"
 
 
+def call_key(player_id: str, transaction_id: str) -> str:
+    return f"c/{player_id}/{transaction_id}"
+
+
+def pending_calls(kv: Mapping[str, Any]) -> list[OperatorCall]:
+    """Every call a folded state still owes the operator's wallet (a scan: on recovery)."""
+    return [value for key, value in kv.items() if key.startswith("c/") and value.pending]
+
+
 @dataclass(frozen=True)
 class WalletExpiry:
     """`croupier.services.infra.own_log.Expiry` of the wallet: everything but the accounts."""
@@ -87,6 +101,10 @@ class WalletExpiry:
         if entry.spot is not None:
             spot = spot_state_key(entry.spot.key)
             yield spot, spot
+        for call in entry.calls:
+            if not call.pending:  # owed until answered; then it goes with its bet
+                key = call_key(player_id, call.request.transaction_id)
+                yield bet_group or key, key
 
 
 class WalletFold:
@@ -109,6 +127,8 @@ class WalletFold:
             kv[bet_key(player_id, entry.bet_id)] = entry.bet
         if entry.spot is not None:
             kv[spot_state_key(entry.spot.key)] = entry.spot.total
+        for call in entry.calls:
+            kv[call_key(player_id, call.request.transaction_id)] = call
 
     def outputs(self, entry: LedgerEntry) -> list[Record]:
         out: list[Record] = []
@@ -118,6 +138,9 @@ class WalletFold:
         if entry.placed is not None:
             out.append(("bets.placed", entry.placed.table_id.encode(),
                         entry.placed.model_dump_json().encode()))
+        out += [(OPERATOR_CALLS_TOPIC, entry.account.player_id.encode(),
+                 call.record().model_dump_json().encode())
+                for call in entry.calls if not call.pending]
         return out
 
 
@@ -144,6 +167,10 @@ class Lookups:
 
     def bet_of(self, player_id: str, bet_id: str) -> BetRecord | None:
         found: BetRecord | None = self.kv.get(bet_key(player_id, bet_id))
+        return found
+
+    def call(self, player_id: str, transaction_id: str) -> OperatorCall | None:
+        found: OperatorCall | None = self.kv.get(call_key(player_id, transaction_id))
         return found
 
     def spot_total(self, spot_key: str) -> int:
@@ -182,10 +209,11 @@ class Change:
     bet: BetRecord | None = None
     spot: SpotTotal | None = None
     placed: Any = None  # BetPlaced
+    calls: tuple[OperatorCall, ...] = ()  # seamless mode: owed, or answered
 
     def entry(self, entry_id: str, prev: str, published_through: int, source: InputRef,
               now: datetime) -> LedgerEntry:
         return LedgerEntry(entry_id=entry_id, prev=prev, source=source, command=self.command,
                            account=self.account, tx=self.tx, bet_id=self.bet_id, bet=self.bet,
-                           spot=self.spot, placed=self.placed,
+                           spot=self.spot, placed=self.placed, calls=self.calls,
                            published_through=published_through, recorded_at=now)

@@ -35,7 +35,8 @@ def init_metrics() -> None:
 
 def record(env: Envelope, outcome: CommandResult) -> None:
     """Count a command once it is applied (a duplicate carries no new transaction)."""
-    metrics.WALLET_COMMANDS.labels(env.command.type, str(outcome.answer.status)).inc()
+    status = "deferred" if outcome.answer is None else str(outcome.answer.status)
+    metrics.WALLET_COMMANDS.labels(env.command.type, status).inc()
     for tx in outcome.txs:
         metrics.MONEY.labels(tx.kind, tx.currency).inc(tx.amount)
         if tx.kind in HOUSE_SIGN:

@@ -5,6 +5,7 @@ held and unpublished entries as ledger entries."""
 from __future__ import annotations
 
 from croupier.services.infra.snapshots import PydanticCodec
+from croupier.shared.events.operator_wallet import OperatorCall
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.events.wallet_ledger import Account, BetRecord, LedgerEntry
 
@@ -14,4 +15,5 @@ WALLET_CODEC = PydanticCodec(LedgerEntry, {
     "x/": int,  # x/<player>/<tx_id> -> seq
     "b/": BetRecord,  # b/<player>/<bet_id>
     "s/": int,  # s/<spot key> -> total
+    "c/": OperatorCall,  # c/<player>/<tx id> (seamless mode)
 })

@@ -127,11 +127,24 @@ class OperatorAnswer(_Model):
 
 
 class OperatorCall(_Model):
-    """A call croupier owes the operator's wallet, as its ledger keeps it until answered."""
+    """A call croupier owes the operator's wallet, as its ledger keeps it: pending while
+    `answer` is None (owed: driven again by whichever worker owns the player), then with
+    its definitive answer (or, for a debit, the answer that never came)."""
 
     request: WalletRequest
     reply_id: str | None = Field(default=None, description=(
         "The HTTP request a debit's answer is waited on by (none for credits/rollbacks)."))
+    answer: OperatorAnswer | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.answer is None
+
+    def record(self) -> OperatorCallRecord:
+        """The answered call as `wallet.operator_calls` carries it."""
+        if self.answer is None:
+            raise ValueError(f"call {self.request.transaction_id} is not answered yet")
+        return OperatorCallRecord(request=self.request, answer=self.answer)
 
 
 class OperatorCallRecord(_Model):

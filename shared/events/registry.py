@@ -17,6 +17,7 @@ from croupier.shared.events.dead_letters import DeadLettersRecord
 from croupier.shared.events.evaluation_log import EvaluationEntry
 from croupier.shared.events.inputs import DealerInput
 from croupier.shared.events.operator_actions import OperatorAction
+from croupier.shared.events.operator_wallet import OperatorCallRecord
 from croupier.shared.events.rejections import InputRefused
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.settlement_log import SettlementEntry
@@ -35,6 +36,7 @@ TOPIC_TYPES: dict[str, Any] = {
     "bets.decisions": BetDecision,
     "bets.settled": BetEnding,  # settlements and their reversals
     "wallet.transactions": WalletTransaction,
+    "wallet.operator_calls": OperatorCallRecord,
     "evaluation.log": EvaluationEntry,
     "wallet.ledger": LedgerEntry,
     "settlement.log": SettlementEntry,

@@ -21,14 +21,19 @@ from typing import Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from croupier.shared.events.bet_events import BetPlaced
+from croupier.shared.events.operator_wallet import OperatorCall
 from croupier.shared.events.sources import ChainedEntry
 from croupier.shared.events.wallet_events import WalletTransaction
 
 # "reversed": a settled bet whose settlement a management void took back; its refund
 # (`voided`) follows
-BetStatus = Literal["placed", "rejected", "settled", "reversed", "voided"]
+# seamless mode (docs/decisions/seamless.md): "debiting" while the operator's wallet has
+# not answered the bet's debit, "debit_failed" once it refused it or never answered (the
+# bet was never placed; a debit with no answer is rolled back)
+BetStatus = Literal["debiting", "debit_failed", "placed", "rejected", "settled", "reversed",
+                    "voided"]
 CommandKind = Literal["create_account", "deposit", "withdrawal", "place_bet", "end_bet",
-                      "reverse_settlement"]
+                      "reverse_settlement", "operator_answered"]
 
 
 class Account(BaseModel):
@@ -41,6 +46,20 @@ class Account(BaseModel):
     balance: int = Field(default=0, description="Minor units; below zero only after a "
                                                 "payout_reversal it could not cover")
     tx_count: int = Field(default=0, ge=0, description="The seq of the last movement.")
+    # seamless mode: the balance is the operator's; `balance` is then croupier's net of
+    # the movements at its tables (below zero whenever the player lost), and this the
+    # balance the operator's wallet reported last
+    operator_balance: int | None = Field(default=None, exclude_if=lambda v: v is None)
+
+
+class BetFailure(BaseModel):
+    """Why a bet was never placed (seamless mode): the answer its player got."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    status: int
+    code: str
+    message: str
 
 
 class BetRecord(BaseModel):
@@ -62,6 +81,12 @@ class BetRecord(BaseModel):
     # after the debit's place in the history expired (the bet's record outlives it: the
     # wallet's state window); absent in records written before the window
     debit_balance_after: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    # seamless mode, a bet whose debit the operator refused or never answered: what its
+    # player was answered (a retry of the bet id is answered the same)
+    failure: BetFailure | None = Field(default=None, exclude_if=lambda v: v is None)
+    # seamless mode, while its debit is pending: the funded bet to publish once the
+    # operator confirms it
+    placing: BetPlaced | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 class SpotTotal(BaseModel):
@@ -87,3 +112,6 @@ class LedgerEntry(ChainedEntry):
     spot: SpotTotal | None = None
     placed: BetPlaced | None = Field(default=None, description="The funded bet this entry "
                                                                "publishes on bets.placed.")
+    calls: tuple[OperatorCall, ...] = Field(default=(), exclude_if=lambda v: not v, description=(
+        "Seamless mode: the calls to the operator's wallet this entry owes (pending) or "
+        "closes (answered: published on wallet.operator_calls)."))

@@ -18,6 +18,7 @@ ARCHITECTURE_TOPICS = {
     "dead.letters",  # issue 11: what a consumer could not apply, never dropped silently
     "wallet.ledger", "settlement.log", "evaluation.log",  # issue 17: own logs, their state
     "operator.actions",  # issue 19: each use of an operator override, a significant event
+    "wallet.operator_calls",  # issue 20: each call to the operator's wallet and its answer
 }
 
 

@@ -1,0 +1,157 @@
+"""The seamless wallet's caller, over a double of the operator's HTTP API (httpx's
+MockTransport: a unit test of the delivery rules; the live tests run the reference
+operator wallet): a debit is delivered once and timed out; a credit or rollback is
+delivered again until a definitive answer; a rollback waits for what it undoes; a debit
+found owed at a recovery is answered `no_answer` at once; every request is signed."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from datetime import UTC, datetime
+
+import httpx
+
+from croupier.services.infra.clock import SystemClock
+from croupier.services.infra.own_log import PartitionState
+from croupier.services.wallet.ledger_fold import call_key
+from croupier.services.wallet.operator_calls import CallerSettings, OperatorCaller
+from croupier.shared.events.operator_wallet import (
+    KEY_ID_HEADER,
+    SIGNATURE_HEADER,
+    OperatorCall,
+    WalletRequest,
+    WalletResponse,
+    verify,
+)
+
+AT = datetime(2026, 12, 3, tzinfo=UTC)
+
+
+def run(test):
+    """A coroutine test, run on a loop of its own."""
+    @functools.wraps(test)
+    def wrapper():
+        asyncio.run(test())
+    return wrapper
+KEYS = {"k1": b"secret"}
+
+
+def request(kind, txid, ref=None, amount=100) -> WalletRequest:
+    return WalletRequest(transaction_id=txid, kind=kind, player_id="p1", amount=amount,
+                         currency="IDR", table_id="T1", round_id="R1", bet_id="b1",
+                         session_token="s" if kind == "debit" else None,
+                         reference_transaction_id=ref, requested_at=AT)
+
+
+class Operator:
+    """The double: answers each path by a script, records what it was sent."""
+
+    def __init__(self, script) -> None:
+        self.script = script  # (kind, delivery n) -> "ok" | "500" | "slow" | error code
+        self.seen: list[tuple[str, str]] = []
+        self.deliveries: dict[str, int] = {}
+
+    async def __call__(self, http: httpx.Request) -> httpx.Response:
+        body = http.content
+        assert verify(body, http.headers.get(KEY_ID_HEADER), http.headers.get(SIGNATURE_HEADER),
+                      KEYS) is None, "every request is signed"
+        sent = WalletRequest.model_validate_json(body)
+        n = self.deliveries[sent.transaction_id] = self.deliveries.get(sent.transaction_id, 0) + 1
+        self.seen.append((sent.transaction_id, http.url.path))
+        what = self.script(sent, n)
+        if what == "slow":  # answers, but after the caller stopped waiting
+            await asyncio.sleep(5)
+            what = "ok"
+        if what == "500":
+            return httpx.Response(500, text="down")
+        if what == "ok":
+            return httpx.Response(200, content=WalletResponse(
+                status="ok", transaction_id=sent.transaction_id, balance=900).model_dump_json())
+        return httpx.Response(404 if what == "transaction_not_found" else 402,
+                              content=WalletResponse(status="error",
+                                                     transaction_id=sent.transaction_id,
+                                                     error_code=what).model_dump_json())
+
+
+def caller(operator: Operator, sent: list, owns=lambda _p: True) -> OperatorCaller:
+    async def send(answered):
+        sent.append((answered.transaction_id, answered.answer))
+
+    config = CallerSettings(url="http://operator", key_id="k1", secret=KEYS["k1"],
+                            debit_timeout_s=0.2, call_timeout_s=0.2, retry_max_s=0.05)
+    return OperatorCaller(config, send, SystemClock(), owns,
+                          client=httpx.AsyncClient(transport=httpx.MockTransport(operator)))
+
+
+async def settle(c: OperatorCaller) -> None:
+    while c.running:
+        await asyncio.wait(set(c.running.values()))
+
+
+@run
+async def test_a_debit_is_delivered_once_and_a_slow_one_is_no_answer():
+    sent: list = []
+    op = Operator(lambda r, n: "slow")
+    c = caller(op, sent)
+    c.start(OperatorCall(request=request("debit", "debit:b1")))
+    await settle(c)
+    assert op.deliveries == {"debit:b1": 1}
+    assert [(t, a.outcome) for t, a in sent] == [("debit:b1", "no_answer")]
+
+
+@run
+async def test_a_definitive_no_is_recorded_as_refused():
+    sent: list = []
+    c = caller(Operator(lambda r, n: "insufficient_funds"), sent)
+    c.start(OperatorCall(request=request("debit", "debit:b1")))
+    await settle(c)
+    assert [(t, a.outcome, a.error_code) for t, a in sent] == [
+        ("debit:b1", "refused", "insufficient_funds")]
+
+
+@run
+async def test_a_credit_is_delivered_again_until_it_is_answered():
+    sent: list = []
+    op = Operator(lambda r, n: "500" if n < 3 else ("slow" if n == 3 else "ok"))
+    c = caller(op, sent)
+    c.start(OperatorCall(request=request("credit", "credit:s1", ref="debit:b1")))
+    await settle(c)
+    assert op.deliveries == {"credit:s1": 4}
+    assert [(t, a.outcome, a.attempts) for t, a in sent] == [("credit:s1", "ok", 4)]
+
+
+@run
+async def test_a_call_for_a_player_this_worker_lost_is_left_to_its_owner():
+    sent: list = []
+    c = caller(Operator(lambda r, n: "500"), sent, owns=lambda _p: False)
+    c.start(OperatorCall(request=request("rollback", "rollback:debit:b1", ref="debit:b1")))
+    await settle(c)
+    assert sent == []
+
+
+@run
+async def test_a_rollback_waits_for_the_credit_it_undoes():
+    sent: list = []
+    op = Operator(lambda r, n: "500" if r.kind == "credit" and n < 3 else "ok")
+    c = caller(op, sent)
+    c.start(OperatorCall(request=request("credit", "credit:s1", ref="debit:b1")))
+    c.start(OperatorCall(request=request("rollback", "rollback:credit:s1", ref="credit:s1")))
+    await settle(c)
+    assert [t for t, _ in op.seen] == ["credit:s1"] * 3 + ["rollback:credit:s1"]
+
+
+@run
+async def test_a_recovery_answers_an_owed_debit_no_answer_and_delivers_the_rest():
+    sent: list = []
+    op = Operator(lambda r, n: "ok")
+    c = caller(op, sent)
+    state = PartitionState(0)
+    for call in (OperatorCall(request=request("debit", "debit:b9")),
+                 OperatorCall(request=request("credit", "credit:s1", ref="debit:b1"))):
+        state.kv[call_key("p1", call.request.transaction_id)] = call
+    c.resume(state)
+    await settle(c)
+    assert op.deliveries == {"credit:s1": 1}, "the owed debit is not asked again"
+    assert sorted((t, a.outcome) for t, a in sent) == [("credit:s1", "ok"),
+                                                       ("debit:b9", "no_answer")]
