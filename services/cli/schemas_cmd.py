@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
 
+from croupier.services.wallet.outbound_api import outbound_openapi
 from croupier.shared.events.registry import schema_files
+
+OUTBOUND_API = "openapi/operator-wallet.json"  # seamless mode: what an operator implements
+
+
+def generated_files() -> dict[str, str]:
+    """Every file `schemas/` holds: each event's JSON Schema, and the seamless wallet's
+    outbound API (OpenAPI)."""
+    return {**schema_files(),
+            OUTBOUND_API: json.dumps(outbound_openapi(), indent=2, sort_keys=True) + "\n"}
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "schemas"
 
@@ -17,7 +28,7 @@ def register(app: typer.Typer) -> None:
 
 def drift(target: Path) -> list[str]:
     """Files that are missing, stale or no longer generated."""
-    wanted = schema_files()
+    wanted = generated_files()
     problems = [f"{name}: {'stale' if (target / name).exists() else 'missing'}"
                 for name, text in wanted.items()
                 if not (target / name).exists() or (target / name).read_text() != text]
@@ -42,7 +53,7 @@ def schemas(
         return
     for path in out.rglob("*.json") if out.exists() else []:
         path.unlink()
-    for name, text in schema_files().items():
+    for name, text in generated_files().items():
         (out / name).parent.mkdir(parents=True, exist_ok=True)
         (out / name).write_text(text)
-    typer.echo(f"wrote {len(schema_files())} schemas to {out}")
+    typer.echo(f"wrote {len(generated_files())} files to {out}")

@@ -207,28 +207,30 @@ _ERRORS = {"400": "malformed JSON", "401": "missing or invalid credentials",
                   "table maximum per spot, a Tiger wager without a main bet)"}
 
 
-def _ref(model: type[BaseModel], schemas: dict) -> dict:
+def schema_ref(model: type[BaseModel], schemas: dict) -> dict:
     schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
     schemas.update(schema.pop("$defs", {}))
     schemas[model.__name__] = schema
     return {"$ref": f"#/components/schemas/{model.__name__}"}
 
 
-def _json(ref: dict, description: str) -> dict:
+def json_content(ref: dict, description: str) -> dict:
     return {"description": description, "content": {"application/json": {"schema": ref}}}
 
 
 def openapi() -> dict:
     schemas: dict = {}
     paths: dict = {}
-    error = _ref(ErrorResponse, schemas)
+    error = schema_ref(ErrorResponse, schemas)
     for route in ROUTES:
         op: dict = {"summary": route.summary,
-                    "responses": {str(route.ok): _json(_ref(route.response, schemas), "OK")}}
+                    "responses": {str(route.ok): json_content(
+                        schema_ref(route.response, schemas), "OK")}}
         if route.auth != "none":
             op["security"] = [{"bearer": []}]
             op["description"] = f"Authorization: {route.auth} bearer token."
-            op["responses"].update({code: _json(error, text) for code, text in _ERRORS.items()})
+            op["responses"].update({code: json_content(error, text)
+                                    for code, text in _ERRORS.items()})
         params = [{"name": name.strip("{}"), "in": "path", "required": True,
                    "schema": {"type": "string"}}
                   for name in route.path.split("/") if name.startswith("{")]
@@ -239,7 +241,7 @@ def openapi() -> dict:
             op["parameters"] = params
         if route.request is not None:
             op["requestBody"] = {"required": True, "content": {
-                "application/json": {"schema": _ref(route.request, schemas)}}}
+                "application/json": {"schema": schema_ref(route.request, schemas)}}}
         paths.setdefault(route.path, {})[route.method] = op
     return {"openapi": "3.1.0",
             "info": {"title": "croupier wallet", "version": "1"},

@@ -41,6 +41,7 @@ from croupier.services.wallet.commands import (
 )
 from croupier.services.wallet.handlers import Answer, account_body, no_account
 from croupier.services.wallet.ledger_fold import Lookups
+from croupier.services.wallet.outbound_api import outbound_openapi
 from croupier.services.wallet.rounds_view import (
     BetRefused,
     check_round_takes_bet,
@@ -213,6 +214,15 @@ class OpenApi:
     @staticmethod
     async def get(request):
         return Answer(200, openapi())
+
+
+@route("/openapi/operator-wallet.json")
+class OutboundOpenApi:
+    """Seamless mode's outbound API: what the operator's wallet implements."""
+
+    @staticmethod
+    async def get(request):
+        return Answer(200, outbound_openapi())
 
 
 @route("/accounts")

@@ -112,3 +112,18 @@ def test_the_table_view_keeps_the_last_rounds_only_and_stays_small():
     assert len(view.rounds) == KEEP_ROUNDS and view.current_round == f"R{3 * KEEP_ROUNDS:06d}"
     assert f"R{2 * KEEP_ROUNDS + 1:06d}" in view.rounds and "R000001" not in view.rounds
     assert len(view.model_dump_json()) < 32 * 1024
+
+
+def test_the_outbound_api_document_names_every_call_its_signature_and_its_refusals():
+    """Issue 20: the seamless wallet's outbound API is documented from its models."""
+    from croupier.services.wallet.outbound_api import outbound_openapi
+    from croupier.shared.events.operator_wallet import ERROR_CODES
+    doc = outbound_openapi()
+    assert set(doc["paths"]) == {"/debit", "/credit", "/rollback", "/transactions"}
+    for kind in ("debit", "credit", "rollback"):
+        op = doc["paths"][f"/{kind}"]["post"]
+        assert op["security"] == [{"keyId": [], "signature": []}]
+        assert {"200", "5XX"} | {str(s) for s in ERROR_CODES.values()} == set(op["responses"])
+    assert {"WalletRequest", "WalletResponse", "TransactionsPage"} <= set(
+        doc["components"]["schemas"])
+    assert doc["components"]["securitySchemes"]["signature"]["name"] == "X-Croupier-Signature"
