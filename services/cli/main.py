@@ -11,6 +11,7 @@ from croupier.services.cli import (
     operator_api_cmd,
     profiles_cmd,
     rebuild_cmd,
+    reconcile_cmd,
     records_cmd,
     replay_cmd,
     rtp_cmd,
@@ -37,6 +38,7 @@ simulate_table_cmd.register(app)
 simulate_players_cmd.register(app)
 demo_cmd.register(app)
 rebuild_cmd.register(app)
+reconcile_cmd.register(app)
 operator_api_cmd.register(app)
 profiles_cmd.register(app)
 dead_letters_cmd.register(app)

@@ -10,6 +10,12 @@ GET /players/{player_id}/rounds?limit=10   the player's game recall (JSON); the 
 GET /players/{player_id}/statement?from=T&to=T[&format=csv|json]
 GET /events[?from=T&to=T&table=ID&large_win=N&format=csv|json]   the significant events
 GET /rtp[?from=T&to=T&format=csv|json]   realised RTP by day, table, profile, dealer, bet
+and, in seamless mode, `croupier reconcile`'s report (`croupier.services.operator.reconcile`):
+GET /reconcile[?from=T&to=T | ?day=YYYY-MM-DD][&player=P][&margin=MIN][&settle=S]   JSON:
+    croupier's calls to the operator's wallet against its transaction report, every
+    difference named; `clean` true when there is none (X-Croupier-Verdict: CLEAN or
+    DIFFERENCES); 422 for a bad window, 503 when a side cannot be read (the broker, the
+    operator's wallet)
 and the operator's web console under /console/ (`croupier.services.operator.console`): its
 own login and session cookie instead of the bearer token.
 Reading the log is blocking (kafka-python), so each request runs in a worker thread.
@@ -19,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from aiohttp import web
@@ -156,6 +162,27 @@ def make_app(settings: Settings) -> web.Application:
             return lambda qs: qs.realised_rtp(since, until)
         return await as_table(request, run, None, RTP_COLUMNS)
 
+    async def reconciliation(request: web.Request) -> web.Response:
+        from croupier.services.operator import reconcile_sources as sources
+        q = request.query
+        try:
+            start, end, note = sources.window_of(
+                q.get("from"), q.get("to"), q.get("day"), datetime.now(UTC),
+                timedelta(seconds=float(q.get("settle", "60"))))
+            margin = timedelta(minutes=float(q.get("margin", "60")))
+            if margin < timedelta(0):
+                raise ValueError("margin must be 0 or more minutes")
+            found = await asyncio.to_thread(sources.run_reconcile, settings, start, end,
+                                            q.get("player"), margin)
+        except (ValueError, OverflowError) as exc:
+            return _problem(422, "bad_request", str(exc))
+        except sources.ReconcileSourceError as exc:
+            return _problem(503, "reconcile_source_unavailable", str(exc))
+        body = found.model_dump(mode="json")
+        body["note"] = note
+        return web.json_response(body, headers={
+            "X-Croupier-Verdict": "CLEAN" if found.clean else "DIFFERENCES"})
+
     app = web.Application(middlewares=[operator_only])
     app.router.add_get("/health", health)
     app.router.add_get("/rounds/{table_id}/{round_id}/report", report)
@@ -163,5 +190,6 @@ def make_app(settings: Settings) -> web.Application:
     app.router.add_get("/players/{player_id}/statement", statement)
     app.router.add_get("/events", significant_events)
     app.router.add_get("/rtp", realised_rtp)
+    app.router.add_get("/reconcile", reconciliation)
     add_console(app, settings, auth, query)
     return app
