@@ -146,8 +146,8 @@ Key = tuple[str, str]  # (player id, transaction id): unique together
 
 
 @dataclass(slots=True)
-class _Ours:
-    """croupier's view of one transaction: its request and its final answer."""
+class _Row:
+    """One transaction as one side has it (slotted: a day's window holds millions)."""
 
     kind: CallKind
     amount: int
@@ -157,6 +157,12 @@ class _Ours:
     bet_id: str
     reference: str | None
     at: datetime
+
+
+@dataclass(slots=True)
+class _Ours(_Row):
+    """croupier's view: its request (`at`: requested_at) and its final answer."""
+
     outcome: str
     error_code: str | None
     rolled_back: bool = False    # an ok rollback of it is recorded
@@ -164,21 +170,15 @@ class _Ours:
 
 
 @dataclass(slots=True)
-class _Theirs:
-    kind: CallKind
-    amount: int
-    currency: str
-    table_id: str
-    round_id: str
-    bet_id: str
-    reference: str | None
+class _Theirs(_Row):
+    """The operator's report (`at`: recorded_at)."""
+
     status: str
-    at: datetime
     operator_transaction_id: str
 
 
 def _intern(text: str) -> str:
-    return sys.intern(text)  # round, table and currency ids repeat across thousands of bets
+    return sys.intern(text)  # player, round, table and currency ids repeat across bets
 
 
 def _ours(record: OperatorCallRecord) -> _Ours:
@@ -190,8 +190,8 @@ def _ours(record: OperatorCallRecord) -> _Ours:
 
 def _theirs(t: OperatorTransaction) -> _Theirs:
     return _Theirs(t.kind, t.amount, _intern(t.currency), _intern(t.table_id),
-                   _intern(t.round_id), t.bet_id, t.reference_transaction_id, t.status,
-                   t.recorded_at, t.operator_transaction_id)
+                   _intern(t.round_id), t.bet_id, t.reference_transaction_id, t.recorded_at,
+                   t.status, t.operator_transaction_id)
 
 
 def _request_of(o: _Ours) -> tuple[object, ...]:
@@ -246,7 +246,7 @@ class _Reconciler:
             request = record.request
             if self.player is not None and request.player_id != self.player:
                 continue
-            key = (request.player_id, request.transaction_id)
+            key = (_intern(request.player_id), request.transaction_id)
             at = request.requested_at
             if not self.window.near(at):
                 late_rollback = (self.window.past(at) and request.kind == "rollback"
@@ -281,7 +281,7 @@ class _Reconciler:
                 continue
             if not self.window.near(t.recorded_at):
                 continue
-            key = (t.player_id, t.transaction_id)
+            key = (_intern(t.player_id), t.transaction_id)
             if key in self.theirs:
                 self.their_duplicates.append((key, _theirs(t)))
                 self.differences.append(Difference(
@@ -533,7 +533,7 @@ def reconcile(calls: Iterable[OperatorCallRecord | Unreadable],
     return ReconcileReport(
         since=since, until=until, player=player, margin_seconds=int(margin.total_seconds()),
         calls_read=r.calls_read, operator_read=r.operator_read, transactions=compared,
-        out_of_scope=len(set(r.ours) | set(r.theirs)) - compared,
+        out_of_scope=len(r.ours) + sum(k not in r.ours for k in r.theirs) - compared,
         rounds=len(nets.rounds), players=len(nets.players), days=days,
         differences=per_transaction + nets.differences())
 
