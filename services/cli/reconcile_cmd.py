@@ -47,6 +47,8 @@ def reconcile(
                                                  timedelta(minutes=margin))
     except (ValueError, reconcile_sources.ReconcileSourceError) as exc:
         fail(str(exc))
+    except Exception as exc:  # noqa: BLE001 - exit 1 means differences: never a crash's code
+        fail(f"reconcile could not run: {type(exc).__name__}: {exc}")
     if json_out:
         data = report.model_dump(mode="json")
         data["note"] = note

@@ -134,6 +134,16 @@ def test_an_unreachable_operator_wallet_exits_2_naming_it(sides: Sides) -> None:
     assert "the operator wallet at http://wallet.test is unreachable" in result.output
 
 
+def test_any_other_failure_exits_2_not_1(sides: Sides, monkeypatch: pytest.MonkeyPatch) -> None:
+    """1 means differences: a crash (an archive that cannot be read, say) must not say so."""
+    def broken(bootstrap: str, archive: object = None) -> Iterator[Any]:
+        raise OSError("archive bucket unreachable")
+    monkeypatch.setattr(reconcile_sources, "read_operator_calls", broken)
+    result = runner.invoke(app, ["reconcile", "--from", FROM])
+    assert result.exit_code == 2
+    assert "reconcile could not run: OSError: archive bucket unreachable" in result.output
+
+
 def test_no_operator_wallet_configured_exits_2(sides: Sides,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(reconcile_cmd, "get_settings",
