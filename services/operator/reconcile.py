@@ -165,6 +165,7 @@ class _Ours(_Row):
 
     outcome: str
     error_code: str | None
+    key: Key  # the dict's own key: the operator's row of it shares it
     rolled_back: bool = False    # an ok rollback of it is recorded
     rollback_done: bool = False  # that, or a rollback the operator answered "not found"
 
@@ -181,17 +182,22 @@ def _intern(text: str) -> str:
     return sys.intern(text)  # player, round, table and currency ids repeat across bets
 
 
-def _ours(record: OperatorCallRecord) -> _Ours:
+def _ours(key: Key, record: OperatorCallRecord) -> _Ours:
     r = record.request
     return _Ours(r.kind, r.amount, _intern(r.currency), _intern(r.table_id),
                  _intern(r.round_id), r.bet_id, r.reference_transaction_id, r.requested_at,
-                 record.answer.outcome, record.answer.error_code)
+                 record.answer.outcome, record.answer.error_code, key)
 
 
-def _theirs(t: OperatorTransaction) -> _Theirs:
+def _theirs(t: OperatorTransaction, o: _Ours | None) -> _Theirs:
+    """The operator's row; the ids it shares with croupier's row of it are that row's
+    strings (one copy, not two, for every transaction that matches)."""
+    bet = o.bet_id if o is not None and o.bet_id == t.bet_id else t.bet_id
+    ref = t.reference_transaction_id
+    ref = o.reference if o is not None and o.reference == ref else ref
     return _Theirs(t.kind, t.amount, _intern(t.currency), _intern(t.table_id),
-                   _intern(t.round_id), t.bet_id, t.reference_transaction_id, t.recorded_at,
-                   t.status, t.operator_transaction_id)
+                   _intern(t.round_id), bet, ref, t.recorded_at, t.status,
+                   t.operator_transaction_id)
 
 
 def _request_of(o: _Ours) -> tuple[object, ...]:
@@ -254,7 +260,7 @@ class _Reconciler:
                                  in self.ours)
                 if not late_rollback:
                     continue
-            self._keep_ours(key, _ours(record))
+            self._keep_ours(key, _ours(key, record))
 
     def _keep_ours(self, key: Key, new: _Ours) -> None:
         old = self.ours.get(key)
@@ -282,15 +288,18 @@ class _Reconciler:
             if not self.window.near(t.recorded_at):
                 continue
             key = (_intern(t.player_id), t.transaction_id)
+            o = self.ours.get(key)
+            if o is not None:
+                key = o.key
             if key in self.theirs:
-                self.their_duplicates.append((key, _theirs(t)))
+                self.their_duplicates.append((key, _theirs(t, o)))
                 self.differences.append(Difference(
                     name="duplicate_at_operator", player_id=key[0], transaction_id=key[1],
                     round_id=t.round_id, transaction_ids=[key[1]],
                     detail=f"reported again as operator transaction "
                            f"{t.operator_transaction_id} ({t.kind} {t.amount} {t.currency})"))
                 continue
-            self.theirs[key] = _theirs(t)
+            self.theirs[key] = _theirs(t, o)
 
     def mark_rollbacks(self) -> None:
         for (player, _), o in self.ours.items():
