@@ -71,10 +71,12 @@ class _Model(BaseModel):
 
 
 class Unreadable(_Model):
-    """A record of croupier's topic that is not an `OperatorCallRecord` (where, and why)."""
+    """A record of croupier's topic that is not an `OperatorCallRecord` (where, and why;
+    `at`: the log's timestamp of it, so a window names only the ones near it)."""
 
     where: str
     error: str
+    at: AwareDatetime | None = None
 
 
 class Difference(_Model):
@@ -246,8 +248,9 @@ class _Reconciler:
         for record in calls:
             self.calls_read += 1
             if isinstance(record, Unreadable):
-                self.differences.append(Difference(name="unreadable_record",
-                                                   detail=f"{record.where}: {record.error}"))
+                if record.at is None or self.window.near(record.at):
+                    self.differences.append(Difference(
+                        name="unreadable_record", detail=f"{record.where}: {record.error}"))
                 continue
             request = record.request
             if self.player is not None and request.player_id != self.player:

@@ -48,8 +48,9 @@ def read_operator_calls(bootstrap: str, archive: ArchiveStore | None = None,
         try:
             yield OperatorCallRecord.model_validate_json(rec.value or b"")
         except ValidationError as exc:
+            at = datetime.fromtimestamp(rec.timestamp / 1000, UTC) if rec.timestamp else None
             yield Unreadable(where=f"{topic}[{rec.partition}]@{rec.offset}",
-                             error=str(exc).splitlines()[0][:300])
+                             error=str(exc).splitlines()[0][:300], at=at)
 
 
 def operator_transactions(base_url: str, key_id: str, key: bytes, page_size: int = PAGE_SIZE,

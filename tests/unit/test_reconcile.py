@@ -237,6 +237,13 @@ def test_duplicates_conflicts_and_unreadable_records_are_named() -> None:
     assert only(report, "player_net_mismatch").operator == 20
 
 
+def test_an_unreadable_record_is_named_in_the_windows_near_it_only() -> None:
+    bad = [Unreadable(where="wallet.operator_calls[0]@1", error="not JSON",
+                      at=T0 - timedelta(days=400))]
+    assert reconcile(bad, [], since=T0, until=T0 + timedelta(days=1)).clean
+    assert not reconcile(bad, [], since=T0 - timedelta(days=400), until=T0).clean
+
+
 def test_every_difference_reads_as_one_line_with_its_ids() -> None:
     calls, operator = a_clean_round()
     operator = [t for t in operator if t.transaction_id != "credit:S1"]

@@ -239,12 +239,15 @@ def test_a_bad_key_a_bad_page_or_a_stuck_cursor_is_an_error_naming_it() -> None:
 def test_croupiers_topic_is_read_and_an_unreadable_record_is_named(
         monkeypatch: pytest.MonkeyPatch) -> None:
     good = call("credit", "credit:S1", 5)
-    records = [SimpleNamespace(partition=0, offset=0, value=good.model_dump_json().encode()),
-               SimpleNamespace(partition=1, offset=4, value=b"{not json"),
-               SimpleNamespace(partition=1, offset=5, value=None)]
+    ms = int(NOW.timestamp() * 1000)
+    records = [SimpleNamespace(partition=0, offset=0, value=good.model_dump_json().encode(),
+                               timestamp=ms),
+               SimpleNamespace(partition=1, offset=4, value=b"{not json", timestamp=ms),
+               SimpleNamespace(partition=1, offset=5, value=None, timestamp=None)]
     monkeypatch.setattr(reconcile_sources, "read_archive_then_log",
                         lambda bootstrap, topic, archive, principal: iter(records))
     read = list(read_operator_calls("kafka:9092"))
     assert read[0] == good
     assert [r.where for r in read[1:] if isinstance(r, Unreadable)] == [
         "wallet.operator_calls[1]@4", "wallet.operator_calls[1]@5"]
+    assert read[1].at is not None and abs(read[1].at - NOW) < timedelta(seconds=1)
