@@ -170,8 +170,8 @@ def make_app(settings: Settings) -> web.Application:
                 q.get("from"), q.get("to"), q.get("day"), datetime.now(UTC),
                 timedelta(seconds=float(q.get("settle", "60"))))
             margin = timedelta(minutes=float(q.get("margin", "60")))
-            if margin < timedelta(0):
-                raise ValueError("margin must be 0 or more minutes")
+            if margin < timedelta(0) or float(q.get("settle", "60")) < 0:
+                raise ValueError("margin (minutes) and settle (seconds) must be 0 or more")
             found = await asyncio.to_thread(sources.run_reconcile, settings, start, end,
                                             q.get("player"), margin)
         except (ValueError, OverflowError) as exc:

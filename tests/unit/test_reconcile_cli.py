@@ -186,6 +186,7 @@ def test_the_operator_api_route_is_for_the_operator_and_names_its_errors(sides: 
     assert _api("/reconcile", token=None)[0] == 401
     status, _, body = _api("/reconcile?day=someday")
     assert status == 422 and "bad day" in body["error"]["message"]
+    assert _api("/reconcile?margin=-5")[0] == 422
     sides.unreachable = True
     status, _, body = _api(f"/reconcile?from={FROM}")
     assert status == 503 and body["error"]["code"] == "reconcile_source_unavailable"
