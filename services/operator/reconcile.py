@@ -396,8 +396,11 @@ class _Reconciler:
             ("detail_mismatch", "table", o.table_id, t.table_id),
             ("detail_mismatch", "round", o.round_id, t.round_id),
             ("detail_mismatch", "bet", o.bet_id, t.bet_id),
-            ("detail_mismatch", "reference", o.reference, t.reference),
         ]
+        # what a rollback undoes is its meaning; a credit's debit (or any reference the
+        # operator keeps for a debit or credit) is compared where the operator reports one
+        if t.kind == "rollback" or t.reference is not None:
+            checks.append(("detail_mismatch", "reference", o.reference, t.reference))
         for name, what, ours, theirs in checks:
             if ours != theirs and not (what == "amount" and self._unknown_rollback(player, t)):
                 named(name, ours, theirs,

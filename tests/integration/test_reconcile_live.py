@@ -20,19 +20,10 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 from kafka import KafkaProducer
-from kafka.admin import (
-    ACL,
-    ACLOperation,
-    ACLPermissionType,
-    ACLResourcePatternType,
-    KafkaAdminClient,
-    NewTopic,
-    ResourcePattern,
-    ResourceType,
-)
+from kafka.admin import KafkaAdminClient, NewTopic
 
 from croupier.services.infra import kafka_security
-from croupier.services.infra.kafka_security import ADMIN, OPERATOR, kafka_python_options
+from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.settings import Settings
 from croupier.shared.events.operator_wallet import (
     KEY_ID_HEADER,
@@ -128,18 +119,14 @@ def _records() -> tuple[list[OperatorCallRecord], list[OperatorTransaction]]:
 
 @pytest.fixture(scope="module")
 def written(platform_kafka: str) -> list[OperatorCallRecord]:
-    """wallet.operator_calls on the module's broker, readable by the operator principal,
-    holding the records croupier's wallet would have written (keyed by player)."""
+    """wallet.operator_calls on the module's broker, with the catalogue's ACLs (the
+    operator principal reads it), holding the records croupier's wallet would have
+    written (keyed by player)."""
     admin = KafkaAdminClient(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))
     try:
         admin.create_topics([NewTopic(OPERATOR_CALLS_TOPIC, 3, 1)])
-        if kafka_security.secured(Settings()):  # the catalogue does not list it yet
-            admin.create_acls([
-                ACL(principal=f"User:{OPERATOR}", host="*", operation=ACLOperation[op_name],
-                    permission_type=ACLPermissionType.ALLOW,
-                    resource_pattern=ResourcePattern(ResourceType.TOPIC, OPERATOR_CALLS_TOPIC,
-                                                     ACLResourcePatternType.LITERAL))
-                for op_name in ("READ", "DESCRIBE")])
+        if kafka_security.secured(Settings()):  # the catalogue's ACLs: operator reads it
+            kafka_security.apply_acls(admin, None)
     finally:
         admin.close()
     calls, _ = _records()

@@ -154,6 +154,18 @@ def test_each_field_that_differs_is_named(field: str, value: object, name: str) 
         assert "player_net_mismatch" in names(report)
 
 
+def test_an_operator_that_keeps_no_reference_for_credits_is_no_difference() -> None:
+    calls, operator = a_clean_round()
+    operator = [t.model_copy(update={"reference_transaction_id": None})
+                if t.kind == "credit" else t for t in operator]
+    assert reconcile(calls, operator).clean
+    # a rollback's reference is what it undoes: always compared
+    operator = [t.model_copy(update={"reference_transaction_id": None})
+                if t.kind == "rollback" else t for t in operator]
+    assert only(reconcile(calls, operator), "detail_mismatch").transaction_id == \
+        "rollback:debit:B3"
+
+
 def test_a_transaction_under_another_player_at_the_operator_is_a_player_mismatch() -> None:
     calls, operator = a_clean_round()
     operator = [t for t in operator if t.transaction_id != "credit:S2"]
