@@ -12,9 +12,7 @@ from croupier.services.simulators.operator_wallet.rules import (
     Player,
     Recorded,
     Session,
-    decide_credit,
-    decide_debit,
-    decide_rollback,
+    decide,
     fingerprint,
     parse_keys,
 )
@@ -34,7 +32,7 @@ def req(kind: str = "debit", amount: int = 300, **kw) -> WalletRequest:
 
 
 def debit(request=None, player=ALICE, session=LIVE, tombstoned=False):
-    return decide_debit(request or req(), player=player, session=session,
+    return decide(request or req(), player=player, session=session,
                         tombstoned=tombstoned, now=NOW)
 
 
@@ -75,7 +73,7 @@ def test_the_tombstone_is_checked_before_anything_else():
 
 def test_a_credit_checks_no_session_and_no_block():
     blocked = Player("alice", "EUR", 0, blocked=True)
-    decision = decide_credit(req("credit", 0), player=blocked, reference=None, tombstoned=False)
+    decision = decide(req("credit", 0), player=blocked, reference=None, tombstoned=False)
     assert decision.accepted and decision.delta == 0  # a lost bet's closing 0 credit
 
 
@@ -85,27 +83,27 @@ def test_a_credit_checks_no_session_and_no_block():
     (Recorded("debit:b1", "debit", 300, "EUR", "rolled_back"), False, "transaction_not_found"),
 ])
 def test_a_credit_of_a_debit_not_standing_is_refused(reference, tombstoned, code):
-    decision = decide_credit(req("credit", 600, reference_transaction_id="debit:b1"),
+    decision = decide(req("credit", 600, reference_transaction_id="debit:b1"),
                              player=ALICE, reference=reference, tombstoned=tombstoned)
     assert decision.error_code == code and "debit:b1" in (decision.message or "")
 
 
 def test_a_credit_of_a_standing_debit_pays():
-    decision = decide_credit(req("credit", 600, reference_transaction_id="debit:b1"),
+    decision = decide(req("credit", 600, reference_transaction_id="debit:b1"),
                              player=ALICE, reference=Recorded("debit:b1", "debit", 300, "EUR",
                                                               "applied"), tombstoned=False)
     assert (decision.delta, decision.amount) == (600, 600)
 
 
 def test_credit_player_checks():
-    assert decide_credit(req("credit"), player=None, reference=None,
+    assert decide(req("credit"), player=None, reference=None,
                          tombstoned=False).error_code == "unknown_player"
-    assert decide_credit(req("credit", currency="JPY"), player=ALICE, reference=None,
+    assert decide(req("credit", currency="JPY"), player=ALICE, reference=None,
                          tombstoned=False).error_code == "wrong_currency"
 
 
 def rollback(reference, amount=300, unknown="not_found", **kw):
-    return decide_rollback(req("rollback", amount, reference_transaction_id="debit:b1", **kw),
+    return decide(req("rollback", amount, reference_transaction_id="debit:b1", **kw),
                            player=ALICE, reference=reference, rollback_unknown=unknown)
 
 
@@ -135,7 +133,7 @@ def test_rollback_refusals(reference, amount, code):
 
 
 def test_a_rollback_needs_its_reference():
-    decision = decide_rollback(req("rollback"), player=ALICE, reference=None,
+    decision = decide(req("rollback"), player=ALICE, reference=None,
                                rollback_unknown="success")
     assert decision.error_code == "bad_request"
 

@@ -126,13 +126,32 @@ def _session_check(request: WalletRequest, session: Session | None,
     return None
 
 
-def decide_debit(request: WalletRequest, *, player: Player | None, session: Session | None,
-                 tombstoned: bool, now: datetime) -> Decision:
+def decide(request: WalletRequest, *, player: Player | None, session: Session | None = None,
+           reference: Recorded | None = None, tombstoned: bool = False,
+           now: datetime | None = None, rollback_unknown: RollbackUnknown = "not_found"
+           ) -> Decision:
+    """What `request` does, given what the wallet holds: the player, the session its token
+    names, the transaction its `reference_transaction_id` names, and whether a tombstone
+    stands for the debit's own id (a debit) or for the reference (a credit)."""
+    if request.kind == "debit":
+        return _debit(request, player, session, tombstoned, now)
+    refusal = _player_checks(request, player)
+    if refusal is not None:
+        return refusal
+    if request.kind == "credit":
+        return _credit(request, reference, tombstoned)
+    return _rollback(request, reference, rollback_unknown)
+
+
+def _debit(request: WalletRequest, player: Player | None, session: Session | None,
+           tombstoned: bool, now: datetime | None) -> Decision:
     if tombstoned:
         return refuse("transaction_rolled_back", f"transaction {request.transaction_id!r} "
                                                  "was rolled back before it arrived")
     if player is None:
         return refuse("unknown_player", f"no player {request.player_id!r} at this operator")
+    if now is None:
+        raise ValueError("a debit is decided at a time (its session's expiry)")
     refusal = _session_check(request, session, now) or _player_checks(request, player)
     if refusal is not None:
         return refusal
@@ -142,11 +161,7 @@ def decide_debit(request: WalletRequest, *, player: Player | None, session: Sess
     return Decision(delta=-request.amount, amount=request.amount)
 
 
-def decide_credit(request: WalletRequest, *, player: Player | None,
-                  reference: Recorded | None, tombstoned: bool) -> Decision:
-    refusal = _player_checks(request, player)
-    if refusal is not None:
-        return refusal
+def _credit(request: WalletRequest, reference: Recorded | None, tombstoned: bool) -> Decision:
     ref = request.reference_transaction_id
     if ref is not None:
         if reference is None:
@@ -158,11 +173,8 @@ def decide_credit(request: WalletRequest, *, player: Player | None,
     return Decision(delta=request.amount, amount=request.amount)
 
 
-def decide_rollback(request: WalletRequest, *, player: Player | None,
-                    reference: Recorded | None, rollback_unknown: RollbackUnknown) -> Decision:
-    refusal = _player_checks(request, player)
-    if refusal is not None:
-        return refusal
+def _rollback(request: WalletRequest, reference: Recorded | None,
+              rollback_unknown: RollbackUnknown) -> Decision:
     ref = request.reference_transaction_id
     if ref is None:
         return refuse("bad_request", "a rollback needs reference_transaction_id")

@@ -29,9 +29,7 @@ from croupier.services.simulators.operator_wallet.rules import (
     Recorded,
     RollbackUnknown,
     Session,
-    decide_credit,
-    decide_debit,
-    decide_rollback,
+    decide,
     fingerprint,
 )
 from croupier.shared.events.operator_wallet import (
@@ -137,19 +135,16 @@ class WalletStore:
 
     def _decide(self, db: sqlite3.Connection, request: WalletRequest,
                 rollback_unknown: RollbackUnknown, now: datetime) -> Decision:
-        player = self._player(db, request.player_id)
-        if request.kind == "debit":
-            return decide_debit(request, player=player, session=self._session(
-                db, request.session_token), now=now, tombstoned=self._tombstoned(
-                db, request.player_id, request.transaction_id))
         ref = request.reference_transaction_id
-        reference = self._recorded(db, request.player_id, ref) if ref else None
-        if request.kind == "credit":
-            return decide_credit(request, player=player, reference=reference,
-                                 tombstoned=bool(ref) and self._tombstoned(
-                                     db, request.player_id, ref or ""))
-        return decide_rollback(request, player=player, reference=reference,
-                               rollback_unknown=rollback_unknown)
+        # a debit's tombstone is its own id's; a credit's is its reference's
+        tombstone_of = request.transaction_id if request.kind == "debit" else ref
+        return decide(
+            request, player=self._player(db, request.player_id),
+            session=self._session(db, request.session_token),
+            reference=self._recorded(db, request.player_id, ref) if ref else None,
+            tombstoned=bool(tombstone_of) and self._tombstoned(db, request.player_id,
+                                                                tombstone_of or ""),
+            now=now, rollback_unknown=rollback_unknown)
 
     def _apply(self, db: sqlite3.Connection, request: WalletRequest, decision: Decision,
                now: datetime) -> tuple[int, WalletResponse]:
