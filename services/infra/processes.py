@@ -187,7 +187,7 @@ def operator_wallet_process(port: int, db: Path, log_path: Path, *,
         wallet_env["OPERATOR_WALLET_FAULTS"] = faults.model_dump_json()
     return ServiceProcess("operator-wallet", port, log_path, wallet_env, command=(
         "-m", "croupier.services.simulators.operator_wallet", "serve", "--port", str(port),
-        "--db", str(db), "--rollback-unknown", rollback_unknown))
+        "--db", str(db.resolve()), "--rollback-unknown", rollback_unknown))
 
 
 @dataclass

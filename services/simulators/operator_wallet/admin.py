@@ -6,6 +6,7 @@ from __future__ import annotations
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 DEV_ADMIN_TOKEN = "croupier-dev-operator-wallet-admin"
+YEAR = 366 * 86_400.0
 
 
 class _Body(BaseModel):
@@ -32,7 +33,7 @@ class SessionRequest(_Body):
     """`POST /admin/players/{player_id}/sessions`: a session token valid `ttl_seconds`
     (negative: already expired, for tests); `token` to choose it, else a random one."""
 
-    ttl_seconds: float = Field(default=3600.0, allow_inf_nan=False)
+    ttl_seconds: float = Field(default=3600.0, ge=-YEAR, le=10 * YEAR, allow_inf_nan=False)
     token: str | None = Field(default=None, min_length=1, max_length=200)
 
 
