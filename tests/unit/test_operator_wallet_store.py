@@ -116,3 +116,37 @@ def test_admin(store):
         store.issue_session("carol", 60, "t2")
     assert store.put_player("alice", blocked=True).blocked
     assert store.expire_session("tok") and not store.expire_session("nope")
+
+
+def test_a_group_commit_applies_each_call_once_in_order(store):
+    calls = [req("debit", "debit:b1", 300), req("debit", "debit:b1", 300),
+             req("debit", "debit:b1", 301), req("credit", "credit:s1", 600, "debit:b1")]
+    answers = store.call_many(calls, "not_found")
+    assert [a[0] for a in answers] == [200, 200, 409, 200]
+    assert answers[0] == answers[1] and answers[3][1].balance == 1_300
+    assert len(store.transactions().transactions) == 2
+
+
+class _FailsOn(WalletStore):
+    """A store failing one transaction id after its balance and transaction are written,
+    before its answer is (an unexpected error halfway)."""
+
+    def _apply(self, db, request, decision, now):
+        answer = super()._apply(db, request, decision, now)
+        if request.transaction_id == "debit:boom":
+            raise RuntimeError("boom")
+        return answer
+
+
+def test_a_call_that_fails_is_undone_alone(tmp_path):
+    store = _FailsOn(tmp_path / "wallet.sqlite")
+    store.put_player("alice", "EUR", 1_000)
+    store.issue_session("alice", 3600, "tok")
+    before, boom, after = store.call_many(
+        [req("debit", "debit:b1", 100), req("debit", "debit:boom", 100),
+         req("debit", "debit:b2", 100)], "not_found")
+    assert isinstance(boom, RuntimeError)
+    assert (before[1].balance, after[1].balance) == (900, 800)
+    assert [t.transaction_id for t in store.transactions().transactions] == ["debit:b1", "debit:b2"]
+    with pytest.raises(RuntimeError):
+        store.call(req("debit", "debit:boom", 100), "not_found")

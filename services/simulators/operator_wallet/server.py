@@ -46,6 +46,7 @@ from croupier.shared.events.operator_wallet import (
     SIGNATURE_HEADER,
     CallKind,
     WalletRequest,
+    WalletResponse,
     verify,
 )
 
@@ -54,6 +55,7 @@ DEV_KEY_ID = "k1"  # croupier's default `operator_wallet_key_id`
 DEV_SECRET = DEVELOPMENT_SECRETS["operator_wallet_secret"]
 MAX_PAGE = 1_000
 T = TypeVar("T")
+Answer = tuple[int, WalletResponse]
 
 
 @dataclass
@@ -64,7 +66,7 @@ class WalletConfig:
     rollback_unknown: RollbackUnknown = "not_found"
     admin_token: str = DEV_ADMIN_TOKEN
     faults: Faults = field(default_factory=Faults)
-    threads: int = 4  # database threads: writers queue on SQLite's lock
+    threads: int = 4  # database threads for the report and the admin API
 
 
 def _json(model: BaseModel, status: int = 200) -> web.Response:
@@ -99,6 +101,54 @@ def _view(player: Player) -> PlayerView:
                       balance=player.balance, blocked=player.blocked)
 
 
+class GroupCommit:
+    """The one writer of the calls: those that arrive while a commit runs wait for the next,
+    and share it (`WalletStore.call_many`). Each is answered after the commit holding it."""
+
+    MAX_BATCH = 256
+
+    def __init__(self, store: WalletStore, rollback_unknown: RollbackUnknown) -> None:
+        self.store = store
+        self.rollback_unknown = rollback_unknown
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="operator-wallet-writer")
+        self.queue: asyncio.Queue[tuple[WalletRequest, asyncio.Future[Answer]]] = asyncio.Queue()
+        self.task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self.task = asyncio.get_running_loop().create_task(self._run())
+
+    async def stop(self) -> None:
+        if self.task is not None:
+            self.task.cancel()
+        self.writer.shutdown(wait=True)
+
+    async def call(self, request: WalletRequest) -> Answer:
+        future: asyncio.Future[Answer] = asyncio.get_running_loop().create_future()
+        self.queue.put_nowait((request, future))
+        return await future
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            batch = [await self.queue.get()]
+            while len(batch) < self.MAX_BATCH and not self.queue.empty():
+                batch.append(self.queue.get_nowait())
+            requests = [request for request, _ in batch]
+            try:
+                answers = await loop.run_in_executor(self.writer, functools.partial(
+                    self.store.call_many, requests, self.rollback_unknown))
+            except Exception as exc:  # the whole commit failed: none of them is written
+                log.exception("a commit of %d calls failed", len(batch))
+                answers = [exc] * len(batch)
+            for (_, future), answer in zip(batch, answers, strict=True):
+                if future.done():
+                    continue
+                if isinstance(answer, BaseException):
+                    future.set_exception(answer)
+                else:
+                    future.set_result(answer)
+
+
 class OperatorWallet:
     """The application: the store, its threads, the dice and the call counters."""
 
@@ -106,6 +156,7 @@ class OperatorWallet:
         self.store = store
         self.config = config
         self.dice = Dice(config.faults)
+        self.writes = GroupCommit(store, config.rollback_unknown)
         self.pool = ThreadPoolExecutor(max_workers=config.threads,
                                        thread_name_prefix="operator-wallet-db")
         self.registry = CollectorRegistry()
@@ -151,9 +202,7 @@ class OperatorWallet:
         deliveries = 2 if roll.duplicate else 1
         if roll.duplicate:
             self.calls.labels(call.kind, "fault_duplicate").inc()
-        answers = await asyncio.gather(*(
-            self._run(self.store.call, call, self.config.rollback_unknown)
-            for _ in range(deliveries)))
+        answers = await asyncio.gather(*(self.writes.call(call) for _ in range(deliveries)))
         status, response = answers[0]
         self.calls.labels(call.kind, response.error_code or "ok").inc()
         if roll.drop and request.transport is not None:
@@ -278,11 +327,16 @@ def make_app(store: WalletStore, config: WalletConfig) -> web.Application:
                 return _admin_problem(400, "bad_request", exc.message)
         return await handler(request)
 
+    async def open_writes(app: web.Application) -> None:
+        wallet.writes.start()
+
     async def close(app: web.Application) -> None:
+        await wallet.writes.stop()
         wallet.pool.shutdown(wait=True)
 
     app = web.Application(middlewares=[admin_only])
     app[WALLET] = wallet
+    app.on_startup.append(open_writes)
     app.on_cleanup.append(close)
     app.router.add_post("/{kind:debit|credit|rollback}", wallet.call)
     app.router.add_get("/transactions", wallet.transactions)
