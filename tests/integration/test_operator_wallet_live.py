@@ -226,6 +226,7 @@ def test_duplicated_deliveries_move_money_once(client, wallet):
     assert len(client.transactions(pid)) == 20
     metrics = client.http.get("/metrics").text
     assert 'operator_wallet_calls_total{kind="debit",outcome="fault_duplicate"}' in metrics
+    assert 'outcome="duplicate_mismatch"' not in metrics
 
 
 def test_the_report_pages_through_every_transaction(client, wallet):

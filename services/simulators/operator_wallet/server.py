@@ -162,7 +162,8 @@ class OperatorWallet:
         self.registry = CollectorRegistry()
         self.calls = Counter("operator_wallet_calls_total", (
             "Signed calls by kind and outcome: ok, an error code, or an injected fault "
-            "(fault_500, fault_drop, fault_late, fault_duplicate)."),
+            "(fault_500, fault_drop, fault_late, fault_duplicate); duplicate_mismatch: two "
+            "deliveries answered differently, which must never be seen)."),
             ["kind", "outcome"], registry=self.registry)
 
     async def _run(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -204,6 +205,9 @@ class OperatorWallet:
             self.calls.labels(call.kind, "fault_duplicate").inc()
         answers = await asyncio.gather(*(self.writes.call(call) for _ in range(deliveries)))
         status, response = answers[0]
+        if any(answer != answers[0] for answer in answers):  # idempotency broken: say so
+            log.error("deliveries of %s answered differently: %s", call.transaction_id, answers)
+            self.calls.labels(call.kind, "duplicate_mismatch").inc()
         self.calls.labels(call.kind, response.error_code or "ok").inc()
         if roll.drop and request.transport is not None:
             self.calls.labels(call.kind, "fault_drop").inc()
