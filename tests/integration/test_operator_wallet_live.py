@@ -312,3 +312,39 @@ def test_kill_9_mid_run_and_restart_keeps_everything(tmp_path):
                     "transaction_rolled_back")
     finally:
         proc.kill()
+
+
+def test_under_every_fault_at_once_money_moves_once(client, wallet):
+    """500s, drops and late answers after the write, duplicates, with a seed: a caller that
+    asks again until it has a definitive answer moves each transaction's money once, and
+    its answers are the report's."""
+    pid, token = player(client, 100_000)
+    client.set_faults(error_rate=0.2, drop_rate=0.2, late_rate=0.2, late_ms=250,
+                      duplicate_rate=0.3, seed=11)
+    calls = []
+    for i in range(30):
+        calls.append(call("debit", pid, 100 + i, f"debit:f{i}", token=token))
+        calls.append(call("credit", pid, 2 * (100 + i) if i % 2 else 0, f"credit:f{i}",
+                          ref=f"debit:f{i}", round_closed=True))
+    final: dict[str, WalletResponse] = {}
+    deliveries = 0
+    with OperatorWalletClient(wallet.base_url, timeout=0.1) as impatient:
+        for request in calls:
+            while request.transaction_id not in final:
+                deliveries += 1
+                try:
+                    response = impatient.send(request)
+                except httpx.HTTPError:
+                    continue
+                if response.status_code < 500:
+                    assert response.status_code == 200, response.text
+                    final[request.transaction_id] = WalletResponse.model_validate_json(
+                        response.text)
+    client.set_faults()
+    assert deliveries > len(calls) * 1.3  # the faults did bite
+    moved = sum(-r.amount if r.kind == "debit" else r.amount for r in calls)
+    assert client.balance(pid) == 100_000 + moved
+    report = client.transactions(pid)
+    assert [t.transaction_id for t in report] == [r.transaction_id for r in calls]
+    assert {t.transaction_id: t.operator_transaction_id for t in report} == \
+        {tx: answer.operator_transaction_id for tx, answer in final.items()}
