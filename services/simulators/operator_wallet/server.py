@@ -30,7 +30,7 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 from pydantic import BaseModel, ValidationError
 
-from croupier.services.infra.settings import DEVELOPMENT_SECRETS
+from croupier.services.infra.settings import Settings
 from croupier.services.simulators.operator_wallet.admin import (
     DEV_ADMIN_TOKEN,
     PlayerUpdate,
@@ -51,8 +51,10 @@ from croupier.shared.events.operator_wallet import (
 )
 
 log = logging.getLogger("croupier.operator_wallet")
-DEV_KEY_ID = "k1"  # croupier's default `operator_wallet_key_id`
-DEV_SECRET = DEVELOPMENT_SECRETS["operator_wallet_secret"]
+# croupier's development defaults of `operator_wallet_key_id` and `operator_wallet_secret`,
+# so the demo's croupier and this wallet agree with no configuration
+DEV_KEY_ID: str = Settings.model_fields["operator_wallet_key_id"].default
+DEV_SECRET: str = Settings.model_fields["operator_wallet_secret"].default
 MAX_PAGE = 1_000
 T = TypeVar("T")
 Answer = tuple[int, WalletResponse]
