@@ -164,6 +164,10 @@ def test_a_rollback_before_its_debit_refuses_the_late_debit(client):
     assert client.balance(pid) == 1_000
     [tomb] = client.transactions(pid)
     assert (tomb.kind, tomb.amount, tomb.reference_transaction_id) == ("rollback", 0, "debit:late")
+    # a credit whose rollback came first is refused the same way
+    client.call(call("rollback", pid, 50, "rollback:credit:late", ref="credit:late"))
+    refused(client, call("credit", pid, 50, "credit:late"), "transaction_rolled_back")
+    assert client.balance(pid) == 1_000
 
 
 def test_a_round_debit_credit_rollback(client):

@@ -71,6 +71,11 @@ def test_the_tombstone_is_checked_before_anything_else():
         "transaction_rolled_back"
 
 
+def test_a_credit_rolled_back_before_it_arrived_is_refused():
+    decision = decide(req("credit", 600), player=ALICE, tombstoned=True)
+    assert decision.error_code == "transaction_rolled_back" and decision.delta == 0
+
+
 def test_a_credit_checks_no_session_and_no_block():
     blocked = Player("alice", "EUR", 0, blocked=True)
     decision = decide(req("credit", 0), player=blocked, reference=None, tombstoned=False)
@@ -84,7 +89,7 @@ def test_a_credit_checks_no_session_and_no_block():
 ])
 def test_a_credit_of_a_debit_not_standing_is_refused(reference, tombstoned, code):
     decision = decide(req("credit", 600, reference_transaction_id="debit:b1"),
-                             player=ALICE, reference=reference, tombstoned=tombstoned)
+                      player=ALICE, reference=reference, reference_tombstoned=tombstoned)
     assert decision.error_code == code and "debit:b1" in (decision.message or "")
 
 

@@ -4,7 +4,9 @@ over what the database holds, so the rules are tested without a database or a se
 The store reads the player, the session, the transaction a call refers to and any
 tombstone, calls `decide`, and writes what the `Decision` says in the same transaction.
 The checks, in order (the first failing one names the refusal):
-- debit: a tombstone (its rollback came first: `transaction_rolled_back`), the player
+- a debit or a credit whose own id has a tombstone (its rollback came first) is refused
+  `transaction_rolled_back`, before anything else;
+- debit: the player
   (`unknown_player`), the session (`invalid_session`: missing, unknown or another
   player's; `session_expired`), `player_blocked`, `wrong_currency`, `insufficient_funds`;
 - credit: `unknown_player`, `wrong_currency`, and a `reference_transaction_id` that names
@@ -128,26 +130,27 @@ def _session_check(request: WalletRequest, session: Session | None,
 
 def decide(request: WalletRequest, *, player: Player | None, session: Session | None = None,
            reference: Recorded | None = None, tombstoned: bool = False,
-           now: datetime | None = None, rollback_unknown: RollbackUnknown = "not_found"
-           ) -> Decision:
+           reference_tombstoned: bool = False, now: datetime | None = None,
+           rollback_unknown: RollbackUnknown = "not_found") -> Decision:
     """What `request` does, given what the wallet holds: the player, the session its token
     names, the transaction its `reference_transaction_id` names, and whether a tombstone
-    stands for the debit's own id (a debit) or for the reference (a credit)."""
+    stands for its own id (`tombstoned`: it was rolled back before it arrived, refused
+    whatever else, a debit or a credit alike) or for its reference."""
+    if tombstoned and request.kind != "rollback":
+        return refuse("transaction_rolled_back", f"transaction {request.transaction_id!r} "
+                                                 "was rolled back before it arrived")
     if request.kind == "debit":
-        return _debit(request, player, session, tombstoned, now)
+        return _debit(request, player, session, now)
     refusal = _player_checks(request, player)
     if refusal is not None:
         return refusal
     if request.kind == "credit":
-        return _credit(request, reference, tombstoned)
+        return _credit(request, reference, reference_tombstoned)
     return _rollback(request, reference, rollback_unknown)
 
 
 def _debit(request: WalletRequest, player: Player | None, session: Session | None,
-           tombstoned: bool, now: datetime | None) -> Decision:
-    if tombstoned:
-        return refuse("transaction_rolled_back", f"transaction {request.transaction_id!r} "
-                                                 "was rolled back before it arrived")
+           now: datetime | None) -> Decision:
     if player is None:
         return refuse("unknown_player", f"no player {request.player_id!r} at this operator")
     if now is None:

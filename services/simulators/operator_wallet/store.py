@@ -163,14 +163,12 @@ class WalletStore:
     def _decide(self, db: sqlite3.Connection, request: WalletRequest,
                 rollback_unknown: RollbackUnknown, now: datetime) -> Decision:
         ref = request.reference_transaction_id
-        # a debit's tombstone is its own id's; a credit's is its reference's
-        tombstone_of = request.transaction_id if request.kind == "debit" else ref
         return decide(
             request, player=self._player(db, request.player_id),
             session=self._session(db, request.session_token),
             reference=self._recorded(db, request.player_id, ref) if ref else None,
-            tombstoned=bool(tombstone_of) and self._tombstoned(db, request.player_id,
-                                                                tombstone_of or ""),
+            tombstoned=self._tombstoned(db, request.player_id, request.transaction_id),
+            reference_tombstoned=bool(ref) and self._tombstoned(db, request.player_id, ref or ""),
             now=now, rollback_unknown=rollback_unknown)
 
     def _apply(self, db: sqlite3.Connection, request: WalletRequest, decision: Decision,
