@@ -9,6 +9,7 @@ from croupier.services.cli import (
     evaluate_cmd,
     kafka_cmd,
     operator_api_cmd,
+    operator_wallet_cmd,
     profiles_cmd,
     rebuild_cmd,
     reconcile_cmd,
@@ -40,6 +41,7 @@ demo_cmd.register(app)
 rebuild_cmd.register(app)
 reconcile_cmd.register(app)
 operator_api_cmd.register(app)
+operator_wallet_cmd.register(app)
 profiles_cmd.register(app)
 dead_letters_cmd.register(app)
 archive_cmd.register(app)

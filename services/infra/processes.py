@@ -14,12 +14,16 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 
 from croupier.services.infra import service_table
 from croupier.services.infra.kafka_security import principal_env
 from croupier.services.infra.settings import Settings
+
+if TYPE_CHECKING:
+    from croupier.services.simulators.operator_wallet.faults import Faults
 
 # settings every service process must share with the demo driver
 SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers",
@@ -172,6 +176,25 @@ def operator_api_process(settings: Settings, log_path: Path, env: dict[str, str]
     port = settings.operator_api_port
     return ServiceProcess("operator-api", port, log_path, env, command=(
         "-m", "croupier.services.cli", "operator-api", "--port", str(port)))
+
+
+def operator_wallet_process(port: int, db: Path, log_path: Path, *,
+                            keys: dict[str, str] | None = None,
+                            rollback_unknown: str = "not_found", faults: Faults | None = None,
+                            env: dict[str, str] | None = None) -> ServiceProcess:
+    """The reference operator wallet (`croupier operator-wallet serve`) on `port` over the
+    SQLite database `db`; `keys` by key id (default croupier's development key k1). Its
+    keys and faults go through its environment, off the command line. Ready when GET
+    /health answers; `kill()` then `start().wait_ready()` on the same `db` is a restart
+    after a crash (every balance, transaction and stored answer is in the database)."""
+    wallet_env = dict(env or {})
+    if keys:
+        wallet_env["OPERATOR_WALLET_KEYS"] = ",".join(f"{k}={v}" for k, v in keys.items())
+    if faults is not None:
+        wallet_env["OPERATOR_WALLET_FAULTS"] = faults.model_dump_json()
+    return ServiceProcess("operator-wallet", port, log_path, wallet_env, command=(
+        "-m", "croupier.services.simulators.operator_wallet", "serve", "--port", str(port),
+        "--db", str(db.resolve()), "--rollback-unknown", rollback_unknown))
 
 
 @dataclass
