@@ -211,14 +211,6 @@ class OperatorTransaction(_Model):
     operator_transaction_id: str
     recorded_at: AwareDatetime
 
-    @property
-    def signed_amount(self) -> int:
-        """What it moved in the player's favour while it stands (0 once rolled back; a
-        rollback's own amount is what it gave back or took back)."""
-        if self.kind == "debit":
-            return -self.amount
-        return self.amount
-
 
 class TransactionsPage(_Model):
     """A page of the operator's transactions, oldest first; ask again `after` the last."""
