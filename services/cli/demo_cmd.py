@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import typer
@@ -39,6 +40,9 @@ def demo(
     workers: int = typer.Option(1, min=1, max=9, help="Workers (processes) per service; "
                                 "worker i listens on the service's port + 100·i."),
     summary_json: Path = typer.Option(None, help="Also write the summary as JSON to this file."),
+    wallet: str = typer.Option("transfer", help="transfer: croupier's wallet holds the money; "
+                               "seamless: the reference operator wallet does (started for the "
+                               "demo; docs/decisions/seamless.md)."),
 ) -> None:
     """Run the platform with simulated tables and players; end with a verified summary."""
     from rich.console import Console
@@ -52,6 +56,11 @@ def demo(
     settings = get_settings()
     if "CROUPIER_ENV" not in os.environ:  # a demo on this machine: its development secrets
         settings = settings.model_copy(update={"env": "development"})
+    if wallet not in ("transfer", "seamless"):
+        raise typer.BadParameter(f"--wallet must be transfer or seamless, not {wallet!r}")
+    if wallet == "seamless":
+        from croupier.services.demo.stack import seamless_settings
+        settings = seamless_settings(settings)
     if settings.betting_window_seconds is None:  # the timer closes betting (seed 002)
         settings = settings.model_copy(update={"betting_window_seconds":
                                                max(1, round(betting_pause))})
@@ -70,6 +79,10 @@ def demo(
         if stack.archiver is not None and stack.archiver.proc is not None:
             console.print(f"  {'archiver':<16} pid {stack.archiver.proc.pid:<7} "
                           f"{settings.archive_location}")
+        if stack.operator_wallet is not None:
+            console.print(f"  {'operator wallet':<16} pid {stack.operator_wallet.pid:<7} "
+                          f"{stack.operator_wallet.base_url} (the reference operator wallet: "
+                          "seamless mode)")
         if stack.operator_api is not None:
             console.print(f"  {'operator API':<16} pid {stack.operator_api.pid:<7} "
                           f"{stack.operator_api.base_url}")
@@ -109,7 +122,11 @@ def _play_and_summarise(console, settings, config, stack, bootstrap):
 
     from croupier.services.demo.render import print_summary, progress_table
     from croupier.services.demo.session import play
-    from croupier.services.demo.summary import summarise, wait_until_settled
+    from croupier.services.demo.summary import (
+        reconciliation_check,
+        summarise,
+        wait_until_settled,
+    )
     from croupier.services.operator.rebuild import rebuild
     from croupier.services.operator.wallet_client import live_balances
 
@@ -117,6 +134,7 @@ def _play_and_summarise(console, settings, config, stack, bootstrap):
         def progress(tables, answers, seconds):
             live.update(progress_table(config, tables, answers, seconds))
 
+        began = datetime.now(UTC)
         run = asyncio.run(play(settings, config, stack.url("dealer-event"),
                                stack.url("wallet"), progress))
     console.print()
@@ -131,7 +149,13 @@ def _play_and_summarise(console, settings, config, stack, bootstrap):
         urls["operator console"] = stack.console_url
     urls.update({"wallet API": f"{wallet}/openapi.json",
                  "dealer-event API": f"{stack.url('dealer-event')}/tables/{{table_id}}"})
-    summary = summarise(run, platform, mine, urls, rebuild_differences=len(rebuilt.differences))
+    more: tuple = ()
+    if settings.wallet_mode == "seamless":
+        console.print("seamless: reconciling croupier's calls with the operator's wallet ...")
+        more = (reconciliation_check(settings, began - timedelta(minutes=1)),)
+        urls["operator wallet API"] = f"{wallet}/openapi/operator-wallet.json"
+    summary = summarise(run, platform, mine, urls, rebuild_differences=len(rebuilt.differences),
+                        more=more)
     print_summary(console, summary)
     for line in rebuilt.differences[:20]:
         console.print(f"  rebuild difference: {line}")

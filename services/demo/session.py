@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from croupier.services.infra.settings import Settings
+from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
 from croupier.services.simulators.players import PlayerSimulator
 from croupier.services.simulators.tables.driver import (
     BettingHook,
@@ -71,8 +72,11 @@ async def play(settings: Settings, config: DemoConfig, dealer_url: str, wallet_u
     """Open and fund the players, then deal every table's rounds while they bet, calling
     `progress` twice a second and once at the end; the wallet and dealer clients are closed
     however the session ends."""
+    operator_wallet = OperatorWalletClient(settings.operator_wallet_url) \
+        if settings.wallet_mode == "seamless" and settings.operator_wallet_url else None
     players = PlayerSimulator(wallet_url, settings.operator_token, config.tables,
-                              players=config.players, seed=config.seed, run_id=config.run_id)
+                              players=config.players, seed=config.seed, run_id=config.run_id,
+                              operator_wallet=operator_wallet)
     roster = await players.setup()
     bettor = _Bettor(players, config.bets_per_player)
     transport = HttpTransport(dealer_url)
@@ -90,6 +94,8 @@ async def play(settings: Settings, config: DemoConfig, dealer_url: str, wallet_u
         reporter.cancel()
         await transport.close()
         await players.close()
+        if operator_wallet is not None:
+            operator_wallet.close()
     show_progress()
     return DemoRun(config=config, tables=_summaries(sims), answers=players.answers,
                    players=[p.player_id for p in roster],

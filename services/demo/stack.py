@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
 
 from croupier.services.infra import topic_admin
 from croupier.services.infra.faust_app import port_of_worker, service_port
@@ -13,12 +15,33 @@ from croupier.services.infra.processes import (
     ArchiverProcess,
     ServiceProcess,
     operator_api_process,
+    operator_wallet_process,
     service_env,
     worker_name,
 )
 from croupier.services.infra.service_table import SERVICE_NAMES
 from croupier.services.infra.settings import Settings
 from croupier.shared.topics import topic_catalogue
+
+REFERENCE_WALLET_PORT = 8110
+
+
+def seamless_settings(settings: Settings) -> Settings:
+    """`settings` in seamless mode against the reference operator wallet (its URL on this
+    machine unless one is set)."""
+    url = settings.operator_wallet_url or f"http://127.0.0.1:{REFERENCE_WALLET_PORT}"
+    return settings.model_copy(update={"wallet_mode": "seamless", "operator_wallet_url": url})
+
+
+def reference_operator_wallet(settings: Settings, logs: Path) -> ServiceProcess:
+    """The reference operator wallet on the port of the settings' `operator_wallet_url`,
+    holding the wallet's signing key, over `<home>/operator-wallet.sqlite`."""
+    url = settings.operator_wallet_url or f"http://127.0.0.1:{REFERENCE_WALLET_PORT}"
+    port = urlsplit(url).port or REFERENCE_WALLET_PORT
+    return operator_wallet_process(
+        port, settings.home / "operator-wallet.sqlite", logs / "operator-wallet.log",
+        keys={settings.operator_wallet_key_id: settings.operator_wallet_secret},
+        rollback_unknown=settings.operator_wallet_rollback_unknown)
 
 
 def ensure_kafka(settings: Settings) -> str:
@@ -52,10 +75,16 @@ class Stack:
     archiver: ArchiverProcess | None = None
     console: bool = False
     operator_api: ServiceProcess | None = None
+    # seamless mode: the reference operator wallet the wallet settles against (started
+    # first, on the port of `operator_wallet_url`, over a database in the home)
+    operator_wallet: ServiceProcess | None = None
 
     def start(self, timeout_s: float = 120.0) -> Stack:
         env = service_env(self.settings)
         logs = (self.settings.home / "logs").resolve()
+        if self.settings.wallet_mode == "seamless":
+            self.operator_wallet = reference_operator_wallet(self.settings, logs).start()
+            self.operator_wallet.wait_ready(timeout_s)
         for name in SERVICE_NAMES:
             for worker in range(self.workers):
                 label = worker_name(name, worker)
@@ -92,6 +121,8 @@ class Stack:
             proc.stop()
         if self.archiver is not None:
             self.archiver.stop()
+        if self.operator_wallet is not None:
+            self.operator_wallet.stop()
 
     def __enter__(self) -> Stack:
         return self.start()

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
 from croupier.services.demo.session import DemoRun
+from croupier.services.infra.settings import Settings
 from croupier.services.operator.audit import AuditReport, BetTypeReturn, Books, InvariantCheck, audit
 from croupier.services.operator.event_reader import read_books
+from croupier.services.operator.reconcile_sources import run_reconcile
 
 
 class SampleRound(BaseModel):
@@ -71,8 +74,24 @@ def sample_round(mine: Books) -> SampleRound | None:
                                       f"--at {at}")
 
 
+def reconciliation_check(settings: Settings, since: datetime, timeout_s: float = 60.0
+                         ) -> InvariantCheck:
+    """Seamless mode: croupier's calls against the operator wallet's transactions since
+    `since`, until they agree (credits may still be on their way) or the time is up."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        report = run_reconcile(settings, since, datetime.now(UTC))
+        if report.clean or time.monotonic() > deadline:
+            return InvariantCheck(
+                name="reconciliation with the operator's wallet: no difference",
+                ok=report.clean, checked=report.transactions,
+                problems=[d.line() for d in report.differences[:20]])
+        time.sleep(1.0)
+
+
 def summarise(run: DemoRun, platform: Books, mine: Books, urls: dict[str, str],
-              rebuild_differences: int | None = None) -> DemoSummary:
+              rebuild_differences: int | None = None,
+              more: tuple[InvariantCheck, ...] = ()) -> DemoSummary:
     session: AuditReport = audit(mine, allow_pending=False)
     everything: AuditReport = audit(platform, allow_pending=True)
     checks = [c.model_copy(update={"name": f"this session: {c.name}"}) for c in session.invariants]
@@ -80,6 +99,7 @@ def summarise(run: DemoRun, platform: Books, mine: Books, urls: dict[str, str],
     if rebuild_differences is not None:
         checks.append(InvariantCheck(name="rebuild from the log equals the live wallet",
                                      ok=rebuild_differences == 0, checked=len(run.players)))
+    checks += more
     return DemoSummary(
         run_id=run.config.run_id, seconds=round(run.seconds, 1),
         tables={run.config.table_id(p): p for p in run.config.profiles},

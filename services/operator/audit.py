@@ -26,6 +26,7 @@ from croupier.shared.events.bet_events import (
     SettlementReversed,
     annul_refund_id,
 )
+from croupier.shared.events.operator_wallet import OperatorCallRecord
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.profile import pin_mismatch, round_profile
@@ -33,7 +34,8 @@ from croupier.shared.rtp import BetReturn, exact_rtp
 from croupier.shared.settlement import Bet, settle
 
 AuditRecord = (BetPlaced | BetAccepted | BetRejected | RoundManifest | BetSettled
-               | SettlementReversed | RoundResultPublished | WalletTransaction)
+               | SettlementReversed | RoundResultPublished | WalletTransaction
+               | OperatorCallRecord)
 
 
 class InvariantCheck(BaseModel):
@@ -109,9 +111,14 @@ class Books:
     txs: dict[Key, WalletTransaction] = field(default_factory=dict)
     ledger: dict[str, list[WalletTransaction]] = field(default_factory=lambda: defaultdict(list))
     conflicts: list[str] = field(default_factory=list)
+    # seamless mode: the players whose money the operator's wallet holds (they have calls
+    # on wallet.operator_calls); croupier's balance of theirs is its net at the tables
+    seamless: set[str] = field(default_factory=set)
 
     def add(self, record: AuditRecord) -> None:
         match record:
+            case OperatorCallRecord():
+                self.seamless.add(record.request.player_id)
             case WalletTransaction():
                 if self._keep(self.txs, (record.player_id, record.tx_id), record,
                               "wallet transaction"):
@@ -145,6 +152,7 @@ class Books:
         for player in players:
             for tx in self.ledger.get(player, []):
                 part.add(tx)
+        part.seamless = self.seamless & players
         return part
 
     def _keep(self, index: dict[Key, _Record], key: Key, record: _Record, what: str) -> bool:
@@ -222,10 +230,12 @@ def _sums(books: Books) -> dict[str, int]:
 def _balances_never_negative(books: Books) -> InvariantCheck:
     """Money a player takes out (a stake, a withdrawal) never leaves the balance negative; only
     a payout reversal the balance could not cover may (the player owes it, and what follows
-    pays it back)."""
+    pays it back). A seamless player's balance is the operator's: croupier's is its net at
+    the tables, and reconciliation compares the operator's wallet with the calls."""
     bad = [f"{tx.tx_id} of {tx.player_id}: balance_after {tx.balance_after}"
            for tx in books.txs.values()
            if tx.balance_after < 0 and tx.kind != "payout_reversal"
+           and tx.player_id not in books.seamless  # a net, below zero while the player is down
            and (tx.kind in ("stake_debit", "withdrawal") or not _in_debt_by_reversal(books, tx))]
     return InvariantCheck(name="a balance never goes negative", ok=not bad,
                           checked=len(books.txs), problems=bad[:20])

@@ -18,7 +18,7 @@ from croupier.services.operator.audit import Books
 from croupier.shared.events.registry import topic_adapter
 
 BOOK_TOPICS = ("round.results", "bets.placed", "bets.decisions", "bets.settled",
-               "wallet.transactions")
+               "wallet.transactions", "wallet.operator_calls")
 PARSERS: dict[str, Callable[[bytes], Any]] = {
     topic: topic_adapter(topic).validate_json
     for topic in ("table.events", *BOOK_TOPICS, "wallet.ledger")

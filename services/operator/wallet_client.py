@@ -8,7 +8,9 @@ import httpx
 
 
 def live_balances(wallet_url: str, operator_token: str, players: list[str]) -> dict[str, int | None]:
-    """Each player's balance as the running wallet holds it; None for an unknown account."""
+    """Each player's balance as the running wallet's ledger holds it; None for an unknown
+    account. Seamless mode: croupier's net at its tables (`net_at_tables`; the balance it
+    answers players is the operator's, which no fold of croupier's log can give)."""
     headers = {"Authorization": f"Bearer {operator_token}"}
     out: dict[str, int | None] = {}
     with httpx.Client(base_url=wallet_url, headers=headers, timeout=10) as client:
@@ -18,7 +20,9 @@ def live_balances(wallet_url: str, operator_token: str, players: list[str]) -> d
                 out[player] = None
                 continue
             response.raise_for_status()
-            out[player] = response.json()["balance"]
+            body = response.json()
+            net = body.get("net_at_tables")
+            out[player] = body["balance"] if net is None else net
     return out
 
 

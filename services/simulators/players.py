@@ -20,6 +20,10 @@ from dataclasses import dataclass, field
 import aiohttp
 
 from croupier.services.infra.http_retry import Reply, read_reply, with_retry
+from croupier.services.simulators.operator_wallet.client import (
+    OperatorWalletClient,
+    OperatorWalletError,
+)
 
 # Requests a simulator has in flight to the wallet at once, each on a connection kept open.
 # aiohttp, not httpx: in one run, 400 bets sent 32 at a time took 3.5 s through httpx and
@@ -37,6 +41,7 @@ class Player:
     player_id: str
     token: str
     deposit: int
+    operator_session: str | None = None  # seamless mode: the player's session at the operator
 
 
 @dataclass
@@ -50,6 +55,9 @@ class PlayerSimulator:
     seed: int = 1
     bad_share: float = 0.15
     run_id: str = field(default_factory=lambda: uuid.uuid4().hex[:6])
+    # seamless mode: the operator's wallet holds the money; the players are funded there
+    # and bet with a session of theirs there (None: transfer mode, funded by deposits)
+    operator_wallet: OperatorWalletClient | None = None
     answers: Counter[str] = field(default_factory=Counter)
 
     def __post_init__(self) -> None:
@@ -85,14 +93,28 @@ class PlayerSimulator:
             await self._ok(self._call("POST", "/accounts", headers=self._operator,
                                              json={"player_id": player_id,
                                                    "currency": self.currency}))
-            await self._ok(self._call("POST", f"/accounts/{player_id}/deposits",
-                                             headers=self._operator,
-                                             json={"request_id": f"seed-{player_id}",
-                                                   "amount": deposit}))
+            session = None
+            if self.operator_wallet is None:
+                await self._ok(self._call("POST", f"/accounts/{player_id}/deposits",
+                                                 headers=self._operator,
+                                                 json={"request_id": f"seed-{player_id}",
+                                                       "amount": deposit}))
+            else:
+                session = await asyncio.to_thread(self._fund_at_operator, player_id, deposit)
             token = (await self._ok(self._call("POST", f"/players/{player_id}/token",
                                                      headers=self._operator)))["token"]
-            self.roster.append(Player(player_id, token, deposit))
+            self.roster.append(Player(player_id, token, deposit, session))
         return self.roster
+
+    def _fund_at_operator(self, player_id: str, deposit: int) -> str:
+        """Seamless mode: the player's balance at the operator's wallet (set once: a rerun
+        keeps what the player has), and a session there for the day."""
+        assert self.operator_wallet is not None
+        try:
+            self.operator_wallet.player(player_id)
+        except OperatorWalletError:
+            self.operator_wallet.put_player(player_id, currency=self.currency, balance=deposit)
+        return self.operator_wallet.issue_session(player_id, ttl_seconds=24 * 3600)
 
     async def _ok(self, request) -> dict:
         response = await request
@@ -175,6 +197,8 @@ class PlayerSimulator:
     async def place(self, player: Player, table_id: str, round_id: str, body: dict) -> str:
         payload = {"bet_id": f"{player.player_id}-{uuid.uuid4().hex[:12]}", "table_id": table_id,
                    "round_id": round_id, **body}
+        if player.operator_session is not None:
+            payload["operator_session"] = player.operator_session
         response = await self._call("POST", f"/players/{player.player_id}/bets", json=payload,
                                           headers={"Authorization": f"Bearer {player.token}"})
         if response.status_code < 300:

@@ -93,11 +93,12 @@ class WalletPlayers:
 
 
 class Platform(WalletPlayers):
-    def __init__(self, bootstrap: str, home, wallet_port: int, settlement_port: int) -> None:
+    def __init__(self, bootstrap: str, home, wallet_port: int, settlement_port: int,
+                 env: dict[str, str] | None = None) -> None:
         env = {"KAFKA_BOOTSTRAP_SERVERS": bootstrap, "CROUPIER_HOME": str(home),
                "CROUPIER_INSTANCE": instance_for(home),
                "CROUPIER_WALLET_PORT": str(wallet_port),
-               "CROUPIER_BET_SETTLEMENT_PORT": str(settlement_port)}
+               "CROUPIER_BET_SETTLEMENT_PORT": str(settlement_port), **(env or {})}
         self.bootstrap = bootstrap
         self.instance = instance_for(home)
         self.wallet = ServiceProcess("wallet", wallet_port, home / "wallet.log", env)
@@ -176,13 +177,14 @@ def behind(admin: KafkaAdminClient, groups: dict[str, tuple[str, ...]],
 
 
 @contextmanager
-def money_platform(bootstrap: str, home) -> Iterator[Platform]:
-    """The topics applied, the wallet and bet-settlement started (free ports), stopped on
-    exit."""
+def money_platform(bootstrap: str, home, env: dict[str, str] | None = None
+                   ) -> Iterator[Platform]:
+    """The topics applied, the wallet and bet-settlement started (free ports, `env` added
+    to their environment), stopped on exit."""
     admin = topic_admin.admin_client(bootstrap)
     topic_admin.apply(admin, topic_catalogue(), acls_for=instance_for(home))
     admin.close()
-    platform = Platform(bootstrap, home, free_port(), free_port())
+    platform = Platform(bootstrap, home, free_port(), free_port(), env)
     platform.start()
     try:
         yield platform
