@@ -2,10 +2,9 @@
 
 A profile names its game, shoe, burns, dealing procedure, banker mode, betting
 window and, per bet it offers, the paytable and the stake limits (per currency, with the
-chips, when it states `currencies`). Profiles ship
-as JSON in `shared/profiles/`; a profile that names an unknown bet, misses a
-paytable line or carries one its bet can never pay is refused at load time, so
-nothing downstream meets a half-configured table.
+chips, when it states `currencies`). Profiles ship as JSON in `shared/profiles/`; a
+profile that names an unknown bet, misses a paytable line or carries one its bet can
+never pay is refused at load time, so nothing downstream meets a half-configured table.
 """
 
 from __future__ import annotations
@@ -112,7 +111,7 @@ class _ProfileBase(BaseModel):
     # limits in its minor units); `currencies` states limits and chips per currency instead
     # (docs/decisions/currencies.md)
     currency: str | None = None
-    currencies: dict[str, CurrencyLimits] | None = None
+    currencies: dict[str, CurrencyLimits] | None = Field(default=None, min_length=1)
     burn_per_round: int = Field(ge=0, strict=True)
     # table procedure (docs/decisions/procedures.md); defaults are the rules of profiles
     # released before these fields existed, every shipped profile states them

@@ -139,6 +139,7 @@ def test_a_profile_without_per_currency_limits_means_what_it_did():
     (lambda d: d["bets"]["tie"].update(min_stake=100, max_stake=200),
      r"bets \['tie'\] state min_stake/max_stake beside `currencies`"),
     (lambda d: d.pop("currencies"), "have no min_stake/max_stake"),
+    (lambda d: d.update(currencies={}), "currencies"),
 ])
 def test_profile_currency_problems_are_refused_at_load(change, message):
     data = _data()
