@@ -85,7 +85,7 @@ def test_issue20_limits_in_the_players_currency_and_currency_not_offered_live(pl
     table = ScriptedTable(platform.producer, f"CUR-{RUN}", "sbo-baccarat", seed=15)
     yen = platform.player("cur-yen", 1_000_000, currency="JPY")
     pound = platform.player("cur-gbp", 100_000, currency="GBP")
-    table.open("c1")
+    table.open("c1", pin=True)  # under v2, as dealer-event opens a round
     platform.wait_round_open(table, "c1")
     shown = platform.http.get(f"/tables/{table.table_id}/current-round",
                               params={"currency": "JPY"}).json()
@@ -112,6 +112,14 @@ def test_issue20_limits_in_the_players_currency_and_currency_not_offered_live(pl
     assert got[f"jpy-{RUN}"]["reason_code"] == "below_minimum"
     table.close("c1")
     table.complete("c1")
+    # a round recorded without a version is played under v1: any currency, v1's limits
+    table.open("c2")
+    platform.wait_round_open(table, "c2")
+    assert platform.bet(pound, table, "c2", "player", 1000).status_code == 201
+    assert platform.bet(yen, table, "c2", "player", 100).json()["error"]["code"] == \
+        "below_minimum"
+    table.close("c2")
+    table.complete("c2")
 
 
 def test_seed002_tiger_sign_current_round_shows_it_and_the_wallet_enforces_it_live(platform):
