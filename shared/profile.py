@@ -1,10 +1,10 @@
 """Table profiles: everything that differs between two tables is data, validated here.
 
 A profile names its game, shoe, burns, dealing procedure, banker mode, betting
-window and, per bet it offers, the stake limits and the paytable. Profiles ship
-as JSON in `shared/profiles/`; a profile that names an unknown bet, misses a
-paytable line or carries one its bet can never pay is refused at load time, so
-nothing downstream meets a half-configured table.
+window and, per bet it offers, the paytable and the stake limits (per currency, with the
+chips, when it states `currencies`). Profiles ship as JSON in `shared/profiles/`; a
+profile that names an unknown bet, misses a paytable line or carries one its bet can
+never pay is refused at load time, so nothing downstream meets a half-configured table.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from croupier.shared.bets import GAME_RULES
+from croupier.shared.currency import CurrencyError, check_currency
 from croupier.shared.events.table import VoidReason
 from croupier.shared.money import Odds
 from croupier.shared.triple_face import Procedure
@@ -30,20 +31,70 @@ class UnknownProfileError(ProfileError):
     pass
 
 
-class BetSpec(BaseModel):
-    """One bet a table offers: stake limits in minor units and its paytable."""
+def _limits_in_order(min_stake: int | None, max_stake: int | None) -> None:
+    if min_stake is not None and max_stake is not None and min_stake > max_stake:
+        raise ValueError(f"min_stake {min_stake} is above max_stake {max_stake}")
+
+
+class StakeLimits(BaseModel):
+    """One bet's stake limits in one currency, in its minor units. `max_stake` is also seed
+    002's table maximum on one spot in one round."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     min_stake: int = Field(gt=0, strict=True)
     max_stake: int = Field(gt=0, strict=True)
+
+    @model_validator(mode="after")
+    def _in_order(self) -> StakeLimits:
+        _limits_in_order(self.min_stake, self.max_stake)
+        return self
+
+
+class CurrencyLimits(BaseModel):
+    """What a table offers a player in one currency, in its minor units: each bet's limits and
+    the chip denominations (ascending, each within the table's lowest minimum and highest
+    maximum)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    chips: tuple[Annotated[int, Field(gt=0, strict=True)], ...] = Field(min_length=1)
+    bets: dict[str, StakeLimits] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _chips_within_limits(self) -> CurrencyLimits:
+        if list(self.chips) != sorted(set(self.chips)):
+            raise ValueError(f"chips {list(self.chips)} are not distinct and ascending")
+        low = min(limits.min_stake for limits in self.bets.values())
+        high = max(limits.max_stake for limits in self.bets.values())
+        outside = [chip for chip in self.chips if not low <= chip <= high]
+        if outside:
+            raise ValueError(f"chips {outside} are outside the table's limits {low}..{high}")
+        return self
+
+
+class BetSpec(BaseModel):
+    """One bet a table offers: its paytable and, in a profile without per-currency limits
+    (`currencies`), its stake limits in minor units."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_stake: int | None = Field(default=None, gt=0, strict=True)
+    max_stake: int | None = Field(default=None, gt=0, strict=True)
     pays: dict[str, Odds]
 
     @model_validator(mode="after")
     def _limits_in_order(self) -> BetSpec:
-        if self.min_stake > self.max_stake:
-            raise ValueError(f"min_stake {self.min_stake} is above max_stake {self.max_stake}")
+        if (self.min_stake is None) != (self.max_stake is None):
+            raise ValueError("min_stake and max_stake go together")
+        _limits_in_order(self.min_stake, self.max_stake)
         return self
+
+    def stake_limits(self) -> StakeLimits | None:
+        """The bet's own limits (None: the profile states them per currency)."""
+        if self.min_stake is None or self.max_stake is None:
+            return None
+        return StakeLimits.model_construct(min_stake=self.min_stake, max_stake=self.max_stake)
 
 
 class _ProfileBase(BaseModel):
@@ -56,7 +107,11 @@ class _ProfileBase(BaseModel):
     title: str
     game: str  # narrowed to a literal by each game's profile
     betting_window_seconds: int = Field(gt=0, strict=True)
+    # the one currency a profile without `currencies` plays in (None: any, with the same
+    # limits in its minor units); `currencies` states limits and chips per currency instead
+    # (docs/decisions/currencies.md)
     currency: str | None = None
+    currencies: dict[str, CurrencyLimits] | None = Field(default=None, min_length=1)
     burn_per_round: int = Field(ge=0, strict=True)
     # table procedure (docs/decisions/procedures.md); defaults are the rules of profiles
     # released before these fields existed, every shipped profile states them
@@ -102,6 +157,53 @@ class _ProfileBase(BaseModel):
                     f"bet {bet_id!r} pays lines {sorted(spec.pays)}, expected {sorted(expected)}"
                 )
         return self
+
+    @model_validator(mode="after")
+    def _limits_per_currency(self) -> _ProfileBase:
+        for code in [*filter(None, [self.currency]), *(self.currencies or {})]:
+            try:
+                check_currency(code)
+            except CurrencyError as exc:
+                raise ValueError(str(exc)) from None
+        legacy = [bet_id for bet_id, spec in self.bets.items() if spec.min_stake is not None]
+        if self.currencies is None:
+            missing = sorted(set(self.bets) - set(legacy))
+            if missing:
+                raise ValueError(f"bets {missing} have no min_stake/max_stake and the profile "
+                                 "states no per-currency limits (`currencies`)")
+            return self
+        if self.currency is not None:
+            raise ValueError("state either `currency` (one currency, the bets' own limits) or "
+                             "`currencies` (limits and chips per currency), not both")
+        if legacy:
+            raise ValueError(f"bets {sorted(legacy)} state min_stake/max_stake beside "
+                             "`currencies`: state each currency's limits under `currencies`")
+        for code, table in self.currencies.items():
+            if set(table.bets) != set(self.bets):
+                raise ValueError(
+                    f"currency {code}: limits for bets {sorted(table.bets)}, the profile "
+                    f"offers {sorted(self.bets)}: every offered bet needs limits in every "
+                    "offered currency")
+        return self
+
+    def offered_currencies(self) -> tuple[str, ...] | None:
+        """The currencies a player may bet in here (None: any, a profile with neither
+        `currency` nor `currencies`)."""
+        if self.currencies is not None:
+            return tuple(self.currencies)
+        return None if self.currency is None else (self.currency,)
+
+    def limits_in(self, currency: str) -> CurrencyLimits | None:
+        """Each bet's limits and the chips for a player in `currency` (None: not offered).
+        A profile without `currencies` has one set of limits (and no chips), taken in the
+        player's currency when it names no `currency`, as before currencies were stated."""
+        if self.currencies is not None:
+            return self.currencies.get(currency)
+        if self.currency is not None and self.currency != currency:
+            return None
+        return CurrencyLimits.model_construct(chips=(), bets={  # validated as BetSpecs
+            bet_id: limits for bet_id, spec in self.bets.items()
+            if (limits := spec.stake_limits()) is not None})
 
     def _extra_lines(self, bet_id: str) -> frozenset[str]:
         return frozenset()

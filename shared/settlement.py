@@ -12,13 +12,15 @@ from typing import Literal, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from croupier.shared.bets import TIGER_WAGERS, BetRule, Outcome, Position, resolve, rule_for
+from croupier.shared.currency import amount_text
 from croupier.shared.money import returned_on_win
-from croupier.shared.profile import AnyProfile
+from croupier.shared.profile import AnyProfile, CurrencyLimits, StakeLimits
 from croupier.shared.rounds import AnyResult
 
 BetErrorCode = Literal[
     "unknown_bet", "bet_not_offered", "bad_position", "below_minimum", "above_maximum",
     "wrong_game", "bad_stake", "malformed_bet", "spot_maximum", "needs_main_bet",
+    "currency_not_offered",
 ]
 BET_ERROR_CODES: tuple[BetErrorCode, ...] = get_args(BetErrorCode)  # the rule engine's codes
 
@@ -80,19 +82,40 @@ def check_bet(bet: Bet, profile: AnyProfile) -> BetRule:
     return rule
 
 
-def validate_bet(bet: Bet, profile: AnyProfile) -> None:
-    """Acceptance check: offered, right position, stake within the table's limits."""
+def table_limits(profile: AnyProfile, currency: str) -> CurrencyLimits:
+    """The table's limits and chips for a player in `currency`, or BetError
+    `currency_not_offered` naming the currency and the ones the table offers."""
+    limits = profile.limits_in(currency)
+    if limits is None:
+        raise BetError(
+            "currency_not_offered",
+            f"table profile {profile.name!r} does not offer {currency}; offered: "
+            f"{', '.join(profile.offered_currencies() or ())}",
+        )
+    return limits
+
+
+def stake_limits(bet: Bet, profile: AnyProfile, currency: str) -> StakeLimits:
+    """The limits of an offered `bet` (after `check_bet`) for a player in `currency`."""
+    return table_limits(profile, currency).bets[bet.bet]
+
+
+def validate_bet(bet: Bet, profile: AnyProfile, currency: str) -> None:
+    """Acceptance check: offered, right position, the player's currency offered, stake within
+    the table's limits in that currency."""
     check_bet(bet, profile)
-    spec = profile.bets[bet.bet]
+    spec = stake_limits(bet, profile, currency)
     if bet.stake < spec.min_stake:
         raise BetError(
             "below_minimum",
-            f"stake {bet.stake} is below the {bet.bet!r} minimum of {spec.min_stake}",
+            f"stake {amount_text(bet.stake, currency)} is below the {bet.bet!r} minimum of "
+            f"{amount_text(spec.min_stake, currency)}",
         )
     if bet.stake > spec.max_stake:
         raise BetError(
             "above_maximum",
-            f"stake {bet.stake} is above the {bet.bet!r} maximum of {spec.max_stake}",
+            f"stake {amount_text(bet.stake, currency)} is above the {bet.bet!r} maximum of "
+            f"{amount_text(spec.max_stake, currency)}",
         )
 
 
@@ -101,21 +124,21 @@ def needs_main_bet(bet: str, profile: AnyProfile) -> bool:
     return bet in TIGER_WAGERS and getattr(profile, "tiger_needs_main_bet", False)
 
 
-def validate_in_round(bet: Bet, profile: AnyProfile, spot_before: int,
+def validate_in_round(bet: Bet, profile: AnyProfile, currency: str, spot_before: int,
                       has_main_bet: bool) -> None:
     """Acceptance within the round, after `validate_bet`: seed 002's table maximum applies
     to the player's total on one spot (bet id and position) in one round ("hingga nilai
     taruhan maksimal di meja itu"): `spot_before` is what the player already has there. A
     Tiger wager needs a Player, Banker or Tie bet of the same player in the round when the
-    profile says so (`has_main_bet`)."""
-    spec = profile.bets[bet.bet]
+    profile says so (`has_main_bet`). Amounts are in the player's `currency`."""
+    spec = stake_limits(bet, profile, currency)
     if spot_before + bet.stake > spec.max_stake:
         raise BetError(
             "spot_maximum",
-            f"{spot_before} already on {bet.bet!r}"
+            f"{amount_text(spot_before, currency)} already on {bet.bet!r}"
             + (f" position {bet.position!r}" if bet.position is not None else "")
-            + f" this round: {bet.stake} more would pass the table maximum of "
-              f"{spec.max_stake} per spot",
+            + f" this round: {amount_text(bet.stake, currency)} more would pass the table maximum of "
+              f"{amount_text(spec.max_stake, currency)} per spot",
         )
     if needs_main_bet(bet.bet, profile) and not has_main_bet:
         raise BetError(

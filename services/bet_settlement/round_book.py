@@ -225,8 +225,9 @@ class _Writer:
                 raise UnknownProfileError(f"round {h.round_id!r} names no profile")
             profile = round_profile(h.profile, h.profile_version)
             b = Bet(bet=bet.bet, position=bet.position, stake=bet.stake)
-            validate_bet(b, profile)
-            validate_in_round(b, profile, before, not needs_main_bet(bet.bet, profile)
+            validate_bet(b, profile, bet.currency)  # limits in the player's currency
+            validate_in_round(b, profile, bet.currency, before,
+                              not needs_main_bet(bet.bet, profile)
                               or self._has_main_bet(bet.player_id))
         except (BetError, ProfileError) as exc:
             return _reject(bet, getattr(exc, "code", "unknown_profile"), str(exc), now)

@@ -11,6 +11,7 @@ The demo calls `PlayerSimulator` directly while tables run.
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 import uuid
@@ -24,6 +25,8 @@ from croupier.services.simulators.operator_wallet.client import (
     OperatorWalletClient,
     OperatorWalletError,
 )
+
+log = logging.getLogger(__name__)
 
 # Requests a simulator has in flight to the wallet at once, each on a connection kept open.
 # aiohttp, not httpx: in one run, 400 bets sent 32 at a time took 3.5 s through httpx and
@@ -123,7 +126,9 @@ class PlayerSimulator:
         return response.json()
 
     async def current_round(self, table_id: str) -> dict | None:
-        response = await self._call("GET", f"/tables/{table_id}/current-round")
+        # the limits and chips in the players' currency (they all have the simulator's)
+        response = await self._call("GET", f"/tables/{table_id}/current-round",
+                                    params={"currency": self.currency})
         return response.json() if response.status_code == 200 else None
 
     def round_opened(self, table_id: str, round_id: str) -> bool:
@@ -153,10 +158,15 @@ class PlayerSimulator:
         return False
 
     def _good_bet(self, info: dict) -> dict:
+        """A bet within the limits in the players' currency: a few of the smallest chip that
+        fits the bet (the table's minimum when it has no such chip), up to the maximum."""
         name = self.rng.choice(sorted(info["bets"]))
         spec = info["bets"][name]
         units = self.rng.choice([1, 1, 2, 3, 5, 10])
-        stake = min(spec["max_stake"], spec["min_stake"] * units)
+        fits = [chip for limits in info.get("limits", [])[:1] for chip in limits["chips"]
+                if spec["min_stake"] <= chip <= spec["max_stake"]]
+        chip = fits[0] if fits else spec["min_stake"]
+        stake = max(chip, min(spec["max_stake"] // chip * chip, chip * units))
         position = self.rng.choice(spec["positions"]) if spec["positions"] else None
         return {"bet": name, "stake": stake, "position": position}
 
@@ -176,6 +186,10 @@ class PlayerSimulator:
     async def bet_on_round(self, info: dict, bets_per_player: int = 2) -> Counter[str]:
         """Every player places a few bets on the open round `info` (a current-round body)."""
         table_id, round_id = info["table_id"], info["round_id"]
+        if not info.get("limits"):  # the table does not offer the players' currency
+            log.warning("table %s offers no limits in %s (it takes %s): no bets", table_id,
+                        self.currency, ", ".join(info.get("currencies") or ()))
+            return Counter()
         jobs = []
         for player in self.roster:
             for _ in range(bets_per_player):

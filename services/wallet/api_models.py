@@ -96,9 +96,28 @@ class TokenResponse(_Body):
 
 
 class OfferedBet(_Body):
+    min_stake: int | None = Field(description=(
+        "In minor units of the asked currency (`?currency=`), or of any currency at a table "
+        "with one set of limits; null when the body holds several currencies' limits (see "
+        "`limits`) or the table does not offer the asked one."))
+    max_stake: int | None = Field(description="As min_stake; also the table maximum on one "
+                                              "spot in one round (seed 002).")
+    positions: list[Position]
+
+
+class StakeLimitsBody(_Body):
     min_stake: int
     max_stake: int
-    positions: list[Position]
+
+
+class CurrencyLimitsBody(_Body):
+    """A table's limits and chips in one currency, in that currency's minor units."""
+
+    currency: str | None = Field(description=(
+        "ISO 4217 code; null: a table taking any currency with the same limits."))
+    chips: list[int] = Field(description="The chip denominations, ascending (empty: the "
+                                         "table's profile names none).")
+    bets: dict[str, StakeLimitsBody]
 
 
 class TableRestriction(_Body):
@@ -123,6 +142,12 @@ class CurrentRound(_Body):
     game: str
     betting_closes_at: str
     bets: dict[str, OfferedBet]
+    currencies: list[str] | None = Field(default=None, description=(
+        "The currencies a player may bet in here; null: any (one set of limits). A bet in "
+        "another is refused currency_not_offered."))
+    limits: list[CurrencyLimitsBody] = Field(default_factory=list, description=(
+        "Limits and chips in the asking player's currency (`?currency=`; empty when the "
+        "table does not offer it), or in every currency offered when none is asked."))
     restrictions: list[TableRestriction] = Field(default_factory=list, description=(
         "Seed 002: \"the casino may limit the placement of any or all of the Tiger wagers "
         "to those players who also have a Baccarat wager on the Player's Hand, Banker's "
@@ -138,6 +163,11 @@ class TableSummary(_Body):
     shoe_id: str | None = Field(description="The shoe in play, or the last one.")
     flagged: str | None = Field(description="Why no bet is taken (a table event refused as "
                                             "forged, altered, unsigned or out of order).")
+    currencies: list[str] | None = Field(default=None, description=(
+        "The currencies the newest round's profile offers; null: any."))
+    limits: list[CurrencyLimitsBody] = Field(default_factory=list, description=(
+        "The newest round's limits and chips in `?currency=` (empty: not offered), or in "
+        "every currency offered."))
 
 
 class Tables(_Body):
@@ -148,6 +178,7 @@ class ErrorDetail(_Body):
     code: str = Field(description="Machine-readable: unknown_round, round_closed, "
                                   "bet_not_offered, bad_position, below_minimum, "
                                   "above_maximum, spot_maximum, needs_main_bet, "
+                                  "currency_not_offered, "
                                   "insufficient_funds, malformed_body, ...")
     message: str
 
@@ -190,10 +221,12 @@ ROUTES: tuple[Route, ...] = (
           "player-or-operator", 200, TransactionsPage, query=("limit", "after")),
     Route("post", "/players/{player_id}/bets", "Place a bet (debits the stake)", "player", 201,
           PlaceBetResponse, PlaceBetRequest),
-    Route("get", "/tables", "Every table the wallet's view holds, with its newest round",
-          "none", 200, Tables),
-    Route("get", "/tables/{table_id}/current-round", "The open round and what it offers",
-          "none", 200, CurrentRound),
+    Route("get", "/tables", "Every table the wallet's view holds, with its newest round and "
+          "its limits and chips in ?currency= (the player's; all offered when absent)",
+          "none", 200, Tables, text_query=("currency",)),
+    Route("get", "/tables/{table_id}/current-round", "The open round and what it offers, "
+          "limits and chips in ?currency= (the player's; all offered when absent)",
+          "none", 200, CurrentRound, text_query=("currency",)),
     Route("get", "/tables/{table_id}/roads", "The roads of the current shoe, or of ?shoe= "
           "(a shoe id, or shoes back from the current: 0, 1, ...)", "none", 200, ShoeRoads,
           text_query=("shoe",)),
@@ -204,7 +237,8 @@ _ERRORS = {"400": "malformed JSON", "401": "missing or invalid credentials",
            "404": "unknown account, table or round",
            "409": "round closed or conflicting idempotency key",
            "422": "invalid body or bet (not offered, bad position, limits, the "
-                  "table maximum per spot, a Tiger wager without a main bet)"}
+                  "table maximum per spot, a Tiger wager without a main bet, the "
+                  "player's currency not offered)"}
 
 
 def schema_ref(model: type[BaseModel], schemas: dict) -> dict:

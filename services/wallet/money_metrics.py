@@ -20,7 +20,7 @@ HOUSE_SIGN = {kind: -1 if kind in CREDITS else 1 for kind in get_args(TxKind)
 # is reported as bet_not_offered there)
 DOOR_REASONS = (
     "unknown_table", "unknown_round", "round_closed", "table_flagged", "unknown_profile",
-    "currency_mismatch", *(code for code in BET_ERROR_CODES if code != "unknown_bet"),
+    *(code for code in BET_ERROR_CODES if code != "unknown_bet"),
 )
 
 

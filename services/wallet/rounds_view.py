@@ -30,7 +30,7 @@ from croupier.shared.events.table import (
     RoundVoided,
     TableEventBase,
 )
-from croupier.shared.profile import AnyProfile, ProfileError, round_profile
+from croupier.shared.profile import AnyProfile, CurrencyLimits, ProfileError, round_profile
 from croupier.shared.settlement import Bet, BetError, needs_main_bet, validate_bet
 from croupier.shared.shoe_history import ShoeHistory, find_shoe, fold_shoes, shoe_roads
 
@@ -154,20 +154,19 @@ def check_round_takes_bet(view: TableRounds | None, *, table_id: str, round_id: 
         profile = round_profile(info.profile, info.profile_version)
     except ProfileError as exc:
         raise BetRefused(503, "unknown_profile", str(exc)) from exc
-    if profile.currency and profile.currency != currency:
-        raise BetRefused(422, "currency_mismatch",
-                         f"table plays in {profile.currency}, the account is in {currency}")
-    try:
-        validate_bet(Bet(bet=bet, position=position, stake=stake), profile)
+    try:  # the limits in the player's currency; currency_not_offered when the table has none
+        validate_bet(Bet(bet=bet, position=position, stake=stake), profile, currency)
     except BetError as exc:
         code = "bet_not_offered" if exc.code == "unknown_bet" else exc.code
         raise BetRefused(422, code, str(exc)) from exc
 
 
-def round_rules(view: TableRounds | None, round_id: str, bet: str) -> tuple[int | None, bool]:
+def round_rules(view: TableRounds | None, round_id: str, bet: str,
+                currency: str) -> tuple[int | None, bool]:
     """What the agent checks against the player's own bets of the round: the table maximum
-    on one spot (seed 002), and whether this bet is a Tiger wager the table takes only with
-    a main bet. (None, False) when the round or bet is unknown (the door refused already)."""
+    on one spot (seed 002) in the player's `currency`, and whether this bet is a Tiger wager
+    the table takes only with a main bet. (None, False) when the round or bet is unknown (the
+    door refused already)."""
     info = view.rounds.get(round_id) if view is not None else None
     if info is None:
         return None, False
@@ -175,24 +174,55 @@ def round_rules(view: TableRounds | None, round_id: str, bet: str) -> tuple[int 
         profile = round_profile(info.profile, info.profile_version)
     except ProfileError:
         return None, False
-    spec = profile.bets.get(bet)
+    limits = profile.limits_in(currency)
+    spec = limits.bets.get(bet) if limits is not None else None
     return (spec.max_stake if spec is not None else None), needs_main_bet(bet, profile)
 
 
-def current_round_body(view: TableRounds) -> dict[str, Any] | None:
-    """What a player needs to bet on the open round: ids, deadline, bets and limits."""
+def limits_body(profile: AnyProfile, currency: str | None) -> list[dict[str, Any]]:
+    """The table's limits and chips as players see them, in minor units: in `currency` (the
+    asking player's; empty when the table does not offer it), or in every currency the table
+    offers when none is asked. A profile taking any currency with one set of limits shows
+    them once, with `currency` null unless one was asked."""
+    offered = profile.offered_currencies()
+    asked: list[tuple[str | None, CurrencyLimits | None]]
+    if currency is not None:
+        asked = [(currency, profile.limits_in(currency))]
+    elif offered is not None:
+        asked = [(code, profile.limits_in(code)) for code in offered]
+    else:  # any currency, the same limits: those of whichever it is
+        asked = [(None, profile.limits_in(""))]
+    body = []
+    for code, limits in asked:
+        if limits is None:
+            continue
+        body.append({"currency": code, "chips": list(limits.chips), "bets": {
+            name: {"min_stake": spec.min_stake, "max_stake": spec.max_stake}
+            for name, spec in limits.bets.items()}})
+    return body
+
+
+def current_round_body(view: TableRounds, currency: str | None = None) -> dict[str, Any] | None:
+    """What a player needs to bet on the open round: ids, deadline, bets and limits (in the
+    player's `currency` when it is given: `bets` carry those limits, `limits` every offered
+    currency's when it is not)."""
     info = view.rounds.get(view.current_round or "")
     if info is None:
         return None
     profile = round_profile(info.profile, info.profile_version)
+    limits = limits_body(profile, currency)
+    one = limits[0]["bets"] if len(limits) == 1 else {}
     bets = {
-        name: {"min_stake": spec.min_stake, "max_stake": spec.max_stake,
+        name: {"min_stake": one.get(name, {}).get("min_stake"),
+               "max_stake": one.get(name, {}).get("max_stake"),
                "positions": list(GAME_RULES[profile.game][name].positions)}
-        for name, spec in profile.bets.items()
+        for name in profile.bets
     }
+    offered = profile.offered_currencies()
     return {"table_id": view.table_id, "round_id": info.round_id, "status": info.status,
             "profile": info.profile, "game": profile.game,
             "betting_closes_at": info.betting_closes_at.isoformat(), "bets": bets,
+            "currencies": list(offered) if offered is not None else None, "limits": limits,
             "restrictions": restrictions(profile)}
 
 
@@ -206,17 +236,25 @@ def restrictions(profile: AnyProfile) -> list[dict[str, Any]]:
              "sign": TIGER_SIGN, "source": "seed 002, Tiger Baccarat"}]
 
 
-def tables_body(views: dict[str, TableRounds]) -> dict[str, Any]:
-    """`GET /tables`: every table the view holds, its newest round and shoe, by table id."""
+def tables_body(views: dict[str, TableRounds], currency: str | None = None) -> dict[str, Any]:
+    """`GET /tables`: every table the view holds, its newest round and shoe, by table id, with
+    the limits and chips of the newest round's profile in `currency` (all when None)."""
     tables = []
     for table_id in sorted(views):
         view = views[table_id]
         info = view.rounds.get(view.current_round or "")
+        try:
+            profile = round_profile(info.profile, info.profile_version) if info else None
+        except ProfileError:
+            profile = None
+        offered = profile.offered_currencies() if profile is not None else None
         tables.append({"table_id": table_id, "current_round": view.current_round,
                        "round_status": info.status if info else None,
                        "profile": info.profile if info else None,
                        "shoe_id": view.shoes[-1].shoe_id if view.shoes else None,
-                       "flagged": view.flagged})
+                       "flagged": view.flagged,
+                       "currencies": list(offered) if offered is not None else None,
+                       "limits": limits_body(profile, currency) if profile is not None else []})
     return {"tables": tables}
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import uuid
 from typing import TypeVar
 
@@ -333,7 +334,8 @@ class Bets:
                                   round_id=body.round_id, bet=body.bet, position=body.position,
                                   stake=body.stake, currency=account.currency,
                                   now=w.clock.now())
-            spot_max, needs_main = round_rules(view, body.round_id, body.bet)
+            spot_max, needs_main = round_rules(view, body.round_id, body.bet,
+                                               account.currency)
             rules = {"spot_max": spot_max, "needs_main_bet": needs_main}
         except BetRefused as exc:
             rules = {"door_refusal": DoorRefusal(status=exc.status, code=exc.code,
@@ -346,6 +348,16 @@ class Bets:
         return answer
 
 
+def asked_currency(request) -> str | None:
+    """`?currency=JPY`: the asking player's currency, to see the tables' limits and chips in
+    (None: not asked, every offered currency's)."""
+    currency = request.query.get("currency")
+    if currency is not None and not re.fullmatch(r"[A-Z]{3}", currency):
+        raise Problem(422, "malformed_query",
+                      f"currency must be an ISO 4217 code of 3 capital letters, got {currency!r}")
+    return currency
+
+
 @route("/tables")
 class TablesList:
     """Every table the worker's view of `table.events` holds (the operator's floor)."""
@@ -354,7 +366,7 @@ class TablesList:
     async def get(request):
         if not w.table_views.ready.is_set():
             raise routing.NoOwner("this worker is still reading table.events")
-        return Answer(200, tables_body(w.table_views.views))
+        return Answer(200, tables_body(w.table_views.views, asked_currency(request)))
 
 
 @route("/tables/{table_id}/current-round")
@@ -364,7 +376,7 @@ class CurrentRound:
         view = w.table_views.get(table_id)
         if view is None:
             raise Problem(404, "unknown_table", f"unknown table {table_id!r}")
-        body = current_round_body(view)
+        body = current_round_body(view, asked_currency(request))
         if body is None:
             raise Problem(404, "unknown_round", f"no round opened yet on table {table_id!r}")
         return Answer(200, body)

@@ -33,7 +33,7 @@ from croupier.shared.events.table import (
     ShoeStarted,
     seal,
 )
-from croupier.shared.profile import load_profile
+from croupier.shared.profile import load_profile, pinned
 from croupier.shared.rounds import evaluate_round
 from croupier.shared.simulate import deal_rounds
 from croupier.shared.topics import topic_catalogue
@@ -232,11 +232,15 @@ class ScriptedTable:
         self.producer.flush()
         return event
 
-    def open(self, round_id: str, window_s: float = 120) -> None:
+    def open(self, round_id: str, window_s: float = 120, pin: bool = False) -> None:
+        """Open a round; `pin`: under the profile's current version, as dealer-event opens one
+        (else unpinned, as rounds recorded before versions: version 1)."""
         self.rounds_opened += 1
+        version, digest = pinned(self.profile_name)
+        pins = {"profile_version": version, "profile_digest": digest} if pin else {}
         self.emit(RoundOpened, shoe_id=self.shoe_id, round_id=round_id,
                   round_number=self.rounds_opened, dealer="Dana", profile=self.profile_name,
-                  betting_closes_at=datetime.now(UTC) + timedelta(seconds=window_s))
+                  betting_closes_at=datetime.now(UTC) + timedelta(seconds=window_s), **pins)
 
     def close(self, round_id: str) -> None:
         self.emit(BettingClosed, round_id=round_id, reason="dealer")

@@ -40,11 +40,11 @@ def manifests(platform, table, round_id) -> list[dict]:
 
 
 def inject_bet(platform, table, round_id, bet_id, placed_at, stake=1000, bet="player",
-               player="ghost"):
+               player="ghost", currency="IDR"):
     """A funded bet as a wallet worker would have written it, stamped `placed_at` (the
     player has no account: this is bet-settlement's binding decision alone)."""
     record = BetPlaced(bet_id=bet_id, player_id=f"{player}-{RUN}", table_id=table.table_id,
-                       round_id=round_id, bet=bet, stake=stake, currency="IDR",
+                       round_id=round_id, bet=bet, stake=stake, currency=currency,
                        debit_tx_id=f"stake_debit:{bet_id}", placed_at=placed_at)
     platform.producer.send("bets.placed", key=table.table_id.encode(),
                            value=record.model_dump_json().encode())
@@ -76,6 +76,50 @@ def test_seed002_table_maximum_is_per_spot_per_round_live(platform):
         "bet_rejected", "spot_maximum")
     table.close("m1")
     table.complete("m1")
+
+
+def test_issue20_limits_in_the_players_currency_and_currency_not_offered_live(platform):
+    """sbo-baccarat v2 states limits and chips per currency: a JPY player meets the JPY limits
+    (0 minor units) at the wallet's door and in bet-settlement; a GBP player, a currency the
+    table does not offer, is refused `currency_not_offered` at both."""
+    table = ScriptedTable(platform.producer, f"CUR-{RUN}", "sbo-baccarat", seed=15)
+    yen = platform.player("cur-yen", 1_000_000, currency="JPY")
+    pound = platform.player("cur-gbp", 100_000, currency="GBP")
+    table.open("c1", pin=True)  # under v2, as dealer-event opens a round
+    platform.wait_round_open(table, "c1")
+    shown = platform.http.get(f"/tables/{table.table_id}/current-round",
+                              params={"currency": "JPY"}).json()
+    assert [entry["currency"] for entry in shown["limits"]] == ["JPY"]
+    assert shown["bets"]["player"]["min_stake"] == 100 and shown["limits"][0]["chips"]
+    listed = platform.http.get("/tables", params={"currency": "GBP"}).json()["tables"]
+    assert [t["limits"] for t in listed if t["table_id"] == table.table_id] == [[]]
+    assert platform.bet(yen, table, "c1", "player", 100).status_code == 201  # JPY 100
+    low = platform.bet(yen, table, "c1", "banker", 99)
+    assert (low.status_code, low.json()["error"]["code"]) == (422, "below_minimum")
+    assert "minimum of JPY 100" in low.json()["error"]["message"]
+    refused = platform.bet(pound, table, "c1", "player", 1000)
+    assert (refused.status_code, refused.json()["error"]["code"]) == (
+        422, "currency_not_offered")
+    assert "does not offer GBP" in refused.json()["error"]["message"]
+    assert platform.balance(pound) == 100_000  # nothing debited
+    now = datetime.now(UTC)
+    inject_bet(platform, table, "c1", f"gbp-{RUN}", now, currency="GBP")
+    inject_bet(platform, table, "c1", f"jpy-{RUN}", now, stake=99, currency="JPY")
+    wait_for(lambda: {f"gbp-{RUN}", f"jpy-{RUN}"} <= set(decisions(platform, table, "c1")),
+             "the injected bets decided")
+    got = decisions(platform, table, "c1")
+    assert got[f"gbp-{RUN}"]["reason_code"] == "currency_not_offered"
+    assert got[f"jpy-{RUN}"]["reason_code"] == "below_minimum"
+    table.close("c1")
+    table.complete("c1")
+    # a round recorded without a version is played under v1: any currency, v1's limits
+    table.open("c2")
+    platform.wait_round_open(table, "c2")
+    assert platform.bet(pound, table, "c2", "player", 1000).status_code == 201
+    assert platform.bet(yen, table, "c2", "player", 100).json()["error"]["code"] == \
+        "below_minimum"
+    table.close("c2")
+    table.complete("c2")
 
 
 def test_seed002_tiger_sign_current_round_shows_it_and_the_wallet_enforces_it_live(platform):

@@ -79,7 +79,7 @@ def test_seed002_table_maximum_is_per_spot_per_round():
                      placed("c", stake=1000), placed("d", bet="banker", stake=MAX),
                      placed("e", player="p2", stake=MAX))
     assert codes(out) == ["accepted", "spot_maximum", "spot_maximum", "accepted", "accepted"]
-    assert "5000000 already on 'player'" in out[1][2].message
+    assert "IDR 50,000.00 already on 'player'" in out[1][2].message
     assert state.header.accepted == 3 and state.header.total_stake == 3 * MAX
 
 
@@ -90,7 +90,7 @@ def test_seed002_table_maximum_adds_up_the_clicks_on_one_spot():
     assert codes(out) == ["accepted", "accepted", "spot_maximum"]
     # Triple Face: one spot per position
     tf = round_book.on_table_event(None, opened("triple-face-id"), NOW)[0]
-    spec = load_profile("triple-face-id").bets["win"]
+    spec = load_profile("triple-face-id").limits_in("IDR").bets["win"]  # placed() bets IDR
     _, out = run(tf, placed("x", bet="win", position=1, stake=spec.max_stake),
                  placed("y", bet="win", position=2, stake=spec.max_stake),
                  placed("z", bet="win", position=1, stake=spec.min_stake))

@@ -26,9 +26,15 @@ def test_the_tables_list_names_each_tables_newest_round_and_shoe():
     view = wallet_view(played(BANKER, PLAYER).events)
     body = tables_body({"T1": view})
     Tables.model_validate(body)
+    [table] = body["tables"]
+    limits = table.pop("limits")
     assert body == {"tables": [{"table_id": "T1", "current_round": "S1-r2",
                                 "round_status": "completed", "profile": "sbo-baccarat",
-                                "shoe_id": "S1", "flagged": None}]}
+                                "shoe_id": "S1", "flagged": None,
+                                "currencies": table["currencies"]}]}
+    # none asked: every currency's limits (a v1 round: one set, in any currency)
+    assert [entry["currency"] for entry in limits] == (table["currencies"] or [None])
+    assert limits[0]["bets"]["banker"] == {"min_stake": 1000, "max_stake": 5_000_000}
     assert any(r.path == "/tables" and r.response is Tables for r in ROUTES)
 
 

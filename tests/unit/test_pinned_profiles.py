@@ -58,9 +58,11 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
 def _copy_profiles(to: Path) -> Path:
+    """Every shipped profile as its v1 (released snapshots, not released yet in `to`)."""
     to.mkdir()
     for path in DEFAULT_DIR.glob("*.json"):
-        shutil.copy(path, to / path.name)
+        shutil.copy(DEFAULT_DIR / "released" / path.stem / "v1.json", to / path.name)
+        (to / path.name).chmod(0o644)
     return to
 
 

@@ -33,8 +33,10 @@ def test_shipped_profiles_and_their_bets():
         profile = load_profile(name)
         assert profile.name == name and set(profile.bets) == bets
         assert profile.betting_window_seconds == 30
-        for spec in profile.bets.values():
-            assert 0 < spec.min_stake <= spec.max_stake
+        for code in profile.offered_currencies() or ("IDR",):
+            limits = profile.limits_in(code)
+            assert limits is not None and set(limits.bets) == bets
+            assert all(0 < spec.min_stake <= spec.max_stake for spec in limits.bets.values())
 
 
 def test_profile_settings_from_the_seeds():

@@ -163,20 +163,20 @@ def test_rounding_house_keeps_the_remainder(profile, cards, bet, stake, returned
 )
 def test_validate_bet_codes(profile, bet, code):
     with pytest.raises(BetError) as err:
-        validate_bet(bet, load_profile(profile))
+        validate_bet(bet, load_profile(profile), "IDR")
     assert err.value.code == code
 
 
 @pytest.mark.parametrize(("bet", "position"), [("pair_plus", "banker"), ("win", 3)])
 def test_validate_bet_accepts_limits_inclusive(bet, position):
     table = load_profile("triple-face-id")
-    spec = table.bets[bet]
+    spec = table.limits_in("IDR").bets[bet]
     at_limit = [Bet(bet=bet, position=position, stake=s) for s in (spec.min_stake, spec.max_stake)]
-    assert [validate_bet(b, table) for b in at_limit] == [None, None]  # accepted: no BetError
+    assert [validate_bet(b, table, "IDR") for b in at_limit] == [None, None]  # no BetError
     codes = []
     for stake in (spec.min_stake - 1, spec.max_stake + 1):  # one past a limit: refused
         with pytest.raises(BetError) as err:
-            validate_bet(Bet(bet=bet, position=position, stake=stake), table)
+            validate_bet(Bet(bet=bet, position=position, stake=stake), table, "IDR")
         codes.append(err.value.code)
     assert codes == ["below_minimum", "above_maximum"]
 

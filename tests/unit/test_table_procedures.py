@@ -601,7 +601,7 @@ def test_seed002_super_six_only_on_no_commission_tables():
     """"Jenis taruhan Super Six hanya tersedia di meja Super Six (Baccarat Non Komisi)." """
     data = _profile_data("sbo-super-six")
     commission = {**data, "banker_mode": "commission",
-                  "bets": {**data["bets"], "banker": {"min_stake": 1000, "max_stake": 5000000,
+                  "bets": {**data["bets"], "banker": {**data["bets"]["banker"],
                                                       "pays": {"win": {"num": 19, "den": 20}}}}}
     with pytest.raises(ProfileError, match="super_six is offered only at no-commission"):
         parse_profile(commission)
