@@ -318,3 +318,83 @@ def test_html_shows_each_call_and_answer_per_bet():
     assert "Bets not placed" in page and "rollback rollback:debit:b9" in page
     assert "refused insufficient_funds (402)" in page
 
+
+# --- reading the round's calls from the log -------------------------------------------------
+
+def _reader(topics: dict[str, list[int]]):
+    from croupier.services.operator.event_reader import PARSERS
+    from croupier.services.operator.round_reader import RoundReader
+
+    reader = RoundReader.__new__(RoundReader)  # no consumer: only the windows are asked for
+    reader._partition_ids = {name: topics.get(name, [0, 1, 2, 3]) for name in PARSERS}
+    return reader
+
+
+def test_the_calls_are_read_on_every_partition_until_the_owed_window_has_passed():
+    end_ms = int(T0.timestamp() * 1000)
+    owed_ms = end_ms + int(OWED_WINDOW.total_seconds() * 1000)
+    windows = {w.topic: w for w in _reader({}).money_windows("T1", "R1", end_ms, None)}
+    calls = windows["wallet.operator_calls"]
+    assert calls.partitions == [0, 1, 2, 3]
+    assert not calls.stop(None, owed_ms) and calls.stop(None, owed_ms + 1)
+    assert windows["wallet.transactions"].stop(None, end_ms + 1)  # the movements' window is shorter
+    assert calls.keep(b"alice", b'{"round_id":"R1"}') and not calls.keep(b"alice", b'{"R2"}')
+    one = {w.topic: w for w in _reader({}).money_windows("T1", "R1", end_ms, "alice")}
+    assert len(one["wallet.operator_calls"].partitions) == 1
+    assert not one["wallet.operator_calls"].keep(b"bob", b'{"round_id":"R1"}')
+
+
+def test_a_broker_without_the_calls_topic_is_read_without_it():
+    reader = _reader({"wallet.operator_calls": []})
+    topics = [w.topic for w in reader.money_windows("T1", "R1", 0, None)]
+    assert "wallet.operator_calls" not in topics and "wallet.transactions" in topics
+
+
+def test_only_the_rounds_calls_are_kept():
+    from croupier.services.operator.round_reader import RoundRecords, _keep_round_money
+
+    rec = RecordedRound()
+    calls = rec.seamless()
+    other = calls[0].model_copy(update={"request": calls[0].request.model_copy(
+        update={"round_id": "R2"})})
+    found = {"round.results": [], "bets.decisions": [], "bets.settled": [],
+             "wallet.transactions": [], "wallet.operator_calls": [*calls, other]}
+    records = RoundRecords("T1", "R1")
+    _keep_round_money(records, found, None)
+    assert records.operator_calls == calls
+    _keep_round_money(records, found, "bob")
+    assert {c.request.player_id for c in records.operator_calls} == {"bob"}
+
+
+def test_the_calls_parse_as_the_wallet_publishes_them():
+    from croupier.services.operator.event_reader import PARSERS
+
+    rec = RecordedRound()
+    calls = rec.seamless()
+    parsed = [PARSERS[t](v) for t, _, v, _ in rec.records() if t == "wallet.operator_calls"]
+    assert parsed == calls
+
+
+def test_a_rounds_calls_aged_out_of_the_log_are_read_from_the_archive(tmp_path):
+    from collections import Counter
+
+    from kafka import TopicPartition
+
+    from croupier.services.infra.archive_store import DirectoryStore
+    from tests.archive_builder import archive_rounds
+
+    rec = RecordedRound()
+    calls = rec.seamless()
+    store = DirectoryStore(tmp_path / "archive")
+    archive_rounds(store, [rec])
+    reader = _reader({})
+    reader.archive = store
+    end_ms = int(_ended_at(rec).timestamp() * 1000)
+    [window] = [w for w in reader.money_windows("T1", "R1", end_ms, None)
+                if w.topic == "wallet.operator_calls"]
+    kept: list = []
+    for p in window.partitions:  # the log's first offset past every archived one: aged out
+        reader._take_archived(TopicPartition(window.topic, p), window, rec.t0, 10**6, 10**6,
+                              kept, Counter())
+    assert sorted(kept, key=lambda c: c.request.transaction_id) == sorted(
+        calls, key=lambda c: c.request.transaction_id)
