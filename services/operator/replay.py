@@ -550,12 +550,12 @@ def _ended_at(story: _RoundStory) -> datetime | None:
 
 
 def _bet_calls(d: Decision, expected_returned: int | None, changes: Sequence[_Change],
-               annul: tuple[int, int, str] | None, standing_id: str, voided: bool,
-               annulled: RoundAnnulled | None, ended_at: datetime) -> BetCalls:
+               voided: bool, annulled: RoundAnnulled | None, ended_at: datetime) -> BetCalls:
     """What the bet's records say the operator's wallet was owed: a rejected or voided bet's
     stake back; a settled bet's credit, then for each correction that changes it the
-    rollback of the standing credit and the credit again, then an annulment's rollback of
-    the standing credit and of the debit."""
+    rollback of the standing credit and the credit again, then (`annulled`: the round was
+    annulled after the bet was settled) the rollback of the standing credit and of the
+    debit."""
     if isinstance(d, BetRejected):
         return BetCalls(d.bet_id, d.stake, refund_at=d.decided_at)
     if voided:
@@ -569,9 +569,9 @@ def _bet_calls(d: Decision, expected_returned: int | None, changes: Sequence[_Ch
         steps += [("reverse", standing, 0, change.at), ("credit", change.settlement_id,
                                                           change.returned, change.at)]
         standing = change.settlement_id
-    if annul is None or annulled is None:
+    if annulled is None:
         return BetCalls(d.bet_id, d.stake, tuple(steps))
-    steps.append(("reverse", standing_id, 0, annulled.occurred_at))
+    steps.append(("reverse", standing, 0, annulled.occurred_at))
     return BetCalls(d.bet_id, d.stake, tuple(steps), refund_at=annulled.occurred_at)
 
 
@@ -733,8 +733,8 @@ def _bets(decisions: Sequence[Decision | RoundManifest],
         operator_calls = []
         if calls is not None and calls.book.seamless:
             wanted = wanted_calls(_bet_calls(
-                d, expected_returned, changes, annul, standing_id, voided is not None, annulled,
-                calls.ended_at or d.decided_at))
+                d, expected_returned, changes, voided is not None,
+                annulled if annul is not None else None, calls.ended_at or d.decided_at))
             operator_calls = check_bet(d.player_id, d.bet_id, d.currency, wanted, calls.book,
                                        calls.now, diffs)
         lines.append(BetLine(

@@ -100,37 +100,25 @@ class BetCalls:
     refund_at: datetime | None = None
 
 
-def debit_of(bet_id: str) -> str:
-    return transaction_id_of("debit", bet_id)
-
-
-def credit_of(settlement: str) -> str:
-    return transaction_id_of("credit", settlement)
-
-
-def rollback_of(undone: str) -> str:
-    return transaction_id_of("rollback", undone)
-
-
 def wanted_calls(bet: BetCalls) -> list[WantedCall]:
     """The calls a placed bet's records call for, in the order they are made: its debit,
     a credit for each settlement, a rollback of the credit for each reversal (of that
     credit's amount), the rollback of its debit when its stake went back."""
-    debit = debit_of(bet.bet_id)
+    debit = transaction_id_of("debit", bet.bet_id)
     wanted = [WantedCall(debit, "debit", bet.stake, None, None)]
     credited: dict[str, int] = {}
     for step, settlement, amount, due in bet.steps:
-        credit = credit_of(settlement)
+        credit = transaction_id_of("credit", settlement)
         if step == "credit":
             credited[settlement] = amount
             wanted.append(WantedCall(credit, "credit", amount, debit, due,
                                      optional=amount == 0))
             continue
         taken = credited.get(settlement, 0)
-        wanted.append(WantedCall(rollback_of(credit), "rollback", taken, credit, due,
+        wanted.append(WantedCall(transaction_id_of("rollback", credit), "rollback", taken, credit, due,
                                  optional=taken == 0))
     if bet.refund_at is not None:
-        wanted.append(WantedCall(rollback_of(debit), "rollback", bet.stake, debit,
+        wanted.append(WantedCall(transaction_id_of("rollback", debit), "rollback", bet.stake, debit,
                                  bet.refund_at))
     return wanted
 
@@ -293,7 +281,7 @@ def _rollback_of_unanswered(debit: OperatorCallRecord, book: CallBook, now: date
     """An unanswered debit's rollback: ok, or refused `transaction_not_found` (the operator
     never recorded the debit and answers so: `operator_wallet_rollback_unknown`)."""
     req = debit.request
-    want = WantedCall(rollback_of(req.transaction_id), "rollback", req.amount,
+    want = WantedCall(transaction_id_of("rollback", req.transaction_id), "rollback", req.amount,
                       req.transaction_id, debit.answer.answered_at)
     record = book.take(req.player_id, req.bet_id, want.transaction_id)
     if record is None:

@@ -134,26 +134,24 @@ def test_a_credit_of_the_wrong_amount_or_currency_is_named():
         "credit 1950 IDR", "credit 1900 JPY")
 
 
-def test_a_refused_credit_is_a_difference():
-    rec = RecordedRound()
+def _refused(rec: RecordedRound, transaction_id: str, code: str):
+    """The round replayed with the operator's answer to `transaction_id` a refusal."""
     calls = rec.seamless()
-    i = next(i for i, c in enumerate(calls) if c.request.transaction_id == "credit:settle:b1")
+    i = next(i for i, c in enumerate(calls) if c.request.transaction_id == transaction_id)
     calls[i] = calls[i].model_copy(update={"answer": OperatorAnswer(
-        outcome="refused", error_code="unknown_player", http_status=404,
+        outcome="refused", error_code=code, http_status=404,
         answered_at=calls[i].answer.answered_at)})
-    report = _replay(rec, calls)
+    return _replay(rec, calls)
+
+
+def test_a_refused_credit_is_a_difference():
+    report = _refused(RecordedRound(), "credit:settle:b1", "unknown_player")
     assert _where(report) == ["wallet.operator_calls credit:settle:b1"]
     assert report.differences[0].recorded == "refused unknown_player"
 
 
 def test_a_bet_placed_though_its_debit_was_refused_is_a_difference():
-    rec = RecordedRound()
-    calls = rec.seamless()
-    i = next(i for i, c in enumerate(calls) if c.request.transaction_id == "debit:b2")
-    calls[i] = calls[i].model_copy(update={"answer": OperatorAnswer(
-        outcome="refused", error_code="insufficient_funds", http_status=402,
-        answered_at=calls[i].answer.answered_at)})
-    report = _replay(rec, calls)
+    report = _refused(RecordedRound(), "debit:b2", "insufficient_funds")
     assert _where(report) == ["wallet.operator_calls debit:b2"]
     diff = report.differences[0]
     assert diff.recorded == "refused insufficient_funds" and "the bet was placed" in diff.expected
