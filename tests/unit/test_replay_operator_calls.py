@@ -217,6 +217,40 @@ def test_a_rejected_bet_has_the_rollback_of_its_debit():
     assert _where(report) == ["wallet.operator_calls rollback:debit:b1"]
 
 
+def _voided_round() -> RecordedRound:
+    """The round voided by a supervisor after betting closed: each stake refunded."""
+    from croupier.shared.events.bet_events import BetSettled, settlement_id
+    from croupier.shared.events.table import RoundVoided
+
+    rec = RecordedRound()
+    rec.events = [e for e in rec.events if e.type in ("shoe_started", "round_opened",
+                                                      "betting_closed")]
+    rec._add(RoundVoided, round_id=rec.round_id, reason_code="misdeal",
+             reason_text="cards dealt out of order", supervisor="Sari")
+    rec.result = None
+    accepted = [d for d in rec.decisions if d.type == "bet_accepted"]
+    rec.settlements = [BetSettled(**d.model_dump(exclude={"type", "decided_at"}),
+                                  settlement_id=settlement_id(d.bet_id), outcome="void_refund",
+                                  returned=d.stake, cause=f"void:{rec.round_id}",
+                                  settled_at=rec.t0) for d in accepted]
+    balances = {p: 100_000 for p in rec.players}
+    rec.wallet = [tx for tx in rec.wallet if tx.kind == "stake_debit"] + [
+        rec._tx(d.player_id, "bet_refund", d.stake, d.bet_id, balances[d.player_id])
+        for d in accepted]
+    return rec
+
+
+def test_a_voided_rounds_bets_have_the_rollback_of_their_debit():
+    rec = _voided_round()
+    calls = rec.seamless()
+    report = _replay(rec)
+    assert report.verdict == "MATCH", report.differences
+    assert [c.transaction_id for c in report.bets[0].operator_calls] == [
+        "debit:b1", "rollback:debit:b1"]
+    without = [c for c in calls if c.request.transaction_id != "rollback:debit:b2"]
+    assert _where(_replay(rec, without)) == ["wallet.operator_calls rollback:debit:b2"]
+
+
 def test_a_corrected_round_rolls_back_the_credit_and_credits_again():
     rec = RecordedRound()
     rec.correct(PLAYER_WIN, after=timedelta(minutes=5))
