@@ -18,6 +18,12 @@ from croupier.shared.events.bet_events import (
     settlement_id,
 )
 from croupier.shared.events.canonical import GENESIS_HASH
+from croupier.shared.events.operator_wallet import (
+    OperatorAnswer,
+    OperatorCallRecord,
+    WalletRequest,
+    transaction_id_of,
+)
 from croupier.shared.events.results import RoundResultPublished, result_id
 from croupier.shared.events.table import (
     BettingClosed,
@@ -60,6 +66,7 @@ class RecordedRound:
     wallet: list[WalletTransaction] = field(default_factory=list)
     corrections: list[RoundCorrected] = field(default_factory=list)
     corrected_results: list[RoundResultPublished] = field(default_factory=list)
+    operator_calls: list[OperatorCallRecord] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         version = self.profile_version or pinned(self.profile)[0]
@@ -195,6 +202,52 @@ class RecordedRound:
                                         event.occurred_at))
         return facts, reversal
 
+    def seamless(self, zero_credits: bool = True, latency: timedelta = timedelta(milliseconds=40)
+                 ) -> list[OperatorCallRecord]:
+        """The round's calls to the operator's wallet as the seamless wallet makes them
+        (croupier.services.wallet.seamless), each answered ok `latency` later with the
+        player's balance at the operator: a debit per bet, a credit per settlement (none of 0
+        with `zero_credits=False`), the rollback of the credit each reversal takes back, and
+        the rollback of the debit for a rejected or refunded bet. Call it once the round's
+        corrections and annulment are made."""
+        balances = {p: 100_000 for p in self.players}
+        credits: dict[str, WalletRequest] = {}
+        self.operator_calls = []
+
+        def call(kind, cause, d, amount, at, reference=None):
+            request = WalletRequest(
+                transaction_id=transaction_id_of(kind, cause), kind=kind, player_id=d.player_id,
+                amount=amount, currency=d.currency, table_id=self.table_id,
+                round_id=self.round_id, bet_id=d.bet_id, reference_transaction_id=reference,
+                round_closed=kind == "credit", requested_at=at,
+                session_token="s-" + d.player_id if kind == "debit" else None)
+            balances[d.player_id] += -amount if kind == "debit" or (
+                kind == "rollback" and reference.startswith("credit:")) else amount
+            self.operator_calls.append(OperatorCallRecord(request=request, answer=OperatorAnswer(
+                outcome="ok", http_status=200, balance=balances[d.player_id],
+                operator_transaction_id=f"op-{len(self.operator_calls) + 1}",
+                answered_at=at + latency)))
+            return request
+
+        for d in self.decisions:
+            if d.type in ("bet_accepted", "bet_rejected"):
+                call("debit", d.bet_id, d, d.stake, d.decided_at)
+            if d.type == "bet_rejected":
+                call("rollback", f"debit:{d.bet_id}", d, d.stake, d.decided_at, f"debit:{d.bet_id}")
+        for s in self.settlements:
+            at = s.reversed_at if isinstance(s, SettlementReversed) else s.settled_at
+            if isinstance(s, SettlementReversed):
+                credit = credits.get(s.settlement_id)
+                if credit is not None:
+                    call("rollback", credit.transaction_id, s, credit.amount, at,
+                         credit.transaction_id)
+            elif s.outcome == "void_refund":
+                call("rollback", f"debit:{s.bet_id}", s, s.returned, at, f"debit:{s.bet_id}")
+            elif s.returned or zero_credits:
+                credits[s.settlement_id] = call("credit", s.settlement_id, s, s.returned, at,
+                                                f"debit:{s.bet_id}")
+        return self.operator_calls
+
     @property
     def players(self) -> list[str]:
         return sorted({player for _, player, _, _ in self.bets})
@@ -216,6 +269,8 @@ class RecordedRound:
                 for s in self.settlements]
         out += [("wallet.transactions", tx.player_id, tx.model_dump_json().encode(),
                  tx.occurred_at) for tx in self.wallet]
+        out += [("wallet.operator_calls", c.request.player_id, c.model_dump_json().encode(),
+                 c.answer.answered_at) for c in self.operator_calls]
         return out
 
     def _add(self, kind, at: datetime | None = None, **fields) -> TableEventBase:

@@ -21,7 +21,7 @@ BOOK_TOPICS = ("round.results", "bets.placed", "bets.decisions", "bets.settled",
                "wallet.transactions", "wallet.operator_calls")
 PARSERS: dict[str, Callable[[bytes], Any]] = {
     topic: topic_adapter(topic).validate_json
-    for topic in ("table.events", *BOOK_TOPICS, "wallet.ledger")
+    for topic in ("table.events", *BOOK_TOPICS, "wallet.ledger", "wallet.operator_calls")
 }
 
 

@@ -11,11 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
-from typing import TypeVar
+from datetime import UTC, datetime
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel
 
+from croupier.services.operator.replay_calls import (
+    BetCalls,
+    CallBook,
+    OperatorCallLine,
+    UnplacedBet,
+    check_bet,
+    leftovers,
+    unplaced,
+    wanted_calls,
+)
+from croupier.services.operator.replay_difference import Difference as Difference  # re-exported
 from croupier.shared.cards import Card
 from croupier.shared.events.bet_events import (
     BetAccepted,
@@ -30,6 +41,7 @@ from croupier.shared.events.bet_events import (
 )
 from croupier.shared.events.chain import follow_chain, verify_chain
 from croupier.shared.events.event_auth import VOID, auth_problem
+from croupier.shared.events.operator_wallet import OperatorCallRecord
 from croupier.shared.events.results import RoundResultPublished, result_id
 from croupier.shared.events.table import (
     BettingClosed,
@@ -57,12 +69,6 @@ from croupier.shared.settlement import Bet, settle
 from croupier.shared.shoe_history import ShoeHistory, ShoeRoads, fold_shoes, shoe_roads
 
 Decision = BetAccepted | BetRejected
-
-
-class Difference(BaseModel):
-    where: str
-    expected: str
-    recorded: str
 
 
 class TimelineEntry(BaseModel):
@@ -127,6 +133,9 @@ class BetLine(BaseModel):
     history: list[SettlementStep] = []
     net: int | None = None
     expected_net: int | None = None
+    # seamless mode: each call croupier made to the operator's wallet for the bet and its
+    # answer (and each one its records call for that has no record: owed, or missing)
+    operator_calls: list[OperatorCallLine] = []
 
 
 class ReplayReport(BaseModel):
@@ -159,6 +168,10 @@ class ReplayReport(BaseModel):
     notes: list[str]
     # the roads of the round's shoe up to this round (`replay_roads`); None: not read
     roads: ShoeRoads | None = None
+    # seamless when the round has calls to the operator's wallet (wallet.operator_calls),
+    # and the bets it asked the operator to debit that were never placed
+    wallet_mode: str = "transfer"
+    unplaced_bets: list[UnplacedBet] = []
 
     @property
     def verdict(self) -> str:
@@ -214,6 +227,8 @@ def replay_round(
     accept_unsigned: bool = False,
     corrections: Sequence[RoundCorrected] = (),
     corrected_results: Sequence[RoundResultPublished] = (),
+    operator_calls: Sequence[OperatorCallRecord] = (),
+    now: datetime | None = None,
 ) -> ReplayReport:
     """`events` are the table's events from the anchor's successor through the round's end;
     `anchor` is the event just before them (None when the run starts at seq 1). `annulment`:
@@ -223,7 +238,10 @@ def replay_round(
     corrected results published for them (`result` is the round's own). With `events_key`
     (the operator's table-events key) every event's HMAC is checked: one that does not verify
     (forged, or unsigned when legacy events are not accepted) is a difference, and the round
-    is rebuilt from the authentic events alone.
+    is rebuilt from the authentic events alone. `operator_calls`: the round's calls to the
+    operator's wallet (seamless mode); any there are checked against what each bet's records
+    call for (`replay_calls`), a call with no record owed if its cause is less than
+    `OWED_WINDOW` before `now` (default: the present).
 
     The steps run in the order of the report's differences: authenticity, the round's
     opening and pinned profile, its annulment, the recomputed cards and result, its
@@ -243,12 +261,25 @@ def replay_round(
     recomputed = _recompute(profile, story, diffs)
     _compare_result(recomputed, result, story.voided, diffs)
     stages = _corrections(table_id, round_id, story, profile, corrected_results, diffs)
+    book = CallBook(operator_calls, player_id)
+    calls = _Calls(book, now or datetime.now(UTC), _ended_at(story))
     bets = _bets(decisions, settlements, wallet, recomputed, profile, story.voided, player_id, diffs,
-                 story.annulled, stages)
+                 story.annulled, stages, calls)
+    left = unplaced(book, wallet, calls.now, diffs) if book.seamless else []
+    leftovers(book, diffs)
     _compare_manifest(decisions, diffs)
-    return _report(table_id, round_id, player_id, story, profile, recomputed, bets,
-                   chain=(len(events), anchor.seq if anchor else None, breaks),
-                   diffs=diffs, notes=notes, corrections=stages)
+    owed = sum(c.outcome == "owed" for lines in [*(b.operator_calls for b in bets),
+                                                  *(u.operator_calls for u in left)]
+               for c in lines)
+    if owed:
+        notes.append(f"{owed} call(s) to the operator's wallet owed, no answer recorded yet "
+                     "(the caller retries until answered): replay again later")
+    report = _report(table_id, round_id, player_id, story, profile, recomputed, bets,
+                     chain=(len(events), anchor.seq if anchor else None, breaks),
+                     diffs=diffs, notes=notes, corrections=stages)
+    if not book.seamless:
+        return report
+    return report.model_copy(update={"wallet_mode": "seamless", "unplaced_bets": left})
 
 
 def replay_roads(table_id: str, shoe_id: str, round_id: str,
@@ -502,6 +533,48 @@ def _compare_corrected_result(table_id: str, round_id: str, n: int, event: Round
         _compare_fields(rid, recomputed, recorded, diffs)
 
 
+@dataclass(frozen=True)
+class _Calls:
+    """Seamless mode's part of `_bets`: the round's calls, the replay's time, the round's end."""
+
+    book: CallBook
+    now: datetime
+    ended_at: datetime | None
+
+
+def _ended_at(story: _RoundStory) -> datetime | None:
+    ended = story.completed or story.voided
+    if ended is not None:
+        return ended.occurred_at
+    return story.timeline[-1].occurred_at if story.timeline else None
+
+
+def _bet_calls(d: Decision, expected_returned: int | None, changes: Sequence[_Change],
+               voided: bool, annulled: RoundAnnulled | None, ended_at: datetime) -> BetCalls:
+    """What the bet's records say the operator's wallet was owed: a rejected or voided bet's
+    stake back; a settled bet's credit, then for each correction that changes it the
+    rollback of the standing credit and the credit again, then (`annulled`: the round was
+    annulled after the bet was settled) the rollback of the standing credit and of the
+    debit."""
+    if isinstance(d, BetRejected):
+        return BetCalls(d.bet_id, d.stake, refund_at=d.decided_at)
+    if voided:
+        return BetCalls(d.bet_id, d.stake, refund_at=ended_at)
+    if expected_returned is None:
+        return BetCalls(d.bet_id, d.stake)
+    steps: list[tuple[Literal["credit", "reverse"], str, int, datetime]] = [
+        ("credit", settlement_id(d.bet_id), expected_returned, ended_at)]
+    standing = settlement_id(d.bet_id)
+    for change in changes:
+        steps += [("reverse", standing, 0, change.at), ("credit", change.settlement_id,
+                                                          change.returned, change.at)]
+        standing = change.settlement_id
+    if annulled is None:
+        return BetCalls(d.bet_id, d.stake, tuple(steps))
+    steps.append(("reverse", standing, 0, annulled.occurred_at))
+    return BetCalls(d.bet_id, d.stake, tuple(steps), refund_at=annulled.occurred_at)
+
+
 def _report(table_id: str, round_id: str, player_id: str | None, story: _RoundStory,
             profile: AnyProfile | None, recomputed: AnyResult | None, bets: list[BetLine], *,
             chain: tuple[int, int | None, list[str]], diffs: list[Difference],
@@ -624,7 +697,7 @@ def _bets(decisions: Sequence[Decision | RoundManifest],
           wallet: Sequence[WalletTransaction], recomputed: AnyResult | None,
           profile: AnyProfile | None, voided: RoundVoided | None, player_id: str | None,
           diffs: list[Difference], annulled: RoundAnnulled | None = None,
-          stages: Sequence[_Stage] = ()) -> list[BetLine]:
+          stages: Sequence[_Stage] = (), calls: _Calls | None = None) -> list[BetLine]:
     """Each bet of the round (the complaining player's alone with `player_id`): its recorded
     settlement against the rule engine's, each correction's reversal and settlement again,
     an annulment's reversal and refund, and the wallet movements they call for, in that
@@ -657,6 +730,13 @@ def _bets(decisions: Sequence[Decision | RoundManifest],
                              expected="no such record for the bet",
                              recorded=f"{record.type} (cause {record.cause})")
                   for record_id, record in pool.items()]
+        operator_calls = []
+        if calls is not None and calls.book.seamless:
+            wanted = wanted_calls(_bet_calls(
+                d, expected_returned, changes, voided is not None,
+                annulled if annul is not None else None, calls.ended_at or d.decided_at))
+            operator_calls = check_bet(d.player_id, d.bet_id, d.currency, wanted, calls.book,
+                                       calls.now, diffs)
         lines.append(BetLine(
             bet_id=d.bet_id, player_id=d.player_id, bet=d.bet, position=d.position,
             stake=d.stake, decision=decision,
@@ -667,7 +747,8 @@ def _bets(decisions: Sequence[Decision | RoundManifest],
             expected_reversed=annul[0] if annul else None,
             refund=refund.returned if refund else None,
             expected_refund=annul[1] if annul else None,
-            history=history, net=net, expected_net=expected_net))
+            history=history, net=net, expected_net=expected_net,
+            operator_calls=operator_calls))
     return lines
 
 
@@ -721,6 +802,7 @@ class _Change:
     taken_back: int
     settlement_id: str
     returned: int
+    at: datetime  # the correction's time: its calls to the operator's wallet came due then
 
 
 def _corrected(d: Decision, recorded: BetSettled | None,
@@ -768,7 +850,8 @@ def _corrected(d: Decision, recorded: BetSettled | None,
                                     recorded=f"{again.outcome} {again.returned} "
                                              f"(cause {again.cause})"))
         history.append(_step("settled", again_id, n, again, want.outcome, want.returned))
-        changes.append(_Change(rev_id, taken_back, again_id, want.returned))
+        changes.append(_Change(rev_id, taken_back, again_id, want.returned,
+                               stage.event.occurred_at))
         standing_id, standing, outcome, returned = again_id, again, want.outcome, want.returned
     return changes, (standing_id, standing, returned)
 

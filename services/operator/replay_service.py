@@ -89,7 +89,8 @@ def run_replay(bootstrap: str, request: ReplayRequest, archive: ArchiveStore | N
                               player_id=request.player_id, annulment=records.annulment,
                               events_key=key, accept_unsigned=unsigned,
                               corrections=records.corrections,
-                              corrected_results=records.corrected_results)
+                              corrected_results=records.corrected_results,
+                              operator_calls=records.operator_calls, now=datetime.now(UTC))
         opened = next((e for e in records.events if isinstance(e, RoundOpened)
                        and e.round_id == request.round_id), None)
         if opened is not None:  # the roads of its shoe up to the round

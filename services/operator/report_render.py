@@ -13,6 +13,7 @@ from croupier.services.operator.replay import (
     SettlementStep,
     winner_text,
 )
+from croupier.services.operator.replay_calls import call_text
 from croupier.shared.cards import Card
 from croupier.shared.roads import ROWS, BaccaratRoads, Cell
 from croupier.shared.shoe_history import ShoeRoads
@@ -59,7 +60,7 @@ def to_text(report: ReplayReport, notes: list[str] | None = None) -> str:
     lines = [*_text_heading(report), "", *_text_cards(report), *_text_corrections(report),
              "", "Timeline:"]
     lines += [f"  seq {e.seq:>6}  {e.at:%H:%M:%S.%f}"[:-3] + f"  {e.detail}" for e in report.timeline]
-    lines += ["", *_text_bets(report)]
+    lines += ["", *_text_bets(report), *_text_unplaced(report)]
     lines += [f"note: {note}" for note in [*report.notes, *(notes or [])]]
     lines += _text_roads(report.roads)
     lines += ["", f"VERDICT: {report.verdict}"]
@@ -80,6 +81,9 @@ def _text_heading(report: ReplayReport) -> list[str]:
         + (f" from the event after seq {report.chain_anchor_seq}" if report.chain_anchor_seq else "")
         + (": intact" if not report.chain_breaks else ": BROKEN"),
     ]
+    if report.wallet_mode == "seamless":
+        lines.append("  wallet: seamless (the operator's wallet holds the balance; each bet's "
+                     "calls to it and its answers are listed under the bet)")
     return lines + [f"    ! {b}" for b in report.chain_breaks]
 
 
@@ -186,6 +190,20 @@ def _text_bets(report: ReplayReport) -> list[str]:
         if corrected(b):
             lines.append(f"      settlements: {history_text(b)}")
         lines += [f"      wallet: {m}" for m in b.wallet]
+        lines += [f"      operator: {call_text(c)}" for c in b.operator_calls]
+    return lines
+
+
+def _text_unplaced(report: ReplayReport) -> list[str]:
+    """Seamless mode: the bets whose debit the operator's wallet refused or never answered
+    (never placed), with their calls."""
+    if not report.unplaced_bets:
+        return []
+    lines = ["", "Bets not placed (the operator's wallet refused or did not answer the debit):"]
+    for u in report.unplaced_bets:
+        lines.append(f"  {u.bet_id}  {u.player_id}  stake {_money(u.stake)} {u.currency}  "
+                     f"debit {u.outcome}")
+        lines += [f"      operator: {call_text(c)}" for c in u.operator_calls]
     return lines
 
 
@@ -210,7 +228,7 @@ _PAGES = Environment(loader=PackageLoader("croupier.services.operator", "templat
 REPORT_HELPERS = dict(suit_symbol=SUIT_SYMBOL, money=_money, profile_text=profile_text,
                       winner_text=winner_text, annul_cell=annul_cell, grid=grid,
                       cards_text=cards_text, correction_heading=correction_heading,
-                      history_text=history_text, corrected=corrected)
+                      history_text=history_text, corrected=corrected, call_text=call_text)
 
 
 def to_html(report: ReplayReport, notes: list[str] | None = None) -> str:

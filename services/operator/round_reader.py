@@ -13,7 +13,12 @@ Each topic's window is read once, whatever the number of players:
 - `wallet.transactions`, keyed by player, so a round's players are spread over
   every partition: the same time window is read once on every partition (or on
   the one partition of `--player`), keeping the records of the round's players
-  that belong to this table and round.
+  that belong to this table and round;
+- `wallet.operator_calls` (seamless mode: each call to the operator's wallet with its
+  answer, keyed by player) likewise, its window reaching `OWED_WINDOW` further: a credit or
+  rollback is published when the operator answers it, which may take retries
+  (docs/decisions/seamless-replay.md). A broker without the topic (a deployment before it)
+  is read without it.
 
 The window of the money topics runs from 5 s before the round's first event (its
 opening, or the shoe events and burns just before it: no stake can be debited
@@ -50,6 +55,7 @@ from croupier.services.dealer_event.state import KEEP_COMPLETED
 from croupier.services.infra.archive_store import ArchiveStore
 from croupier.services.infra.kafka_security import OPERATOR, kafka_python_options
 from croupier.services.operator.event_reader import PARSERS, Unparsed
+from croupier.services.operator.replay_calls import OWED_WINDOW
 from croupier.shared.events.bet_events import (
     BetAccepted,
     BetRejected,
@@ -57,6 +63,7 @@ from croupier.shared.events.bet_events import (
     RoundManifest,
     SettlementReversed,
 )
+from croupier.shared.events.operator_wallet import OPERATOR_CALLS_TOPIC, OperatorCallRecord
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.table import (
     RoundAnnulled,
@@ -96,6 +103,7 @@ class RoundRecords:
     annulment: RoundAnnulled | None = None  # found past the round's events (annulled_within)
     corrections: list[RoundCorrected] = field(default_factory=list)  # found past its events
     wallet: list[WalletTransaction] = field(default_factory=list)
+    operator_calls: list[OperatorCallRecord] = field(default_factory=list)  # seamless mode
     unparsed: list[Unparsed] = field(default_factory=list)
     records_read: int = 0
 
@@ -144,7 +152,8 @@ class RoundReader:
             # one metadata request for every topic: the client's cache forgets the topics it
             # is not assigned, and a refresh costs a round trip per call
             for name in PARSERS:
-                self._partition_ids[name] = sorted(self.consumer.partitions_for_topic(name))
+                self._partition_ids[name] = sorted(self.consumer.partitions_for_topic(name)
+                                                   or ())
         partitions = self._partition_ids.get(topic)
         if not partitions:
             raise RoundNotFoundError(f"topic {topic} does not exist")
@@ -158,8 +167,9 @@ class RoundReader:
         resumes just its partitions, so no read waits for a metadata refresh."""
         if self._assigned:
             return
+        self._partitions("table.events")
         self._assigned = [TopicPartition(topic, p) for topic in PARSERS
-                          for p in self._partitions(topic)]
+                          for p in self._partition_ids[topic]]
         self.consumer.assign(self._assigned)
         self.consumer.pause(*self._assigned)
 
@@ -383,9 +393,9 @@ class RoundReader:
     def money_windows(self, table_id: str, round_id: str, end_ms: int,
                       player_id: str | None) -> list[Window]:
         """The round's windows on the money topics, read together: the table's partition of
-        each table-keyed topic, and `wallet.transactions` on every partition (on the
-        complaining player's alone with `--player`). Only records that mention the round id
-        are parsed."""
+        each table-keyed topic, and `wallet.transactions` and `wallet.operator_calls` on every
+        partition (on the complaining player's alone with `--player`), the latter
+        `OWED_WINDOW` past `end_ms`. Only records that mention the round id are parsed."""
         needle = _needle(round_id)
         table_key = table_id.encode()
 
@@ -397,15 +407,26 @@ class RoundReader:
 
         windows = [Window(topic, [self._tp(topic, table_id).partition], past_end, of_table_round)
                    for topic in ("round.results", "bets.decisions", "bets.settled")]
-        wallet = "wallet.transactions"
+        owed_ms = end_ms + int(OWED_WINDOW.total_seconds() * 1000)
+
+        def past_owed(_value: Any, ts: int) -> bool:
+            return ts > owed_ms
+
+        windows.append(self._player_window("wallet.transactions", past_end, needle, player_id))
+        if self._partition_ids.get(OPERATOR_CALLS_TOPIC):
+            windows.append(self._player_window(OPERATOR_CALLS_TOPIC, past_owed, needle,
+                                               player_id))
+        return windows
+
+    def _player_window(self, topic: str, stop: Callable[[Any, int], bool],
+                       needle: bytes | None, player_id: str | None) -> Window:
+        """A player-keyed topic's window: every partition, or `player_id`'s alone."""
         if player_id:
             player_key = player_id.encode()
-            windows.append(Window(wallet, [self._tp(wallet, player_id).partition], past_end,
-                                  lambda k, v: k == player_key and (needle is None or needle in v)))
-        else:
-            windows.append(Window(wallet, self._partitions(wallet), past_end,
-                                  (lambda _k, v: needle in v) if needle else None))
-        return windows
+            return Window(topic, [self._tp(topic, player_id).partition], stop,
+                          lambda k, v: k == player_key and (needle is None or needle in v))
+        return Window(topic, self._partitions(topic), stop,
+                      (lambda _k, v: needle in v) if needle else None)
 
     def _annulment(self, table_id: str, round_id: str, events: list[TableEventBase],
                    within: timedelta) -> RoundAnnulled | None:
@@ -490,6 +511,11 @@ def _keep_round_money(records: RoundRecords, found: dict[str, list[Any]],
                       if isinstance(tx, WalletTransaction) and of_round(tx)
                       and tx.table_id in (records.table_id, None)
                       and (player_id is None or tx.player_id == player_id)]
+    records.operator_calls = [c for c in found.get(OPERATOR_CALLS_TOPIC, [])
+                              if isinstance(c, OperatorCallRecord)
+                              and c.request.round_id == round_id
+                              and c.request.table_id == records.table_id
+                              and (player_id is None or c.request.player_id == player_id)]
 
 
 def _merged(spans: list[tuple[datetime, int]]) -> list[tuple[datetime, int]]:

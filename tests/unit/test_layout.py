@@ -35,7 +35,9 @@ PURE_CORES = {
     # (its I/O is croupier.services.infra.kernel, not a core)
     "kernel": ["croupier.services.infra.own_log"],
     "operator": ["croupier.services.operator.audit", "croupier.services.operator.complaints",
-                 "croupier.services.operator.reconcile", "croupier.services.operator.replay"],
+                 "croupier.services.operator.reconcile", "croupier.services.operator.replay",
+                 "croupier.services.operator.replay_calls",
+                 "croupier.services.operator.replay_difference"],
 }
 CORE_MODULES = {module for modules in PURE_CORES.values() for module in modules}
 # cores pyproject.toml's strict mypy list does not name yet (both pass `mypy --strict`);
