@@ -9,6 +9,7 @@ and reconciliation finds no difference."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,7 @@ from tests.integration.money_support import (
     read_topic,
     wait_for,
 )
+from tests.integration.replay_support import croupier
 
 pytestmark = pytest.mark.kafka
 DEBIT_TIMEOUT_S = 1.0
@@ -168,7 +170,7 @@ def test_bets_are_debited_and_settled_at_the_operator_and_refusals_are_named(
     assert (expired.status_code, expired.json()["error"]["code"]) == (401, "session_expired")
     players.sessions[alice] = client.issue_session(alice)
     bac.close("s1")
-    bac.complete("s1")
+    bac.complete("s1", deal_cards=True)  # a replay recomputes the result from the cards
 
     bet_ids = {r.json()["bet"]["bet_id"] for r in placed}
     wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 2, "settlements")
@@ -184,6 +186,15 @@ def test_bets_are_debited_and_settled_at_the_operator_and_refusals_are_named(
     balance = platform.http.get(f"/players/{alice}/balance", headers=platform.auth(alice))
     assert balance.json()["balance"] == client.balance(alice), "the operator's, last reported"
     reconciled(platform)
+    # the replay shows, for every bet, what croupier asked the operator and what it said
+    replay = croupier(platform.bootstrap, "replay", "--table", bac.table_id, "--round", "s1",
+                      "--at", STARTED.isoformat(), "--format", "json")
+    assert replay.returncode == 0, replay.stderr + replay.stdout
+    report = json.loads(replay.stdout)
+    assert report["wallet_mode"] == "seamless" and report["verdict"] == "MATCH", report
+    calls = {c["transaction_id"]: c["outcome"]
+             for b in report["bets"] for c in b["operator_calls"]}
+    assert {f"debit:{b}" for b in bet_ids} <= set(calls) and set(calls.values()) == {"ok"}
 
 
 def test_a_debit_answered_after_the_timeout_is_refused_and_rolled_back(
