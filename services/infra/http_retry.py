@@ -14,12 +14,18 @@ import json
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from time import monotonic
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import aiohttp
 import httpx
 
 RETRY_STATUSES = frozenset({502, 503, 504})
+# ... unless the answer names one of these: the request's own outcome, the same on every
+# retry (seamless mode: the operator's wallet never answered the bet's debit in time, or
+# refused it as the integration's fault; docs/decisions/seamless.md)
+FINAL_CODES = frozenset({"operator_wallet_timeout", "bad_signature", "bad_request",
+                         "transaction_conflict", "transaction_rolled_back",
+                         "transaction_not_found"})
 DEFAULT_RETRY_FOR_S = 30.0
 # what a failed exchange raises (no answer at all): a connection refused or cut, a timeout
 TRANSPORT_ERRORS = (httpx.TransportError, aiohttp.ClientConnectionError, asyncio.TimeoutError)
@@ -62,6 +68,15 @@ async def read_reply(session: aiohttp.ClientSession, method: str, url: str,
                      str(response.url))
 
 
+def final(response: Answered) -> bool:
+    """A fail-over status whose answer names an outcome of its own (`FINAL_CODES`)."""
+    try:
+        code = cast(Any, response).json()["error"]["code"]
+    except Exception:  # noqa: BLE001 - not our error body: a fail-over answer
+        return False
+    return code in FINAL_CODES
+
+
 async def with_retry(call: Callable[[], Awaitable[R]],
                      retry_for_s: float = DEFAULT_RETRY_FOR_S) -> tuple[R, int]:
     """(the first answer that is not a fail-over answer, or the last one; retries made)."""
@@ -70,7 +85,8 @@ async def with_retry(call: Callable[[], Awaitable[R]],
     while True:
         try:
             response = await call()
-            if response.status_code not in RETRY_STATUSES or monotonic() >= deadline:
+            if response.status_code not in RETRY_STATUSES or monotonic() >= deadline \
+                    or final(response):
                 return response, retries
             wait = float(response.headers.get("Retry-After", "0") or 0)
         except TRANSPORT_ERRORS:

@@ -8,9 +8,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from croupier.services.wallet.commands import Amount
+from croupier.shared.currency import check_currency
 from croupier.shared.events.bet_events import Position
 from croupier.shared.events.ids import BetId, PlayerId, RequestId, RoundId, TableId
 from croupier.shared.events.wallet_events import WalletTransaction
@@ -23,7 +24,14 @@ class _Body(BaseModel):
 
 class CreateAccountRequest(_Body):
     player_id: PlayerId
-    currency: str = Field(min_length=3, max_length=3, pattern=r"^[A-Z]{3}$")
+    currency: str = Field(min_length=3, max_length=3, pattern=r"^[A-Z]{3}$", description=(
+        "An ISO 4217 code the platform knows (shared/currency.py): its minor units say "
+        "what one unit of every amount is."))
+
+    @field_validator("currency")
+    @classmethod
+    def _known(cls, code: str) -> str:
+        return check_currency(code)
 
 
 class MovementRequest(_Body):

@@ -2,8 +2,9 @@
 operator wallet injects every fault at once (slow answers, answers after the debit
 timeout, 500s, connections dropped after the write, duplicated deliveries) and is itself
 killed -9 and restarted once. Two workers of every service; tables deal and players bet
-through the wallet; wallet workers are killed at random (a quarter restarted on an empty
-store). Afterwards, read from the topics and from the operator's own report:
+through the wallet; the wallet's workers are killed in turn (a quarter restarted on an
+empty store), each again as soon as it answers again. Afterwards, read from the topics
+and from the operator's own report:
 - every bet croupier placed is debited exactly once at the operator and still stands;
   every debit the operator holds for a bet croupier never placed is rolled back;
 - every settlement is credited exactly once, every rejected or voided bet rolled back once;
@@ -72,7 +73,10 @@ def loop(platform_kafka, tmp_path_factory):
                     await asyncio.to_thread(ref.kill)
                     await asyncio.to_thread(lambda ref=ref: ref.start().wait_ready(30))
                     await asyncio.to_thread(client.set_faults, FAULTS)
-                proc = stack.processes[rng.choice(wallets)]
+                # the two workers in turn, each killed again only once it answers again
+                # (the players reach the wallet through the first: it is never down for long)
+                proc = stack.processes[wallets[n % len(wallets)]]
+                await asyncio.to_thread(proc.wait_ready, 120)
                 await asyncio.to_thread(proc.kill)
                 code = proc.proc.returncode if proc.proc is not None else None
                 empty = n % EMPTY_STORE_EVERY == EMPTY_STORE_EVERY - 1

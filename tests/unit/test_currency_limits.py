@@ -337,3 +337,14 @@ def test_the_simulator_bets_nothing_where_its_currency_is_not_offered():
                           currency="EUR")
     info = current_round_body(_view(), "EUR")
     assert asyncio.run(sim.bet_on_round(info)) == {}
+
+
+def test_an_account_in_a_currency_the_platform_does_not_know_is_refused_by_name():
+    """A player's currency chooses every table's limits: an account is opened only in a
+    currency of the table of minor units."""
+    import pydantic
+
+    from croupier.services.wallet.api_models import CreateAccountRequest
+    assert CreateAccountRequest(player_id="p", currency="JPY").currency == "JPY"
+    with pytest.raises(pydantic.ValidationError, match="unknown currency 'ABC'"):
+        CreateAccountRequest(player_id="p", currency="ABC")

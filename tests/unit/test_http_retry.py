@@ -87,3 +87,30 @@ def test_an_answer_names_the_request_it_answers():
 
     reply, url = asyncio.run(run())
     assert (reply.method, reply.url) == ("POST", f"{url}/bets")
+
+
+def test_a_504_that_names_the_bets_own_outcome_is_returned_at_once():
+    """Seamless mode: a debit the operator's wallet never answered in time is the bet's
+    outcome (the same bet id is answered the same, forever): not sent again for 30 s."""
+    async def run():
+        seen: list[int] = []
+
+        async def handle(request: web.Request) -> web.Response:
+            seen.append(504)
+            return web.json_response({"error": {"code": "operator_wallet_timeout",
+                                                "message": "no answer in time"}}, status=504)
+
+        app = web.Application()
+        app.router.add_post("/bets", handle)
+        runner = web.AppRunner(app)
+        await runner.setup()
+        port = free_port()
+        await web.TCPSite(runner, "127.0.0.1", port).start()
+        try:
+            async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{port}") as session:
+                return await with_retry(lambda: read_reply(session, "POST", "/bets")), seen
+        finally:
+            await runner.cleanup()
+
+    (reply, retries), seen = asyncio.run(run())
+    assert (reply.status_code, retries, seen) == (504, 0, [504])
