@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
-from croupier.services.infra.http_retry import Reply, read_reply, with_retry
+from croupier.services.infra.http_retry import TRANSPORT_ERRORS, Reply, read_reply, with_retry
 from croupier.services.simulators.operator_wallet.client import (
     OperatorWalletClient,
     OperatorWalletError,
@@ -213,8 +213,12 @@ class PlayerSimulator:
                    "round_id": round_id, **body}
         if player.operator_session is not None:
             payload["operator_session"] = player.operator_session
-        response = await self._call("POST", f"/players/{player.player_id}/bets", json=payload,
-                                          headers={"Authorization": f"Bearer {player.token}"})
+        try:
+            response = await self._call("POST", f"/players/{player.player_id}/bets",
+                                        json=payload,
+                                        headers={"Authorization": f"Bearer {player.token}"})
+        except TRANSPORT_ERRORS:  # the wallet unreachable past the retries: as a client sees it
+            return "no answer"
         if response.status_code < 300:
             return str(response.status_code)
         return f"{response.status_code} {response.json()['error']['code']}"
