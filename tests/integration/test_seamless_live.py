@@ -21,6 +21,7 @@ from croupier.services.infra.processes import operator_wallet_process
 from croupier.services.infra.settings import Settings
 from croupier.services.operator.reconcile_sources import run_reconcile
 from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
+from croupier.shared.events.table import RoundAnnulled
 from tests.conftest import free_port, instance_for
 from tests.integration.money_support import (
     OPERATOR,
@@ -269,4 +270,33 @@ def test_owed_credits_are_delivered_after_croupiers_wallet_is_killed(
     returns = settled_returns(platform.bootstrap, bet_ids)
     wait_for(lambda: client.balance(dana) == 80_000 - 6000 + sum(returns.values()),
              "the owed credits delivered by the restarted wallet", 60)
+    reconciled(platform)
+
+
+def test_an_annulment_reaches_the_operator_as_calls_of_its_own(platform, bac, players,
+                                                               operator):
+    """A management void after the round settled: each settlement's credit is rolled back
+    and each stake's debit too, each a call with an id of its own; every balance at the
+    operator is back where it was."""
+    _, client = operator
+    erin = players.new("erin", 60_000)
+    bac.open("s5")
+    platform.wait_round_open(bac, "s5")
+    placed = [players.bet(erin, bac, "s5", bet, 5000) for bet in ("player", "banker", "tie")]
+    assert [r.status_code for r in placed] == [201] * 3
+    bet_ids = {r.json()["bet"]["bet_id"] for r in placed}
+    bac.close("s5")
+    bac.complete("s5")
+    wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 3, "settlements")
+    returns = settled_returns(platform.bootstrap, bet_ids)
+    wait_for(lambda: client.balance(erin) == 60_000 - 15_000 + sum(returns.values()),
+             "the settlement credited at the operator")
+    bac.emit(RoundAnnulled, round_id="s5", reason_code="other",
+             reason_text="wrong result keyed in, found after the round", supervisor="Sam")
+    wait_for(lambda: client.balance(erin) == 60_000, "every credit and debit rolled back", 60)
+    money = operator_money(client, erin)
+    for bet_id in bet_ids:
+        assert len(money[f"rollback:debit:{bet_id}"]) == 1
+        assert len(money[f"rollback:credit:settle:{bet_id}"]) == 1
+        assert [t["status"] for t in money[f"debit:{bet_id}"]] == ["rolled_back"]
     reconciled(platform)
