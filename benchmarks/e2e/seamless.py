@@ -1,0 +1,157 @@
+"""The seamless wallet's cost (issue 20): intake in transfer mode beside seamless mode
+against the reference operator wallet answering in 5 ms and in 50 ms, in one run.
+
+Each mode gets a platform of its own (a fresh broker, home and instance: nothing one
+mode left behind weighs on the next), measured one after the other with the same
+phases as bench_e2e's intake: sustained accepted bets/s (closed loop, `clients`
+concurrent clients) and the bet POST's HTTP p50/p99 at a fixed offered rate (open
+loop), with the share answered 201. The seamless figures are ratios to transfer mode's.
+While the closed loop runs, each process's CPU (cores busy) shows what bounds it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import traceback
+import uuid
+from dataclasses import dataclass
+
+from benchmarks.e2e import cpu
+from benchmarks.e2e.load import closed_loop, open_loop, open_targets
+from benchmarks.e2e.platform import Platform
+from benchmarks.e2e.players import Players
+from benchmarks.e2e.report import _fmt, _load, _ratio
+from benchmarks.e2e.runner import prepare_process, say
+from benchmarks.e2e.tables import BenchTable
+
+TRANSFER = "transfer"
+
+
+@dataclass(frozen=True)
+class Options:
+    latencies_ms: tuple[int, ...] = (5, 50)  # one seamless platform per operator latency
+    duration_s: float = 15.0  # each phase
+    players: int = 500
+    clients: int = 64
+    paced_rate: float = 500.0
+    load_tables: int = 4
+    keep_home: bool = False
+
+
+def modes(opts: Options) -> list[tuple[str, int | None]]:
+    """(label, operator latency in ms or None for transfer mode), transfer first."""
+    return [(TRANSFER, None)] + [(f"seamless {ms} ms", ms) for ms in opts.latencies_ms]
+
+
+async def _measure(opts: Options, plat: Platform) -> dict:
+    await asyncio.to_thread(plat.start_broker)
+    await asyncio.to_thread(plat.start_services)
+    settings = plat.settings
+    tag = uuid.uuid4().hex[:6]
+    players = Players(plat.stack.url("wallet"), settings.operator_token, tag, opts.clients,
+                      operator_wallet=plat.operator_wallet_url)
+    tables = [BenchTable(f"bench-{tag}-{i}", plat.stack.url("dealer-event"),
+                         settings.table_signing_secret, seed=i)
+              for i in range(opts.load_tables)]
+    try:
+        say(f"  {opts.players} players, {opts.load_tables} tables")
+        await players.setup(opts.players)
+        for table in tables:
+            await table.new_shoe()
+        targets = await open_targets(tables, players)
+        pids = plat.pids()
+        before = cpu.snapshot(pids)
+        say(f"  closed loop, {opts.clients} clients for {opts.duration_s:g} s")
+        sustained = await closed_loop(players, targets, opts.clients, opts.duration_s)
+        used = cpu.delta(before, cpu.snapshot(pids))
+        sustained["cpu_cores"] = {k: None if v is None else v / sustained["seconds"]
+                                  for k, v in used.items()}
+        say(f"  {sustained['accepted_per_s']:.0f} accepted bets/s; open loop at "
+            f"{opts.paced_rate:g}/s for {opts.duration_s:g} s")
+        paced = await open_loop(players, targets, opts.paced_rate, opts.duration_s)
+        paced["share_201"] = paced["answers"].get("201", 0) / max(1, paced["offered"])
+        say(f"  p99 {_fmt(paced['latency_p99_s'], ' s')}, {paced['share_201']:.1%} answered 201")
+        return {"sustained": sustained, "paced": paced, "dead_services":
+                {label: plat.log_tail(label, 5) for label in plat.dead()}}
+    finally:
+        await players.close()
+        for table in tables:
+            await table.close()
+
+
+def add_ratios(fig: dict) -> None:
+    """Every seamless mode's figures as ratios to transfer mode's in the same run."""
+    base = fig["modes"].get(TRANSFER)
+    for label, m in fig["modes"].items():
+        if label == TRANSFER or not base or "sustained" not in m or "sustained" not in base:
+            continue
+        s, p, bs, bp = m["sustained"], m["paced"], base["sustained"], base["paced"]
+        m["ratios"] = {
+            "accepted_per_s": _ratio(s["accepted_per_s"], bs["accepted_per_s"]),
+            "sustained_latency_p99": _ratio(s["latency_p99_s"], bs["latency_p99_s"]),
+            "paced_latency_p50": _ratio(p["latency_p50_s"], bp["latency_p50_s"]),
+            "paced_latency_p99": _ratio(p["latency_p99_s"], bp["latency_p99_s"]),
+            "share_201": _ratio(p["share_201"], bp["share_201"])}
+
+
+def run(opts: Options) -> dict:
+    """Every figure as a dict; each mode's platform is stopped and removed on any outcome."""
+    prepare_process()
+    fig: dict = {"options": opts.__dict__, "errors": [], "modes": {},
+                 "load_average_at_start": os.getloadavg()}
+    began = time.monotonic()
+    for label, latency in modes(opts):
+        say(f"{label}: a platform of its own")
+        plat = Platform(wallet_mode=TRANSFER if latency is None else "seamless",
+                        operator_latency_ms=latency or 0)
+        try:
+            fig["modes"][label] = asyncio.run(_measure(opts, plat))
+        except Exception as exc:  # the other modes' figures beat none
+            fig["errors"].append(f"{label}: {type(exc).__name__}: {exc}")
+            traceback.print_exc()
+        finally:
+            plat.close(keep_home=opts.keep_home)
+    fig["seconds"] = time.monotonic() - began
+    fig["load_average_at_end"] = os.getloadavg()
+    add_ratios(fig)
+    return fig
+
+
+def _x(ratio) -> str:
+    return "" if ratio is None else f" ({ratio:.2f}×)"
+
+
+def render(fig: dict) -> str:
+    o = fig["options"]
+    lines = ["", "seamless wallet vs transfer wallet (ratios: × transfer mode, same run); "
+             f"closed loop {o['clients']} clients, open loop {o['paced_rate']:g} bets/s "
+             f"offered, {o['duration_s']:g} s each",
+             f"  {'mode':<16}{'accepted bets/s':>24}{'closed p99':>20}"
+             f"{'open p50':>20}{'open p99':>20}{'201 share':>18}"]
+    for label, m in fig["modes"].items():
+        s, p, r = m["sustained"], m["paced"], m.get("ratios", {})
+        lines.append(
+            f"  {label:<16}{_fmt(s['accepted_per_s'], digits=4) + _x(r.get('accepted_per_s')):>24}"
+            f"{_fmt(s['latency_p99_s'], ' s') + _x(r.get('sustained_latency_p99')):>20}"
+            f"{_fmt(p['latency_p50_s'], ' s') + _x(r.get('paced_latency_p50')):>20}"
+            f"{_fmt(p['latency_p99_s'], ' s') + _x(r.get('paced_latency_p99')):>20}"
+            f"{p['share_201']:>10.1%}{_x(r.get('share_201')):>8}")
+    for label, m in fig["modes"].items():
+        s, p = m["sustained"], m["paced"]
+        cores = ", ".join(f"{k} {_fmt(v, digits=2)}" for k, v in s["cpu_cores"].items())
+        lines.append(f"  {label}: closed-loop answers {s['answers']}; open-loop answers "
+                     f"{p['answers']}, answered {p['answered']}/{p['offered']}")
+        lines.append(f"    CPU cores busy in the closed loop: {cores}, "
+                     f"bench client {s['client_cpu_share']:.2f}")
+        if p["generator_lag_s"] > 1.0:
+            lines.append(f"    WARNING: the load generator fell {p['generator_lag_s']:.1f} s "
+                         "behind its schedule: the offered rate was not reached")
+        if m.get("dead_services"):
+            lines.append(f"    DEAD SERVICES: {m['dead_services']}")
+    lines += [f"  RUN ERROR: {error[:600]}" for error in fig["errors"]]
+    lines.append(f"  machine load average (1, 5, 15 min) at start "
+                 f"{_load(fig.get('load_average_at_start'))}, at end "
+                 f"{_load(fig.get('load_average_at_end'))}; run took {fig['seconds']:.0f} s")
+    return "\n".join(lines)
