@@ -54,7 +54,8 @@ def say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-async def _idle_rate(pids: dict[str, int], seconds: float = 5.0) -> dict[str, float]:
+async def idle_rate(pids: dict[str, int], seconds: float = 5.0) -> dict[str, float]:
+    """CPU seconds per second each process burns with no load (timers, lag probes)."""
     before = cpu.snapshot(pids)
     await asyncio.sleep(seconds)
     return {k: (v or 0.0) / seconds for k, v in cpu.delta(before, cpu.snapshot(pids)).items()}
@@ -138,7 +139,7 @@ async def _run(opts: Options, plat: Platform, fig: dict) -> None:
         for table in tables:
             await table.new_shoe()
         pids = plat.pids()
-        idle = await _idle_rate(pids)
+        idle = await idle_rate(pids)
         fig["idle_cpu_share"] = idle
         await _intake(opts, plat, players, watcher, tables[:-1], idle, fig)
         fig["rounds"] = []

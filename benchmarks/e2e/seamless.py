@@ -23,7 +23,7 @@ from benchmarks.e2e.load import closed_loop, open_loop, open_targets
 from benchmarks.e2e.platform import Platform
 from benchmarks.e2e.players import Players
 from benchmarks.e2e.report import _fmt, _load, _ratio
-from benchmarks.e2e.runner import prepare_process, say
+from benchmarks.e2e.runner import idle_rate, prepare_process, say
 from benchmarks.e2e.tables import BenchTable
 
 TRANSFER = "transfer"
@@ -62,12 +62,23 @@ async def _measure(opts: Options, plat: Platform) -> dict:
             await table.new_shoe()
         targets = await open_targets(tables, players)
         pids = plat.pids()
-        before = cpu.snapshot(pids)
+        broker = plat.broker.running_pid() if plat.broker is not None else None
+        if broker is not None:
+            pids["broker"] = broker
+        idle = await idle_rate(pids)
+        before, machine = cpu.snapshot(pids), cpu.machine_busy_seconds()
         say(f"  closed loop, {opts.clients} clients for {opts.duration_s:g} s")
         sustained = await closed_loop(players, targets, opts.clients, opts.duration_s)
-        used = cpu.delta(before, cpu.snapshot(pids))
-        sustained["cpu_cores"] = {k: None if v is None else v / sustained["seconds"]
-                                  for k, v in used.items()}
+        after, seconds = cpu.snapshot(pids), sustained["seconds"]
+        # every process on the machine: what is not the platform's nor the bench's is load
+        # from elsewhere (another run on the machine) that the figures shared the cores with
+        sustained["machine_cores_busy"] = (cpu.machine_busy_seconds() - machine) / seconds
+        sustained["load_average"] = os.getloadavg()
+        sustained["cpu_cores"] = {k: None if v is None else v / seconds
+                                  for k, v in cpu.delta(before, after).items()}
+        # less what each process burns idle over the same time, as bench_e2e's figures
+        sustained["cpu_ms_per_bet"] = cpu.per_item(before, after, sustained["accepted"],
+                                                   seconds, idle)
         say(f"  {sustained['accepted_per_s']:.0f} accepted bets/s; open loop at "
             f"{opts.paced_rate:g}/s for {opts.duration_s:g} s")
         paced = await open_loop(players, targets, opts.paced_rate, opts.duration_s)
@@ -123,6 +134,10 @@ def _x(ratio) -> str:
     return "" if ratio is None else f" ({ratio:.2f}×)"
 
 
+def _per(by_process: dict) -> str:
+    return ", ".join(f"{k} {_fmt(v, digits=2)}" for k, v in by_process.items()) or "n/a"
+
+
 def render(fig: dict) -> str:
     o = fig["options"]
     lines = ["", "seamless wallet vs transfer wallet (ratios: × transfer mode, same run); "
@@ -140,11 +155,13 @@ def render(fig: dict) -> str:
             f"{p['share_201']:>10.1%}{_x(r.get('share_201')):>8}")
     for label, m in fig["modes"].items():
         s, p = m["sustained"], m["paced"]
-        cores = ", ".join(f"{k} {_fmt(v, digits=2)}" for k, v in s["cpu_cores"].items())
         lines.append(f"  {label}: closed-loop answers {s['answers']}; open-loop answers "
                      f"{p['answers']}, answered {p['answered']}/{p['offered']}")
-        lines.append(f"    CPU cores busy in the closed loop: {cores}, "
-                     f"bench client {s['client_cpu_share']:.2f}")
+        lines.append(f"    CPU in the closed loop, cores busy: {_per(s['cpu_cores'])}, "
+                     f"bench client {s['client_cpu_share']:.2f}; the whole machine "
+                     f"{_fmt(s.get('machine_cores_busy'), digits=2)} (load average "
+                     f"{_load(s.get('load_average'))}); ms per accepted bet (less idle): "
+                     f"{_per(s.get('cpu_ms_per_bet', {}))}")
         if p["generator_lag_s"] > 1.0:
             lines.append(f"    WARNING: the load generator fell {p['generator_lag_s']:.1f} s "
                          "behind its schedule: the offered rate was not reached")

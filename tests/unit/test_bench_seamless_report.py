@@ -7,13 +7,15 @@ from __future__ import annotations
 import pytest
 
 from benchmarks import bench_seamless
-from benchmarks.e2e import seamless
+from benchmarks.e2e import cpu, seamless
 
 
 def mode(accepted_per_s: float, p50: float, p99: float, ok: int) -> dict:
     return {"sustained": {"clients": 64, "seconds": 15.0, "accepted_per_s": accepted_per_s,
                           "latency_p50_s": p50, "latency_p99_s": p99, "answers": {"201": 10},
-                          "client_cpu_share": 0.1, "cpu_cores": {"wallet": 0.9, "x": None}},
+                          "client_cpu_share": 0.1, "cpu_cores": {"wallet": 0.9, "x": None},
+                          "cpu_ms_per_bet": {"wallet": 3.5}, "machine_cores_busy": 1.5,
+                          "load_average": (2.0, 1.0, 0.5)},
             "paced": {"latency_p50_s": p50, "latency_p99_s": p99, "answered": 100,
                       "offered": 100, "answers": {"201": ok, "504 t": 100 - ok},
                       "share_201": ok / 100, "generator_lag_s": 0.0},
@@ -32,7 +34,8 @@ def test_seamless_figures_are_ratios_to_transfer_mode_in_the_same_run() -> None:
         "share_201": pytest.approx(0.8)}
     text = seamless.render(fig)
     assert "seamless 5 ms" in text and "(0.25×)" in text and "80.0% (0.80×)" in text
-    assert "wallet 0.9, x n/a" in text
+    assert "cores busy: wallet 0.9, x n/a" in text and "accepted bet (less idle): wallet 3.5" in text
+    assert "the whole machine 1.5 (load average 2.0/1.0/0.5)" in text
 
 
 def test_a_mode_that_failed_leaves_the_others_and_no_ratio_without_transfer() -> None:
@@ -48,3 +51,10 @@ def test_the_command_line_makes_one_seamless_platform_per_latency() -> None:
                                     ("seamless 50 ms", 50), ("seamless 200 ms", 200)]
     with pytest.raises(SystemExit):
         bench_seamless.parse(["--duration", "0"])
+
+
+def test_the_machines_busy_time_leaves_out_idle_and_iowait() -> None:
+    # user nice system idle iowait irq softirq steal guest guest_nice, in ticks
+    stat = "cpu  300 20 100 5000 80 5 5 10 40 0"
+    assert cpu.machine_busy_seconds(stat, ticks=100) == pytest.approx(4.4)
+    assert cpu.machine_busy_seconds() > 0
