@@ -45,8 +45,10 @@ def test_a_mode_that_failed_leaves_the_others_and_no_ratio_without_transfer() ->
 
 
 def test_the_command_line_makes_one_seamless_platform_per_latency() -> None:
-    opts, path = bench_seamless.parse(["--quick", "--latencies", "5,50,200", "--rate", "300"])
+    opts, path = bench_seamless.parse(["--quick", "--latencies", "5,50,200", "--rate", "300",
+                                       "--repeats", "2"])
     assert opts.duration_s == 3.0 and opts.paced_rate == 300.0 and path is None
+    assert opts.repeats == 2
     assert seamless.modes(opts) == [("transfer", None), ("seamless 5 ms", 5),
                                     ("seamless 50 ms", 50), ("seamless 200 ms", 200)]
     with pytest.raises(SystemExit):
@@ -58,3 +60,11 @@ def test_the_machines_busy_time_leaves_out_idle_and_iowait() -> None:
     stat = "cpu  300 20 100 5000 80 5 5 10 40 0"
     assert cpu.machine_busy_seconds(stat, ticks=100) == pytest.approx(4.4)
     assert cpu.machine_busy_seconds() > 0
+
+
+def test_of_a_modes_repeats_the_one_that_accepted_the_most_is_kept() -> None:
+    slowed, quiet = mode(100.0, 0.5, 2.0, 50), mode(300.0, 0.1, 0.4, 100)
+    assert seamless.best([slowed, quiet, slowed]) is quiet
+    fig = {"options": seamless.Options().__dict__, "errors": [], "seconds": 1.0,
+           "modes": {"transfer": quiet}, "repeats": {"transfer": [slowed, quiet]}}
+    assert "the best of its repeats, which accepted 100, 300 bets/s" in seamless.render(fig)
