@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 CROUPIER := $(VENV)/bin/croupier
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv demo test test-unit test-integration lint bench bench-e2e schemas profiles-release profiles-check kafka-up kafka-down kafka-status topics clean
+.PHONY: help venv demo test test-unit test-integration lint bench bench-e2e bench-seamless schemas profiles-release profiles-check kafka-up kafka-down kafka-status topics clean
 
 help:
 	@echo "make demo        Kafka, topics, the four services, 3 tables and 50 players, then a"
@@ -15,8 +15,11 @@ help:
 	@echo "make test        the whole suite against a real Kafka broker"
 	@echo "make lint        ruff, then mypy (strict for shared/)"
 	@echo "make bench       benchmarks (ratios against a baseline measured in the same run);"
-	@echo "                 the end-to-end one last (BENCH_E2E_ARGS='--quick' to shorten)"
+	@echo "                 the seamless-wallet and end-to-end ones last (BENCH_SEAMLESS_ARGS,"
+	@echo "                 BENCH_E2E_ARGS='--quick' to shorten)"
 	@echo "make bench-e2e   the end-to-end benchmark alone: broker, four services, players, tables"
+	@echo "make bench-seamless  the seamless wallet (reference wallet at 5 and 50 ms) beside the"
+	@echo "                 transfer wallet: accepted bets/s and HTTP p99 as ratios"
 	@echo "make schemas     write the JSON Schema of every event to schemas/"
 	@echo "make profiles-release  freeze each profile's version in shared/profiles/released/"
 	@echo "                 (refused if a released version's content changed: bump its version)"
@@ -70,12 +73,18 @@ profiles-check: venv
 	$(CROUPIER) profiles check
 
 bench: venv
-	BENCH_E2E_ARGS="$(BENCH_E2E_ARGS)" $(PY) benchmarks/run.py
+	BENCH_SEAMLESS_ARGS="$(BENCH_SEAMLESS_ARGS)" BENCH_E2E_ARGS="$(BENCH_E2E_ARGS)" \
+		$(PY) benchmarks/run.py
 
 # the end-to-end benchmark alone: BENCH_E2E_ARGS="--quick" for a smoke run,
 # "--sizes 100,1000,10000 --duration 20 --workers 2 --json e2e.json" and so on
 bench-e2e: venv
 	$(PY) benchmarks/bench_e2e.py $(BENCH_E2E_ARGS)
+
+# the seamless wallet beside the transfer wallet alone: BENCH_SEAMLESS_ARGS="--quick",
+# "--duration 15 --rate 500 --latencies 5,50 --json seamless.json" and so on
+bench-seamless: venv
+	$(PY) benchmarks/bench_seamless.py $(BENCH_SEAMLESS_ARGS)
 
 clean:
 	-[ -x $(CROUPIER) ] && $(CROUPIER) kafka down

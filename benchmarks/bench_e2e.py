@@ -21,7 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.e2e.report import render, write_json  # noqa: E402
+from benchmarks.e2e.cli import add_intake_arguments, intake_fields, print_figures  # noqa: E402
+from benchmarks.e2e.report import render  # noqa: E402
 from benchmarks.e2e.runner import Options, run  # noqa: E402
 
 QUICK = dict(sizes=(10, 50), duration_s=3.0, players=20, clients=16, pipe_messages=2_000,
@@ -33,33 +34,19 @@ def parse(argv: list[str] | None = None) -> tuple[Options, Path | None]:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", help="bets per measured round, comma separated "
                                    "(default 100,1000,10000; --quick: 10,50)")
-    p.add_argument("--duration", type=float, help="seconds of each intake phase (default 20)")
     p.add_argument("--workers", type=int, default=1, help="workers per service (default 1)")
-    p.add_argument("--players", type=int, help="player accounts (default 500)")
-    p.add_argument("--clients", type=int, help="concurrent HTTP clients (default 64)")
-    p.add_argument("--rate", type=float, default=500.0,
-                   help="offered bets/s of the latency phase (default 500)")
     p.add_argument("--lifetime-bets", type=int, help="lifetime bets of the old player "
                                                      "(default 100000)")
     p.add_argument("--budget", type=float, help="seconds after which no new measured round "
                                                 "starts (default 2700)")
-    p.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    p.add_argument("--keep-home", action="store_true",
-                   help="keep the run's temp dir (service logs, broker data)")
-    p.add_argument("--json", type=Path, help="also write every figure to this file")
+    add_intake_arguments(p, duration_s=20)
     a = p.parse_args(argv)
-    fields = dict(QUICK) if a.quick else {}
+    fields = intake_fields(a, QUICK, ("lifetime_bets", a.lifetime_bets), ("budget_s", a.budget))
     if a.sizes:
         fields["sizes"] = tuple(int(s) for s in a.sizes.split(",") if s.strip())
-    for name, value in (("duration_s", a.duration), ("players", a.players),
-                        ("clients", a.clients), ("lifetime_bets", a.lifetime_bets),
-                        ("budget_s", a.budget)):
-        if value is not None:
-            fields[name] = value
     if a.workers < 1 or any(s < 1 for s in fields.get("sizes", (1,))):
         p.error("--workers and every size must be positive")
-    return Options(workers=a.workers, paced_rate=a.rate, keep_home=a.keep_home,
-                   **fields), a.json
+    return Options(workers=a.workers, keep_home=a.keep_home, **fields), a.json
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,10 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     if "baseline" not in figures:
         print(f"bench_e2e: nothing measured: {figures['errors']}", file=sys.stderr)
         return 1
-    print(render(figures))
-    if json_path:
-        write_json(figures, json_path)
-        print(f"figures written to {json_path}")
+    print_figures(figures, render, json_path)
     return 1 if figures["errors"] and not figures.get("rounds") else 0
 
 

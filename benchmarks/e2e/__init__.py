@@ -1,4 +1,5 @@
-"""The end-to-end benchmark (`benchmarks/bench_e2e.py`): one concept per module.
+"""The end-to-end benchmarks (`benchmarks/bench_e2e.py`, `benchmarks/bench_seamless.py`):
+one concept per module.
 
 pipe      the baseline: a raw 4-hop aiokafka consume→produce pipe on the same broker
 platform  a private broker, the topic catalogue and the four services as processes
@@ -14,4 +15,6 @@ lifetime  a player's per-bet cost after many lifetime bets (the wallet's pure ha
 stats     percentiles
 report    targets, ratios, the printout and the JSON
 runner    the order of the phases, and cleaning up whatever happens
+seamless  the seamless wallet's intake beside the transfer wallet's, as ratios (issue 20)
+cli       the command line both share
 """

@@ -30,6 +30,17 @@ def cpu_seconds(pid: int) -> float | None:
         return None
 
 
+def machine_busy_seconds(stat: str | None = None, ticks: int = CLOCK_TICKS) -> float:
+    """CPU seconds the whole machine has been busy since boot, summed over its cores (the
+    first line of /proc/stat less idle and iowait): over a phase, the difference divided
+    by its length is how many cores were busy, whoever used them (another run included)."""
+    if stat is None:
+        with open("/proc/stat") as f:
+            stat = f.readline()
+    ticks_by_state = [int(x) for x in stat.split()[1:9]]  # user .. steal (guest is in user)
+    return (sum(ticks_by_state) - ticks_by_state[3] - ticks_by_state[4]) / ticks
+
+
 def snapshot(pids: Mapping[str, int]) -> dict[str, float | None]:
     return {name: cpu_seconds(pid) for name, pid in pids.items()}
 

@@ -16,8 +16,18 @@ from collections import Counter
 
 from benchmarks.e2e.players import Players
 from benchmarks.e2e.stats import summary
+from benchmarks.e2e.tables import BenchTable
 
 Target = tuple[str, str]  # table id, round id
+
+
+async def open_targets(tables: list[BenchTable], players: Players) -> list[Target]:
+    """A new round open on each table, once the wallet has seen it open (it refuses bets
+    on a round it has not): the targets the intake phases bet on."""
+    targets = [(table.table_id, await table.open_round()) for table in tables]
+    for table_id, round_id in targets:
+        await players.wait_round_open(table_id, round_id)
+    return targets
 
 
 def _status(answer) -> str:

@@ -1,5 +1,8 @@
 """A platform of the benchmark's own: a private broker on free ports, its own
 CROUPIER_HOME in a temp dir, the topic catalogue, and the four services as processes.
+With `wallet_mode="seamless"`, the wallet settles against the reference operator wallet
+(its own process on a free port, started by the Stack), answering every call after
+`operator_latency_ms` (its `latency_ms` fault).
 
 Nothing is shared with a broker or services an engineer may be running, and `close()`
 stops everything it started, whatever state the run ended in.
@@ -18,6 +21,7 @@ from croupier.services.demo.stack import Stack, ensure_kafka
 from croupier.services.infra.faust_app import service_port
 from croupier.services.infra.local_broker import LocalBroker
 from croupier.services.infra.settings import Settings
+from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
 from tests.conftest import free_port
 
 
@@ -30,6 +34,8 @@ def _port(settings: Settings, service: str, worker: int) -> int:
 class Platform:
     workers: int = 1
     betting_window_s: int = 1800
+    wallet_mode: str = "transfer"  # or "seamless"
+    operator_latency_ms: int = 0  # seamless: the reference wallet's delay before each answer
     home: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="croupier-e2e-")))
     broker: LocalBroker | None = None
     stack: Stack | None = None
@@ -47,16 +53,30 @@ class Platform:
             kafka_bootstrap_servers=external or self.broker.bootstrap, home=self.home / "home",
             instance=f"bench-{uuid.uuid4().hex[:8]}", betting_window_seconds=self.betting_window_s,
             dealer_event_port=free_port(), game_evaluation_port=free_port(),
-            bet_settlement_port=free_port(), wallet_port=free_port())
+            bet_settlement_port=free_port(), wallet_port=free_port(),
+            wallet_mode=self.wallet_mode, operator_wallet_url=(
+                f"http://127.0.0.1:{free_port()}" if self.wallet_mode == "seamless" else None))
         ensure_kafka(self.settings)
         return self.settings.bootstrap_servers
 
     def start_services(self, timeout_s: float = 180.0) -> Stack:
         self.stack = Stack(self.settings, workers=self.workers, port_of=_port).start(timeout_s)
+        if self.operator_latency_ms:
+            with OperatorWalletClient(self.operator_wallet_url) as admin:
+                admin.set_faults(latency_ms=self.operator_latency_ms)
         return self.stack
 
+    @property
+    def operator_wallet_url(self) -> str | None:
+        """The reference operator wallet's URL in seamless mode, else None."""
+        return self.settings.operator_wallet_url if self.wallet_mode == "seamless" else None
+
     def pids(self) -> dict[str, int]:
-        return {label: p.proc.pid for label, p in self.stack.processes.items() if p.proc}
+        """The service workers' pids, and the reference operator wallet's (seamless)."""
+        procs = dict(self.stack.processes)
+        if self.stack.operator_wallet is not None:
+            procs["operator-wallet"] = self.stack.operator_wallet
+        return {label: p.proc.pid for label, p in procs.items() if p.proc}
 
     def dead(self) -> list[str]:
         """Service workers that have exited (a crash under load is a result, not a hang)."""

@@ -19,7 +19,7 @@ import uuid
 from dataclasses import dataclass
 
 from benchmarks.e2e import cpu, lifetime
-from benchmarks.e2e.load import closed_loop, open_loop
+from benchmarks.e2e.load import closed_loop, open_loop, open_targets
 from benchmarks.e2e.pipe import baseline
 from benchmarks.e2e.platform import Platform
 from benchmarks.e2e.players import Players
@@ -50,11 +50,12 @@ class Options:
     keep_home: bool = False
 
 
-def _say(text: str) -> None:
+def say(text: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {text}", flush=True)
 
 
-async def _idle_rate(pids: dict[str, int], seconds: float = 5.0) -> dict[str, float]:
+async def idle_rate(pids: dict[str, int], seconds: float = 5.0) -> dict[str, float]:
+    """CPU seconds per second each process burns with no load (timers, lag probes)."""
     before = cpu.snapshot(pids)
     await asyncio.sleep(seconds)
     return {k: (v or 0.0) / seconds for k, v in cpu.delta(before, cpu.snapshot(pids)).items()}
@@ -62,19 +63,15 @@ async def _idle_rate(pids: dict[str, int], seconds: float = 5.0) -> dict[str, fl
 
 async def _intake(opts: Options, plat: Platform, players: Players, watcher: LogWatcher,
                   tables: list[BenchTable], idle: dict[str, float], fig: dict) -> None:
-    targets = []
-    for table in tables:
-        round_id = await table.open_round()
+    targets = await open_targets(tables, players)
+    for _, round_id in targets:
         watcher.track(round_id)
-        targets.append((table.table_id, round_id))
-    for table_id, round_id in targets:
-        await players.wait_round_open(table_id, round_id)
     pids = plat.pids()
     watcher.pause()
     before, t0 = cpu.snapshot(pids), time.monotonic()
-    _say(f"intake: closed loop, {opts.clients} clients for {opts.duration_s:g} s")
+    say(f"intake: closed loop, {opts.clients} clients for {opts.duration_s:g} s")
     sustained = await closed_loop(players, targets, opts.clients, opts.duration_s)
-    _say(f"  {sustained['accepted_per_s']:.0f} accepted bets/s; open loop at "
+    say(f"  {sustained['accepted_per_s']:.0f} accepted bets/s; open loop at "
          f"{opts.paced_rate:g}/s for {opts.duration_s:g} s")
     paced = await open_loop(players, targets, opts.paced_rate, opts.duration_s)
     accepted = sustained["accepted"] + sum(v for k, v in paced["answers"].items()
@@ -86,7 +83,7 @@ async def _intake(opts: Options, plat: Platform, players: Players, watcher: LogW
                      "cpu_ms_per_bet_total": None if None in per_worker.values()
                      else sum(per_worker.values())}
     watcher.resume()
-    _say(f"  p99 {paced['latency_p99_s']}; settling the {accepted} intake bets")
+    say(f"  p99 {paced['latency_p99_s']}; settling the {accepted} intake bets")
     tracks = [watcher.track(r) for _, r in targets]
     decided = await watcher.wait(lambda: sum(t.decided for t in tracks) >= accepted,
                                  opts.settle_timeout_s, abort=plat.dead)
@@ -120,12 +117,12 @@ async def _intake(opts: Options, plat: Platform, players: Players, watcher: LogW
 
 async def _run(opts: Options, plat: Platform, fig: dict) -> None:
     deadline = time.monotonic() + opts.budget_s
-    _say("broker: starting a private one")
+    say("broker: starting a private one")
     bootstrap = await asyncio.to_thread(plat.start_broker)
-    _say(f"baseline: 4-hop pipe, {opts.pipe_messages} messages, then {opts.paced_rate:g}/s")
+    say(f"baseline: 4-hop pipe, {opts.pipe_messages} messages, then {opts.paced_rate:g}/s")
     fig["baseline"] = await baseline(bootstrap, opts.pipe_messages, opts.paced_rate,
                                      min(opts.duration_s, 10.0))
-    _say(f"  {fig['baseline']['messages_per_s']:.0f} msg/s; starting the services "
+    say(f"  {fig['baseline']['messages_per_s']:.0f} msg/s; starting the services "
          f"({opts.workers} worker(s) each)")
     await asyncio.to_thread(plat.start_services)
     settings = plat.settings
@@ -137,12 +134,12 @@ async def _run(opts: Options, plat: Platform, fig: dict) -> None:
               for i in range(opts.load_tables + 1)]
     try:
         await watcher.start()
-        _say(f"players: {opts.players} accounts")
+        say(f"players: {opts.players} accounts")
         await players.setup(opts.players)
         for table in tables:
             await table.new_shoe()
         pids = plat.pids()
-        idle = await _idle_rate(pids)
+        idle = await idle_rate(pids)
         fig["idle_cpu_share"] = idle
         await _intake(opts, plat, players, watcher, tables[:-1], idle, fig)
         fig["rounds"] = []
@@ -154,11 +151,11 @@ async def _run(opts: Options, plat: Platform, fig: dict) -> None:
                 fig["errors"].append(f"round of {size} skipped: the run's budget of "
                                      f"{opts.budget_s:.0f} s is spent")
                 continue
-            _say(f"round of {size} bets")
+            say(f"round of {size} bets")
             r = await play_round(tables[-1], players, watcher, size, opts.clients, plat.pids(),
                                  idle, opts.settle_timeout_s + size * 0.02, abort=plat.dead)
             fig["rounds"].append(r)
-            _say(f"  last credit {r['completion_to_last_credit_s']} s after completion, "
+            say(f"  last credit {r['completion_to_last_credit_s']} s after completion, "
                  f"{'ok' if r['ok'] else r['errors']}")
         by_size = {r["size"]: r for r in fig["rounds"] if r["cpu_ms_per_bet_total"]}
         if len(by_size) >= 2:
@@ -171,7 +168,7 @@ async def _run(opts: Options, plat: Platform, fig: dict) -> None:
         for r in fig["rounds"]:
             if r["completed_at_ms"] is None:
                 continue
-            _say(f"replay of the {r['size']}-bet round")
+            say(f"replay of the {r['size']}-bet round")
             fig["replay"][str(r["size"])] = await asyncio.to_thread(
                 timed_replay, settings, r["table_id"], r["round_id"], r["completed_at_ms"],
                 opts.replay_timeout_s)
@@ -181,7 +178,7 @@ async def _run(opts: Options, plat: Platform, fig: dict) -> None:
         await players.close()
         for table in tables:
             await table.close()
-    _say("stopping the services; scanning every topic for the largest record")
+    say("stopping the services; scanning every topic for the largest record")
     await asyncio.to_thread(plat.stop_services)
     fig["records"] = await asyncio.to_thread(largest_records, bootstrap)
 
@@ -190,12 +187,18 @@ def _terminate(signum, frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 
-def run(opts: Options) -> dict:
-    """Every figure as a dict; the platform is stopped and removed on any outcome."""
+def prepare_process() -> None:
+    """SIGTERM unwinds like Ctrl-C (so every platform is stopped), and the Kafka clients'
+    logs are quiet: fresh topics make aiokafka log leader elections as warnings, and the
+    figures are the output."""
     signal.signal(signal.SIGTERM, _terminate)
-    # fresh topics make aiokafka log leader elections as warnings; the figures are the output
     logging.getLogger("aiokafka").setLevel(logging.CRITICAL)
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
+
+
+def run(opts: Options) -> dict:
+    """Every figure as a dict; the platform is stopped and removed on any outcome."""
+    prepare_process()
     fig: dict = {"options": opts.__dict__, "errors": [], "load_average_at_start": os.getloadavg()}
     plat = Platform(workers=opts.workers)
     began = time.monotonic()
@@ -205,9 +208,9 @@ def run(opts: Options) -> dict:
         fig["errors"].append(f"{type(exc).__name__}: {exc}")
         traceback.print_exc()
     finally:
-        _say("stopping the broker")
+        say("stopping the broker")
         plat.close(keep_home=opts.keep_home)
-    _say("lifetime player cost through the wallet's pure handlers")
+    say("lifetime player cost through the wallet's pure handlers")
     fig["lifetime"] = lifetime.measure(opts.lifetime_bets)
     fig["seconds"] = time.monotonic() - began
     fig["load_average_at_end"] = os.getloadavg()
