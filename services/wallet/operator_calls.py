@@ -29,10 +29,11 @@ from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import aiohttp
 
 from croupier.services.infra import metrics
 from croupier.services.infra.clock import Clock
+from croupier.services.infra.http_retry import read_reply
 from croupier.services.infra.own_log import PartitionState
 from croupier.services.wallet.commands import OperatorAnswered
 from croupier.services.wallet.ledger_fold import pending_calls
@@ -75,13 +76,14 @@ class OperatorCaller:
 
     def __init__(self, config: CallerSettings, send: Callable[[OperatorAnswered], Awaitable[None]],
                  clock: Clock, owns: Callable[[str], bool],
-                 client: httpx.AsyncClient | None = None) -> None:
+                 ) -> None:
         self.config = config
         self.send = send
         self.clock = clock
         self.owns = owns  # does this worker still own the player's partition?
-        self.client = client or httpx.AsyncClient(
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=50))
+        # aiohttp, made in the running loop: a fraction of httpx's CPU a request, and the
+        # wallet makes one for every bet (docs/decisions/seamless.md)
+        self._session: aiohttp.ClientSession | None = None
         self.running: dict[tuple[str, str], asyncio.Task[None]] = {}
 
     def start_all(self, calls: list[OperatorCall]) -> None:
@@ -171,11 +173,11 @@ class OperatorCaller:
         body = request.body()
         headers = signature_headers(body, self.config.key_id, self.config.secret)
         started = time.monotonic()
-        try:  # the whole delivery within the timeout (httpx's own bound each read alone)
-            response = await asyncio.wait_for(self.client.post(
-                f"{self.config.url}/{request.kind}", content=body, headers=headers,
-                timeout=timeout_s), timeout_s)
-        except (httpx.HTTPError, TimeoutError) as error:
+        try:  # the whole delivery within the timeout, the body read included
+            response = await asyncio.wait_for(read_reply(
+                self.session, "POST", f"{self.config.url}/{request.kind}", data=body,
+                headers=headers), timeout_s)
+        except (aiohttp.ClientError, TimeoutError) as error:
             return self._no_answer(request, f"{type(error).__name__}: {error}"
                                    if str(error) else f"no answer in {timeout_s:g} s")
         finally:
@@ -222,7 +224,14 @@ class OperatorCaller:
                 await asyncio.sleep(pause)
                 pause = min(2 * pause, self.config.retry_max_s)
 
+    @property
+    def session(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=200))
+        return self._session
+
     async def close(self) -> None:
         for task in list(self.running.values()):
             task.cancel()
-        await self.client.aclose()
+        if self._session is not None:
+            await self._session.close()

@@ -1,6 +1,6 @@
-"""The seamless wallet's caller, over a double of the operator's HTTP API (httpx's
-MockTransport: a unit test of the delivery rules; the live tests run the reference
-operator wallet): a debit is delivered once and timed out; a credit or rollback is
+"""The seamless wallet's caller, against a double of the operator's HTTP API (a scripted
+aiohttp server on this machine: a unit test of the delivery rules; the live tests run the
+reference operator wallet): a debit is delivered once and timed out; a credit or rollback is
 delivered again until a definitive answer; a rollback waits for what it undoes; a debit
 found owed at a recovery is answered `no_answer` at once; every request is signed."""
 
@@ -10,7 +10,7 @@ import asyncio
 import functools
 from datetime import UTC, datetime
 
-import httpx
+from aiohttp import web
 
 from croupier.services.infra.clock import SystemClock
 from croupier.services.infra.own_log import PartitionState
@@ -24,6 +24,7 @@ from croupier.shared.events.operator_wallet import (
     WalletResponse,
     verify,
 )
+from tests.conftest import free_port
 
 AT = datetime(2026, 12, 3, tzinfo=UTC)
 
@@ -45,57 +46,79 @@ def request(kind, txid, ref=None, amount=100) -> WalletRequest:
 
 
 class Operator:
-    """The double: answers each path by a script, records what it was sent."""
+    """The double: answers each delivery by a script, records what it was sent."""
 
     def __init__(self, script) -> None:
-        self.script = script  # (kind, delivery n) -> "ok" | "500" | "slow" | error code
+        self.script = script  # (request, delivery n) -> "ok" | "500" | "slow" | error code
         self.seen: list[tuple[str, str]] = []
         self.deliveries: dict[str, int] = {}
+        self.url = ""
+        self.runner: web.AppRunner | None = None
 
-    async def __call__(self, http: httpx.Request) -> httpx.Response:
-        body = http.content
+    async def __aenter__(self) -> Operator:
+        app = web.Application()
+        app.router.add_post("/{kind}", self.handle)
+        self.runner = web.AppRunner(app)
+        await self.runner.setup()
+        port = free_port()
+        await web.TCPSite(self.runner, "127.0.0.1", port).start()
+        self.url = f"http://127.0.0.1:{port}"
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        assert self.runner is not None
+        await self.runner.cleanup()
+
+    async def handle(self, http: web.Request) -> web.Response:
+        body = await http.read()
         assert verify(body, http.headers.get(KEY_ID_HEADER), http.headers.get(SIGNATURE_HEADER),
                       KEYS) is None, "every request is signed"
         sent = WalletRequest.model_validate_json(body)
         n = self.deliveries[sent.transaction_id] = self.deliveries.get(sent.transaction_id, 0) + 1
-        self.seen.append((sent.transaction_id, http.url.path))
+        self.seen.append((sent.transaction_id, http.path))
         what = self.script(sent, n)
         if what == "slow":  # answers, but after the caller stopped waiting
-            await asyncio.sleep(5)
+            await asyncio.sleep(1)
             what = "ok"
         if what == "500":
-            return httpx.Response(500, text="down")
+            return web.Response(status=500, text="down")
         if what == "ok":
-            return httpx.Response(200, content=WalletResponse(
+            return web.Response(status=200, content_type="application/json", text=WalletResponse(
                 status="ok", transaction_id=sent.transaction_id, balance=900).model_dump_json())
-        return httpx.Response(404 if what == "transaction_not_found" else 402,
-                              content=WalletResponse(status="error",
-                                                     transaction_id=sent.transaction_id,
-                                                     error_code=what).model_dump_json())
+        return web.Response(status=404 if what == "transaction_not_found" else 402,
+                            content_type="application/json", text=WalletResponse(
+                                status="error", transaction_id=sent.transaction_id,
+                                error_code=what).model_dump_json())
 
 
 def caller(operator: Operator, sent: list, owns=lambda _p: True) -> OperatorCaller:
     async def send(answered):
         sent.append((answered.transaction_id, answered.answer))
 
-    config = CallerSettings(url="http://operator", key_id="k1", secret=KEYS["k1"],
+    config = CallerSettings(url=operator.url, key_id="k1", secret=KEYS["k1"],
                             debit_timeout_s=0.2, call_timeout_s=0.2, retry_max_s=0.05)
-    return OperatorCaller(config, send, SystemClock(), owns,
-                          client=httpx.AsyncClient(transport=httpx.MockTransport(operator)))
+    return OperatorCaller(config, send, SystemClock(), owns)
 
 
-async def settle(c: OperatorCaller) -> None:
+async def serve(script) -> Operator:
+    return await Operator(script).__aenter__()
+
+
+async def settle(c: OperatorCaller, op: Operator) -> None:
+    """Every call delivered and answered; then the caller and the double closed."""
     while c.running:
         await asyncio.wait(set(c.running.values()))
+    await c.close()
+    await op.__aexit__()
 
 
 @run
 async def test_a_debit_is_delivered_once_and_a_slow_one_is_no_answer():
     sent: list = []
-    op = Operator(lambda r, n: "slow")
+    op = await serve(lambda r, n: "slow")
     c = caller(op, sent)
     c.start(OperatorCall(request=request("debit", "debit:b1")))
-    await settle(c)
+    await settle(c, op)
     assert op.deliveries == {"debit:b1": 1}
     assert [(t, a.outcome) for t, a in sent] == [("debit:b1", "no_answer")]
 
@@ -103,9 +126,10 @@ async def test_a_debit_is_delivered_once_and_a_slow_one_is_no_answer():
 @run
 async def test_a_definitive_no_is_recorded_as_refused():
     sent: list = []
-    c = caller(Operator(lambda r, n: "insufficient_funds"), sent)
+    op = await serve(lambda r, n: "insufficient_funds")
+    c = caller(op, sent)
     c.start(OperatorCall(request=request("debit", "debit:b1")))
-    await settle(c)
+    await settle(c, op)
     assert [(t, a.outcome, a.error_code) for t, a in sent] == [
         ("debit:b1", "refused", "insufficient_funds")]
 
@@ -113,10 +137,10 @@ async def test_a_definitive_no_is_recorded_as_refused():
 @run
 async def test_a_credit_is_delivered_again_until_it_is_answered():
     sent: list = []
-    op = Operator(lambda r, n: "500" if n < 3 else ("slow" if n == 3 else "ok"))
+    op = await serve(lambda r, n: "500" if n < 3 else ("slow" if n == 3 else "ok"))
     c = caller(op, sent)
     c.start(OperatorCall(request=request("credit", "credit:s1", ref="debit:b1")))
-    await settle(c)
+    await settle(c, op)
     assert op.deliveries == {"credit:s1": 4}
     assert [(t, a.outcome, a.attempts) for t, a in sent] == [("credit:s1", "ok", 4)]
 
@@ -124,34 +148,35 @@ async def test_a_credit_is_delivered_again_until_it_is_answered():
 @run
 async def test_a_call_for_a_player_this_worker_lost_is_left_to_its_owner():
     sent: list = []
-    c = caller(Operator(lambda r, n: "500"), sent, owns=lambda _p: False)
+    op = await serve(lambda r, n: "500")
+    c = caller(op, sent, owns=lambda _p: False)
     c.start(OperatorCall(request=request("rollback", "rollback:debit:b1", ref="debit:b1")))
-    await settle(c)
+    await settle(c, op)
     assert sent == []
 
 
 @run
 async def test_a_rollback_waits_for_the_credit_it_undoes():
     sent: list = []
-    op = Operator(lambda r, n: "500" if r.kind == "credit" and n < 3 else "ok")
+    op = await serve(lambda r, n: "500" if r.kind == "credit" and n < 3 else "ok")
     c = caller(op, sent)
     c.start(OperatorCall(request=request("credit", "credit:s1", ref="debit:b1")))
     c.start(OperatorCall(request=request("rollback", "rollback:credit:s1", ref="credit:s1")))
-    await settle(c)
+    await settle(c, op)
     assert [t for t, _ in op.seen] == ["credit:s1"] * 3 + ["rollback:credit:s1"]
 
 
 @run
 async def test_a_recovery_answers_an_owed_debit_no_answer_and_delivers_the_rest():
     sent: list = []
-    op = Operator(lambda r, n: "ok")
+    op = await serve(lambda r, n: "ok")
     c = caller(op, sent)
     state = PartitionState(0)
     for call in (OperatorCall(request=request("debit", "debit:b9")),
                  OperatorCall(request=request("credit", "credit:s1", ref="debit:b1"))):
         state.kv[call_key("p1", call.request.transaction_id)] = call
     c.resume(state)
-    await settle(c)
+    await settle(c, op)
     assert op.deliveries == {"credit:s1": 1}, "the owed debit is not asked again"
     assert sorted((t, a.outcome) for t, a in sent) == [("credit:s1", "ok"),
                                                        ("debit:b9", "no_answer")]
