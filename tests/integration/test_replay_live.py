@@ -178,9 +178,11 @@ def test_a_round_of_many_players_reads_the_wallet_once(platform_kafka, popular):
     assert len(report.bets) == 300 and len({b.player_id for b in report.bets}) == 150
     assert len(rec.wallet) == wallet_of_round
     # each topic's window is read once, not once per player (table.events twice: the round,
-    # then past its end for corrections after the fact)
+    # then past its end for corrections after the fact; wallet.operator_calls too, empty in
+    # transfer mode)
     assert dict(reader.window_reads) == {"table.events": 2} | {topic: 1 for topic in (
-        "round.results", "bets.decisions", "bets.settled", "wallet.transactions")}
+        "round.results", "bets.decisions", "bets.settled", "wallet.transactions",
+        "wallet.operator_calls")}
     # one pass over the window: read per player, the 150 players' partitions (4) would
     # have been read 150 times, about 37 times the round's wallet records
     assert reader.records_by_topic["wallet.transactions"] < 2 * wallet_of_round
