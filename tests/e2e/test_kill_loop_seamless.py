@@ -31,11 +31,11 @@ from tests.conftest import free_port
 from tests.e2e.platform_support import platform_settings, settle_and_rebuild, worker_port
 
 pytestmark = pytest.mark.kafka
-KILLS = 8
+KILLS = 6
 EMPTY_STORE_EVERY = 4
 WARM_UP_S = 6.0
 BETWEEN_KILLS_S = (1.0, 2.5)
-OPERATOR_RESTART_AT = 4  # the operator wallet is killed -9 before this kill
+OPERATOR_RESTART_AT = 3  # the operator wallet is killed -9 before this kill
 SEED = 23
 FAULTS = Faults(latency_ms=5, error_rate=0.05, late_rate=0.05, late_ms=3_500, drop_rate=0.05,
                 duplicate_rate=0.05, seed=SEED)
