@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -26,6 +27,9 @@ pytestmark = pytest.mark.kafka
 WORKERS = 2
 KILL_AFTER_S = 25.0  # into the session: tables are dealing and players betting
 KILL_EVERY_S = 4.0  # one service's second worker after another
+VOLUME_BETS = 5_300  # bets answered 201 before the tables stop (5,000 checked, from the log)
+VOLUME_ROUNDS = 102
+DEAL_FOR_S = 360.0
 
 
 @pytest.fixture(scope="module")
@@ -34,19 +38,32 @@ def platform(platform_kafka, tmp_path_factory):
     ensure_kafka(settings)
     stack = Stack(settings, workers=WORKERS, port_of=worker_port).start()
     try:
-        config = DemoConfig(rounds=17, players=50, profiles=tuple(list_profiles()),
+        # the tables deal until the volume is reached (or DEAL_FOR_S is up): 17 rounds of
+        # 6 tables on an idle machine, longer on a slower one, never a thinner run
+        config = DemoConfig(forever=True, players=50, profiles=tuple(list_profiles()),
                             betting_pause=3.0, bets_per_player=2, seed=11)
+        seen = {"placed": 0, "rounds": 0}
+
+        def progress(tables, answers, _seconds):
+            seen["placed"] = answers.get("201", 0)
+            seen["rounds"] = sum(t.rounds_completed + t.rounds_voided for t in tables.values())
 
         async def play_while_killing():
             """Tables and players talk to each service's first worker (which forwards to
             the owner); each service's second worker is killed -9 while they play."""
             session = asyncio.create_task(play(settings, config, stack.url("dealer-event"),
-                                               stack.url("wallet")))
+                                               stack.url("wallet"), progress))
+            began = time.monotonic()
             await asyncio.sleep(KILL_AFTER_S)
             for service in SERVICE_NAMES:
                 assert not session.done(), "the session ended before the kills"
                 await asyncio.to_thread(stack.processes[worker_name(service, 1)].kill)
                 await asyncio.sleep(KILL_EVERY_S)
+            while (seen["placed"] < VOLUME_BETS or seen["rounds"] < VOLUME_ROUNDS) \
+                    and time.monotonic() - began < DEAL_FOR_S:
+                assert not session.done(), "the session ended before the volume"
+                await asyncio.sleep(0.5)
+            session.cancel()  # every table ends its round, none half dealt
             return await session
 
         run = asyncio.run(play_while_killing())
