@@ -167,9 +167,13 @@ def test_issue12_a_bet_counts_by_its_time_not_by_arrival_live(platform):
         inject_bet(platform, table, "t1", f"after-{RUN}", closes_at + timedelta(seconds=5))
         inject_bet(platform, table, "t1", f"before-{RUN}", closes_at - timedelta(seconds=1))
         wait_for(lambda: datetime.now(UTC) >= closes_at, "the betting timer", 30)
-        table.close("t1")
+        # stamped before the close and written once the timer ran out, as a wallet worker
+        # that stamped it in time publishes it: before its intake mark, which it writes only
+        # once it reads the close below (written after the close, the bet could land behind
+        # the mark, which no wallet does, and be rejected: the CI failure of stop 25)
         inject_bet(platform, table, "t1", f"before-read-after-{RUN}",
                    closes_at - timedelta(milliseconds=100))
+        table.close("t1")
         wait_for(lambda: any(r["type"] == "intake_mark" and r["round_id"] == "t1"
                              for r in read_topic(platform.bootstrap, "bets.placed")),
                  "the wallet's intake mark")
