@@ -50,8 +50,12 @@ topics: kafka-up
 demo: topics
 	$(CROUPIER) demo $(DEMO_ARGS)
 
+# the suite's modules in TEST_WORKERS pytest-xdist processes, each module whole in one
+# (its platform and broker are module-scoped); TEST_WORKERS=0 runs it in this process
+TEST_WORKERS ?= 2
+
 test: venv
-	$(PY) -m pytest
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-unit: venv
 	$(PY) -m pytest tests/unit

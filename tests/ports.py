@@ -6,6 +6,9 @@ given its port about 5 s before it binds it; meanwhile the running module's clie
 hundreds of connections, and one of them can take that port (CI saw `BindException:
 Address already in use`). So ports are picked below the ephemeral range, where no
 outgoing connection lands, never the same one twice in a run, and checked free by a bind.
+`make test` runs the suite in several pytest-xdist workers: each takes its ports from a
+slice of the range of its own, so two workers never pick the same port (one may hold a
+port for seconds before its server binds it).
 """
 
 from __future__ import annotations
@@ -41,6 +44,18 @@ def _bindable(port: int) -> bool:
     return True
 
 
+def worker_slice(lowest: int, ceiling: int, env: dict[str, str]) -> tuple[int, int]:
+    """This process's part of [lowest, ceiling): all of it outside pytest-xdist, else the
+    slice of worker `gwN` among PYTEST_XDIST_WORKER_COUNT equal slices."""
+    worker, count = env.get("PYTEST_XDIST_WORKER", ""), env.get("PYTEST_XDIST_WORKER_COUNT")
+    if not (worker.startswith("gw") and worker[2:].isdigit() and count and count.isdigit()):
+        return lowest, ceiling
+    index, count_n = int(worker[2:]), max(int(count), 1)
+    size = (ceiling - lowest) // count_n
+    low = lowest + (index % count_n) * size
+    return low, low + size
+
+
 def free_port() -> int:
     """A loopback port outside the ephemeral range, free now and not given before in this run."""
     ceiling = _ceiling()
@@ -48,10 +63,11 @@ def free_port() -> int:
         with socket.socket() as sock:
             sock.bind(("127.0.0.1", 0))
             return int(sock.getsockname()[1])
+    low, high = worker_slice(LOWEST, ceiling, dict(os.environ))
     with _lock:
-        for _ in range(ceiling - LOWEST):
-            port = _rng.randrange(LOWEST, ceiling)
+        for _ in range(high - low):
+            port = _rng.randrange(low, high)
             if port not in _given and _bindable(port):
                 _given.add(port)
                 return port
-    raise RuntimeError(f"no free loopback port in {LOWEST}-{ceiling - 1}")
+    raise RuntimeError(f"no free loopback port in {low}-{high - 1}")

@@ -14,6 +14,7 @@ are applied by the admin principal once the broker is ready (`kafka_security`).
 from __future__ import annotations
 
 import base64
+import fcntl
 import os
 import shutil
 import signal
@@ -50,6 +51,17 @@ def maven_jars(pom: Path, lib: Path, what: str) -> tuple[Path, bool]:
     the S3-compatible test server's). Returns (lib dir, downloaded?)."""
     if (lib / JARS_MARKER).exists():
         return lib, False
+    # several processes may ask at once on a fresh machine (the test suite's workers): one
+    # fetches, the others wait for it and find the marker
+    lib.parent.mkdir(parents=True, exist_ok=True)
+    with open(lib.with_name(lib.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (lib / JARS_MARKER).exists():
+            return lib, False
+        return _fetch_jars(pom, lib, what), True
+
+
+def _fetch_jars(pom: Path, lib: Path, what: str) -> Path:
     if shutil.which("mvn") is None:
         raise BrokerError(f"Maven (mvn) is needed once to fetch the {what} jars; install maven")
     staging = lib.with_name(lib.name + ".partial")
@@ -62,7 +74,7 @@ def maven_jars(pom: Path, lib: Path, what: str) -> tuple[Path, bool]:
     shutil.rmtree(lib, ignore_errors=True)
     staging.rename(lib)
     (lib / JARS_MARKER).write_text(f"{what}\n")
-    return lib, True
+    return lib
 
 
 def ensure_jars(cache_dir: Path) -> tuple[Path, bool]:
