@@ -28,6 +28,12 @@ def instance_for(home: Path) -> str:
 
 @pytest.fixture(scope="session")
 def kafka_bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The broker the modules of one pytest process share, for records stamped as they are
+    written. A module that writes records stamped in the past or the future (a floor played
+    20 minutes ago, a shoe an hour ago, an annulment 3 minutes on) takes `platform_kafka`:
+    the replay reads a round by time, and a window that meets another module's record
+    stamped past its end stops there, before the round's own (under pytest-xdist the modules
+    before it on the shared broker change from run to run)."""
     external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
     if external:
         yield external

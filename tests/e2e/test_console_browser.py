@@ -55,13 +55,13 @@ def wait_for(check, timeout_s: float = 20.0, what: str = "the page"):
 
 
 @pytest.fixture(scope="module")
-def console(kafka_bootstrap, tmp_path_factory):
+def console(platform_kafka, tmp_path_factory):
     """The log, the wallet, the operator API and a browser, started once for the module."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     home = tmp_path_factory.mktemp("console")
-    settings = platform_settings(kafka_bootstrap, home)
+    settings = platform_settings(platform_kafka, home)
     ensure_kafka(settings)  # the topics, and the ACLs of this platform's own topics
     run = uuid.uuid4().hex[:6]
     table, players = f"C{run}", [f"cp{run}-{i}" for i in range(4)]
@@ -71,8 +71,8 @@ def console(kafka_bootstrap, tmp_path_factory):
               for i in range(12)]
     letter = dead_letter("dealer-event", "dealer.inputs", 0, 7, b"T", b'{"not": "an input"}',
                          ValueError("no such command"), datetime.now(UTC))
-    floor.produce(kafka_bootstrap)
-    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, **kafka_python_options(ADMIN))
+    floor.produce(platform_kafka)
+    producer = KafkaProducer(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))
     topic, key, value = record_of(letter)
     producer.send(topic, key=key, value=value).get(timeout=30)
     producer.close()
@@ -96,7 +96,7 @@ def console(kafka_bootstrap, tmp_path_factory):
         browser.implicitly_wait(0)
         yield {"url": url, "wallet": wallet.base_url, "browser": browser, "table": table,
                "played": played, "players": players, "floor": floor, "letter": letter,
-               "bootstrap": kafka_bootstrap, "token": settings.operator_token}
+               "bootstrap": platform_kafka, "token": settings.operator_token}
     finally:
         if browser is not None:
             browser.quit()

@@ -18,20 +18,20 @@ pytestmark = pytest.mark.kafka
 
 
 @pytest.fixture(scope="module")
-def annulled(kafka_bootstrap):
-    apply_topics(kafka_bootstrap)
+def annulled(platform_kafka):
+    apply_topics(platform_kafka)
     run = uuid.uuid4().hex[:6]
     rec = RecordedRound(table_id=f"A{run}", round_id=f"R-{run}", t0=datetime.now(UTC),
                         bets=((f"b1-{run}", f"alice-{run}", "banker", 1_000),
                               (f"b2-{run}", f"bob-{run}", "player", 500)))
     rec.annul(after=timedelta(minutes=3))  # past the 2 minutes a replay reads by default
-    produce_rounds(kafka_bootstrap, [rec])
+    produce_rounds(platform_kafka, [rec])
     return rec
 
 
 def test_issue12_item8_an_annulled_round_replays_with_settlement_reversal_and_refund(
-        kafka_bootstrap, annulled):
-    done = croupier(kafka_bootstrap, *replay_args(annulled, "--annulled-within", "10",
+        platform_kafka, annulled):
+    done = croupier(platform_kafka, *replay_args(annulled, "--annulled-within", "10",
                                                   "--format", "json"))
     assert done.returncode == 0, done.stdout + done.stderr
     report = json.loads(done.stdout)
@@ -42,13 +42,13 @@ def test_issue12_item8_an_annulled_round_replays_with_settlement_reversal_and_re
         (1_950, 1_950, 1_000), (0, 0, 500)]
     # the version the round opened with: the current one (RecordedRound pins it)
     assert report["profile_version"] == pinned("sbo-baccarat")[0] and report["profile_digest"]
-    text = croupier(kafka_bootstrap, *replay_args(annulled, "--annulled-within", "10"))
+    text = croupier(platform_kafka, *replay_args(annulled, "--annulled-within", "10"))
     assert "ANNULLED after completion by Sari" in text.stdout
     assert "payout_reversal 1950" in text.stdout
 
 
 def test_issue12_item8_without_looking_further_the_round_reads_as_it_completed(
-        kafka_bootstrap, annulled):
-    done = croupier(kafka_bootstrap, *replay_args(annulled, "--format", "json"))
+        platform_kafka, annulled):
+    done = croupier(platform_kafka, *replay_args(annulled, "--format", "json"))
     report = json.loads(done.stdout)
     assert report["status"] == "complete" and report["annul_reason"] is None

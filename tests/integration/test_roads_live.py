@@ -17,8 +17,8 @@ from tests.shoe_builder import BANKER, PAIRS, PLAYER, TIE, Table
 pytestmark = pytest.mark.kafka
 
 
-def test_a_replay_draws_its_shoe_from_the_shoe_start_through_the_round(kafka_bootstrap):
-    apply_topics(kafka_bootstrap)
+def test_a_replay_draws_its_shoe_from_the_shoe_start_through_the_round(platform_kafka):
+    apply_topics(platform_kafka)
     # events a minute apart: the shoe started 11 minutes before the round replayed, past
     # the first 2-minute look back; a round after it is not part of the roads
     table = Table(f"roads-{uuid.uuid4().hex[:8]}", t0=datetime.now(UTC) - timedelta(hours=1),
@@ -27,7 +27,7 @@ def test_a_replay_draws_its_shoe_from_the_shoe_start_through_the_round(kafka_boo
     for cards in (TIE, BANKER, BANKER, PAIRS, PLAYER):
         replayed = table.play(cards)
     table.play(PLAYER)
-    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, **kafka_python_options(ADMIN))
+    producer = KafkaProducer(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))
     for event in table.events:
         producer.send("table.events", key=table.table_id.encode(),
                       value=event.model_dump_json().encode(),
@@ -35,7 +35,7 @@ def test_a_replay_draws_its_shoe_from_the_shoe_start_through_the_round(kafka_boo
     producer.flush()
     producer.close()
     opened = table.events[-4].occurred_at  # the replayed round's opening
-    report, notes, _ = run_replay(kafka_bootstrap,
+    report, notes, _ = run_replay(platform_kafka,
                                   ReplayRequest(table.table_id, replayed, opened))
     roads = report.roads
     assert roads is not None and roads.complete and roads.shoe_id == f"{table.table_id}-s1"
