@@ -12,7 +12,8 @@ STAMP := $(VENV)/.installed-stamp
 help:
 	@echo "make demo        Kafka, topics, the four services, 3 tables and 50 players, then a"
 	@echo "                 verified summary (DEMO_ARGS='--rounds 5' to shorten)"
-	@echo "make test        the whole suite against a real Kafka broker"
+	@echo "make test        the whole suite against a real Kafka broker, in TEST_WORKERS (2)"
+	@echo "                 pytest-xdist processes"
 	@echo "make lint        ruff, then mypy (strict for shared/)"
 	@echo "make bench       benchmarks (ratios against a baseline measured in the same run);"
 	@echo "                 the seamless-wallet and end-to-end ones last (BENCH_SEAMLESS_ARGS,"
