@@ -168,7 +168,9 @@ class _Ours(_Row):
     outcome: str
     error_code: str | None
     key: Key  # the dict's own key: the operator's row of it shares it
-    rolled_back: bool = False    # an ok rollback of it is recorded
+    # an ok rollback of it is recorded (or, of a transaction the operator confirmed, a
+    # rollback it answered "not found": croupier's ledger undid it all the same)
+    rolled_back: bool = False
     rollback_done: bool = False  # that, or a rollback the operator answered "not found"
 
 
@@ -315,6 +317,9 @@ class _Reconciler:
                 target.rolled_back = target.rollback_done = True
             elif o.outcome == "refused" and o.error_code == NOT_FOUND:
                 target.rollback_done = True
+                # croupier's ledger undid it (a refund, a reversal): a transaction the
+                # operator confirmed must not stand there, whatever "not found" said
+                target.rolled_back = target.rolled_back or target.outcome == "ok"
 
     # ------------------------------------------------------------ comparing
 

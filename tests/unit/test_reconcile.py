@@ -304,6 +304,17 @@ def test_under_not_found_a_debit_the_operator_did_apply_is_still_named() -> None
     assert only(report, "standing_at_operator").transaction_id == "debit:B1"
 
 
+def test_a_rollback_answered_not_found_for_a_debit_the_operator_confirmed_is_named() -> None:
+    """The operator said yes to the debit, then "not found" to its rollback (a bet
+    bet-settlement rejected: croupier's ledger refunded the stake) and still holds the
+    debit: the player never got the stake back, whatever the 404 said."""
+    calls = [call("debit", "debit:B1", 100),
+             call("rollback", "rollback:debit:B1", 100, ref="debit:B1", outcome="refused",
+                  error_code="transaction_not_found")]
+    report = reconcile(calls, [op("debit", "debit:B1", 100)])
+    assert only(report, "standing_at_operator").transaction_id == "debit:B1"
+
+
 def test_a_zero_amount_rollback_of_a_debit_the_operator_holds_is_an_amount_mismatch() -> None:
     calls = [call("debit", "debit:B1", 100),
              call("rollback", "rollback:debit:B1", 100, ref="debit:B1")]
