@@ -154,12 +154,23 @@ def operator_answered(account: Account | None, cmd: OperatorAnswered, now: datet
     if cmd.answer.balance is not None:
         account = account.model_copy(update={"operator_balance": cmd.answer.balance})
     if call.request.kind != "debit":
-        if cmd.answer.outcome == "refused":
+        if cmd.answer.outcome == "refused" and not _unknown_rollback(call, cmd, look):
             log.error("MONEY: the operator's wallet refused %s of %r (%s: %s); reconcile",
                       call.request.transaction_id, cmd.player_id, cmd.answer.error_code,
                       cmd.answer.message)
         return CommandResult(None, Change("operator_answered", account, calls=(answered,)))
     return _debit_answered(account, call, answered, now, look)
+
+
+def _unknown_rollback(call: OperatorCall, cmd: OperatorAnswered, look: Lookups) -> bool:
+    """A rollback answered "not found" of a call the operator never confirmed (a debit with
+    no answer): what an operator answers under `rollback_unknown = not_found`, no alarm."""
+    reference = call.request.reference_transaction_id
+    if call.request.kind != "rollback" or cmd.answer.error_code != "transaction_not_found" \
+            or reference is None:
+        return False
+    undone = look.call(cmd.player_id, reference)
+    return undone is None or undone.answer is None or undone.answer.outcome != "ok"
 
 
 def _debit_answered(account: Account, call: OperatorCall, answered: OperatorCall,

@@ -114,6 +114,27 @@ def test_a_debit_never_answered_is_refused_504_and_rolled_back(ledger):
     assert ledger.owed() == {} and ledger.account.balance == 0
 
 
+def test_not_found_for_the_rollback_of_an_unanswered_debit_raises_no_money_alarm(
+        ledger, caplog):
+    """Under `rollback_unknown = not_found` the rollback of a debit that never reached the
+    operator is answered 404: expected, no MONEY error. The same 404 for the rollback of a
+    debit the operator confirmed is one."""
+    ledger.send(bet(operator_session="sess-1"), reply_id="r1")
+    ledger.answer("debit:b1", outcome="no_answer", balance=None)
+    with caplog.at_level("ERROR"):
+        ledger.answer("rollback:debit:b1", outcome="refused",
+                      error_code="transaction_not_found", balance=None)
+    assert not [r for r in caplog.records if "MONEY" in r.getMessage()]
+    placed(ledger, bet_id="b2")
+    ledger.send(EndBet(player_id="p1", bet_id="b2", ending="rejected", returned=3000,
+                       table_id="T1", round_id="R1"))
+    with caplog.at_level("ERROR"):
+        ledger.answer("rollback:debit:b2", outcome="refused",
+                      error_code="transaction_not_found", balance=None)
+    [alarm] = [r.getMessage() for r in caplog.records if "MONEY" in r.getMessage()]
+    assert "rollback:debit:b2" in alarm
+
+
 def test_a_late_or_repeated_answer_changes_nothing(ledger):
     placed(ledger)
     again = ledger.answer("debit:b1", outcome="no_answer")
