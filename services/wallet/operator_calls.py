@@ -13,9 +13,13 @@ keyed by the player, where the accounts agent records it.
   the ledger refuses the bet and owes a rollback. A debit found pending at a recovery was
   asked by a worker that stopped before its answer was recorded: `no_answer` at once.
 - A credit or a rollback is delivered again with backoff (0.2 s doubling up to
-  `operator_wallet_retry_max_seconds`) until a definitive answer, while this worker owns
-  the player; a call that undoes or pays another (`reference_transaction_id`) waits for
-  that one's answer first, so the operator never sees a rollback before what it undoes.
+  `operator_wallet_retry_max_seconds`) until a definitive answer about the money, while
+  this worker owns the player (`bad_signature` and `bad_request` say the operator did not
+  take the call up: it stays owed and is asked again, logged as an error); a call that
+  undoes or pays another (`reference_transaction_id`) waits for that one's answer first,
+  so the operator never sees a rollback before what it undoes. A fault of the caller's own
+  (an exception, not an answer) drives a credit or rollback again after backoff, and
+  answers a debit `no_answer` (refused to its player, rolled back).
 - Every delivery of a call carries the same body (its bytes are the request's, from the
   log) and the same signature: the operator answers a repeat as its first delivery.
 """
@@ -127,22 +131,35 @@ class OperatorCaller:
 
     async def _drive(self, call: OperatorCall) -> None:
         request = call.request
-        try:
-            await self._after_reference(request)
-            answer: OperatorAnswer | None
-            if request.kind == "debit":
-                answer = await self.deliver(request, self.config.debit_timeout_s)
-            else:
-                answer = await self._until_definitive(request)
-            if answer is None:
-                return  # no longer ours: the partition's owner delivers it
-            await self._answered(request, answer)
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # noqa: BLE001 - the call stays owed in the log: the next
-            # recovery of the partition delivers it again
-            log.exception("call %s of %r failed; it stays owed", request.transaction_id,
-                          request.player_id)
+        pause = FIRST_BACKOFF_S
+        while True:
+            try:
+                await self._after_reference(request)
+                answer: OperatorAnswer | None
+                if request.kind == "debit":
+                    answer = await self.deliver(request, self.config.debit_timeout_s)
+                else:
+                    answer = await self._until_definitive(request)
+                if answer is None:
+                    return  # no longer ours: the partition's owner delivers it
+                await self._answered(request, answer)
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as error:  # noqa: BLE001 - a fault of ours, not an answer
+                log.exception("call %s of %r failed; it stays owed", request.transaction_id,
+                              request.player_id)
+                if request.kind == "debit":  # its player waits: refused, rolled back
+                    answer = OperatorAnswer(outcome="no_answer", answered_at=self.clock.now(),
+                                            message=f"{type(error).__name__}: {error}")
+                    await self._answered(request, answer)
+                    return
+            # a credit or rollback is driven again while this worker owns its player (it
+            # is owed in the log either way: a recovery of the partition drives it too)
+            await asyncio.sleep(pause)
+            if not self.owns(request.player_id):
+                return
+            pause = min(2 * pause, self.config.retry_max_s)
 
     async def _after_reference(self, request: WalletRequest) -> None:
         """Wait for the call this one undoes or pays, if it is still being delivered."""
@@ -158,11 +175,16 @@ class OperatorCaller:
         while True:
             attempts += 1
             answer = await self.deliver(request, self.config.call_timeout_s)
-            if answer.definitive:
+            if answer.settles_owed_call:
                 return answer.model_copy(update={"attempts": attempts})
             metrics.OPERATOR_WALLET_RETRIES.labels(request.kind).inc()
-            log.warning("%s of %r: no answer (%s); again in %.1f s", request.transaction_id,
-                        request.player_id, answer.message, pause)
+            if answer.definitive:  # refused unread: still owed (a key, a body to mend)
+                log.error("%s of %r: the operator did not take it up (%s: %s); it stays "
+                          "owed, again in %.1f s", request.transaction_id, request.player_id,
+                          answer.error_code, answer.message, pause)
+            else:
+                log.warning("%s of %r: no answer (%s); again in %.1f s",
+                            request.transaction_id, request.player_id, answer.message, pause)
             await asyncio.sleep(pause)
             if not self.owns(request.player_id):
                 return None

@@ -24,13 +24,14 @@ _CALLS = {
              "the bet to the player and rolls the debit back.",
     "credit": "Credit a settlement (wins, pushes; 0 for a lost bet where the operator "
               "expects a credit per bet). Never refused for the session; asked again with "
-              "backoff until a definitive answer.",
+              "backoff until a definitive answer (and while it is refused bad_signature "
+              "or bad_request: nothing moved, it is still owed).",
     "rollback": "Undo the transaction `reference_transaction_id` names: a debit (a bet "
                 "rejected, voided, or whose debit was never answered) or a credit (a "
                 "settlement reversed by a correction or an annulment). An unknown "
                 "transaction is answered per the operator's rule: 200, or 404 "
                 "transaction_not_found; either way a debit with that id arriving later "
-                "must be refused transaction_rolled_back.",
+                "must be refused transaction_rolled_back. Asked again like a credit.",
 }
 _SIGNED: list[dict[str, list[str]]] = [{"keyId": [], "signature": []}]
 

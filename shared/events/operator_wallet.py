@@ -19,7 +19,8 @@ import it; the README's OpenAPI document is generated from these models):
 - 200 with a `WalletResponse` of status `ok` is a yes. A 4xx with status `error` and one of
   `ERROR_CODES` is a definitive no. Anything else (a 5xx, a dropped connection, no answer in
   time) is no answer: a debit with no answer in time is refused to the player and rolled
-  back; a credit or rollback is asked again, with backoff, until it is answered.
+  back; a credit or rollback is asked again, with backoff, until it is answered (and
+  while it is refused `bad_signature` or `bad_request`: the operator did not take it up).
 - The session token is sent, and checked by the operator, on debits only: a credit or a
   rollback is owed whatever became of the player's session.
 
@@ -54,6 +55,11 @@ ERROR_CODES: dict[str, int] = {
     "bad_request": 400,
     "bad_signature": 401,
 }
+# refusals that say the operator did not take the call up at all (it could not read or
+# authenticate it: a key rotated in the wrong order, a body it cannot parse): nothing moved.
+# A debit refused so is refused to the player; a credit or a rollback is still owed and is
+# asked again, with backoff, until the operator takes it up and answers it
+NOT_TAKEN_UP: frozenset[str] = frozenset({"bad_request", "bad_signature"})
 ErrorCode = Literal["insufficient_funds", "player_blocked", "wrong_currency",
                     "session_expired", "invalid_session", "unknown_player",
                     "transaction_not_found", "transaction_rolled_back",
@@ -124,6 +130,11 @@ class OperatorAnswer(_Model):
     @property
     def definitive(self) -> bool:
         return self.outcome != "no_answer"
+
+    @property
+    def settles_owed_call(self) -> bool:
+        """Ends a credit's or a rollback's deliveries: a yes, or a no about the money."""
+        return self.definitive and self.error_code not in NOT_TAKEN_UP
 
 
 class OperatorCall(_Model):

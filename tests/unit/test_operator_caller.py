@@ -180,3 +180,46 @@ async def test_a_recovery_answers_an_owed_debit_no_answer_and_delivers_the_rest(
     assert op.deliveries == {"credit:s1": 1}, "the owed debit is not asked again"
     assert sorted((t, a.outcome) for t, a in sent) == [("credit:s1", "ok"),
                                                        ("debit:b9", "no_answer")]
+
+
+@run
+async def test_a_credit_refused_unread_is_still_owed_and_asked_again():
+    """bad_signature (a key rotated in the wrong order) or bad_request: the operator did
+    not take the credit up, nothing moved; it is asked again until it is answered. A debit
+    refused so is refused (its player is waiting)."""
+    sent: list = []
+    op = await serve(lambda r, n: "ok" if r.kind == "credit" and n == 3 else
+                     ("bad_signature" if n == 1 else "bad_request"))
+    c = caller(op, sent)
+    c.start(OperatorCall(request=request("credit", "credit:s1", ref="debit:b1")))
+    c.start(OperatorCall(request=request("debit", "debit:b2")))
+    await settle(c, op)
+    assert op.deliveries == {"credit:s1": 3, "debit:b2": 1}
+    assert sorted((t, a.outcome, a.error_code) for t, a in sent) == [
+        ("credit:s1", "ok", None), ("debit:b2", "refused", "bad_signature")]
+    assert dict(sent)["credit:s1"].attempts == 3
+
+
+@run
+async def test_a_fault_of_the_callers_own_drives_a_credit_again_and_ends_a_debit():
+    """An exception that is no answer (here the first two deliveries of each call raise):
+    the credit is driven again after backoff and delivered; the debit is answered
+    no_answer at once (refused to its player, rolled back), never left pending."""
+    sent: list = []
+    op = await serve(lambda r, n: "ok")
+    c = caller(op, sent)
+    real, faults = c.deliver, {"credit:s1": 2, "debit:b2": 1}
+
+    async def faulty(req, timeout_s):
+        if faults.get(req.transaction_id, 0) > 0:
+            faults[req.transaction_id] -= 1
+            raise RuntimeError("a fault of the caller's own")
+        return await real(req, timeout_s)
+
+    c.deliver = faulty  # type: ignore[method-assign]
+    c.start(OperatorCall(request=request("credit", "credit:s1", ref="debit:b1")))
+    c.start(OperatorCall(request=request("debit", "debit:b2")))
+    await settle(c, op)
+    assert op.deliveries == {"credit:s1": 1}
+    assert sorted((t, a.outcome) for t, a in sent) == [("credit:s1", "ok"),
+                                                       ("debit:b2", "no_answer")]
