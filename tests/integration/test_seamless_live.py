@@ -3,9 +3,10 @@ seamless mode against the reference operator wallet (its own process over its ow
 database), tables scripted with real hash-chained events, bets over HTTP. Under each fault
 the operator wallet injects (answers after the debit timeout, 500s, connections dropped
 after the write, duplicated deliveries, a restart of the operator wallet, a kill -9 of
-croupier's wallet) every bet answered 201 is debited once at the operator, every ended
-bet is credited or rolled back once there, no player's money moves twice or not at all,
-and reconciliation finds no difference."""
+croupier's wallet), and after a settled round is annulled or its result corrected, every
+bet answered 201 is debited once at the operator, every ended bet is credited or rolled
+back once there, no player's money moves twice or not at all, and reconciliation finds
+no difference."""
 
 from __future__ import annotations
 
@@ -17,11 +18,13 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from croupier.services.game_evaluation.evaluator import corrected_result
 from croupier.services.infra.processes import operator_wallet_process
 from croupier.services.infra.settings import Settings
 from croupier.services.operator.reconcile_sources import run_reconcile
 from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
-from croupier.shared.events.table import RoundAnnulled
+from croupier.shared.cards import parse_cards
+from croupier.shared.events.table import RoundAnnulled, RoundCorrected
 from tests.conftest import free_port, instance_for
 from tests.integration.money_support import (
     OPERATOR,
@@ -299,4 +302,55 @@ def test_an_annulment_reaches_the_operator_as_calls_of_its_own(platform, bac, pl
         assert len(money[f"rollback:debit:{bet_id}"]) == 1
         assert len(money[f"rollback:credit:settle:{bet_id}"]) == 1
         assert [t["status"] for t in money[f"debit:{bet_id}"]] == ["rolled_back"]
+    reconciled(platform)
+
+
+PLAYER_WINS, BANKER_WINS = "9S,KH,KD,QC", "KH,9S,QC,KD"  # naturals, dealt P, B, P, B
+
+
+def test_a_corrected_result_reaches_the_operator_as_calls_of_its_own(platform, bac, players,
+                                                                     operator):
+    """A supervisor corrects a settled round's cards to the other side's win: each bet's
+    credit is rolled back and its settlement again credited under an id of its own; the
+    player's balance at the operator is what the corrected result pays, and nothing else."""
+    _, client = operator
+    fay = players.new("fay", 40_000)
+    bac.open("s6")
+    platform.wait_round_open(bac, "s6")
+    placed = [players.bet(fay, bac, "s6", bet, 5000) for bet in ("player", "banker")]
+    assert [r.status_code for r in placed] == [201] * 2
+    bet_of = {r.json()["bet"]["bet"]: r.json()["bet"]["bet_id"] for r in placed}
+    bac.close("s6")
+    dealt = bac.complete("s6")
+    wait_for(lambda: len(settled_returns(platform.bootstrap, set(bet_of.values()))) == 2,
+             "settlements")
+    first = settled_returns(platform.bootstrap, set(bet_of.values()))
+    wait_for(lambda: client.balance(fay) == 40_000 - 10_000 + sum(first.values()),
+             "the settlement credited at the operator")
+
+    winner = "banker" if dealt.result.winner == "player" else "player"
+    cards = parse_cards(BANKER_WINS if winner == "banker" else PLAYER_WINS)
+    pins = {"profile_version": dealt.profile_version, "profile_digest": dealt.profile_digest}
+    correction = bac.emit(RoundCorrected, round_id="s6", shoe_id=bac.shoe_id,
+                          profile=bac.profile_name, dealer="Dana", cards=tuple(cards),
+                          replaced_cards=dealt.cards, correction=1, reason_code="mis_scan",
+                          reason_text="the video shows another card", supervisor="Sam",
+                          **{k: v for k, v in pins.items() if v is not None})
+    bac.publish_result(corrected_result(correction))
+
+    winning, losing = bet_of[winner], bet_of["player" if winner == "banker" else "banker"]
+    resettled = {f"credit:settle:{b}:c1" for b in bet_of.values()}
+    wait_for(lambda: resettled <= set(operator_money(client, fay)),
+             "the corrected settlements credited at the operator", 60)
+    again = {s["bet_id"]: s["returned"] for s in read_topic(platform.bootstrap, "bets.settled")
+             if s.get("settlement_id") in {f"settle:{b}:c1" for b in bet_of.values()}}
+    assert again[losing] == 0 and again[winning] > 5000  # the other side's win, as corrected
+    wait_for(lambda: client.balance(fay) == 40_000 - 10_000 + again[winning],
+             "the balance the corrected result pays")
+    money = operator_money(client, fay)
+    for bet_id in bet_of.values():
+        assert [t["status"] for t in money[f"debit:{bet_id}"]] == ["applied"]
+        assert [t["amount"] for t in money[f"credit:settle:{bet_id}:c1"]] == [again[bet_id]]
+        assert len(money[f"rollback:credit:settle:{bet_id}"]) == 1, bet_id
+        assert [t["status"] for t in money[f"credit:settle:{bet_id}"]] == ["rolled_back"]
     reconciled(platform)
