@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 
 from croupier.services.infra.own_log import Batch, PartitionState
-from croupier.services.wallet import handlers
+from croupier.services.wallet import handlers, seamless
 from croupier.services.wallet.commands import (
     ENVELOPE,
     CreateAccount,
@@ -18,17 +18,21 @@ from croupier.services.wallet.commands import (
     DoorRefusal,
     EndBet,
     Envelope,
+    OperatorAnswered,
+    PlaceBet,
     ReverseSettlement,
     Withdraw,
     ending_command,
 )
-from croupier.services.wallet.ledger_fold import WALLET_FOLD, Lookups
+from croupier.services.wallet.ledger_fold import WALLET_FOLD, Lookups, pending_calls
+from croupier.services.wallet.seamless import SeamlessRules
 from croupier.shared.events.bet_events import (
     BetAccepted,
     BetRejected,
     RoundManifest,
     manifest_digest,
 )
+from croupier.shared.events.operator_wallet import OperatorAnswer
 from croupier.shared.events.sources import InputRef
 from croupier.shared.events.wallet_ledger import LedgerEntry
 from tests.unit.wallet_support import NOW, Ledger, bet, fold_all
@@ -234,28 +238,65 @@ def _random_command(rng: random.Random, players: list[str]):
                   table_id="T1", round_id="R1")
 
 
+def _seamless_command(rng: random.Random, players: list[str], state):
+    """Seamless mode's commands: the same, bets carrying an operator session, and the
+    operator's answers to calls the state owes (yes, a named no, or none), with a late or
+    repeated answer now and then."""
+    owed = pending_calls(state)
+    if owed and rng.random() < 0.45:
+        call = rng.choice(owed).request
+        pick = rng.random()
+        answer = (OperatorAnswer(outcome="ok", balance=rng.randrange(0, 50_000), answered_at=NOW)
+                  if pick < 0.6 else
+                  OperatorAnswer(outcome="refused", error_code=rng.choice(
+                      ["insufficient_funds", "player_blocked", "session_expired",
+                       "transaction_not_found"]), answered_at=NOW)
+                  if pick < 0.85 else OperatorAnswer(outcome="no_answer", answered_at=NOW))
+        return OperatorAnswered(player_id=call.player_id, transaction_id=call.transaction_id,
+                                answer=answer)
+    if rng.random() < 0.05:  # an answer to nothing owed: late, repeated or unknown
+        return OperatorAnswered(player_id=rng.choice(players),
+                                transaction_id=f"debit:b{rng.randrange(12)}",
+                                answer=OperatorAnswer(outcome="ok", balance=1, answered_at=NOW))
+    cmd = _random_command(rng, players)
+    if isinstance(cmd, PlaceBet) and rng.random() < 0.95:
+        cmd = cmd.model_copy(update={"operator_session": "sess"})
+    return cmd
+
+
+MODES = {
+    "transfer": (lambda env, look: handlers.handle(env, NOW, look),
+                 lambda rng, players, state: _random_command(rng, players)),
+    "seamless": (lambda env, look: seamless.handle(env, NOW, look, SeamlessRules()),
+                 _seamless_command),
+}
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("seed", range(8))
-def test_the_fold_of_the_entries_is_the_state_the_handlers_saw(seed):
-    """Seeded random commands in batches, decided as the kernel decides them: each command
-    reads the state its batch's earlier commands left (`Batch.scratch`), its change is
-    chained as the next entry. Then the entries alone, as bytes, folded into a fresh dict
-    (a restart, `croupier rebuild`): the same state the handlers saw, key for key."""
+def test_the_fold_of_the_entries_is_the_state_the_handlers_saw(mode, seed):
+    """Seeded random commands in batches, decided as the kernel decides them, in each
+    wallet mode: each command reads the state its batch's earlier commands left
+    (`Batch.scratch`), its change is chained as the next entry. Then the entries alone, as
+    bytes, folded into a fresh dict (a restart, `croupier rebuild`): the same state the
+    handlers saw, key for key, and in seamless mode the same calls owed the operator."""
+    decide, next_command = MODES[mode]
     rng = random.Random(seed)
     players = ["p1", "p2", "p3"]
-    cmds = [CreateAccount(player_id=p, currency="IDR") for p in players]
-    cmds += [_random_command(rng, players) for _ in range(400)]
+    first = [CreateAccount(player_id=p, currency="IDR") for p in players]
     state: PartitionState = PartitionState(0)
     log: list[tuple[int, bytes]] = []  # the ledger partition, as bytes
-    statuses: Counter[int] = Counter()
+    statuses: Counter[int | None] = Counter()
     ids = itertools.count(1)
     offset = 0
-    while cmds:
+    while offset < 400 + len(first):
         batch = Batch(state, WALLET_FOLD, lambda: f"w0:{next(ids)}")
         for _ in range(rng.randrange(1, 20)):
-            if not cmds:
-                break
-            outcome = handlers.handle(Envelope(command=cmds.pop(0)), NOW, Lookups(batch.scratch))
-            statuses[outcome.answer.status] += 1
+            cmd = first[offset] if offset < len(first) else next_command(
+                rng, players, batch.scratch)
+            outcome = decide(Envelope(reply_id=f"r{offset}", command=cmd),
+                             Lookups(batch.scratch))
+            statuses[outcome.answer.status if outcome.answer else None] += 1
             if outcome.change is not None:
                 source = InputRef(topic="wallet-commands", partition=0, offset=offset)
                 batch.add(lambda entry_id, prev, through, c=outcome.change, s=source:
@@ -266,11 +307,15 @@ def test_the_fold_of_the_entries_is_the_state_the_handlers_saw(seed):
         assert batch.landed_as_chained(landed)
         log += [(o, e.model_dump_json().encode()) for o, e in batch.commit(landed)]
         assert state.kv == seen
-    assert statuses[201] > 20 and statuses[200] > 0 and statuses[409] > 0
+    assert statuses[201] > 10 and statuses[200] > 0 and statuses[409] > 0
+    if mode == "seamless":  # bets waited on the operator; some were refused, some timed out
+        assert statuses[None] > 10 and statuses[504] > 0
+        assert statuses[401] + statuses[402] + statuses[403] > 0
     rebuilt = fold_all([(o, LedgerEntry.model_validate_json(raw)) for o, raw in log])
     assert rebuilt.kv == state.kv
     assert (rebuilt.head, rebuilt.end, rebuilt.inputs, rebuilt.void) == (
         state.head, state.end, state.inputs, 0)
+    assert pending_calls(rebuilt.kv) == pending_calls(state.kv)
     look = Lookups(rebuilt.kv)
     for player in players:  # and each balance is what its history adds up to
         account = look.account(player)
