@@ -81,12 +81,15 @@ class Players:
         self.platform, self.client = platform, client
         self.sessions: dict[str, str] = {}
 
-    def new(self, name: str, balance: int, blocked: bool = False) -> str:
+    def new(self, name: str, balance: int, blocked: bool = False,
+            operator_currency: str = "IDR") -> str:
+        """A player in IDR at croupier; at the operator in `operator_currency`."""
         player_id = f"{name}-{RUN}"
         http = self.platform.http
         assert http.post("/accounts", json={"player_id": player_id, "currency": "IDR"},
                          headers=OPERATOR).status_code == 201
-        self.client.put_player(player_id, currency="IDR", balance=balance, blocked=blocked)
+        self.client.put_player(player_id, currency=operator_currency, balance=balance,
+                               blocked=blocked)
         self.sessions[player_id] = self.client.issue_session(player_id)
         self.platform.tokens[player_id] = http.post(f"/players/{player_id}/token",
                                                     headers=OPERATOR).json()["token"]
@@ -151,6 +154,7 @@ def test_bets_are_debited_and_settled_at_the_operator_and_refusals_are_named(
     alice = players.new("alice", 100_000)
     broke = players.new("broke", 500)
     blocked = players.new("blocked", 100_000, blocked=True)
+    yen = players.new("yen", 100_000, operator_currency="JPY")  # the operator's books differ
     bac.open("s1")
     platform.wait_round_open(bac, "s1")
     placed = [players.bet(alice, bac, "s1", "player", 1000),
@@ -160,14 +164,15 @@ def test_bets_are_debited_and_settled_at_the_operator_and_refusals_are_named(
     refusals = {
         "insufficient_funds": players.bet(broke, bac, "s1", "player", 1000),
         "player_blocked": players.bet(blocked, bac, "s1", "player", 1000),
+        "wrong_currency": players.bet(yen, bac, "s1", "player", 1000),
         "invalid_session": players.bet(alice, bac, "s1", "player", 1000, session="forged"),
         "operator_session_required": players.bet(alice, bac, "s1", "player", 1000,
                                                  session=None)}
     for code, r in refusals.items():
         assert r.json()["error"]["code"] == code, r.text
     assert {c: r.status_code for c, r in refusals.items()} == {
-        "insufficient_funds": 402, "player_blocked": 403, "invalid_session": 401,
-        "operator_session_required": 401}
+        "insufficient_funds": 402, "player_blocked": 403, "wrong_currency": 409,
+        "invalid_session": 401, "operator_session_required": 401}
     session = players.sessions[alice]
     client.expire_session(session)
     expired = players.bet(alice, bac, "s1", "tie", 1000)
@@ -187,6 +192,7 @@ def test_bets_are_debited_and_settled_at_the_operator_and_refusals_are_named(
         credits = [t for t in money if t.startswith("credit:") and bet_id in t]
         assert len(credits) == 1, "one credit per bet (a lost bet's is 0)"
     assert client.balance(broke) == 500 and client.balance(blocked) == 100_000
+    assert client.balance(yen) == 100_000
     balance = platform.http.get(f"/players/{alice}/balance", headers=platform.auth(alice))
     assert balance.json()["balance"] == client.balance(alice), "the operator's, last reported"
     reconciled(platform)
