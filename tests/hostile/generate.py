@@ -310,7 +310,7 @@ def http_cases() -> list[dict]:
         "POST", "/accounts", js({"player_id": "{{PLAYER}}", "currency": "IDR"}), [OP, JSON],
         expect="2xx|4xx")
     add("account-bad-currency", "unknown currency", "wallet", "POST", "/accounts",
-        js({"player_id": "hx-cur-{{RUN}}", "currency": "XXXXXXXX" * 10}), [OP, JSON])
+        js({"player_id": "hx-cur-{{RUN}}", "currency": "X" * 80}), [OP, JSON])
     add("account-unknown", "unknown account", "wallet", "GET", "/accounts/hx-nobody",
         headers=[OP])
     add("deposit-unknown", "a deposit to an unknown account", "wallet", "POST",
