@@ -29,6 +29,7 @@ class TopicSpec(BaseModel):
     writer: str = Field(description="The one service allowed to write the topic.")
     carries: str
     partitions: int = Field(gt=0)
+    replication: int = Field(default=1, gt=0, description="Copies of every partition.")
     configs: dict[str, str]
 
 
@@ -95,6 +96,21 @@ SNAPSHOT_CONFIGS: dict[str, str] = {
 CATALOGUE_NAMES: tuple[str, ...] = TOPIC_NAMES + SNAPSHOT_TOPICS
 
 
+def min_insync_replicas(replication: int) -> int:
+    """How many copies an acknowledged write (acks=all) must be on: 2 once there are 3 or
+    more, so a write survives the loss of any one node and a partition stays writable
+    while one of its three replicas is down; with fewer copies, all that exist but one."""
+    return 2 if replication >= 3 else max(1, replication - 1)
+
+
+def durability_configs(replication: int) -> dict[str, str]:
+    """The configs every topic takes for its replication factor: a write is acknowledged
+    once it is on `min.insync.replicas` copies, and a replica that missed writes never
+    becomes leader (an unclean election would drop acknowledged records)."""
+    return {"min.insync.replicas": str(min_insync_replicas(replication)),
+            "unclean.leader.election.enable": "false"}
+
+
 def validate_retention(retention_ms: int) -> int:
     if retention_ms < MIN_RETENTION_MS:
         raise RetentionTooShortError(
@@ -109,25 +125,31 @@ def topic_catalogue(
     retention_ms: int = DEFAULT_RETENTION_MS,
     partitions: int = DEFAULT_PARTITIONS,
     segment_ms: int = DEFAULT_SEGMENT_MS,
+    replication: int = 1,
 ) -> tuple[TopicSpec, ...]:
     """Every topic with its declared configs. Table-keyed topics share one partition
-    count so that a table's events, bets and results are co-partitioned."""
+    count so that a table's events, bets and results are co-partitioned. `replication`:
+    the settings' replication factor (never a literal: `Settings.replication_factor`)."""
     validate_retention(retention_ms)
     if partitions < 1:
         raise ValueError(f"partitions must be at least 1, got {partitions}")
+    if replication < 1:
+        raise ValueError(f"replication must be at least 1, got {replication}")
+    durable = durability_configs(replication)
     configs = {
         "retention.ms": str(retention_ms),
         "cleanup.policy": "delete",
         "segment.ms": str(min(segment_ms, retention_ms)),
         "message.timestamp.type": "CreateTime",
+        **durable,
     }
     return tuple(
-        TopicSpec(name=name, key=key, writer=writer, carries=carries,
-                  partitions=partitions, configs={**configs, **SOURCE_OF_TRUTH.get(name, {})})
+        TopicSpec(name=name, key=key, writer=writer, carries=carries, partitions=partitions,
+                  replication=replication, configs={**configs, **SOURCE_OF_TRUTH.get(name, {})})
         for name, key, writer, carries in _TOPICS
     ) + tuple(
         TopicSpec(name=name, key=key, writer=writer, carries=carries, partitions=partitions,
-                  configs=dict(SNAPSHOT_CONFIGS))
+                  replication=replication, configs={**SNAPSHOT_CONFIGS, **durable})
         for name, key, writer, carries in _SNAPSHOT_TOPICS
     )
 

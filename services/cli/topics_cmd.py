@@ -1,4 +1,4 @@
-"""`croupier topics apply|describe`: the topic catalogue against the live cluster."""
+"""`croupier topics apply|check|describe`: the topic catalogue against the live cluster."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from rich.table import Table
 
 from croupier.services.infra import topic_admin
 from croupier.services.infra.settings import get_settings
-from croupier.shared.topics import RetentionTooShortError, topic_catalogue
+from croupier.shared.topics import RetentionTooShortError
 
 console = Console()
 topics_app = typer.Typer(help="Create and inspect the platform's topics.", no_args_is_help=True)
@@ -19,10 +19,8 @@ def register(app: typer.Typer) -> None:
 
 
 def _catalogue(retention_ms: int | None):
-    settings = get_settings()
     try:
-        return topic_catalogue(retention_ms=retention_ms or settings.retention_ms,
-                               partitions=settings.topic_partitions)
+        return topic_admin.catalogue_of(get_settings(), retention_ms)
     except RetentionTooShortError as exc:
         console.print(f"[red]refused:[/] {exc}")
         raise typer.Exit(2) from exc
@@ -39,12 +37,13 @@ def apply(
     admin = topic_admin.admin_client(settings.bootstrap_servers)
     try:
         report = topic_admin.apply(admin, catalogue, acls_for=settings.instance)
+    except topic_admin.ReplicationRefused as exc:
+        console.print(f"[red]refused:[/] {exc}")
+        raise typer.Exit(2) from exc
     finally:
         admin.close()
     for name in report.created:
         console.print(f"created {name}")
-    for name, (old, new) in report.partitions_added.items():
-        console.print(f"{name}: partitions {old} -> {new}")
     for name, changes in report.configs_changed.items():
         for key, (old_value, new_value) in changes.items():
             console.print(f"{name}: {key} {old_value} -> {new_value}")
@@ -58,6 +57,25 @@ def apply(
         raise typer.Exit(1)
 
 
+@topics_app.command("check")
+def check() -> None:
+    """List each difference between the catalogue and the cluster (partitions, replication,
+    configs); exit 1 when there is one. Changes nothing."""
+    catalogue = _catalogue(None)
+    admin = topic_admin.admin_client(get_settings().bootstrap_servers)
+    try:
+        lines = topic_admin.check(admin, catalogue)
+    finally:
+        admin.close()
+    for line in lines:
+        console.print(f"[red]differs:[/] {line}", soft_wrap=True)
+    if lines:
+        console.print(f"{len(lines)} difference(s) between the catalogue and the cluster")
+        raise typer.Exit(1)
+    console.print(f"no drift: all {len(catalogue)} topics match the catalogue "
+                  f"(replication {catalogue[0].replication})")
+
+
 @topics_app.command("describe")
 def describe() -> None:
     """Show every catalogue topic as it is live, flagging what differs from the catalogue."""
@@ -67,15 +85,15 @@ def describe() -> None:
         live = topic_admin.describe(admin, [t.name for t in catalogue])
     finally:
         admin.close()
-    table = Table("topic", "key", "partitions", "retention.ms", "segment.ms", "cleanup", "state")
+    table = Table("topic", "key", "partitions", "replicas", "retention.ms", "segment.ms",
+                  "cleanup", "state")
     for spec in catalogue:
         state = live.get(spec.name)
         if state is None:
-            table.add_row(spec.name, spec.key, "-", "-", "-", "-", "[red]missing[/]")
+            table.add_row(spec.name, spec.key, "-", "-", "-", "-", "-", "[red]missing[/]")
             continue
-        differs = state.partitions != spec.partitions or any(
-            state.configs.get(k) != v for k, v in spec.configs.items())
-        table.add_row(spec.name, spec.key, str(state.partitions),
+        differs = bool(topic_admin.differences((spec,), {spec.name: state}))
+        table.add_row(spec.name, spec.key, str(state.partitions), str(state.replication),
                       state.configs.get("retention.ms", "?"), state.configs.get("segment.ms", "?"),
                       state.configs.get("cleanup.policy", "?"),
                       "[yellow]differs[/]" if differs else "[green]ok[/]")

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from croupier.services.infra import topic_admin
 from croupier.services.infra.faust_app import port_of_worker, service_port
-from croupier.services.infra.local_broker import BrokerError, admin_ready, broker_from_settings
+from croupier.services.infra.local_broker import BrokerError, admin_ready, cluster_from_settings
 from croupier.services.infra.processes import (
     ArchiverProcess,
     ServiceProcess,
@@ -21,7 +21,6 @@ from croupier.services.infra.processes import (
 )
 from croupier.services.infra.service_table import SERVICE_NAMES
 from croupier.services.infra.settings import Settings
-from croupier.shared.topics import topic_catalogue
 
 REFERENCE_WALLET_PORT = 8110
 
@@ -50,11 +49,10 @@ def ensure_kafka(settings: Settings) -> str:
         if admin_ready(settings.bootstrap_servers) is None:
             raise BrokerError(f"external Kafka at {settings.bootstrap_servers} is not reachable")
     else:
-        broker_from_settings(settings).start()
+        cluster_from_settings(settings).up()
     admin = topic_admin.admin_client(settings.bootstrap_servers)
     try:
-        topic_admin.apply(admin, topic_catalogue(settings.retention_ms, settings.topic_partitions),
-                          acls_for=settings.instance)
+        topic_admin.apply(admin, topic_admin.catalogue_of(settings), acls_for=settings.instance)
     finally:
         admin.close()
     return settings.bootstrap_servers

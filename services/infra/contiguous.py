@@ -38,11 +38,10 @@ import faust
 from faust.types import TP, AppT, ChannelT
 from faust.types.tuples import ConsumerMessage
 from kafka import KafkaConsumer, TopicPartition
-from kafka.admin import KafkaAdminClient
 
 from croupier.services.infra import metrics
 from croupier.services.infra.faust_app import service_of, settings_of
-from croupier.services.infra.kafka_security import kafka_python_options
+from croupier.services.infra.kafka_clients import admin_client
 from croupier.services.infra.log_reader import log_reader, read_range
 
 log = logging.getLogger(__name__)
@@ -212,8 +211,7 @@ def committed_offsets(app: AppT, principal: str) -> CommittedOffsets:
     """Reads the app's consumer group's committed offsets from the broker."""
 
     def read() -> dict[TP, int]:
-        admin = KafkaAdminClient(bootstrap_servers=bootstrap_of(app), client_id=app.conf.id,
-                                 **kafka_python_options(principal))
+        admin = admin_client(bootstrap_of(app), principal, client_id=app.conf.id)
         try:
             offsets = admin.list_group_offsets(app.conf.id).get(app.conf.id, {})
         finally:

@@ -15,10 +15,11 @@ from typing import cast
 
 import faust
 from faust.tables.manager import TableManager
-from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread
+from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Producer
 from faust.types import AppT
 
 from croupier.services.infra import faust_patches, service_table
+from croupier.services.infra.kafka_clients import DURABLE_PRODUCER
 from croupier.services.infra.kafka_security import faust_credentials
 from croupier.services.infra.settings import Settings, get_settings
 
@@ -37,6 +38,16 @@ def _quick_fetching_consumer(self, transport):
 
 
 AIOKafkaConsumerThread._create_worker_consumer = _quick_fetching_consumer  # type: ignore[method-assign]  # deliberate patch
+
+
+def _durable_settings(self) -> dict:
+    """Faust makes its producer idempotent only inside a transaction (which we never use):
+    ours is always durable (croupier.services.infra.kafka_clients), so a send retried across
+    a leader change is written once."""
+    return dict(DURABLE_PRODUCER)
+
+
+Producer._settings_extra = _durable_settings  # type: ignore[method-assign,assignment]  # deliberate patch
 
 # Faust 0.15.3 can commit past an offset it never processed (issue 606): see faust_patches
 faust_patches.install()
@@ -82,7 +93,8 @@ def make_app(service: str, settings: Settings | None = None, *, persistent: bool
         store="rocksdb://" if persistent else "memory://",
         datadir=str(data_dir),
         topic_partitions=settings.topic_partitions,
-        topic_replication_factor=1,
+        # the topics Faust creates itself (its leader topic) as durable as the catalogue's
+        topic_replication_factor=settings.replication_factor,
         processing_guarantee="at_least_once",
         producer_acks=-1,
         consumer_auto_offset_reset="earliest",

@@ -270,9 +270,8 @@ def ensure_acls(bootstrap: str, instance: str, settings=None) -> int:
     settings = settings or _settings()
     if not secured(settings) or not settings.kafka_manage_acls:
         return 0
-    from kafka.admin import KafkaAdminClient
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="croupier-acls",
-                             request_timeout_ms=15000, **kafka_python_options(ADMIN, settings))
+    from croupier.services.infra.kafka_clients import admin_client
+    admin = admin_client(bootstrap, ADMIN, client_id="croupier-acls", settings=settings)
     try:
         return apply_acls(admin, instance)
     finally:

@@ -1,9 +1,15 @@
-"""A real, single-node Apache Kafka broker (KRaft combined mode) run from Maven jars.
+"""A real Apache Kafka cluster of one or more nodes (KRaft), run from Maven jars.
 
 No Docker engine exists on developer and CI machines, so the broker is assembled
 from Maven Central (`deploy/kafka/pom.xml`), cached once per machine, and run as
-a plain `java` process with loopback listeners on non-default ports. "Ready"
+plain `java` processes with loopback listeners on non-default ports. "Ready"
 means an admin client can list topics, not merely that the port is open.
+
+Each node is both controller and broker (combined mode): three JVMs instead of six on a
+two-core machine, and a quorum of three controllers still elects a new leader when one
+node dies (docs/decisions/cluster.md). Node n (0-based) has node.id n + 1 and every port
+of node 0 plus 3n, so the nodes' listener, controller and metrics ports interleave and
+never collide with each other or with a platform's services.
 
 Unless the settings say PLAINTEXT, the broker authenticates every client (SASL/PLAIN,
 one user per principal, passwords derived from the local secret) and authorises every
@@ -25,10 +31,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from kafka.admin import KafkaAdminClient
 from kafka.errors import KafkaError
 
-from croupier.services.infra import kafka_security
+from croupier.services.infra import kafka_clients, kafka_security
+from croupier.services.infra.settings import NODE_PORT_STEP
+from croupier.shared.topics import min_insync_replicas
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_DIR = REPO_ROOT / "deploy" / "kafka"
@@ -86,13 +93,8 @@ def admin_ready(bootstrap: str, timeout_s: float = 5.0) -> list[str] | None:
     """The topic list if an admin client (the admin principal) can talk to the cluster,
     else None."""
     try:
-        admin = KafkaAdminClient(
-            bootstrap_servers=bootstrap,
-            request_timeout_ms=int(timeout_s * 1000),
-            bootstrap_timeout_ms=int(timeout_s * 1000),
-            client_id="croupier-probe",
-            **kafka_security.kafka_python_options(kafka_security.ADMIN),
-        )
+        admin = kafka_clients.admin_client(bootstrap, kafka_security.ADMIN,
+                                           client_id="croupier-probe", timeout_s=timeout_s)
     except (KafkaError, OSError, ValueError):
         return None
     try:
@@ -115,7 +117,8 @@ class BrokerStatus:
 
 @dataclass
 class LocalBroker:
-    """One broker process owning `data_dir` (configs, KRaft metadata, logs, pid file)."""
+    """One node's process owning `data_dir` (configs, KRaft metadata, logs, pid file); a
+    cluster of one unless `voters` names the others."""
 
     data_dir: Path
     cache_dir: Path
@@ -125,10 +128,17 @@ class LocalBroker:
     metrics_port: int | None = None  # serve Prometheus metrics via the JMX exporter agent
     secured: bool | None = None  # SASL + ACLs; None: unless the settings say PLAINTEXT
     instance: str | None = None  # apply this platform instance's ACLs once ready
+    node_id: int = 1
+    # every controller of the cluster as (node id, controller port); empty: this node alone
+    voters: tuple[tuple[int, int], ...] = ()
+    replication: int = 1  # the internal topics' replication factor (offsets, transactions)
+    cluster_id: str | None = None  # the nodes of one cluster format with the same id
 
     def __post_init__(self) -> None:
         if self.secured is None:
             self.secured = kafka_security.secured(_settings())
+        if not self.voters:
+            self.voters = ((self.node_id, self.controller_port),)
 
     @property
     def bootstrap(self) -> str:
@@ -147,10 +157,13 @@ class LocalBroker:
         return self.data_dir / "server.properties"
 
     def server_properties(self) -> str:
+        insync = str(min_insync_replicas(self.replication))
+        rf = str(self.replication)
         props = {
             "process.roles": "broker,controller",
-            "node.id": "1",
-            "controller.quorum.voters": f"1@127.0.0.1:{self.controller_port}",
+            "node.id": str(self.node_id),
+            "controller.quorum.voters": ",".join(f"{node}@127.0.0.1:{port}"
+                                                 for node, port in self.voters),
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},"
                          f"CONTROLLER://127.0.0.1:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
@@ -159,13 +172,17 @@ class LocalBroker:
             "listener.security.protocol.map": "CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
             "log.dirs": str(self.data_dir / "kafka-logs"),
             "num.partitions": "1",
-            "default.replication.factor": "1",
-            "offsets.topic.replication.factor": "1",
+            # every topic, ours and the broker's own, as durable as the settings ask
+            # (a topic created without our configs, e.g. by Faust, takes these defaults)
+            "default.replication.factor": rf,
+            "min.insync.replicas": insync,
+            "unclean.leader.election.enable": "false",
+            "offsets.topic.replication.factor": rf,
             "offsets.topic.num.partitions": "8",
-            "transaction.state.log.replication.factor": "1",
-            "transaction.state.log.min.isr": "1",
-            "share.coordinator.state.topic.replication.factor": "1",
-            "share.coordinator.state.topic.min.isr": "1",
+            "transaction.state.log.replication.factor": rf,
+            "transaction.state.log.min.isr": insync,
+            "share.coordinator.state.topic.replication.factor": rf,
+            "share.coordinator.state.topic.min.isr": insync,
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
         }
@@ -186,7 +203,7 @@ class LocalBroker:
     def _format_storage(self, lib: Path) -> None:
         if (self.data_dir / "kafka-logs" / "meta.properties").exists():
             return
-        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        cluster_id = self.cluster_id or new_cluster_id()
         # "=" form: a base64 id may start with "-", which argparse would take for an option
         cmd = self._java(lib, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
                          f"--config={self.config_file}")
@@ -210,12 +227,18 @@ class LocalBroker:
     def start(self, timeout_s: float = 90.0) -> tuple[int, bool]:
         """Start (or find running) and wait until ready. Returns (pid, jars downloaded?)."""
         lib, downloaded = ensure_jars(self.cache_dir)
+        pid, _ = self.spawn(lib)
+        self.wait_ready(timeout_s, pid)
+        self.apply_acls()
+        return pid, downloaded
+
+    def spawn(self, lib: Path) -> tuple[int, bool]:
+        """Start the node's process unless it runs, without waiting for it (a node of a
+        cluster is ready only once a quorum of its peers runs too). Returns (pid, started?)."""
         pid = self.running_pid()
         if pid is not None:
             self._check_running_config()
-            self.wait_ready(timeout_s, pid)
-            self.apply_acls()
-            return pid, downloaded
+            return pid, False
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         # it holds the users' passwords: readable by this user only
@@ -232,9 +255,7 @@ class LocalBroker:
         )
         out.close()
         self.pid_file.write_text(f"{proc.pid}\n")
-        self.wait_ready(timeout_s, proc.pid)
-        self.apply_acls()
-        return proc.pid, downloaded
+        return proc.pid, True
 
     def _check_running_config(self) -> None:
         """A broker already running with other security (started before SASL, or with
@@ -274,6 +295,17 @@ class LocalBroker:
                 return
             time.sleep(0.5)
         raise BrokerError(f"Kafka not ready after {timeout_s:.0f}s; last log lines:\n{self.log_tail()}")
+
+    def kill(self) -> int | None:
+        """kill -9 the node (what a lost machine looks like to the others). Returns its pid."""
+        pid = self.running_pid()
+        if pid is None:
+            return None
+        os.kill(pid, signal.SIGKILL)
+        while _alive(pid):
+            time.sleep(0.05)
+        self.pid_file.unlink(missing_ok=True)
+        return pid
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """Stop cleanly (SIGTERM, then SIGKILL after the timeout). False if nothing ran."""
@@ -331,15 +363,133 @@ def _settings():
     return get_settings()
 
 
-def broker_from_settings(settings) -> LocalBroker:
-    """The local broker the settings describe (data under `<home>/kafka`)."""
-    return LocalBroker(
-        data_dir=(settings.home / "kafka").resolve(),
-        cache_dir=settings.cache_dir,
-        port=settings.kafka_port,
+def new_cluster_id() -> str:
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+@dataclass(frozen=True)
+class NodeStatus:
+    id: int  # the node.id partition metadata names as leader
+    pid: int | None
+    port: int
+    up: bool  # its process runs and its listener answers an admin client
+
+
+@dataclass
+class LocalCluster:
+    """The local nodes of one cluster. `up` starts whichever are down (the way an operator
+    brings back a killed node) and waits until every one answers; `down` stops them all."""
+
+    nodes: list[LocalBroker]
+
+    @property
+    def bootstrap(self) -> str:
+        """Every node's listener: a client reaches the cluster through any that is up."""
+        return ",".join(node.bootstrap for node in self.nodes)
+
+    def node(self, node_id: int) -> LocalBroker:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def up(self, timeout_s: float = 120.0) -> tuple[list[tuple[LocalBroker, int, bool]], bool]:
+        """Start the nodes that are down, wait for all. Returns ([(node, pid, started?)],
+        jars downloaded?)."""
+        lib, downloaded = ensure_jars(self.nodes[0].cache_dir)
+        spawned = [(node, *node.spawn(lib)) for node in self.nodes]
+        deadline = time.monotonic() + timeout_s
+        for node, pid, _ in spawned:
+            node.wait_ready(max(1.0, deadline - time.monotonic()), pid)
+        self.wait_brokers(max(1.0, deadline - time.monotonic()))
+        self.apply_acls()
+        return spawned, downloaded
+
+    def apply_acls(self) -> None:
+        """The instance's ACLs, by the admin principal (cluster-wide metadata: once)."""
+        first = self.nodes[0]
+        if first.secured and first.instance:
+            kafka_security.ensure_acls(self.bootstrap, first.instance)
+
+    def wait_brokers(self, timeout_s: float) -> None:
+        """Until the cluster's metadata lists every node as a broker (a node answers an
+        admin client before the others have registered)."""
+        deadline = time.monotonic() + timeout_s
+        want = {n.node_id for n in self.nodes}
+        while True:
+            live = live_brokers(self.bootstrap)
+            if live is not None and want <= live:
+                return
+            if time.monotonic() >= deadline:
+                raise BrokerError(f"the cluster lists brokers {sorted(live or ())}, not all of "
+                                  f"{sorted(want)}, after {timeout_s:.0f}s")
+            time.sleep(0.3)
+
+    def down(self) -> list[int]:
+        """Stop every node that runs (the last to stop is the last controller). Returns the
+        ids stopped."""
+        return [n.node_id for n in self.nodes if n.stop()]
+
+    def status(self) -> list[NodeStatus]:
+        """Each node: up when its process runs and the cluster's metadata lists it as an
+        unfenced broker (a node that answers but has not caught up is not up)."""
+        pids = [node.running_pid() for node in self.nodes]
+        live = live_brokers(self.bootstrap, timeout_s=3.0) if any(pids) else None
+        return [NodeStatus(id=node.node_id, pid=pid, port=node.port,
+                           up=pid is not None and live is not None and node.node_id in live)
+                for node, pid in zip(self.nodes, pids, strict=True)]
+
+
+def live_brokers(bootstrap: str, timeout_s: float = 5.0) -> set[int] | None:
+    """The node ids the cluster's metadata lists as unfenced brokers now, or None if
+    unreachable."""
+    try:
+        admin = kafka_clients.admin_client(bootstrap, kafka_security.ADMIN,
+                                           client_id="croupier-probe", timeout_s=timeout_s)
+    except (KafkaError, OSError, ValueError):
+        return None
+    try:
+        return {int(b["broker_id"]) for b in admin.describe_cluster()["brokers"]
+                if not b.get("is_fenced")}
+    except (KafkaError, OSError, KeyError):
+        return None
+    finally:
+        admin.close()
+
+
+def cluster_nodes(root: Path, cache_dir: Path, brokers: int, *, port: int,
+                  controller_port: int, metrics_port: int | None = None, heap: str = "1g",
+                  replication: int = 1, secured: bool | None = None,
+                  instance: str | None = None) -> LocalCluster:
+    """`brokers` nodes under `root`: one node keeps `root` itself as its data directory
+    (the single broker's layout); more take `root/node-<id>`, formatted with one cluster id
+    kept in `root/cluster.id`. Node n's ports are node 0's plus 3n."""
+    if brokers == 1:
+        return LocalCluster([LocalBroker(
+            data_dir=root, cache_dir=cache_dir, port=port, controller_port=controller_port,
+            heap=heap, metrics_port=metrics_port, secured=secured, instance=instance,
+            replication=replication)])
+    root.mkdir(parents=True, exist_ok=True)
+    id_file = root / "cluster.id"
+    if not id_file.exists():
+        id_file.write_text(new_cluster_id() + "\n")
+    cluster_id = id_file.read_text().strip()
+    step = NODE_PORT_STEP
+    voters = tuple((n + 1, controller_port + step * n) for n in range(brokers))
+    return LocalCluster([LocalBroker(
+        data_dir=root / f"node-{n + 1}", cache_dir=cache_dir, port=port + step * n,
+        controller_port=controller_port + step * n, heap=heap,
+        metrics_port=None if metrics_port is None else metrics_port + step * n,
+        secured=secured, instance=instance, node_id=n + 1, voters=voters,
+        replication=replication, cluster_id=cluster_id) for n in range(brokers)])
+
+
+def cluster_from_settings(settings) -> LocalCluster:
+    """The local cluster the settings describe: `kafka_brokers` nodes, data under
+    `<home>/kafka` for one and `<home>/kafka-cluster/node-<id>` for more."""
+    brokers = settings.kafka_brokers
+    root = settings.home / ("kafka" if brokers == 1 else "kafka-cluster")
+    return cluster_nodes(
+        root.resolve(), settings.cache_dir, brokers, port=settings.kafka_port,
         controller_port=settings.kafka_controller_port,
-        heap=settings.kafka_heap,
-        metrics_port=settings.kafka_metrics_port,
-        secured=kafka_security.secured(settings),
-        instance=settings.instance,
-    )
+        metrics_port=settings.kafka_metrics_port, heap=settings.kafka_heap,
+        replication=settings.replication_factor, secured=kafka_security.secured(settings),
+        instance=settings.instance)
+

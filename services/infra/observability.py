@@ -28,6 +28,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from croupier.services.infra import metrics
+from croupier.services.infra.kafka_clients import admin_client
 from croupier.services.infra.kafka_security import kafka_python_options
 from croupier.services.infra.settings import Settings, get_settings
 
@@ -144,10 +145,8 @@ class LagProbe:
     def measure(self, assigned: set[TopicPartition] | None = None) -> dict[str, int]:
         """Lag per topic of the group's partitions (only `assigned` ones, if given)."""
         if self._admin is None:
-            self._admin = KafkaAdminClient(bootstrap_servers=self.bootstrap,
-                                           client_id=f"{self.group_id}-lag",
-                                           request_timeout_ms=5000,
-                                           **kafka_python_options(self.principal))
+            self._admin = admin_client(self.bootstrap, self.principal,
+                                       client_id=f"{self.group_id}-lag", timeout_s=5.0)
         if self._consumer is None:
             self._consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=None,
                                            enable_auto_commit=False,

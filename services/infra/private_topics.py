@@ -16,7 +16,7 @@ from kafka.errors import TopicAlreadyExistsError, TopicAuthorizationFailedError
 
 from croupier.services.infra import topic_admin
 from croupier.services.infra.settings import Settings
-from croupier.shared.topics import validate_retention
+from croupier.shared.topics import durability_configs, validate_retention
 
 
 def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, ...] = (),
@@ -32,6 +32,8 @@ def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, 
         # may expire): `app.Table(..., extra_topic_configs={...})`
         wanted[table.changelog_topic_name] = {"cleanup.policy": "compact",
                                               **table_configs(table)}
+    durable = durability_configs(settings.replication_factor)
+    wanted = {name: {**durable, **configs} for name, configs in wanted.items()}
     # as the service itself: its principal may create topics under its own prefix only
     service = app.conf.id.removeprefix(f"{settings.instance}-")
     admin = topic_admin.admin_client(settings.bootstrap_servers, principal=service)
@@ -40,7 +42,8 @@ def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, 
         if not missing:
             return
         create_until_authorized(lambda: admin.create_topics(
-            {name: {"num_partitions": settings.topic_partitions, "replication_factor": 1,
+            {name: {"num_partitions": settings.topic_partitions,
+                    "replication_factor": settings.replication_factor,
                     "configs": configs} for name, configs in missing.items()},
             timeout_ms=15000))
         admin.wait_for_topics(list(missing), timeout_ms=30000)

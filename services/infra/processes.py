@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from croupier.services.simulators.operator_wallet.faults import Faults
 
 # settings every service process must share with the demo driver
-SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers",
+SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers", "kafka_brokers",
+              "topic_replication_factor",
               *(s.port_setting for s in service_table.SERVICES), "operator_api_port",
               "table_signing_secret", "table_events_key",
               "table_events_accept_unsigned", "operator_token", "player_token_secret",

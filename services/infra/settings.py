@@ -37,6 +37,7 @@ class InvalidSetting(SystemExit):
     """A service asked to start with a setting it refuses (the message names it)."""
 
 
+NODE_PORT_STEP = 3  # local node n: every port of node 0 + 3n (listener, controller, metrics)
 MIN_WALLET_STATE_WINDOW_HOURS = 24  # the dispute window: a round is corrected within 24 h
 
 
@@ -84,6 +85,16 @@ class Settings(BaseSettings):
         "`croupier topics apply` (and the demo, and the local broker at start) also applies "
         "the platform's ACLs as the admin principal; false where the cluster's own admins "
         "manage them."))
+    kafka_brokers: int = Field(default=1, ge=1, le=9, description=(
+        "How many Kafka nodes the cluster has: `croupier kafka up` starts that many local "
+        "nodes (node n on kafka_port + 3n, its controller on kafka_controller_port + 3n, "
+        "its metrics on kafka_metrics_port + 3n); with an external cluster, how many "
+        "brokers it has. 1 for the demo and most tests; 3 to survive the loss of a node."))
+    topic_replication_factor: int | None = Field(default=None, ge=1, description=(
+        "Copies of every partition, the brokers' internal topics included. Unset: 3 when "
+        "kafka_brokers is 3 or more, else 1. With 3 or more, every topic takes "
+        "min.insync.replicas=2 (an acknowledged write is on two nodes) and `croupier "
+        "topics apply` refuses a factor above the brokers that are up."))
     kafka_port: int = 19092
     kafka_controller_port: int = 19093
     kafka_heap: str = "1g"
@@ -252,8 +263,17 @@ class Settings(BaseSettings):
         return self.table_events_key.encode("utf-8")
 
     @property
+    def replication_factor(self) -> int:
+        """The replication factor every topic of ours takes (see `durability`)."""
+        if self.topic_replication_factor is not None:
+            return self.topic_replication_factor
+        return 3 if self.kafka_brokers >= 3 else 1
+
+    @property
     def local_bootstrap(self) -> str:
-        return f"127.0.0.1:{self.kafka_port}"
+        """Every local node's listener: a client reaches the cluster through any that is up."""
+        return ",".join(f"127.0.0.1:{self.kafka_port + NODE_PORT_STEP * n}"
+                        for n in range(self.kafka_brokers))
 
     @property
     def bootstrap_servers(self) -> str:

@@ -1,10 +1,15 @@
-"""Apply the topic catalogue to a live cluster, idempotently, and read back its state.
+"""The topic catalogue as declared state: applied to a live cluster, idempotently, and
+checked against it.
 
-`apply` creates missing topics, adds partitions where the catalogue asks for more,
-and sets every declared config that differs (incremental alter, so configs the
-operator set by hand on other keys are left alone). A second `apply` changes
-nothing. Fewer partitions than live cannot be applied (Kafka never shrinks a
-topic): that is reported as drift, never silently ignored.
+`apply` creates missing topics with their partitions, replication and configs and sets
+every declared config that differs (incremental alter, so configs the operator set by
+hand on other keys are left alone). A second `apply` changes nothing. What it will not
+change is reported as drift, never silently ignored: a partition count other than the
+declared one (every topic is keyed, and more partitions would move keys to other
+partitions: a table's or a player's records would no longer be in one ordered log), and
+a replication factor other than the declared one (that is a reassignment of replicas,
+docs/operator-guide.md). A replication factor above the brokers that are up is refused
+before anything is written. `check` lists every difference and changes nothing.
 """
 
 from __future__ import annotations
@@ -13,8 +18,12 @@ from dataclasses import dataclass, field
 
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from croupier.services.infra import kafka_security
-from croupier.shared.topics import TopicSpec
+from croupier.services.infra import kafka_clients, kafka_security
+from croupier.shared.topics import TopicSpec, topic_catalogue
+
+
+class ReplicationRefused(RuntimeError):
+    """The catalogue asks for more copies of a partition than the cluster has brokers up."""
 
 
 @dataclass(frozen=True)
@@ -22,27 +31,48 @@ class TopicState:
     name: str
     partitions: int
     configs: dict[str, str]
+    replication: int = 1  # the fewest replicas any of its partitions has
+
+
+def catalogue_of(settings, retention_ms: int | None = None) -> tuple[TopicSpec, ...]:
+    """The catalogue as the settings declare it: retention, partitions, replication."""
+    return topic_catalogue(retention_ms=retention_ms or settings.retention_ms,
+                           partitions=settings.topic_partitions,
+                           replication=settings.replication_factor)
+
+
+def live_broker_count(admin: KafkaAdminClient) -> int:
+    """The brokers the cluster's metadata lists as unfenced now."""
+    return sum(1 for b in admin.describe_cluster()["brokers"] if not b.get("is_fenced"))
+
+
+def require_brokers_for(admin: KafkaAdminClient, replication: int) -> None:
+    """Refuse a replication factor the cluster cannot place, naming the setting."""
+    brokers = live_broker_count(admin)
+    if replication > brokers:
+        raise ReplicationRefused(
+            f"replication factor {replication} needs at least {replication} brokers up; the "
+            f"cluster has {brokers}. Set CROUPIER_TOPIC_REPLICATION_FACTOR (or "
+            f"CROUPIER_KAFKA_BROKERS, from which it defaults) to at most {brokers}, or bring "
+            "the missing brokers up (`croupier kafka up`).")
 
 
 @dataclass
 class ApplyReport:
     created: list[str] = field(default_factory=list)
-    partitions_added: dict[str, tuple[int, int]] = field(default_factory=dict)
     configs_changed: dict[str, dict[str, tuple[str | None, str]]] = field(default_factory=dict)
     drift: list[str] = field(default_factory=list)
     acls: int = 0  # ACLs sent (creating one that exists changes nothing)
 
     @property
     def changed(self) -> bool:
-        return bool(self.created or self.partitions_added or self.configs_changed)
+        return bool(self.created or self.configs_changed)
 
 
 def admin_client(bootstrap: str, principal: str = kafka_security.ADMIN) -> KafkaAdminClient:
     """An admin client acting as `principal` (the admin principal unless a service creates
-    its own private topics)."""
-    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="croupier-topics",
-                            request_timeout_ms=15000, bootstrap_timeout_ms=15000,
-                            **kafka_security.kafka_python_options(principal))
+    its own private topics), riding through a node being down."""
+    return kafka_clients.admin_client(bootstrap, principal, client_id="croupier-topics")
 
 
 def describe(admin: KafkaAdminClient, names: list[str]) -> dict[str, TopicState]:
@@ -51,11 +81,13 @@ def describe(admin: KafkaAdminClient, names: list[str]) -> dict[str, TopicState]
     present = [n for n in names if n in existing]
     if not present:
         return {}
-    partitions = {t["name"]: len(t["partitions"]) for t in admin.describe_topics(present)}
+    described = {t["name"]: t["partitions"] for t in admin.describe_topics(present)}
     resources = [ConfigResource(ConfigResourceType.TOPIC, n) for n in present]
     answer = admin.describe_configs(resources, config_filter="all")
     configs = _configs_by_topic(answer)
-    return {n: TopicState(n, partitions[n], configs.get(n, {})) for n in present}
+    return {n: TopicState(n, len(described[n]), configs.get(n, {}),
+                          min((len(p["replica_nodes"]) for p in described[n]), default=0))
+            for n in present}
 
 
 def _configs_by_topic(answer) -> dict[str, dict[str, str]]:
@@ -64,12 +96,39 @@ def _configs_by_topic(answer) -> dict[str, dict[str, str]]:
             for name, entries in answer.get("topic", {}).items()}
 
 
+def differences(catalogue: tuple[TopicSpec, ...], live: dict[str, TopicState]) -> list[str]:
+    """Each difference between the catalogue and the cluster, one line each (`topics check`)."""
+    lines = []
+    for spec in catalogue:
+        state = live.get(spec.name)
+        if state is None:
+            lines.append(f"{spec.name}: missing")
+            continue
+        if state.partitions != spec.partitions:
+            lines.append(f"{spec.name}: partitions {state.partitions} live, "
+                         f"{spec.partitions} declared")
+        if state.replication != spec.replication:
+            lines.append(f"{spec.name}: replication {state.replication} live, "
+                         f"{spec.replication} declared")
+        lines += [f"{spec.name}: {key} {state.configs.get(key)} live, {value} declared"
+                  for key, value in spec.configs.items() if state.configs.get(key) != value]
+    return lines
+
+
+def check(admin: KafkaAdminClient, catalogue: tuple[TopicSpec, ...]) -> list[str]:
+    """The differences between the catalogue and the cluster; changes nothing."""
+    return differences(catalogue, describe(admin, [t.name for t in catalogue]))
+
+
 def apply(admin: KafkaAdminClient, catalogue: tuple[TopicSpec, ...], *,
           acls_for: str | None = None) -> ApplyReport:
     """On a secured cluster (when the settings let us manage ACLs) the catalogue topics'
     ACLs are applied too, and with `acls_for` that platform instance's (its services'
-    groups and private topics); `admin` must then act as the admin principal."""
+    groups and private topics); `admin` must then act as the admin principal. Raises
+    ReplicationRefused, before anything is written, if the catalogue asks for more
+    replicas than the cluster has brokers up."""
     report = ApplyReport()
+    require_brokers_for(admin, max((t.replication for t in catalogue), default=1))
     settings = kafka_security._settings()
     if kafka_security.secured(settings) and settings.kafka_manage_acls:
         report.acls = kafka_security.apply_acls(admin, acls_for)
@@ -77,7 +136,7 @@ def apply(admin: KafkaAdminClient, catalogue: tuple[TopicSpec, ...], *,
     missing = [t for t in catalogue if t.name not in live]
     if missing:
         admin.create_topics(
-            {t.name: {"num_partitions": t.partitions, "replication_factor": 1,
+            {t.name: {"num_partitions": t.partitions, "replication_factor": t.replication,
                       "configs": dict(t.configs)} for t in missing},
             timeout_ms=15000,
         )
@@ -88,13 +147,21 @@ def apply(admin: KafkaAdminClient, catalogue: tuple[TopicSpec, ...], *,
         if state is None:
             continue
         if state.partitions < spec.partitions:
-            admin.create_partitions({spec.name: spec.partitions})
-            report.partitions_added[spec.name] = (state.partitions, spec.partitions)
+            report.drift.append(
+                f"{spec.name}: {state.partitions} partitions live, {spec.partitions} declared: "
+                f"refused, the topic is keyed by {spec.key} and more partitions would move "
+                "keys to other partitions (a key's records would no longer be in one ordered "
+                "log); see docs/operator-guide.md, Adding partitions")
         elif state.partitions > spec.partitions:
             report.drift.append(
                 f"{spec.name}: {state.partitions} partitions live, {spec.partitions} declared "
                 "(Kafka cannot remove partitions; change the catalogue or recreate the topic)"
             )
+        if state.replication != spec.replication:
+            report.drift.append(
+                f"{spec.name}: replication {state.replication} live, {spec.replication} "
+                "declared (a reassignment of its replicas: docs/operator-guide.md, Replacing "
+                "a broker)")
         changes = {k: (state.configs.get(k), v) for k, v in spec.configs.items()
                    if state.configs.get(k) != v}
         if changes:

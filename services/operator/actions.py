@@ -4,10 +4,10 @@ cannot be written does not happen (`ActionNotRecorded`)."""
 
 from __future__ import annotations
 
-from kafka import KafkaProducer
 from kafka.errors import KafkaError
 
-from croupier.services.infra.kafka_security import OPERATOR, credentials, kafka_python_options
+from croupier.services.infra.kafka_clients import durable_producer
+from croupier.services.infra.kafka_security import OPERATOR, credentials
 from croupier.shared.events.operator_actions import OperatorAction
 
 TOPIC = "operator.actions"
@@ -26,8 +26,7 @@ def record_action(bootstrap: str, action: OperatorAction, settings) -> tuple[int
     """Write `action` (keyed by its table) and wait for the broker's acknowledgement;
     (partition, offset) where it stands in the log."""
     try:
-        producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                                 **kafka_python_options(OPERATOR, settings))
+        producer = durable_producer(bootstrap, OPERATOR, settings)
         try:
             sent = producer.send(TOPIC, key=action.table_id.encode(),
                                  value=action.model_dump_json().encode())

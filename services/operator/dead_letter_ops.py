@@ -9,11 +9,11 @@ import base64
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from kafka import KafkaProducer
 from pydantic import TypeAdapter
 
 from croupier.services.infra.dead_letters import TOPIC
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
+from croupier.services.infra.kafka_clients import durable_producer
+from croupier.services.infra.kafka_security import ADMIN
 from croupier.services.infra.log_reader import read_to_end
 from croupier.shared.events.dead_letters import DeadLetter, DeadLetterRedriven, DeadLettersRecord
 
@@ -54,8 +54,7 @@ def redrive(bootstrap: str, letter: DeadLetter, by: str, reason: str = "",
                            f"kept only as its digest {letter.value_sha256}; it cannot be "
                            "re-driven from here")
     key = None if letter.key_b64 is None else base64.b64decode(letter.key_b64)
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                             **kafka_python_options(ADMIN))
+    producer = durable_producer(bootstrap, ADMIN)
     try:
         where = producer.send(letter.topic, key=key,
                               value=base64.b64decode(letter.value_b64)).get(timeout=30)

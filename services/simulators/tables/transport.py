@@ -41,13 +41,11 @@ class HttpTransport:
 
 class KafkaTransport:
     def __init__(self, bootstrap: str) -> None:
-        from kafka import KafkaProducer
-
-        from croupier.services.infra.kafka_security import TABLE_DEVICE, kafka_python_options
+        from croupier.services.infra.kafka_clients import durable_producer
+        from croupier.services.infra.kafka_security import TABLE_DEVICE
 
         # a table device's principal: it may write dealer.inputs and nothing else
-        self._producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all",
-                                       **kafka_python_options(TABLE_DEVICE))
+        self._producer = durable_producer(bootstrap, TABLE_DEVICE)
 
     async def send(self, inp: InputBase) -> dict:
         def _send() -> None:

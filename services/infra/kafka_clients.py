@@ -1,0 +1,79 @@
+"""How our clients talk to a cluster that may have a node down.
+
+The one way our producers write: every acknowledged record is on `min.insync.replicas`
+copies and a retried send is never written twice.
+
+`acks=all` waits for every in-sync replica (with replication 3 and
+`min.insync.replicas=2`, an acknowledged write survives the loss of any one node), and
+the idempotent producer numbers each batch, so a send retried across a leader change
+lands once. Every producer of ours takes `DURABLE_PRODUCER`: kafka-python's through
+`durable_producer`, the services' Faust producer through `faust_app`, and aiokafka's by
+passing it (the option names are the same).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any, cast
+
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.errors import KafkaConnectionError, NodeNotReadyError
+
+from croupier.services.infra.kafka_security import kafka_python_options
+
+DURABLE_PRODUCER: dict[str, Any] = {"acks": "all", "enable_idempotence": True}
+
+
+def durable_producer(bootstrap: str, principal: str, settings=None, **options: Any
+                     ) -> KafkaProducer:
+    """A kafka-python producer acting as `principal`, durable (`DURABLE_PRODUCER`); a
+    caller's `options` tune batching, never acks or idempotence."""
+    clash = set(options) & set(DURABLE_PRODUCER)
+    if clash:
+        raise ValueError(f"a producer of ours is always durable; drop {sorted(clash)}")
+    return KafkaProducer(bootstrap_servers=bootstrap, **DURABLE_PRODUCER, **options,
+                         **kafka_python_options(principal, settings))
+
+
+# An admin request goes to one node, picked by kafka-python; with that node down it fails
+# at once (KafkaConnectionError) instead of asking another: a cluster with a node down is
+# still a cluster, so the request is sent again and goes to a live node.
+ADMIN_RETRIES = 6
+_RETRIED = (KafkaConnectionError, NodeNotReadyError)
+
+
+class ResilientAdmin:
+    """A KafkaAdminClient whose requests are sent again, up to ADMIN_RETRIES times, when the
+    node they went to cannot be reached; anything else the broker answers is raised."""
+
+    def __init__(self, client: KafkaAdminClient, sleep: Callable[[float], None] = time.sleep
+                 ) -> None:
+        self._client = client
+        self._sleep = sleep
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr) or name == "close":
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            for attempt in range(ADMIN_RETRIES):
+                try:
+                    return attr(*args, **kwargs)
+                except _RETRIED:
+                    if attempt == ADMIN_RETRIES - 1:
+                        raise
+                    self._sleep(0.2 * (attempt + 1))
+            raise AssertionError("unreachable")
+        return call
+
+
+def admin_client(bootstrap: str, principal: str, *, client_id: str = "croupier-admin",
+                 timeout_s: float = 15.0, settings=None) -> KafkaAdminClient:
+    """An admin client acting as `principal` that rides through a node being down."""
+    client = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id,
+                              request_timeout_ms=int(timeout_s * 1000),
+                              bootstrap_timeout_ms=int(timeout_s * 1000),
+                              **kafka_python_options(principal, settings))
+    return cast(KafkaAdminClient, ResilientAdmin(client))
