@@ -71,3 +71,20 @@ def free_port() -> int:
                 _given.add(port)
                 return port
     raise RuntimeError(f"no free loopback port in {low}-{high - 1}")
+
+
+def free_stepped_ports(count: int, step: int) -> int:
+    """A first port p with p, p + step, ..., p + step * (count - 1) all free now and none
+    given before in this run: a local cluster's node n listens on its first node's port +
+    step * n (`croupier.services.infra.settings.NODE_PORT_STEP`)."""
+    ceiling = _ceiling()
+    low, high = worker_slice(LOWEST, ceiling, dict(os.environ))
+    span = step * (count - 1)
+    with _lock:
+        for _ in range(high - low):
+            first = _rng.randrange(low, high - span)
+            ports = [first + step * n for n in range(count)]
+            if not _given.intersection(ports) and all(_bindable(p) for p in ports):
+                _given.update(ports)
+                return first
+    raise RuntimeError(f"no {count} free loopback ports {step} apart in {low}-{high - 1}")

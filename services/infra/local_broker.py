@@ -422,10 +422,17 @@ class LocalCluster:
                                   f"{sorted(want)}, after {timeout_s:.0f}s")
             time.sleep(0.3)
 
-    def down(self) -> list[int]:
-        """Stop every node that runs (the last to stop is the last controller). Returns the
-        ids stopped."""
-        return [n.node_id for n in self.nodes if n.stop()]
+    def down(self, timeout_s: float = 30.0) -> list[int]:
+        """Stop every node that runs, all at once: stopped one after another, the last ones
+        would wait out their controlled shutdown without a quorum. Returns the ids stopped."""
+        running = [(n, pid) for n in self.nodes if (pid := n.running_pid()) is not None]
+        for _, pid in running:
+            os.kill(pid, signal.SIGTERM)
+        for node, _ in running:
+            node.stop(timeout_s)
+        for node in self.nodes:
+            node.pid_file.unlink(missing_ok=True)
+        return [node.node_id for node, _ in running]
 
     def status(self) -> list[NodeStatus]:
         """Each node: up when its process runs and the cluster's metadata lists it as an
