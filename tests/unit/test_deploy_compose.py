@@ -4,6 +4,7 @@ file agrees with the code (services/infra/settings.py) and the repo."""
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import re
 import tomllib
@@ -17,13 +18,22 @@ from croupier.services.infra import service_table  # noqa: E402
 from croupier.services.infra.faust_app import service_port  # noqa: E402
 from croupier.services.infra.jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
 from croupier.services.infra.kafka_security import PRINCIPALS, broker_security_properties  # noqa: E402
+from croupier.services.infra.local_broker import LocalBroker  # noqa: E402
 from croupier.services.infra.settings import DEVELOPMENT_SECRETS, Settings  # noqa: E402
+from croupier.shared.topics import min_insync_replicas  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
 SERVICES = COMPOSE["services"]
 CROUPIER = service_table.SERVICE_NAMES
 ONE_SHOT = ("kafka-jmx-agent", "topics")
+# a KRaft cluster of three nodes (each broker and controller): replication 3, min ISR 2
+BROKERS = ("kafka-1", "kafka-2", "kafka-3")
+BOOTSTRAP = ",".join(f"{broker}:9092" for broker in BROKERS)
+KAFKA_CLIENTS = (*CROUPIER, "topics", "archiver")
+ALL_BROKERS_HEALTHY = {broker: {"condition": "service_healthy"} for broker in BROKERS}
+# what a node sets for itself; everything else in a node's environment the three share
+NODE_OWN = {"KAFKA_NODE_ID", "KAFKA_ADVERTISED_LISTENERS"}
 _INTERPOLATION = re.compile(r"\$\{(\w+)(?::?([-?])([^}]*))?\}")
 GIVEN_SECRET = "a-secret-the-operator-set"
 
@@ -76,7 +86,7 @@ def host_port_range(service: str) -> range:
 
 
 def test_the_platform_is_all_there() -> None:
-    assert set(SERVICES) == {*ONE_SHOT, "kafka", *CROUPIER, "archiver", "prometheus", "grafana"}
+    assert set(SERVICES) == {*ONE_SHOT, *BROKERS, *CROUPIER, "archiver", "prometheus", "grafana"}
 
 
 @pytest.mark.parametrize("service", [*CROUPIER, "topics", "archiver"])
@@ -95,7 +105,10 @@ def test_environment_values_are_valid_settings_and_match_the_defaults(
         service: str, monkeypatch: pytest.MonkeyPatch) -> None:
     settings = settings_for(service, monkeypatch)
     defaults = Settings(_env_file=None, KAFKA_BOOTSTRAP_SERVERS=None)
-    assert settings.bootstrap_servers == "kafka:9092" and settings.uses_external_kafka
+    assert settings.bootstrap_servers == BOOTSTRAP and settings.uses_external_kafka
+    # the cluster's size, and from it the replication every topic takes (3, min ISR 2)
+    assert settings.kafka_brokers == len(BROKERS) == 3
+    assert settings.replication_factor == 3 and min_insync_replicas(settings.replication_factor) == 2
     for port in CROUPIER:
         assert service_port(settings, port) == service_port(defaults, port)
     assert settings.topic_partitions == defaults.topic_partitions
@@ -150,7 +163,7 @@ def test_one_image_for_every_croupier_process() -> None:
     assert SERVICES["topics"]["command"] == ["croupier", "topics", "apply"]
 
 
-@pytest.mark.parametrize("service", ["kafka", *CROUPIER, "archiver", "prometheus", "grafana"])
+@pytest.mark.parametrize("service", [*BROKERS, *CROUPIER, "archiver", "prometheus", "grafana"])
 def test_long_running_services_have_a_healthcheck(service: str) -> None:
     check = SERVICES[service]["healthcheck"]
     assert check["test"][0] in {"CMD", "CMD-SHELL"} and len(check["test"]) > 1
@@ -174,13 +187,34 @@ def test_dependencies_exist_and_use_the_right_condition() -> None:
                 assert dep in ONE_SHOT, f"{name} waits for {dep} to exit, it never does"
             else:
                 pytest.fail(f"{name} -> {dep}: use service_healthy or service_completed_successfully")
-    assert SERVICES["topics"]["depends_on"] == {"kafka": {"condition": "service_healthy"}}
-    for service in CROUPIER:
+    # every Kafka client waits for all three brokers (a topic of 3 replicas needs them)
+    assert SERVICES["topics"]["depends_on"] == ALL_BROKERS_HEALTHY
+    for service in (*CROUPIER, "archiver"):
         assert SERVICES[service]["depends_on"] == {
-            "kafka": {"condition": "service_healthy"},
-            "topics": {"condition": "service_completed_successfully"}}
-    assert SERVICES["kafka"]["depends_on"] == {
-        "kafka-jmx-agent": {"condition": "service_completed_successfully"}}
+            **ALL_BROKERS_HEALTHY, "topics": {"condition": "service_completed_successfully"}}
+    for broker in BROKERS:
+        assert SERVICES[broker]["depends_on"] == {
+            "kafka-jmx-agent": {"condition": "service_completed_successfully"}}
+
+
+@pytest.mark.parametrize("service", KAFKA_CLIENTS)
+def test_every_kafka_client_bootstraps_from_and_waits_for_every_broker(service: str) -> None:
+    kafka = env(service)
+    assert kafka["KAFKA_BOOTSTRAP_SERVERS"].split(",") == [
+        env(broker)["KAFKA_ADVERTISED_LISTENERS"].removeprefix("SASL_PLAINTEXT://")
+        for broker in BROKERS]
+    assert kafka["CROUPIER_KAFKA_BROKERS"] == "3"
+    # the replication factor follows from the brokers (3), as the brokers' own default
+    assert "CROUPIER_TOPIC_REPLICATION_FACTOR" not in kafka
+    for broker in BROKERS:
+        assert SERVICES[service]["depends_on"][broker] == {"condition": "service_healthy"}
+
+
+def test_nothing_names_the_single_broker_any_more() -> None:
+    """No `kafka:9092` (or :9093, :9404) left anywhere, no service or volume of its own."""
+    text = (ROOT / "docker-compose.yml").read_text()
+    assert not re.findall(r"(?<![\w/-])kafka:\d+", text)  # not apache/kafka:<tag>
+    assert "kafka" not in SERVICES and "kafka-data" not in COMPOSE["volumes"]
 
 
 def test_no_dependency_cycle() -> None:
@@ -256,26 +290,92 @@ def test_grafana_gets_its_provisioning_and_home_dashboard() -> None:
     assert published("grafana") == {3000: 3000}
 
 
-def test_kafka_is_a_single_kraft_node_with_the_jmx_agent() -> None:
-    kafka = env("kafka")
+def local_node_properties(node_id: int) -> dict[str, str]:
+    """The server.properties `croupier kafka up` writes for node `node_id` of a local
+    cluster of three (LocalBroker), as a dict."""
+    node = LocalBroker(data_dir=Path("/nonexistent"), cache_dir=Path("/nonexistent"),
+                       secured=False, node_id=node_id, replication=3,
+                       voters=((1, 19093), (2, 19096), (3, 19099)))
+    return dict(line.split("=", 1) for line in node.server_properties().splitlines())
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_each_kafka_node_is_a_replicated_kraft_broker_and_controller(broker: str) -> None:
+    kafka = env(broker)
+    node_id = BROKERS.index(broker) + 1
+    assert kafka["KAFKA_NODE_ID"] == str(node_id)
     assert kafka["KAFKA_PROCESS_ROLES"] == "broker,controller"
-    assert kafka["KAFKA_CONTROLLER_QUORUM_VOTERS"] == f"{kafka['KAFKA_NODE_ID']}@kafka:9093"
-    assert kafka["KAFKA_ADVERTISED_LISTENERS"] == "SASL_PLAINTEXT://kafka:9092"
+    assert kafka["KAFKA_ADVERTISED_LISTENERS"] == f"SASL_PLAINTEXT://{broker}:9092"
     assert kafka["KAFKA_AUTO_CREATE_TOPICS_ENABLE"] == "false"  # `croupier topics apply` creates them
-    assert env("topics")["KAFKA_BOOTSTRAP_SERVERS"] == "kafka:9092"
+    # replication 3, an acknowledged write on 2, no out-of-sync leader: the loss of any
+    # one broker loses no acknowledged record; the brokers' internal topics alike
+    assert kafka["KAFKA_DEFAULT_REPLICATION_FACTOR"] == "3"
+    assert kafka["KAFKA_MIN_INSYNC_REPLICAS"] == "2"
+    assert kafka["KAFKA_UNCLEAN_LEADER_ELECTION_ENABLE"] == "false"
+    for internal in ("OFFSETS_TOPIC", "TRANSACTION_STATE_LOG", "SHARE_COORDINATOR_STATE_TOPIC"):
+        assert kafka[f"KAFKA_{internal}_REPLICATION_FACTOR"] == "3", internal
+    assert kafka["KAFKA_TRANSACTION_STATE_LOG_MIN_ISR"] == "2"
+    assert kafka["KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR"] == "2"
+    # the same as a node of the local cluster of three (services/infra/local_broker.py)
+    local = local_node_properties(node_id)
+    for key in ("process.roles", "node.id", "controller.listener.names",
+                "default.replication.factor", "min.insync.replicas",
+                "unclean.leader.election.enable", "offsets.topic.replication.factor",
+                "transaction.state.log.replication.factor", "transaction.state.log.min.isr",
+                "share.coordinator.state.topic.replication.factor",
+                "share.coordinator.state.topic.min.isr", "auto.create.topics.enable"):
+        variable = "KAFKA_" + key.upper().replace(".", "_")
+        assert kafka[variable] == local[key], key
+    # its own data volume, at its log dir
+    (data,) = [(s, t) for n, s, t, _ in volume_specs() if n == broker and t == kafka["KAFKA_LOG_DIRS"]]
+    assert data == (f"{broker}-data", "/var/lib/kafka/data") and data[0] in COMPOSE["volumes"]
+
+
+def test_the_three_nodes_are_one_cluster() -> None:
+    """One controller quorum naming all three nodes, one cluster id to format with, the
+    same configuration but for each node's id, address and volume."""
+    nodes = {broker: env(broker) for broker in BROKERS}
+    assert sorted(int(kafka["KAFKA_NODE_ID"]) for kafka in nodes.values()) == [1, 2, 3]
+    voters = {kafka["KAFKA_CONTROLLER_QUORUM_VOTERS"] for kafka in nodes.values()}
+    assert voters == {",".join(f"{nodes[b]['KAFKA_NODE_ID']}@{b}:9093" for b in BROKERS)}
+    local = local_node_properties(1)["controller.quorum.voters"]
+    assert [v.split("@")[0] for v in voters.pop().split(",")] == [
+        v.split("@")[0] for v in local.split(",")]
+    assert all(kafka["KAFKA_LISTENERS"].endswith("CONTROLLER://:9093") for kafka in nodes.values())
+    # the apache/kafka image formats storage with $CLUSTER_ID: one id, from one variable
+    raw = {SERVICES[broker]["environment"]["CLUSTER_ID"] for broker in BROKERS}
+    assert len(raw) == 1
+    match = re.fullmatch(r"\$\{CROUPIER_KAFKA_CLUSTER_ID:-([A-Za-z0-9_-]{22})\}", raw.pop())
+    assert match, "CLUSTER_ID: ${CROUPIER_KAFKA_CLUSTER_ID:-<22-character base64 UUID>}"
+    assert len(base64.urlsafe_b64decode(match.group(1) + "==")) == 16
+    assert not match.group(1).startswith("-")  # the storage tool would take it for an option
+    shared = [{k: v for k, v in SERVICES[b]["environment"].items() if k not in NODE_OWN}
+              for b in BROKERS]
+    assert shared[0] == shared[1] == shared[2]
+    for key in ("image", "healthcheck", "depends_on", "restart"):
+        assert SERVICES["kafka-1"][key] == SERVICES["kafka-2"][key] == SERVICES["kafka-3"][key]
+    assert len({kafka["KAFKA_ADVERTISED_LISTENERS"] for kafka in nodes.values()}) == 3
+
+
+@pytest.mark.parametrize("broker", BROKERS)
+def test_each_kafka_node_serves_its_metrics_through_the_jmx_agent(broker: str) -> None:
+    kafka = env(broker)
     agent = re.fullmatch(r"-javaagent:(\S+)=(\d+):(\S+)", kafka["KAFKA_OPTS"])
     assert agent, kafka["KAFKA_OPTS"]
     jar, port, config = agent.groups()
-    assert mount_of("kafka", config) == ROOT / "deploy" / "kafka" / "jmx-exporter.yml"
-    assert f"kafka:{port}" in (ROOT / "deploy" / "prometheus" / "prometheus.compose.yml").read_text()
+    assert mount_of(broker, config) == ROOT / "deploy" / "kafka" / "jmx-exporter.yml"
+    prometheus = yaml.safe_load((ROOT / "deploy" / "prometheus" / "prometheus.compose.yml").read_text())
+    (job,) = [job for job in prometheus["scrape_configs"] if job["job_name"] == "kafka"]
+    scraped = [target for sc in job["static_configs"] for target in sc["targets"]]
+    assert scraped == [f"{b}:{port}" for b in BROKERS], "one job, every node an instance"
     fetch = " ".join(SERVICES["kafka-jmx-agent"]["command"])
     assert f"-Dartifact={JMX_AGENT_ARTIFACT}" in fetch
     agent_dir = [t for n, s, t, _ in volume_specs() if n == "kafka-jmx-agent" and s == "jmx-agent"][0]
-    kafka_dir = [t for n, s, t, _ in volume_specs() if n == "kafka" and s == "jmx-agent"][0]
+    kafka_dir = [t for n, s, t, _ in volume_specs() if n == broker and s == "jmx-agent"][0]
     assert "-Dmdep.stripVersion=true" in fetch and f"-DoutputDirectory={agent_dir}" in fetch
     assert jar == f"{kafka_dir}/jmx_prometheus_javaagent.jar"
     # the health probe is a JVM too: it must not load the agent (its port is taken)
-    assert "env -u KAFKA_OPTS" in SERVICES["kafka"]["healthcheck"]["test"][1]
+    assert "env -u KAFKA_OPTS" in SERVICES[broker]["healthcheck"]["test"][1]
 
 
 def test_dockerfile_builds_the_package_from_what_it_copies() -> None:
@@ -311,14 +411,16 @@ def test_each_process_is_its_own_kafka_principal(service: str,
     assert settings.kafka_security_protocol == "SASL_PLAINTEXT"
     assert settings.kafka_sasl_mechanism == "PLAIN"
     assert settings.kafka_username == principal
-    jaas = env("kafka")["KAFKA_LISTENER_NAME_SASL__PLAINTEXT_PLAIN_SASL_JAAS_CONFIG"]
-    assert f'user_{principal}="{settings.kafka_password}"' in jaas
+    for broker in BROKERS:
+        jaas = env(broker)["KAFKA_LISTENER_NAME_SASL__PLAINTEXT_PLAIN_SASL_JAAS_CONFIG"]
+        assert f'user_{principal}="{settings.kafka_password}"' in jaas
 
 
-def test_the_compose_broker_is_secured_like_the_local_one() -> None:
+@pytest.mark.parametrize("broker", BROKERS)
+def test_each_compose_broker_is_secured_like_the_local_one(broker: str) -> None:
     """SASL on both listeners, the StandardAuthorizer denying what no ACL allows, a user
     for every principal: the same properties `local_broker` writes."""
-    kafka = env("kafka")
+    kafka = env(broker)
     local = broker_security_properties(9092, 9093, dict.fromkeys(PRINCIPALS, "x"))
     for key in ("sasl.enabled.mechanisms", "sasl.mechanism.inter.broker.protocol",
                 "sasl.mechanism.controller.protocol", "authorizer.class.name",
@@ -330,7 +432,7 @@ def test_the_compose_broker_is_secured_like_the_local_one() -> None:
     for principal in PRINCIPALS:
         assert f'user_{principal}="' in jaas
     assert 'user_admin="' in kafka["KAFKA_LISTENER_NAME_CONTROLLER_PLAIN_SASL_JAAS_CONFIG"]
-    assert "--command-config" in SERVICES["kafka"]["healthcheck"]["test"][1]
+    assert "--command-config" in SERVICES[broker]["healthcheck"]["test"][1]
 
 
 def test_the_archiver_reads_as_operator_into_its_volume_and_beats(monkeypatch: pytest.MonkeyPatch
@@ -345,8 +447,9 @@ def test_the_archiver_reads_as_operator_into_its_volume_and_beats(monkeypatch: p
     assert spec["command"] == ["croupier", "archive", "run"]
     settings = settings_for("archiver", monkeypatch)
     assert settings.kafka_username == "operator"
-    jaas = env("kafka")["KAFKA_LISTENER_NAME_SASL__PLAINTEXT_PLAIN_SASL_JAAS_CONFIG"]
-    assert f'user_operator="{settings.kafka_password}"' in jaas
+    for broker in BROKERS:
+        jaas = env(broker)["KAFKA_LISTENER_NAME_SASL__PLAINTEXT_PLAIN_SASL_JAAS_CONFIG"]
+        assert f'user_operator="{settings.kafka_password}"' in jaas
     (volume,) = spec["volumes"]
     name, _, target = volume.partition(":")
     assert name in COMPOSE["volumes"] and settings.archive_location == f"file://{target}"

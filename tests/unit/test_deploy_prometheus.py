@@ -152,7 +152,7 @@ def test_compose_config_is_the_native_one_by_service_name() -> None:
     for job, (service, _) in SERVICE_JOBS.items():
         port = native_jobs[job][0].rsplit(":", 1)[1]
         assert compose_jobs[job] == [f"{service}:{port}"], "every replica, by DNS"
-    assert compose_jobs["kafka"] == ["kafka:9404"]
+    assert compose_jobs["kafka"] == ["kafka-1:9404", "kafka-2:9404", "kafka-3:9404"]
 
 
 def test_rule_files_of_the_configs_exist() -> None:
