@@ -23,6 +23,12 @@ from kafka.errors import KafkaConnectionError, NodeNotReadyError
 from croupier.services.infra.kafka_security import kafka_python_options
 
 DURABLE_PRODUCER: dict[str, Any] = {"acks": "all", "enable_idempotence": True}
+# kafka-python refreshes its metadata when a reconnect to a node fails, and spaces those
+# attempts by a backoff doubling up to 30 s by default: after a leader dies, a producer
+# found the new leader up to 15 s after the cluster named it (benchmarks/bench_cluster.py).
+# Capped at 1 s it finds it within about a second. aiokafka (Faust) refreshes on the
+# broker's NotLeader answer instead and has no such backoff.
+FAILOVER: dict[str, Any] = {"reconnect_backoff_max_ms": 1000}
 
 
 def durable_producer(bootstrap: str, principal: str, settings=None, **options: Any
@@ -32,8 +38,8 @@ def durable_producer(bootstrap: str, principal: str, settings=None, **options: A
     clash = set(options) & set(DURABLE_PRODUCER)
     if clash:
         raise ValueError(f"a producer of ours is always durable; drop {sorted(clash)}")
-    return KafkaProducer(bootstrap_servers=bootstrap, **DURABLE_PRODUCER, **options,
-                         **kafka_python_options(principal, settings))
+    return KafkaProducer(bootstrap_servers=bootstrap, **{**FAILOVER, **options},
+                         **DURABLE_PRODUCER, **kafka_python_options(principal, settings))
 
 
 # An admin request goes to one node, picked by kafka-python; with that node down it fails
@@ -74,6 +80,6 @@ def admin_client(bootstrap: str, principal: str, *, client_id: str = "croupier-a
     """An admin client acting as `principal` that rides through a node being down."""
     client = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=client_id,
                               request_timeout_ms=int(timeout_s * 1000),
-                              bootstrap_timeout_ms=int(timeout_s * 1000),
+                              bootstrap_timeout_ms=int(timeout_s * 1000), **FAILOVER,
                               **kafka_python_options(principal, settings))
     return cast(KafkaAdminClient, ResilientAdmin(client))
