@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -56,6 +57,26 @@ def test_up_status_down_with_cached_jars(tmp_path, kafka_bootstrap):
             and applied.stdout.count("created") == len(CATALOGUE_NAMES), applied.stdout
         reapplied = croupier("topics", "apply", env=env)
         assert "already match" in reapplied.stdout
+        checked = croupier("topics", "check", env=env)
+        assert checked.returncode == 0 and "no drift" in checked.stdout \
+            and "replication 1" in checked.stdout, checked.stdout + checked.stderr
+        status_json = croupier("kafka", "status", "--json", env=env)
+        [node] = json.loads(status_json.stdout)["nodes"]
+        assert node["id"] == 1 and node["up"] and node["pid"] \
+            and node["port"] == int(env["CROUPIER_KAFKA_PORT"])
+        # more copies than brokers: refused before anything is written, naming the setting
+        three = croupier("topics", "apply", env={**env, "CROUPIER_TOPIC_REPLICATION_FACTOR": "3"})
+        assert three.returncode == 2 and "CROUPIER_TOPIC_REPLICATION_FACTOR" in three.stdout \
+            and "the cluster has 1" in three.stdout, three.stdout + three.stderr
+        # more partitions would move keys: refused with the reason, and check names it
+        wider = {**env, "CROUPIER_TOPIC_PARTITIONS": "8"}
+        refused_partitions = croupier("topics", "apply", env=wider)
+        assert refused_partitions.returncode == 1 \
+            and "keys to other partitions" in refused_partitions.stdout, refused_partitions.stdout
+        drift = croupier("topics", "check", env=wider)
+        assert drift.returncode == 1 and "table.events: partitions 4 live, 8 declared" \
+            in drift.stdout, drift.stdout
+        assert croupier("topics", "check", env=env).returncode == 0  # nothing was changed
         refused = croupier("topics", "apply", "--retention-ms", "3600000", env=env)
         assert refused.returncode == 2 and "below 24 hours" in refused.stdout
     finally:
