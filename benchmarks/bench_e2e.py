@@ -35,6 +35,8 @@ def parse(argv: list[str] | None = None) -> tuple[Options, Path | None]:
     p.add_argument("--sizes", help="bets per measured round, comma separated "
                                    "(default 100,1000,10000; --quick: 10,50)")
     p.add_argument("--workers", type=int, default=1, help="workers per service (default 1)")
+    p.add_argument("--brokers", type=int, default=1, help="Kafka nodes of the run's own cluster "
+                   "(default 1; 3: replication 3, min.insync.replicas 2)")
     p.add_argument("--lifetime-bets", type=int, help="lifetime bets of the old player "
                                                      "(default 100000)")
     p.add_argument("--budget", type=float, help="seconds after which no new measured round "
@@ -44,9 +46,9 @@ def parse(argv: list[str] | None = None) -> tuple[Options, Path | None]:
     fields = intake_fields(a, QUICK, ("lifetime_bets", a.lifetime_bets), ("budget_s", a.budget))
     if a.sizes:
         fields["sizes"] = tuple(int(s) for s in a.sizes.split(",") if s.strip())
-    if a.workers < 1 or any(s < 1 for s in fields.get("sizes", (1,))):
-        p.error("--workers and every size must be positive")
-    return Options(workers=a.workers, keep_home=a.keep_home, **fields), a.json
+    if a.workers < 1 or a.brokers < 1 or any(s < 1 for s in fields.get("sizes", (1,))):
+        p.error("--workers, --brokers and every size must be positive")
+    return Options(workers=a.workers, brokers=a.brokers, keep_home=a.keep_home, **fields), a.json
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,17 +19,22 @@ from aiokafka.structs import TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from benchmarks.e2e.stats import summary
+from croupier.services.infra.kafka_clients import DURABLE_PRODUCER
 from croupier.services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
+from croupier.shared.topics import durability_configs
 
 PAYLOAD_BYTES = 300  # about a BetPlaced record
 WARMUP = 20
 
 
-def _create_topics(bootstrap: str, names: list[str], partitions: int) -> None:
+def _create_topics(bootstrap: str, names: list[str], partitions: int, replication: int) -> None:
+    """As replicated and as durable as the platform's topics (shared/topics.py)."""
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="bench-pipe",
                              **kafka_python_options(ADMIN))
     try:
-        admin.create_topics([NewTopic(n, partitions, 1) for n in names])
+        admin.create_topics([NewTopic(n, partitions, replication,
+                                      topic_configs=durability_configs(replication))
+                             for n in names])
     finally:
         admin.close()
 
@@ -72,16 +77,18 @@ async def _sink(consumer: AIOKafkaConsumer, arrivals: list[tuple[float, float]],
 
 
 async def run_pipe(bootstrap: str, messages: int, rate: float | None, partitions: int = 4,
-                   timeout_s: float = 120.0) -> dict:
+                   timeout_s: float = 120.0, replication: int = 1) -> dict:
     """Push `messages` through the 4 hops: as fast as possible (rate None) or paced at
     `rate` per second. Returns messages/s (first send → last arrival) and latency p50/p99."""
     tag = uuid.uuid4().hex[:8]
     names = [f"bench-pipe-{tag}-{x}" for x in "ABCD"]
-    await asyncio.to_thread(_create_topics, bootstrap, names, partitions)
+    await asyncio.to_thread(_create_topics, bootstrap, names, partitions, replication)
     deadline = time.monotonic() + timeout_s
     consumers = [await _consumer(bootstrap, n, partitions) for n in names]
+    # written as the services write: acks=all, idempotent (kafka_clients.DURABLE_PRODUCER)
     producers = [AIOKafkaProducer(bootstrap_servers=bootstrap, linger_ms=2,
-                                 max_batch_size=512 * 1024, **aiokafka_options(ADMIN)) for _ in range(4)]
+                                 max_batch_size=512 * 1024, **DURABLE_PRODUCER,
+                                 **aiokafka_options(ADMIN)) for _ in range(4)]
     for p in producers:
         await p.start()
     filler = b"x" * (PAYLOAD_BYTES - 8)
@@ -132,12 +139,13 @@ async def run_pipe(bootstrap: str, messages: int, rate: float | None, partitions
             "cpu_ms_per_message": cpu * 1000 / max(1, len(latencies)), "topics": names}
 
 
-async def baseline(bootstrap: str, flood: int, paced_rate: float, paced_seconds: float
-                   ) -> dict:
+async def baseline(bootstrap: str, flood: int, paced_rate: float, paced_seconds: float,
+                   replication: int = 1) -> dict:
     """Throughput from a flood of `flood` messages; latency from a paced run at the rate
     the HTTP latency is measured at, so both latencies are taken unsaturated."""
-    fast = await run_pipe(bootstrap, flood, None)
-    paced = await run_pipe(bootstrap, max(1, int(paced_rate * paced_seconds)), paced_rate)
+    fast = await run_pipe(bootstrap, flood, None, replication=replication)
+    paced = await run_pipe(bootstrap, max(1, int(paced_rate * paced_seconds)), paced_rate,
+                           replication=replication)
     return {"messages_per_s": fast["messages_per_s"],
             "flood_latency_p99_s": fast["latency_p99_s"],
             "latency_p50_s": paced["latency_p50_s"], "latency_p99_s": paced["latency_p99_s"],

@@ -19,10 +19,11 @@ from pathlib import Path
 
 from croupier.services.demo.stack import Stack, ensure_kafka
 from croupier.services.infra.faust_app import service_port
-from croupier.services.infra.local_broker import LocalBroker
-from croupier.services.infra.settings import Settings
+from croupier.services.infra.local_broker import LocalBroker, LocalCluster, cluster_nodes
+from croupier.services.infra.settings import NODE_PORT_STEP, Settings
 from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
 from tests.conftest import free_port
+from tests.ports import free_stepped_ports
 
 
 def _port(settings: Settings, service: str, worker: int) -> int:
@@ -33,11 +34,13 @@ def _port(settings: Settings, service: str, worker: int) -> int:
 @dataclass
 class Platform:
     workers: int = 1
+    brokers: int = 1  # nodes of the run's own cluster (3: replication 3, min.insync 2)
     betting_window_s: int = 1800
     wallet_mode: str = "transfer"  # or "seamless"
     operator_latency_ms: int = 0  # seamless: the reference wallet's delay before each answer
     home: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="croupier-e2e-")))
-    broker: LocalBroker | None = None
+    broker: LocalBroker | None = None  # the cluster's first node
+    cluster: LocalCluster | None = None
     stack: Stack | None = None
     settings: Settings | None = None
 
@@ -45,12 +48,19 @@ class Platform:
         """The run's own broker, unless KAFKA_BOOTSTRAP_SERVERS names a (fresh) cluster."""
         external = os.environ.get("KAFKA_BOOTSTRAP_SERVERS")
         if not external:
-            self.broker = LocalBroker(data_dir=self.home / "kafka", cache_dir=Settings().cache_dir,
-                                      port=free_port(), controller_port=free_port())
-            self.broker.start()
+            step = NODE_PORT_STEP
+            self.cluster = cluster_nodes(
+                self.home / "kafka", Settings().cache_dir, self.brokers,
+                port=free_stepped_ports(self.brokers, step),
+                controller_port=free_stepped_ports(self.brokers, step),
+                heap="1g" if self.brokers == 1 else "512m",
+                replication=Settings(kafka_brokers=self.brokers).replication_factor)
+            self.cluster.up()
+            self.broker = self.cluster.nodes[0]
         self.settings = Settings(
             env="development",  # a benchmark platform runs on the development secrets
-            kafka_bootstrap_servers=external or self.broker.bootstrap, home=self.home / "home",
+            kafka_bootstrap_servers=external or self.cluster.bootstrap, home=self.home / "home",
+            kafka_brokers=self.brokers,
             instance=f"bench-{uuid.uuid4().hex[:8]}", betting_window_seconds=self.betting_window_s,
             dealer_event_port=free_port(), game_evaluation_port=free_port(),
             bet_settlement_port=free_port(), wallet_port=free_port(),
@@ -94,7 +104,7 @@ class Platform:
         try:
             self.stop_services()
         finally:
-            if self.broker is not None:
-                self.broker.stop()
+            if self.cluster is not None:
+                self.cluster.down()
             if not keep_home:
                 shutil.rmtree(self.home, ignore_errors=True)

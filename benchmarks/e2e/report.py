@@ -116,8 +116,11 @@ def add_ratios(fig: dict) -> None:
 def render(fig: dict) -> str:
     base = fig["baseline"]
     intake = fig.get("intake", {})
+    cluster = fig.get("cluster", {"brokers": 1, "replication": 1})
     lines = ["", "end-to-end benchmark (baseline: raw 4-hop aiokafka consume→produce pipe, "
-             "same broker, same run)",
+             "acks=all and idempotent, same cluster, same run)",
+             f"  cluster: {cluster['brokers']} Kafka node(s), replication "
+             f"{cluster['replication']}",
              f"  pipe: {_fmt(base['messages_per_s'], ' msg/s')}, latency at "
              f"{base['paced']['offered_rate']:g}/s p50 {_fmt(base['latency_p50_s'], ' s')} "
              f"p99 {_fmt(base['latency_p99_s'], ' s')}, CPU "

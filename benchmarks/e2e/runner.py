@@ -38,6 +38,7 @@ class Options:
     sizes: tuple[int, ...] = (100, 1_000, 10_000)
     duration_s: float = 20.0  # each intake phase
     workers: int = 1
+    brokers: int = 1  # nodes of the run's cluster; 3: replication 3, min.insync.replicas 2
     players: int = 500
     clients: int = 64
     paced_rate: float = 500.0
@@ -117,11 +118,13 @@ async def _intake(opts: Options, plat: Platform, players: Players, watcher: LogW
 
 async def _run(opts: Options, plat: Platform, fig: dict) -> None:
     deadline = time.monotonic() + opts.budget_s
-    say("broker: starting a private one")
+    say(f"broker: starting a private cluster of {opts.brokers} node(s)")
     bootstrap = await asyncio.to_thread(plat.start_broker)
+    fig["cluster"] = {"brokers": opts.brokers, "replication": plat.settings.replication_factor}
     say(f"baseline: 4-hop pipe, {opts.pipe_messages} messages, then {opts.paced_rate:g}/s")
     fig["baseline"] = await baseline(bootstrap, opts.pipe_messages, opts.paced_rate,
-                                     min(opts.duration_s, 10.0))
+                                     min(opts.duration_s, 10.0),
+                                     replication=plat.settings.replication_factor)
     say(f"  {fig['baseline']['messages_per_s']:.0f} msg/s; starting the services "
          f"({opts.workers} worker(s) each)")
     await asyncio.to_thread(plat.start_services)
@@ -200,7 +203,7 @@ def run(opts: Options) -> dict:
     """Every figure as a dict; the platform is stopped and removed on any outcome."""
     prepare_process()
     fig: dict = {"options": opts.__dict__, "errors": [], "load_average_at_start": os.getloadavg()}
-    plat = Platform(workers=opts.workers)
+    plat = Platform(workers=opts.workers, brokers=opts.brokers)
     began = time.monotonic()
     try:
         asyncio.run(_run(opts, plat, fig))

@@ -47,7 +47,7 @@ def _durable_settings(self) -> dict:
     return dict(DURABLE_PRODUCER)
 
 
-Producer._settings_extra = _durable_settings  # type: ignore[method-assign,assignment]  # deliberate patch
+Producer._settings_extra = _durable_settings  # type: ignore[method-assign]  # deliberate patch
 
 # Faust 0.15.3 can commit past an offset it never processed (issue 606): see faust_patches
 faust_patches.install()
