@@ -27,10 +27,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import shutil
 import signal
-import socket
 import sys
 import tempfile
 import threading
@@ -52,6 +50,7 @@ from croupier.services.infra.kafka_security import ADMIN, kafka_python_options  
 from croupier.services.infra.local_broker import LocalCluster, cluster_nodes  # noqa: E402
 from croupier.services.infra.settings import NODE_PORT_STEP, Settings  # noqa: E402
 from croupier.shared.topics import min_insync_replicas, topic_catalogue  # noqa: E402
+from tests.ports import free_stepped_ports  # noqa: E402
 
 LEDGER = "wallet.ledger"
 EVENTS = "table.events"
@@ -67,7 +66,6 @@ WARM_UP = 500  # records produced before the clock starts (connections, metadata
 PACE_S = 0.005
 CALM_BEFORE_KILL_S = 1.5
 RECOVERY_TIMEOUT_S = 90.0
-LOWEST_PORT = 10_000  # tests/ports.py: below the ephemeral range, above well-known ports
 
 
 # ---- pure parts --------------------------------------------------------------------------
@@ -221,41 +219,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 # ---- clusters ----------------------------------------------------------------------------
 
-_given: set[int] = set()
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as sock:
-        try:
-            sock.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def cluster_ports(nodes: int) -> tuple[int, int]:
-    """(listener port, controller port) of node 0 such that every port of every node (node
-    n: both plus NODE_PORT_STEP * n) is free now, below the ephemeral range where no
-    outgoing connection lands (tests/ports.py), and not given before in this run."""
-    try:
-        ceiling = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-    except (OSError, ValueError, IndexError):
-        ceiling = 32_768
-    span = NODE_PORT_STEP * nodes
-    rng = random.Random(os.getpid() ^ time.time_ns())
-    for _ in range(5_000):
-        first = rng.randrange(LOWEST_PORT, ceiling - span)
-        block = range(first, first + span)
-        if not _given.intersection(block) and all(_bindable(p) for p in block):
-            _given.update(block)
-            return first, first + 1
-    raise RuntimeError(f"no {span} free loopback ports in a row below {ceiling}")
-
-
 def start_cluster(root: Path, nodes: int) -> LocalCluster:
-    port, controller = cluster_ports(nodes)
-    cluster = cluster_nodes(root, Settings().cache_dir, nodes, port=port,
-                            controller_port=controller, heap=HEAP, replication=nodes)
+    cluster = cluster_nodes(root, Settings().cache_dir, nodes,
+                            port=free_stepped_ports(nodes, NODE_PORT_STEP),
+                            controller_port=free_stepped_ports(nodes, NODE_PORT_STEP),
+                            heap=HEAP, replication=nodes)
     try:
         cluster.up(timeout_s=180.0)
     except BaseException:

@@ -27,9 +27,10 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
 from kafka.errors import KafkaError
 
@@ -43,6 +44,9 @@ POM = DEPLOY_DIR / "pom.xml"
 LOG4J_CONFIG = DEPLOY_DIR / "log4j2.properties"
 KAFKA_VERSION = "4.1.1"
 JARS_MARKER = ".complete"
+
+
+T = TypeVar("T")
 
 
 class BrokerError(RuntimeError):
@@ -89,20 +93,25 @@ def ensure_jars(cache_dir: Path) -> tuple[Path, bool]:
     return maven_jars(POM, jars_dir(cache_dir), f"Kafka {KAFKA_VERSION}")
 
 
-def admin_ready(bootstrap: str, timeout_s: float = 5.0) -> list[str] | None:
-    """The topic list if an admin client (the admin principal) can talk to the cluster,
-    else None."""
+def _probe(bootstrap: str, timeout_s: float, ask: Callable[[Any], T]) -> T | None:
+    """`ask(admin)` as the admin principal, or None if the cluster cannot be reached."""
     try:
         admin = kafka_clients.admin_client(bootstrap, kafka_security.ADMIN,
                                            client_id="croupier-probe", timeout_s=timeout_s)
     except (KafkaError, OSError, ValueError):
         return None
     try:
-        return sorted(admin.list_topics())
-    except (KafkaError, OSError):
+        return ask(admin)
+    except (KafkaError, OSError, KeyError):
         return None
     finally:
         admin.close()
+
+
+def admin_ready(bootstrap: str, timeout_s: float = 5.0) -> list[str] | None:
+    """The topic list if an admin client (the admin principal) can talk to the cluster,
+    else None."""
+    return _probe(bootstrap, timeout_s, lambda admin: sorted(admin.list_topics()))
 
 
 @dataclass(frozen=True)
@@ -447,18 +456,9 @@ class LocalCluster:
 def live_brokers(bootstrap: str, timeout_s: float = 5.0) -> set[int] | None:
     """The node ids the cluster's metadata lists as unfenced brokers now, or None if
     unreachable."""
-    try:
-        admin = kafka_clients.admin_client(bootstrap, kafka_security.ADMIN,
-                                           client_id="croupier-probe", timeout_s=timeout_s)
-    except (KafkaError, OSError, ValueError):
-        return None
-    try:
-        return {int(b["broker_id"]) for b in admin.describe_cluster()["brokers"]
-                if not b.get("is_fenced")}
-    except (KafkaError, OSError, KeyError):
-        return None
-    finally:
-        admin.close()
+    return _probe(bootstrap, timeout_s, lambda admin: {
+        int(b["broker_id"]) for b in admin.describe_cluster()["brokers"]
+        if not b.get("is_fenced")})
 
 
 def cluster_nodes(root: Path, cache_dir: Path, brokers: int, *, port: int,
