@@ -21,10 +21,16 @@ ROUND = {"size": 10_000, "completion_to_last_credit_s": 2.0, "completion_to_end_
 
 def test_a_bare_run_prints_the_pipe_the_load_and_the_targets_only() -> None:
     lines = report.render(figure()).splitlines()
-    assert lines[2] == "  pipe: 5e+03 msg/s, latency at 500/s p50 0.01 s p99 0.05 s, CPU 0.2 ms/msg"
-    assert lines[3] == ("  machine load average (1, 5, 15 min) at start 1.0/2.0/3.0, at end n/a; "
+    assert lines[2] == "  cluster: 1 Kafka node(s), replication 1"
+    assert lines[3] == "  pipe: 5e+03 msg/s, latency at 500/s p50 0.01 s p99 0.05 s, CPU 0.2 ms/msg"
+    assert lines[4] == ("  machine load average (1, 5, 15 min) at start 1.0/2.0/3.0, at end n/a; "
                         "run took 99 s")
-    assert lines[4] == "  targets:" and len(lines) == 5 + len(report.targets(figure()))
+    assert lines[5] == "  targets:" and len(lines) == 6 + len(report.targets(figure()))
+
+
+def test_the_report_names_the_cluster_it_ran_on() -> None:
+    lines = report.render(figure(cluster={"brokers": 3, "replication": 3})).splitlines()
+    assert lines[2] == "  cluster: 3 Kafka node(s), replication 3"
 
 
 def test_each_part_prints_its_figures_and_ratios_to_the_pipe() -> None:
