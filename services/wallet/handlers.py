@@ -294,6 +294,11 @@ def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups
         cmd.settlement_id is not None and cmd.settlement_id != record.settlement_id
     if record.status == "reversed" and cmd.ending == "settled" and not again:
         return CommandResult(Answer(200, {"bet_id": cmd.bet_id, "status": "reversed"}))
+    # annulled (reversed, then refunded): the settlement it took back, seen again, is
+    # history, not a second ending; the bet's standing answer is its annulment
+    if record.status == "voided" and cmd.ending == "settled" and \
+            record.settlement_id is not None and cmd.settlement_id == record.settlement_id:
+        return CommandResult(Answer(200, {"bet_id": cmd.bet_id, "status": "voided"}))
     if record.status not in ("placed", cmd.ending) and not (annulled or again):
         log.error("MONEY: bet %r already ended %s; refusing to also end it %s",
                   cmd.bet_id, record.status, cmd.ending)

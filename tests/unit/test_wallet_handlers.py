@@ -350,3 +350,34 @@ def test_a_record_of_no_known_type_is_refused_not_guessed():
         ending_command(b'{"type": "bet_placed", "note": "bet_settled"}')
     with pytest.raises(ValueError):
         ending_command(b'{"bet_id": "settlement_reversed"}')
+
+
+def test_a_settlement_seen_again_after_its_bet_was_annulled_moves_nothing_and_is_no_breach(
+        ledger):
+    """Issue 29 (b): a management void after completion takes the payout back (reversal)
+    and refunds the stake (voided); the original settlement, redelivered afterwards, is
+    the one that was taken back: nothing moves, and no money breach is raised (the money
+    is right; a breach would page an operator for nothing)."""
+    ledger.run(handlers.place_bet, bet())
+    settled = EndBet(player_id="p1", bet_id="b1", ending="settled", returned=6000,
+                     settlement_id="settle:b1", table_id="T1", round_id="R1")
+    ledger.run(handlers.end_bet, settled)
+    ledger.run(handlers.reverse_settlement, ReverseSettlement(
+        player_id="p1", bet_id="b1", reversal_id="rev:b1", settlement_id="settle:b1",
+        amount=6000, table_id="T1", round_id="R1"))
+    ledger.run(handlers.end_bet, settled.model_copy(update={"ending": "voided",
+                                                            "returned": 3000}))
+    assert ledger.bets["b1"].status == "voided" and ledger.account.balance == 10_000
+    entries = len(ledger.entries)
+    again = ledger.run(handlers.end_bet, settled)
+    assert again.breach is None and again.change is None and again.txs == []
+    assert (again.answer.status, again.answer.body["status"]) == (200, "voided")
+    assert ledger.account.balance == 10_000 and len(ledger.entries) == entries
+    # the reversal seen again is no breach either, and moves nothing
+    rev = ledger.run(handlers.reverse_settlement, ReverseSettlement(
+        player_id="p1", bet_id="b1", reversal_id="rev:b1", settlement_id="settle:b1",
+        amount=6000, table_id="T1", round_id="R1"))
+    assert rev.breach is None and rev.txs == [] and ledger.account.balance == 10_000
+    # a settlement under another id (a corrected round settling anew) is still refused
+    other = ledger.run(handlers.end_bet, settled.model_copy(update={"settlement_id": "s2"}))
+    assert other.answer.status == 409 and ledger.account.balance == 10_000
