@@ -42,6 +42,7 @@ from croupier.services.infra.kafka_security import (  # noqa: E402
 )
 from croupier.services.infra.kernel import OwnLog, _read_log  # noqa: E402
 from croupier.services.infra.local_broker import LocalBroker  # noqa: E402
+from croupier.services.infra.own_log import Logged, broker_time  # noqa: E402
 from croupier.services.infra.settings import Settings  # noqa: E402
 from croupier.services.infra.snapshots import SnapshotStore  # noqa: E402
 from croupier.services.wallet.ledger_fold import WalletFold  # noqa: E402
@@ -113,7 +114,7 @@ class _BenchIO:
     async def read(self, topic, partition, start):
         records, end = await asyncio.to_thread(_read_log, self.bootstrap, ADMIN, topic,
                                                partition, start)
-        return [(r.offset, r.value) for r in records], end
+        return [Logged(r.offset, r.value, broker_time(r.timestamp)) for r in records], end
 
     async def read_keyed(self, topic, partition):
         records, _ = await asyncio.to_thread(_read_log, self.bootstrap, ADMIN, topic,

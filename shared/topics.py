@@ -156,9 +156,13 @@ def topic_catalogue(
 
 # A service's own log is its state: every record of it is needed to fold that state, so it
 # is never deleted by time (docs/decisions/ledger.md); the archive keeps the other topics'
-# history beyond their retention.
+# history beyond their retention. The broker stamps each of its records with the time it
+# appended it: the fold's clock never runs ahead of it, whatever a writer's clock says
+# (`own_log.entry_time`).
+OWN_LOG: dict[str, str] = {"retention.ms": "-1", "retention.bytes": "-1",
+                           "message.timestamp.type": "LogAppendTime"}
 SOURCE_OF_TRUTH: dict[str, dict[str, str]] = {
-    "evaluation.log": {"retention.ms": "-1", "retention.bytes": "-1"},
-    "wallet.ledger": {"retention.ms": "-1", "retention.bytes": "-1"},
-    "settlement.log": {"retention.ms": "-1", "retention.bytes": "-1"},
+    "evaluation.log": OWN_LOG,
+    "wallet.ledger": OWN_LOG,
+    "settlement.log": OWN_LOG,
 }

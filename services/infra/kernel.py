@@ -58,10 +58,13 @@ from croupier.services.infra.observability import progress_of
 from croupier.services.infra.own_log import (
     Batch,
     Fold,
+    Landed,
+    Logged,
     MakeEntry,
     Overlay,
     PartitionState,
     Record,
+    broker_time,
     fold_entry,
     skip_to,
 )
@@ -70,6 +73,7 @@ from croupier.services.infra.snapshots import KeyedRecord, SnapshotStore
 log = logging.getLogger(__name__)
 E = TypeVar("E")
 MAX_CONFLICTS = 5  # a batch decided again this often lost its partition for good
+LOG_APPEND_TIME = 1  # a record's timestamp type when the broker stamps it
 
 
 @dataclass
@@ -96,14 +100,13 @@ class LogIO(Protocol):
     Kafka in the crash simulator (tests/crashsim)."""
 
     async def send(self, topic: str, partition: int, records: Sequence[tuple[bytes | None, bytes]]
-                   ) -> list[int]:
-        """Append the records to the partition, in order; the offsets they landed at, once
-        every one is acknowledged."""
+                   ) -> list[Landed]:
+        """Append the records to the partition, in order; where they landed and when the
+        broker appended them, once every one is acknowledged."""
         ...
 
-    async def read(self, topic: str, partition: int, start: int
-                   ) -> tuple[list[tuple[int, bytes]], int]:
-        """The partition's (offset, value) records from `start` to its end, and the end."""
+    async def read(self, topic: str, partition: int, start: int) -> tuple[list[Logged], int]:
+        """The partition's records from `start` to its end, and the end."""
         ...
 
     async def publish(self, records: Sequence[Record]) -> None:
@@ -125,18 +128,27 @@ class KafkaLogIO:
         self.principal = principal
         self.ends = LogEnds(bootstrap, principal)
         self._ends_lock = asyncio.Lock()
+        self._warned: set[str] = set()
 
     async def send(self, topic: str, partition: int, records: Sequence[tuple[bytes | None, bytes]]
-                   ) -> list[int]:
+                   ) -> list[Landed]:
         futures = [await self.app.producer.send(topic, key, value, partition, None, None)
                    for key, value in records]
-        return [meta.offset for meta in await asyncio.gather(*futures)]
+        metas = await asyncio.gather(*futures)
+        if metas and metas[0].timestamp_type != LOG_APPEND_TIME and topic not in self._warned:
+            self._warned.add(topic)
+            log.error("%s: %s stamps its records with the writer's time, not the broker's: "
+                      "the fold's clock is then only as good as every writer's clock; run "
+                      "`croupier topics apply` (message.timestamp.type=LogAppendTime)",
+                      self.principal, topic)
+        # (aiokafka gives the broker's time; with CreateTime, the one the producer sent)
+        return [Landed(meta.offset, broker_time(int(cast(float, meta.timestamp))))
+                for meta in metas]
 
-    async def read(self, topic: str, partition: int, start: int
-                   ) -> tuple[list[tuple[int, bytes]], int]:
+    async def read(self, topic: str, partition: int, start: int) -> tuple[list[Logged], int]:
         records, end = await asyncio.to_thread(_read_log, self.bootstrap, self.principal,
                                                topic, partition, start)
-        return [(r.offset, r.value) for r in records], end
+        return [Logged(r.offset, r.value, broker_time(r.timestamp)) for r in records], end
 
     async def publish(self, records: Sequence[Record]) -> None:
         await publish_all(self.app, records)
@@ -279,7 +291,7 @@ class OwnLog(Generic[E]):
                      f" ({'; '.join(found.refused)})" if found.refused else "")
             return PartitionState(partition)
         state = found.state
-        self._fold_records(state, [(o, v) for o, v in found.records if o >= state.end],
+        self._fold_records(state, [r for r in found.records if r.offset >= state.end],
                            found.end)
         log.info("%s: %s[%d]: recovered from snapshot %s (offset %d) and %d later records "
                  "in %.1f s", self.service, self.topic, partition, found.manifest.snapshot_id,
@@ -302,10 +314,9 @@ class OwnLog(Generic[E]):
         records, end = await self.io_().read(self.topic, state.partition, state.end)
         self._fold_records(state, records, end)
 
-    def _fold_records(self, state: PartitionState, records: Sequence[tuple[int, bytes]],
-                      end: int) -> None:
+    def _fold_records(self, state: PartitionState, records: Sequence[Logged], end: int) -> None:
         folded = 0
-        for offset, value in records:
+        for offset, value, appended_at in records:
             try:
                 entry = self.parse(value)
             except Exception as error:  # noqa: BLE001 - not an entry: counted, skipped
@@ -314,7 +325,7 @@ class OwnLog(Generic[E]):
                 skip_to(state, offset + 1)
                 state.void += 1
                 continue
-            if fold_entry(state, offset, entry, self.fold):
+            if fold_entry(state, offset, entry, self.fold, appended_at):
                 folded += 1
                 self.last_valid.add(offset)
         skip_to(state, end)
@@ -491,8 +502,8 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
         for outcome in outcomes:
             if isinstance(outcome, BaseException):
                 raise outcome
-        offsets: dict[int, list[int]] = dict(zip(sent, cast(list[list[int]], outcomes),
-                                                 strict=True))
+        offsets: dict[int, list[Landed]] = dict(zip(sent, cast(list[list[Landed]], outcomes),
+                                                    strict=True))
         outputs: list[Record] = list(also)
         committed: dict[int, int] = {}
         answers: list[tuple[_Decision, bool]] = []
@@ -506,13 +517,13 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
                 for _, entry in batch.commit(landed):
                     outputs += own.fold.outputs(entry)
                 if landed:
-                    committed[partition] = landed[-1]
+                    committed[partition] = landed[-1].offset
                 answers += [(x, not x.applied) for x in part]
                 continue
             metrics.REWINDS.labels(own.service, own.topic).inc()
             log.warning("%s: %s[%d]: entries landed at %s, not %s: another writer came in "
                         "between; folding the log again and deciding again", own.service,
-                        own.topic, partition, landed, batch.expected)
+                        own.topic, partition, [at.offset for at in landed], batch.expected)
             valid = await own.refold(partition)  # what landed, and the outbox published
             kept = _backed_prefix(part, landed, valid)
             answers += [(x, not x.applied) for x in part[:kept]]
@@ -568,7 +579,7 @@ async def _without_gaps(io: LogIO, state: PartitionState, events: list[faust.Eve
                 first.offset, start - 1, first.offset - start)
     records, _ = await io.read(first.topic, first.partition, start)
     missing = [_LogEvent(first.topic, first.partition, offset, value)
-               for offset, value in records if offset < first.offset]
+               for offset, value, _ in records if offset < first.offset]
     return [*missing, *events]  # type: ignore[list-item]
 
 
@@ -576,7 +587,7 @@ def io_service(io: LogIO) -> str:
     return getattr(io, "principal", "kernel")
 
 
-def _backed_prefix(part: list[_Decision], landed: list[int], valid: set[int]) -> int:
+def _backed_prefix(part: list[_Decision], landed: list[Landed], valid: set[int]) -> int:
     """How many of a conflicted partition's records the log backs as decided: those up to
     the last one whose entries (and every earlier record's) all folded valid. The state
     each of them was decided on is then the log's: the first valid entry's `prev` was the
@@ -585,7 +596,7 @@ def _backed_prefix(part: list[_Decision], landed: list[int], valid: set[int]) ->
     for i, x in enumerate(part):
         if x.stop == x.first:
             continue
-        if all(landed[k] in valid for k in range(x.first, x.stop)):
+        if all(landed[k].offset in valid for k in range(x.first, x.stop)):
             kept = i + 1
         else:
             break

@@ -35,12 +35,19 @@ outputs were acknowledged; a worker recovering a partition publishes again the o
 every valid entry after it (consumers are idempotent on the outputs' ids).
 
 Expiry (opt-in, pure): a fold that declares an `Expiry` has the keys it names forgotten a
-`window` after they were last written, on the fold's own clock: the latest `recorded_at`
-of the valid entries folded, never the wall clock, so live state and a rebuild forget the
-same keys at the same entry. Keys expire in groups (a group is named by one of its keys):
-an entry that writes any key of a group extends the whole group. A partition's state then
-holds what its entries wrote in the last window (and the keys that never expire), not its
-whole history (docs/decisions/wallet-window.md).
+`window` after they were last written, on the fold's own clock, never the wall clock, so
+live state and a rebuild forget the same keys at the same entry. The clock is the latest
+time of the valid entries folded, an entry's time being its writer's `recorded_at`
+clamped to the broker's append time of the record (`appended_at`: the own log's topic
+stamps LogAppendTime): no single writer's clock can move it, so one worker whose clock
+runs days ahead cannot expire every other writer's idempotency keys (issue 29), and a
+broker's clock alone cannot either. A batch decides on the clock its state was folded to
+(the broker's time of its own entries is not known before they land): what the batch's
+entries expire on landing they expire in the fold, the same for live state and rebuild.
+Keys expire in groups (a group is named by one of its keys): an entry that writes any key
+of a group extends the whole group. A partition's state then holds what its entries wrote
+in the last window (and the keys that never expire), not its whole history
+(docs/decisions/wallet-window.md).
 """
 
 from __future__ import annotations
@@ -48,12 +55,33 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
-from itertools import islice
-from typing import Any, Generic, Protocol, TypeVar, cast
+from datetime import UTC, datetime, timedelta
+from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
 Record = tuple[str, bytes, bytes]  # topic, key, value
 Writes = MutableMapping[str, Any]
+EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+class Logged(NamedTuple):
+    """A record as a log holds it: its offset, its value, and when the broker appended it
+    (the record's timestamp; LogAppendTime on an own log's topic)."""
+
+    offset: int
+    value: bytes
+    appended_at: datetime
+
+
+class Landed(NamedTuple):
+    """Where an acknowledged record landed, and when the broker appended it."""
+
+    offset: int
+    appended_at: datetime
+
+
+def broker_time(timestamp_ms: int) -> datetime:
+    """A Kafka record timestamp (milliseconds since the epoch) as a UTC datetime, exactly."""
+    return EPOCH + timedelta(milliseconds=timestamp_ms)
 
 
 class SourceRef(Protocol):
@@ -128,11 +156,14 @@ def expiry_of(fold: Fold[E]) -> Expiry[E] | None:
     return cast("Expiry[E] | None", getattr(fold, "expiry", None))
 
 
-def _recorded_at(entry: Entry) -> datetime:
-    """When the entry was written, by its writer's clock (every entry of a fold with an
-    expiry has one: `croupier.shared.events.sources.ChainedEntry`)."""
+def entry_time(entry: Entry, appended_at: datetime) -> datetime:
+    """The entry's time on the fold's clock: when its writer says it was written (every
+    entry of a fold with an expiry has a `recorded_at`:
+    `croupier.shared.events.sources.ChainedEntry`), never later than the broker appended
+    it. A writer whose clock runs ahead is held to the broker's; a broker whose clock runs
+    ahead, to the writer's."""
     at: datetime = getattr(entry, "recorded_at")  # noqa: B009 - only folds with an expiry
-    return at
+    return min(at, appended_at)
 
 
 @dataclass
@@ -152,7 +183,7 @@ class PartitionState(Generic[E]):
     # valid entries of a record whose last entry is not in the log yet: applied with it
     held: list[tuple[int, E]] = field(default_factory=list)
     # expiry (only for a fold with one), all bounded by what the last window wrote:
-    clock: datetime | None = None  # the latest recorded_at of the valid entries folded
+    clock: datetime | None = None  # the latest `entry_time` of the valid entries folded
     # (deadline, group) in the order written; a group rewritten later is in it again
     deadlines: deque[tuple[datetime, str]] = field(default_factory=deque)
     expires: dict[str, datetime] = field(default_factory=dict)  # group -> its deadline
@@ -166,9 +197,12 @@ class PartitionState(Generic[E]):
         return offset < self.resume_at(topic, partition)
 
 
-def fold_entry(state: PartitionState[E], offset: int, entry: E, fold: Fold[E]) -> bool:
-    """Fold the entry found at `offset` into `state`; False (and nothing written) if it is
-    void. The one fold: live state, recovery and `croupier rebuild` all go through it."""
+def fold_entry(state: PartitionState[E], offset: int, entry: E, fold: Fold[E],
+               appended_at: datetime | None = None) -> bool:
+    """Fold the entry found at `offset`, appended by the broker at `appended_at`, into
+    `state`; False (and nothing written) if it is void. The one fold: live state, recovery
+    and `croupier rebuild` all go through it. A fold with an expiry needs `appended_at`
+    (its clock: `entry_time`); one without has no clock, and ignores it."""
     state.end = max(state.end, offset + 1)
     if entry.prev != state.head_id or offset <= state.head:
         state.void += 1
@@ -189,11 +223,15 @@ def fold_entry(state: PartitionState[E], offset: int, entry: E, fold: Fold[E]) -
         return True
     record, state.held = state.held, []
     expiry = expiry_of(fold)
+    if expiry is not None and appended_at is None:
+        raise ValueError(f"{type(fold).__name__} expires keys on the fold's clock: folding "
+                         f"the entry at {offset} needs the broker's time of its record")
     for at, part in record:  # a record's entries take effect together, or not at all
         if expiry is None:
             fold.apply(state.kv, part)
         else:
-            state.clock = _later(state.clock, _recorded_at(part))
+            # a record's parts landed by the time its last did: `appended_at` bounds them all
+            state.clock = _later(state.clock, entry_time(part, cast(datetime, appended_at)))
             _forget(state, state.kv, state.clock)
             fold.apply(state.kv, part)
             _remember(state, expiry, part, state.clock + expiry.window)
@@ -252,104 +290,35 @@ def skip_to(state: PartitionState[E], end: int) -> None:
 class Overlay(MutableMapping[str, Any]):
     """The state as a batch's earlier commands left it: reads fall through to the folded
     state, writes stay here (scratch: thrown away once the batch's entries are verified,
-    when the entries themselves are folded)."""
+    when the entries themselves are folded). Nothing expires in a batch: it decides on the
+    clock its state was folded to, whose expired keys the fold has already forgotten."""
 
     def __init__(self, base: dict[str, Any]) -> None:
         self.base = base
         self.changes: dict[str, Any] = {}
-        self.forgotten: set[str] = set()  # base keys the batch's expiry forgot
 
     def __getitem__(self, key: str) -> Any:
         if key in self.changes:
             return self.changes[key]
-        if key in self.forgotten:
-            raise KeyError(key)
         return self.base[key]
 
     def __setitem__(self, key: str, value: Any) -> None:
         self.changes[key] = value
-        self.forgotten.discard(key)
 
     def __delitem__(self, key: str) -> None:
         raise TypeError("a fold writes absolute values; it never deletes")
 
-    def forget(self, key: str) -> None:
-        """The key expired (`Expiry`): the fold forgets it, and so does the scratch."""
-        self.changes.pop(key, None)
-        if key in self.base:
-            self.forgotten.add(key)
-
     def __iter__(self) -> Iterator[str]:
         yield from self.changes
-        yield from (k for k in self.base if k not in self.changes and k not in self.forgotten)
+        yield from (k for k in self.base if k not in self.changes)
 
     def __len__(self) -> int:
-        return len(self.base) - len(self.forgotten) + sum(
-            1 for k in self.changes if k not in self.base or k in self.forgotten)
+        return len(self.base) + sum(1 for k in self.changes if k not in self.base)
 
     def get(self, key: str, default: Any = None) -> Any:
         if key in self.changes:
             return self.changes[key]
-        if key in self.forgotten:
-            return default
         return self.base.get(key, default)
-
-
-class _ScratchExpiry:
-    """The batch's view of the state's expiry: what `fold_entry` would forget and remember
-    for the batch's entries, without touching the state (a batch's decisions read what the
-    fold of its earlier entries holds, expired keys gone)."""
-
-    def __init__(self, state: PartitionState[Any], expiry: Expiry[Any]) -> None:
-        self.state = state
-        self.expiry = expiry
-        self.clock = state.clock
-        self.passed = 0  # how many of the state's deadlines this batch has reached
-        self.added: list[tuple[datetime, str]] = []  # the batch's own, in order
-        self.added_passed = 0
-        self.expires: dict[str, datetime | None] = {}  # group -> deadline (None: forgotten)
-        self.members: dict[str, list[str]] = {}
-
-    def _deadline(self, group: str) -> datetime | None:
-        if group in self.expires:
-            return self.expires[group]
-        return self.state.expires.get(group)
-
-    def _members(self, group: str) -> list[str]:
-        if group in self.members:
-            return self.members[group]
-        return self.state.members.get(group, [])
-
-    def fold(self, scratch: Overlay, fold: Fold[Any], entry: Entry) -> None:
-        """`fold_entry`'s expiry and apply for one entry, on the scratch."""
-        self.clock = clock = _later(self.clock, _recorded_at(entry))
-        # the state's deadlines all come before the batch's own (the clock only grows)
-        for deadline, group in islice(self.state.deadlines, self.passed, None):
-            if deadline > clock:
-                break
-            self.passed += 1
-            self._drop(scratch, deadline, group)
-        while self.added_passed < len(self.added) and self.added[self.added_passed][0] <= clock:
-            deadline, group = self.added[self.added_passed]
-            self.added_passed += 1
-            self._drop(scratch, deadline, group)
-        fold.apply(scratch, entry)
-        deadline = clock + self.expiry.window
-        for group, key in self.expiry.expiring(entry):
-            if key != group and key not in self._members(group):
-                self.members[group] = [*self._members(group), key]
-            if self._deadline(group) != deadline:
-                self.expires[group] = deadline
-                self.added.append((deadline, group))
-
-    def _drop(self, scratch: Overlay, deadline: datetime, group: str) -> None:
-        if self._deadline(group) != deadline:
-            return
-        self.expires[group] = None
-        scratch.forget(group)
-        for key in self._members(group):
-            scratch.forget(key)
-        self.members[group] = []
 
 
 MakeEntry = Callable[[str, str, int], E]  # (entry id, prev, published_through) -> the entry
@@ -368,23 +337,17 @@ class Batch(Generic[E]):
     scratch: Overlay = field(init=False)
     entries: list[E] = field(default_factory=list)
     start: int = field(init=False)  # the log's end as the state had folded it
-    _expiry: _ScratchExpiry | None = field(init=False, default=None, repr=False)
 
     def __post_init__(self) -> None:
         self.scratch = Overlay(self.state.kv)
         self.start = self.state.end
-        expiry = expiry_of(self.fold)
-        self._expiry = None if expiry is None else _ScratchExpiry(self.state, expiry)
 
     def add(self, make: MakeEntry[E]) -> E:
         """Chain the entry `make(entry_id, prev, published_through)` builds; the batch's
         later decisions read what it writes."""
         prev = self.entries[-1].entry_id if self.entries else self.state.head_id
         entry = make(self.new_id(), prev, self.state.published_through)
-        if self._expiry is None:
-            self.fold.apply(self.scratch, entry)
-        else:
-            self._expiry.fold(self.scratch, self.fold, entry)
+        self.fold.apply(self.scratch, entry)
         self.entries.append(entry)
         return entry
 
@@ -393,16 +356,16 @@ class Batch(Generic[E]):
         """The offsets the entries land at if nothing lands in between."""
         return list(range(self.start, self.start + len(self.entries)))
 
-    def landed_as_chained(self, offsets: list[int]) -> bool:
+    def landed_as_chained(self, landed: list[Landed]) -> bool:
         """Every entry landed right after the log the state had folded, and the state
         folded nothing else meanwhile (a recovery running beside the batch): nothing came
         in between, so every one of them is valid."""
-        return offsets == self.expected and self.state.end == self.start
+        return [at.offset for at in landed] == self.expected and self.state.end == self.start
 
-    def commit(self, offsets: list[int]) -> list[tuple[int, E]]:
+    def commit(self, landed: list[Landed]) -> list[tuple[int, E]]:
         """Fold the batch's entries, which landed as chained, into the state."""
-        assert self.landed_as_chained(offsets), "only a batch that landed as chained commits"
-        for offset, entry in zip(offsets, self.entries, strict=True):
-            valid = fold_entry(self.state, offset, entry, self.fold)
+        assert self.landed_as_chained(landed), "only a batch that landed as chained commits"
+        for (offset, appended_at), entry in zip(landed, self.entries, strict=True):
+            valid = fold_entry(self.state, offset, entry, self.fold, appended_at)
             assert valid, f"entry at {offset} landed as chained but does not fold"
-        return list(zip(offsets, self.entries, strict=True))
+        return [(at.offset, entry) for at, entry in zip(landed, self.entries, strict=True)]

@@ -49,7 +49,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from croupier.services.infra.own_log import PartitionState
+from croupier.services.infra.own_log import Logged, PartitionState
 
 log = logging.getLogger(__name__)
 
@@ -460,8 +460,7 @@ class SnapshotIO(Protocol):
         """Every record of the partition, from its start to its end."""
         ...
 
-    async def read(self, topic: str, partition: int, start: int
-                   ) -> tuple[list[tuple[int, bytes]], int]:
+    async def read(self, topic: str, partition: int, start: int) -> tuple[list[Logged], int]:
         ...
 
 
@@ -474,7 +473,7 @@ class Restored:
     state: PartitionState[Any] | None = None
     manifest: SnapshotManifest | None = None
     refused: list[str] = field(default_factory=list)
-    records: list[tuple[int, bytes]] = field(default_factory=list)
+    records: list[Logged] = field(default_factory=list)
     end: int = 0
 
 
@@ -675,10 +674,10 @@ class SnapshotStore:
                 return f"chunk {n} does not match its sha256"
             parts.append(chunk)
         log_records, end = await io.read(self.own_log_topic, manifest.partition, manifest.head)
-        if not log_records or log_records[0][0] != manifest.head:
+        if not log_records or log_records[0].offset != manifest.head:
             return f"the log holds no record at the stamped head offset {manifest.head}"
         try:
-            at_head = parse_entry(log_records[0][1]).entry_id
+            at_head = parse_entry(log_records[0].value).entry_id
         except Exception as error:  # noqa: BLE001 - not an entry: this snapshot is not ours
             return f"the log's record at {manifest.head} is not an entry ({error!r})"
         if at_head != manifest.head_id:

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from pydantic import BaseModel
 
 from croupier.services.infra.archive_store import ArchiveStore
-from croupier.services.infra.own_log import PartitionState, fold_entry
+from croupier.services.infra.own_log import PartitionState, broker_time, fold_entry
 from croupier.services.infra.settings import Settings
 from croupier.services.operator.audit import AuditReport, Books, audit
 from croupier.services.operator.event_reader import Unparsed, read_books, read_topic
@@ -153,7 +153,7 @@ def ledger_balances(bootstrap: str, progress: Progress | None = None,
             problems.append(f"unreadable ledger entry at partition {rec.partition} offset "
                             f"{rec.offset}: {rec.value.error[:120]}")
             continue
-        fold_entry(state, rec.offset, rec.value, fold)
+        fold_entry(state, rec.offset, rec.value, fold, broker_time(rec.timestamp_ms))
     balances = {account.player_id: account.balance for state in states.values()
                 for account in accounts(state.kv)}
     return balances, problems

@@ -33,7 +33,7 @@ from faust.types import TP
 
 from croupier.services.infra.contiguous import ContiguousReads
 from croupier.services.infra.kernel import OwnLog, apply_batch
-from croupier.services.infra.own_log import PartitionState, fold_entry
+from croupier.services.infra.own_log import Landed, Logged, PartitionState, fold_entry
 from croupier.services.infra.replies import Replies
 from croupier.services.wallet import handlers
 from croupier.services.wallet.batches import CommandBatches
@@ -56,6 +56,7 @@ from tests.crashsim.kafka_model import Kafka
 COMMANDS = "wallet-commands"
 PARTITIONS = 2
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
+BROKER_AHEAD = datetime(2100, 1, 1, tzinfo=UTC)  # the broker's clock holds no writer back
 
 
 class Crash(Exception):
@@ -112,14 +113,14 @@ class ModelIO:
             kafka.kill(writer)  # some prefix reached the broker, unacknowledged
             raise Crash(self.worker.crash_at)
         kafka.ack(writer)
-        return offsets
+        return [Landed(o, BROKER_AHEAD) for o in offsets]
 
     async def end(self, topic, partition):
         return self.sim.kafka.end(topic, partition)
 
     async def read(self, topic, partition, start):
         kafka = self.sim.kafka
-        return ([(o, v) for o, _, v in kafka.read(topic, partition, start)],
+        return ([Logged(o, v, BROKER_AHEAD) for o, _, v in kafka.read(topic, partition, start)],
                 kafka.end(topic, partition))
 
     async def publish(self, records):
@@ -453,7 +454,8 @@ def fold_ledger(kafka: Kafka) -> dict[int, PartitionState]:
     for p in range(PARTITIONS):
         state: PartitionState = PartitionState(p)
         for offset, _, value in kafka.read(LEDGER_TOPIC, p):
-            fold_entry(state, offset, LedgerEntry.model_validate_json(value), WALLET_FOLD)
+            entry = LedgerEntry.model_validate_json(value)
+            fold_entry(state, offset, entry, WALLET_FOLD, entry.recorded_at)
         states[p] = state
     return states
 

@@ -19,7 +19,7 @@ from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD
 from croupier.services.infra import topic_admin
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.log_reader import read_to_end
-from croupier.services.infra.own_log import PartitionState, fold_entry
+from croupier.services.infra.own_log import PartitionState, broker_time, fold_entry
 from croupier.services.infra.processes import ServiceProcess
 from croupier.services.infra.settings import Settings
 from croupier.services.infra.table_keys import table_key
@@ -133,7 +133,7 @@ def fold_evaluation_log(bootstrap: str) -> tuple[dict[str, Any], list[Evaluation
     for record in read_to_end(bootstrap, "evaluation.log"):
         state = states.setdefault(record.partition, PartitionState(record.partition))
         entry = EvaluationEntry.model_validate_json(record.value)
-        if fold_entry(state, record.offset, entry, EVALUATION_FOLD):
+        if fold_entry(state, record.offset, entry, EVALUATION_FOLD, broker_time(record.timestamp)):
             valid.append(entry)
     return {k: v for state in states.values() for k, v in state.kv.items()}, valid
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from types import ModuleType, SimpleNamespace
 
 import faust
@@ -21,6 +22,7 @@ from faust.types import TP
 from croupier.services.infra import batching
 
 Record = tuple[str, bytes, bytes]
+APPENDED = datetime(2026, 1, 1, tzinfo=UTC)  # when a fake broker appends (folds without expiry)
 
 
 @dataclass

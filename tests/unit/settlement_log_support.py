@@ -15,9 +15,10 @@ from croupier.services.bet_settlement.records import SettlementRecords
 from croupier.services.bet_settlement.settlement_fold import LOG_TOPIC, SETTLEMENT_FOLD
 from croupier.services.infra import kernel
 from croupier.services.infra.clock import Clock
+from croupier.services.infra.own_log import Landed, Logged
 from croupier.shared.events.settlement_log import SettlementEntry
 from tests.event_keys import events_key
-from tests.unit.agent_loop_support import Broker, Event
+from tests.unit.agent_loop_support import APPENDED, Broker, Event
 
 
 class LogBroker(Broker):
@@ -38,12 +39,12 @@ class LogBroker(Broker):
                     raise ConnectionError("the worker died mid-batch")
                 self.fail_after -= 1
             part.append(value)
-            offsets.append(len(part) - 1)
+            offsets.append(Landed(len(part) - 1, APPENDED))
         return offsets
 
     async def read(self, topic, partition, start):
         values = self.log.get(partition, []) if topic == LOG_TOPIC else []
-        return [(o, values[o]) for o in range(start, len(values))], len(values)
+        return [Logged(o, values[o], APPENDED) for o in range(start, len(values))], len(values)
 
     async def end(self, topic, partition):
         return len(self.log.get(partition, []))

@@ -60,11 +60,11 @@ def test_the_simulator_finds_a_writer_that_trusts_its_acks(monkeypatch):
     """The simulator can fail: a writer that takes its acknowledged entries as valid
     without checking where they landed (a zombie's void entries then count in its state,
     its answers and its outputs) breaks the invariants, and the simulator says so."""
-    def trusting_commit(self, offsets):
-        for offset, entry in zip(offsets, self.entries, strict=True):
-            own_log.fold_entry(self.state, offset, entry, self.fold)
+    def trusting_commit(self, landed):
+        for (offset, appended_at), entry in zip(landed, self.entries, strict=True):
+            own_log.fold_entry(self.state, offset, entry, self.fold, appended_at)
             self.state.kv.update(self.scratch.changes)  # what it decided, valid or not
-        return list(zip(offsets, self.entries, strict=True))
+        return [(at.offset, entry) for at, entry in zip(landed, self.entries, strict=True)]
 
     monkeypatch.setattr(own_log.Batch, "landed_as_chained", lambda self, offsets: True)
     monkeypatch.setattr(own_log.Batch, "commit", trusting_commit)

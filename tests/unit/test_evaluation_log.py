@@ -23,13 +23,14 @@ from croupier.services.game_evaluation.evaluation_fold import (
 from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
 from croupier.services.infra import metrics
 from croupier.services.infra.kernel import OwnLog, apply_batch
-from croupier.services.infra.own_log import PartitionState, fold_entry
+from croupier.services.infra.own_log import Landed, Logged, PartitionState, fold_entry
 from croupier.shared.cards import parse_card
 from croupier.shared.events.evaluation_log import EvaluationEntry
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.table import CardDealt, RoundOpened, parse_table_event
 from tests.crashsim.ledger_sim import Event
 from tests.crashsim.ledger_sim import Message as SimMessage
+from tests.unit.agent_loop_support import APPENDED
 from tests.unit.test_table_event_auth import FORGED, KEY, REAL, T0, Chain, opened_round
 
 EVENTS = "table.events"
@@ -52,12 +53,12 @@ class MemoryIO:
         offsets = []
         for _key, value in records:
             log.append(value)
-            offsets.append(len(log) - 1)
+            offsets.append(Landed(len(log) - 1, APPENDED))
         return offsets
 
     async def read(self, topic, partition, start):
         log = self.logs[(topic, partition)]
-        return [(o, v) for o, v in enumerate(log) if o >= start], len(log)
+        return [Logged(o, v, APPENDED) for o, v in enumerate(log) if o >= start], len(log)
 
     async def publish(self, records):
         self.published += records

@@ -25,6 +25,7 @@ import pytest
 from croupier.services.infra.kernel import outputs_acked
 from croupier.services.infra.own_log import (
     Batch,
+    Landed,
     Overlay,
     PartitionState,
     Record,
@@ -190,11 +191,11 @@ def test_two_writers_racing_the_fold_picks_the_first_valid_chain(order):
     # the loser's batch never lands as chained: it folds again and answers nobody for what
     # it sent; the winner's does only if nothing came between its entries (else it folds
     # again too, and keeps the answers its valid entries back)
-    landed = {w: [o for o, e in log[2:] if e.writer == w] for w in "AB"}
+    at = {w: landed(*(o for o, e in log[2:] if e.writer == w)) for w in "AB"}
     loser = b if winner == "A" else a
-    assert not loser.landed_as_chained(landed["B" if winner == "A" else "A"])
+    assert not loser.landed_as_chained(at["B" if winner == "A" else "A"])
     won = a if winner == "A" else b
-    assert won.landed_as_chained(landed[winner]) == (order in ("AABB", "BBAA"))
+    assert won.landed_as_chained(at[winner]) == (order in ("AABB", "BBAA"))
 
 
 @pytest.mark.parametrize("order", ORDERS)
@@ -231,8 +232,8 @@ def test_a_batch_chains_on_the_state_end_and_decides_on_its_scratch():
     assert (first.prev, second.prev) == ("w0:2", first.entry_id)  # the head, then its own
     assert first.entry_id != second.entry_id and batch.expected == [5, 6]
     assert batch.scratch["k0"] == 100 and state.kv["k0"] == 0  # written aside only
-    assert batch.landed_as_chained([5, 6])
-    committed = batch.commit([5, 6])
+    assert batch.landed_as_chained(landed(5, 6))
+    committed = batch.commit(landed(5, 6))
     assert committed == [(5, first), (6, second)]
     assert state.kv["k0"] == 100 and state.kv["k9"] == 9
     assert (state.head, state.head_id) == (6, second.entry_id)
@@ -243,17 +244,17 @@ def test_a_batch_knows_when_a_foreign_record_landed_in_between():
     batch = Batch(state, FOLD, writer("w1"))
     batch.add(make("a", 1, 2))
     batch.add(make("b", 2, 3))
-    assert batch.landed_as_chained([2, 3])
-    assert not batch.landed_as_chained([3, 4])  # someone else's record took offset 2
-    assert not batch.landed_as_chained([2, 4])  # ... or came between the two
+    assert batch.landed_as_chained(landed(2, 3))
+    assert not batch.landed_as_chained(landed(3, 4))  # someone else's record took offset 2
+    assert not batch.landed_as_chained(landed(2, 4))  # ... or came between the two
     with pytest.raises(AssertionError):
-        batch.commit([3, 4])
+        batch.commit(landed(3, 4))
     assert state.kv == fold_log(chained(2)).kv and state.head == 1  # nothing folded
 
 
 def test_an_empty_batch_lands_as_chained_with_nothing_to_send():
     batch = Batch(fold_log(chained(1)), FOLD, writer("w1"))
-    assert batch.entries == [] and batch.landed_as_chained([]) and batch.commit([]) == []
+    assert batch.entries == [] and batch.landed_as_chained(landed()) and batch.commit(landed()) == []
 
 
 # --- the outbox ---------------------------------------------------------------------------
@@ -306,6 +307,11 @@ def test_the_overlay_reads_through_and_writes_aside():
         del scratch["a"]  # a fold writes absolute values; it never deletes
 
 
+def landed(*offsets: int) -> list[Landed]:
+    """Where a batch's entries landed (a fold without an expiry has no use for the time)."""
+    return [Landed(o, datetime(2026, 1, 1, tzinfo=UTC)) for o in offsets]
+
+
 # --- expiry (opt-in): keys forgotten on the fold's clock --------------------------------
 
 @dataclass(frozen=True)
@@ -339,39 +345,74 @@ def timed(i: int, key: str, minutes: float) -> TimedEntry:
                       recorded_at=T0 + timedelta(minutes=minutes))
 
 
+def fold_timed(state: PartitionState, offset: int, e: TimedEntry,
+               appended_at: datetime | None = None) -> bool:
+    """Fold `e` as the broker appended it (by default when its writer says it wrote it)."""
+    return fold_entry(state, offset, e, ExpiringFold(), appended_at or e.recorded_at)
+
+
 def test_expiry_forgets_on_the_entries_clock_and_a_group_lives_from_its_last_write():
-    fold = ExpiringFold()
     log = [timed(0, "keep", 0), timed(1, "t/a", 0), timed(2, "g/x/1", 0),
            timed(3, "g/x/2", 50), timed(4, "t/b", 59)]
     state: PartitionState = PartitionState(0)
     for offset, e in enumerate(log):
-        fold_entry(state, offset, e, fold)
+        fold_timed(state, offset, e)
     assert set(state.kv) == {"keep", "t/a", "g/x/1", "g/x/2", "t/b"}
-    fold_entry(state, 5, timed(5, "other", 60), fold)  # t/a's hour is up; g/x was rewritten
+    fold_timed(state, 5, timed(5, "other", 60))  # t/a's hour is up; g/x was rewritten
     assert set(state.kv) == {"keep", "g/x/1", "g/x/2", "t/b", "other"}
-    fold_entry(state, 6, timed(6, "other", 30), fold)  # a clock behind: the fold's stays
+    fold_timed(state, 6, timed(6, "other", 30))  # a clock behind: the fold's stays
     assert state.clock == T0 + timedelta(minutes=60)
-    fold_entry(state, 7, timed(7, "other", 110), fold)  # g/x's hour from its last write
+    fold_timed(state, 7, timed(7, "other", 110))  # g/x's hour from its last write
     assert set(state.kv) == {"keep", "t/b", "other"}
     assert set(state.expires) == {"t/b"} and list(state.members) == []
     assert len(state.deadlines) == 1
 
 
-def test_a_batch_scratch_forgets_what_the_fold_of_its_entries_forgets():
-    fold = ExpiringFold()
+def test_a_writer_whose_clock_runs_ahead_cannot_move_the_folds_clock():
+    """Issue 29 (a): a worker's clock reset to a date ten days ahead writes an entry; the
+    broker appended it a minute after the last one. The fold's clock is the broker's
+    minute, not the writer's ten days: nothing anyone else wrote expires."""
+    state: PartitionState = PartitionState(0)
+    fold_timed(state, 0, timed(0, "t/a", 0))
+    ahead = timed(1, "other", 10 * 24 * 60)
+    fold_timed(state, 1, ahead, appended_at=T0 + timedelta(minutes=1))
+    assert state.clock == T0 + timedelta(minutes=1) and "t/a" in state.kv
+    # a broker whose clock runs ahead is held to the writer's the same way
+    fold_timed(state, 2, timed(2, "other", 2), appended_at=T0 + timedelta(days=10))
+    assert state.clock == T0 + timedelta(minutes=2) and "t/a" in state.kv
+    # the hour passes on both clocks: t/a is forgotten then, and only then
+    fold_timed(state, 3, timed(3, "other", 61))
+    assert "t/a" not in state.kv
+
+
+def test_a_fold_with_an_expiry_refuses_an_entry_without_the_brokers_time():
+    state: PartitionState = PartitionState(0)
+    with pytest.raises(ValueError, match="broker's time"):
+        fold_entry(state, 0, timed(0, "t/a", 0), ExpiringFold())
+
+
+def test_a_batch_decides_on_its_states_clock_and_the_landed_entries_expire_by_theirs():
+    """A batch cannot know when the broker will append its entries: it decides on the
+    clock its state was folded to (nothing expires in its scratch, so what it decides
+    never rests on a key its own writer's clock forgot); once they land, the fold forgets
+    what their times say, live state and rebuild alike."""
     log = [timed(0, "t/a", 0), timed(1, "g/x/1", 10), timed(2, "t/b", 20)]
     state: PartitionState = PartitionState(0)
     for offset, e in enumerate(log):
-        fold_entry(state, offset, e, fold)
-    batch = Batch(state, fold, writer("w0"))
+        fold_timed(state, offset, e)
+    batch = Batch(state, ExpiringFold(), writer("w0"))
     views = []
     for i, (key, minutes) in enumerate([("t/c", 65), ("g/x/2", 69), ("t/d", 130)], start=3):
         batch.add(lambda entry_id, prev, through, k=key, m=minutes, i=i: TimedEntry(
             entry_id=entry_id, prev=prev, source=src(i), published_through=through, key=k,
             value=i, recorded_at=T0 + timedelta(minutes=m)))
         views.append(set(batch.scratch))
-    assert views == [{"g/x/1", "t/b", "t/c"}, {"g/x/1", "t/b", "t/c", "g/x/2"},
-                     {"t/d"}]
-    assert "t/a" in state.kv  # the scratch never touches the state
-    batch.commit(batch.expected)
-    assert set(state.kv) == views[-1] and dict(batch.scratch) == state.kv
+    assert views == [{"t/a", "g/x/1", "t/b", "t/c"}, {"t/a", "g/x/1", "t/b", "t/c", "g/x/2"},
+                     {"t/a", "g/x/1", "t/b", "t/c", "g/x/2", "t/d"}]
+    batch.commit([Landed(o, e.recorded_at) for o, e in zip(batch.expected, batch.entries,
+                                                             strict=True)])
+    assert set(state.kv) == {"t/d"}  # the fold of the landed entries, by their times
+    rebuilt: PartitionState = PartitionState(0)
+    for offset, e in [*enumerate(log), *zip(batch.expected, batch.entries, strict=True)]:
+        fold_timed(rebuilt, offset, e)
+    assert rebuilt.kv == state.kv and rebuilt.clock == state.clock

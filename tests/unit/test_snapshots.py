@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from croupier.services.infra.kernel import OwnLog
-from croupier.services.infra.own_log import PartitionState, fold_entry
+from croupier.services.infra.own_log import Landed, Logged, PartitionState, fold_entry
 from croupier.services.infra.snapshots import (
     CHUNK_BYTES,
     DATETIME,
@@ -34,6 +34,7 @@ from croupier.services.wallet.snapshot_codec import WALLET_CODEC
 from croupier.shared.events.sources import InputRef
 from croupier.shared.events.wallet_ledger import LedgerEntry
 from tests.ledger_builder import COMMANDS, Ledger
+from tests.unit.agent_loop_support import APPENDED
 
 SNAPSHOTS = snapshot_topic(LEDGER_TOPIC)
 PARSE = LedgerEntry.model_validate_json
@@ -56,14 +57,14 @@ class MemoryKafka:
         return len(part) - 1
 
     async def send(self, topic, partition, records):
-        return [self.append(topic, partition, k, v) for k, v in records]
+        return [Landed(self.append(topic, partition, k, v), APPENDED) for k, v in records]
 
     async def send_keyed(self, topic, partition, records):
         return [self.append(topic, partition, k, v) for k, v in records]
 
     async def read(self, topic, partition, start):
         part = self._part(topic, partition)
-        return [(o, v) for o, (_, v) in enumerate(part) if o >= start], len(part)
+        return [Logged(o, v, APPENDED) for o, (_, v) in enumerate(part) if o >= start], len(part)
 
     async def read_keyed(self, topic, partition):
         return [(o, k, v) for o, (k, v) in enumerate(self._part(topic, partition))]
@@ -101,7 +102,7 @@ def worker(kafka: MemoryKafka, writer: str, snapshots: bool = True, **store) -> 
 def folded(entries, fold=WALLET_FOLD) -> PartitionState:
     state: PartitionState = PartitionState(0)
     for offset, e in enumerate(entries):
-        assert fold_entry(state, offset, e, fold)
+        assert fold_entry(state, offset, e, fold, e.recorded_at)
     return state
 
 

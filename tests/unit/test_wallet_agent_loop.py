@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -23,7 +24,14 @@ import pytest
 from croupier.services.infra import kernel
 from croupier.services.infra.clock import ManualClock
 from croupier.services.infra.kernel import Decided, OwnLog
-from croupier.services.infra.own_log import Batch, PartitionState, Record, fold_entry
+from croupier.services.infra.own_log import (
+    Batch,
+    Landed,
+    Logged,
+    PartitionState,
+    Record,
+    fold_entry,
+)
 from croupier.services.infra.replies import Replies
 from croupier.services.wallet.batches import CommandBatches
 from croupier.services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
@@ -33,6 +41,7 @@ from croupier.shared.events.wallet_ledger import LedgerEntry
 from tests.unit.agent_loop_support import Event
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+BROKER_AHEAD = datetime(2100, 1, 1, tzinfo=UTC)  # a broker's clock behind no writer's
 COMMANDS = "test-wallet-commands"
 
 
@@ -75,7 +84,8 @@ class Step:
         """The entries landed as chained: fold them; their outputs (the outbox)."""
         outputs: list[Record] = []
         self.landed = self.batch.expected
-        for _, entry in self.batch.commit(self.landed):
+        for _, entry in self.batch.commit([Landed(o, e.recorded_at) for o, e in zip(
+                self.landed, self.batch.entries, strict=True)]):
             outputs += WALLET_FOLD.outputs(entry)
         return outputs
 
@@ -243,15 +253,15 @@ def test_a_batch_that_lost_its_partition_to_another_writer_is_decided_again_from
     log = created.log()
     other = PartitionState(0)
     for offset, entry in log:
-        fold_entry(other, offset, entry, WALLET_FOLD)
+        fold_entry(other, offset, entry, WALLET_FOLD, entry.recorded_at)
     deposit = commands(Deposit(player_id="p1", request_id="d1", amount=700), first_offset=1)
     theirs = decide(CommandBatches(Replies(), ManualClock(NOW)), other, deposit, "w1")
     ours = decide(batches, state, deposit)
     log.append((1, theirs.batch.entries[0]))  # theirs landed first, at offset 1
     log.append((2, ours.batch.entries[0]))  # ours after it, at 2: chained on 0, not 1
-    assert not ours.batch.landed_as_chained([2])
+    assert not ours.batch.landed_as_chained([Landed(2, NOW)])
     for offset, entry in log[1:]:  # fold the log again (the kernel's `recover`)
-        fold_entry(state, offset, entry, WALLET_FOLD)
+        fold_entry(state, offset, entry, WALLET_FOLD, entry.recorded_at)
     assert state.void == 1 and state.head == 1 and balance(state) == 700
     assert state.applied(COMMANDS, 0, 1)  # the log says the record was applied: by w1
     resent = commands(Deposit(player_id="p1", request_id="d1", amount=700), first_offset=2)
@@ -291,14 +301,14 @@ def test_two_workers_deciding_the_same_commands_fold_to_one_consistent_account()
     for writer, decider in deciders.items():
         own = PartitionState(0)
         for offset, e in base:
-            fold_entry(own, offset, e, WALLET_FOLD)
+            fold_entry(own, offset, e, WALLET_FOLD, e.recorded_at)
         sent.append(decide(decider, own, cmds, writer).batch.entries)
     balances = set()
     for order in _interleavings(*sent):
         folded = PartitionState(0)
         kept = set()
         for offset, e in [*base, *enumerate(order, start=len(base))]:
-            if fold_entry(folded, offset, e, WALLET_FOLD) and offset >= len(base):
+            if fold_entry(folded, offset, e, WALLET_FOLD, e.recorded_at) and offset >= len(base):
                 kept.add(writer_of(e))
         assert kept == {writer_of(order[0])}  # the first to land after the head: all of it
         look = Lookups(folded.kv)
@@ -325,24 +335,30 @@ class FakeIO:
     lands at the next offset (after anything `foreign` says another writer sends first);
     `steps` logs the publishes, and how many waiters were answered at each."""
 
-    def __init__(self, waiting: list[asyncio.Future] | None = None) -> None:
+    def __init__(self, waiting: list[asyncio.Future] | None = None,
+                 broker: Callable[[], datetime] | None = None) -> None:
         self.records: list[tuple[int, bytes]] = []
+        self.appended: list[datetime] = []  # when the broker appended each record
+        # the broker's clock (by default one that never holds a writer's back)
+        self.broker = broker or (lambda: BROKER_AHEAD)
         self.foreign: list[bytes] = []  # sent by another writer just before our next send
         self.steps: list[tuple] = []
         self.waiting: list[asyncio.Future] = waiting or []
 
     def append(self, value: bytes) -> int:
         self.records.append((len(self.records), value))
+        self.appended.append(self.broker())
         return len(self.records) - 1
 
     async def send(self, topic, partition, records):
         assert (topic, partition) == (LEDGER_TOPIC, 0)
         while self.foreign:
             self.append(self.foreign.pop(0))
-        return [self.append(value) for _, value in records]
+        return [Landed(o, self.appended[o]) for o in (self.append(v) for _, v in records)]
 
     async def read(self, topic, partition, start):
-        return [(o, v) for o, v in self.records if o >= start], len(self.records)
+        return [Logged(o, v, self.appended[o]) for o, v in self.records if o >= start], len(
+            self.records)
 
     async def end(self, topic, partition):
         return len(self.records)
@@ -444,7 +460,7 @@ def test_the_kernel_decides_again_when_another_writer_came_in_between(
     deposit = commands(Deposit(player_id="p1", request_id="d1", amount=700), first_offset=1)
     zombie = PartitionState(0)
     for offset, entry in enumerate(io.entries()):
-        fold_entry(zombie, offset, entry, WALLET_FOLD)
+        fold_entry(zombie, offset, entry, WALLET_FOLD, entry.recorded_at)
     theirs = decide(CommandBatches(Replies(), ManualClock(NOW)), zombie, deposit, "zombie")
     io.foreign.append(theirs.batch.entries[0].model_dump_json().encode())
     io.steps.clear()

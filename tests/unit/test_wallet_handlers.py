@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from croupier.services.infra.own_log import Batch, PartitionState
+from croupier.services.infra.own_log import Batch, Landed, PartitionState
 from croupier.services.wallet import handlers, seamless
 from croupier.services.wallet.commands import (
     ENVELOPE,
@@ -303,7 +303,7 @@ def test_the_fold_of_the_entries_is_the_state_the_handlers_saw(mode, seed):
                           c.entry(entry_id, prev, through, s, NOW))
             offset += 1
         seen = dict(batch.scratch)  # the state as the batch's last command saw it
-        landed = list(batch.expected)  # nothing came in between
+        landed = [Landed(o, NOW) for o in batch.expected]  # nothing came in between
         assert batch.landed_as_chained(landed)
         log += [(o, e.model_dump_json().encode()) for o, e in batch.commit(landed)]
         assert state.kv == seen

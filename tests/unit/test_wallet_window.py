@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import random
@@ -23,7 +24,7 @@ import pytest
 
 from croupier.services.infra.clock import ManualClock
 from croupier.services.infra.kernel import OwnLog
-from croupier.services.infra.own_log import Batch, PartitionState, fold_entry
+from croupier.services.infra.own_log import Batch, Landed, PartitionState, fold_entry
 from croupier.services.infra.replies import Replies
 from croupier.services.infra.settings import InvalidSetting, Settings
 from croupier.services.wallet import handlers
@@ -148,37 +149,44 @@ def test_the_wallet_refuses_to_start_with_a_window_under_a_day(monkeypatch):
 @pytest.mark.parametrize("seed", range(6))
 def test_live_batches_and_rebuild_forget_the_same_keys(seed):
     """Seeded random commands over five windows, decided in batches as the kernel decides
-    them: before each decision the batch's scratch holds exactly what the fold of the log
-    so far holds (expired keys gone); after the batch the live state is that fold; and the
-    entries alone, refolded, give the same state and the same expiry bookkeeping."""
+    them: a batch decides on the state its log was folded to (its scratch forgets nothing:
+    the broker's time of its entries is not known before they land); once they land, the
+    live state is the fold of the log (by each entry's time), which keeps every key the
+    batch saw but those its entries' times expired; and the entries alone, refolded, give
+    the same state and the same expiry bookkeeping."""
     rng = random.Random(seed)
     players = ["p1", "p2", "p3"]
     cmds = [CreateAccount(player_id=p, currency="IDR") for p in players]
     cmds += [_random_command(rng, players) for _ in range(600)]
     step = 5 * WINDOW / len(cmds)
     state: PartitionState = PartitionState(0)
-    reference: PartitionState = PartitionState(0)  # folded entry by entry, as they are made
+    reference: PartitionState = PartitionState(0)  # folded entry by entry, as they land
     log: list[tuple[int, bytes]] = []
     ids = itertools.count(1)
-    offset, at, expired_reads = 0, NOW, 0
+    offset, at, expired_reads, expired_in_batch = 0, NOW, 0, 0
     while cmds:
         batch = Batch(state, FOLD, lambda: f"w0:{next(ids)}")
+        before = set(state.kv)
         for _ in range(rng.randrange(1, 20)):
             if not cmds:
                 break
             at += step * rng.uniform(0.2, 1.8)
-            assert dict(batch.scratch) == reference.kv
             outcome = handlers.handle(Envelope(command=cmds.pop(0)), at, Lookups(batch.scratch))
             expired_reads += outcome.dead_letter is not None
             if outcome.change is not None:
                 source = InputRef(topic="wallet-commands", partition=0, offset=offset)
                 made = batch.add(lambda entry_id, prev, through, c=outcome.change, s=source,
                                  t=at: c.entry(entry_id, prev, through, s, t))
-                assert fold_entry(reference, batch.expected[-1], made, FOLD)
+                assert fold_entry(reference, batch.expected[-1], made, FOLD, at)
             offset += 1
         seen = dict(batch.scratch)
-        log += [(o, e.model_dump_json().encode()) for o, e in batch.commit(batch.expected)]
-        assert state.kv == seen == reference.kv
+        assert before <= set(seen)  # nothing expired in the batch's scratch
+        landed = [Landed(o, e.recorded_at) for o, e in zip(batch.expected, batch.entries,
+                                                             strict=True)]
+        log += [(o, e.model_dump_json().encode()) for o, e in batch.commit(landed)]
+        assert state.kv == reference.kv
+        assert {k: seen[k] for k in state.kv} == state.kv  # what it saw, less the expired
+        expired_in_batch += len(seen) > len(state.kv)
     rebuilt = fold_all([(o, LedgerEntry.model_validate_json(raw)) for o, raw in log], FOLD)
     assert rebuilt.kv == state.kv
     assert (rebuilt.clock, rebuilt.deadlines, rebuilt.expires, rebuilt.members) == (
@@ -188,6 +196,7 @@ def test_live_batches_and_rebuild_forget_the_same_keys(seed):
     assert [a for k, a in sorted(state.kv.items()) if k.startswith("a/")] == [
         a for k, a in sorted(everything.kv.items()) if k.startswith("a/")]  # accounts kept
     assert expired_reads > 0  # some ending came for a bet no longer held
+    assert expired_in_batch > 0  # some batch's own entries expired keys it had seen
 
 
 # --- money: nothing moves twice ---------------------------------------------------------
@@ -196,7 +205,9 @@ class Wallet:
     """The kernel's `apply_batch` over an in-memory ledger, a clock, and input offsets."""
 
     def __init__(self) -> None:
-        self.io, self.replies, self.clock = FakeIO(), Replies(), ManualClock(NOW)
+        self.replies, self.clock = Replies(), ManualClock(NOW)
+        self.io = FakeIO(broker=self.clock.now)  # the broker's clock: the worker's, unless
+        # a test gives the worker another
         self.own = OwnLog("wallet", LEDGER_TOPIC, FOLD, LedgerEntry.model_validate_json,
                           lambda e: e.account.player_id.encode(), "w0")
         self.own.io = self.io
@@ -225,6 +236,14 @@ class Wallet:
 
     def dead_letters(self) -> list[dict]:
         return [json.loads(v) for t, _, v in self.io.published if t == "dead.letters"]
+
+
+    def refold(self) -> PartitionState:
+        """The ledger folded by a worker starting on an empty disk (a rebuild)."""
+        fresh = OwnLog("wallet", LEDGER_TOPIC, FOLD, LedgerEntry.model_validate_json,
+                       lambda e: e.account.player_id.encode(), "w9")
+        fresh.io = self.io
+        return asyncio.run(fresh.recover(0))
 
 
 @pytest.fixture
@@ -387,3 +406,33 @@ def test_the_state_follows_the_window_not_the_history():
     assert ten["kv"] < one["kv"] / 5 and ten_small["kv"] < one_small["kv"] / 3
     assert abs(ten["kv"] - same_rate["kv"]) < same_rate["kv"] / 10
     assert max(ten["deadlines"], ten["expires"], ten["members"]) <= same_rate["kv"]
+
+
+# --- a clock no single writer can push (issue 29, bug a) --------------------------------
+
+def test_a_worker_whose_clock_runs_ahead_expires_nobodys_keys(wallet):
+    """A worker whose clock was reset to a date ten days ahead takes the partition and
+    writes one entry (another player's account). The fold's clock is the broker's, not that
+    worker's: the deposit and the bet sent again afterwards, to it or to anyone, are the
+    ones the ledger holds and get their first answers; no money moves twice."""
+    (placed,) = wallet.send(place("b1"))
+    (deposit,) = wallet.send(Deposit(player_id="p1", request_id="d2", amount=500))
+    assert (placed.status, deposit.status, wallet.balance) == (201, 201, 9_500)
+    ahead = ManualClock(NOW + 10 * WINDOW)  # the skewed worker's wall clock
+    wallet.batches = CommandBatches(wallet.replies, ahead)
+    wallet.send(CreateAccount(player_id="other", currency="IDR"))
+    assert LedgerEntry.model_validate_json(wallet.io.records[-1][1]).recorded_at == ahead.now()
+    assert wallet.state.clock < NOW + WINDOW  # the broker's time held the writer's back
+    for state in (wallet.state, wallet.refold()):  # live, and a worker folding from 0
+        assert Lookups(state.kv).bet_of("p1", "b1") is not None
+        assert tx_id_key("p1", tx_id("deposit", "d2")) in state.kv
+    entries = len(wallet.io.records)
+    (bet_again, deposit_again) = wallet.send(
+        place("b1"), Deposit(player_id="p1", request_id="d2", amount=500))
+    assert (bet_again.status, bet_again.body) == (200, placed.body)
+    assert (deposit_again.status, deposit_again.body) == (200, deposit.body)
+    assert wallet.balance == 9_500 and len(wallet.io.records) == entries
+    # the right worker back: the same first answers, nothing moved
+    wallet.batches = CommandBatches(wallet.replies, wallet.clock)
+    (again,) = wallet.send(Deposit(player_id="p1", request_id="d2", amount=500))
+    assert (again.status, again.body, wallet.balance) == (200, deposit.body, 9_500)

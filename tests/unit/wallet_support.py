@@ -25,7 +25,7 @@ def fold_all(entries: list[tuple[int, LedgerEntry]], fold: Fold = WALLET_FOLD
     """A fresh partition state folded from `(offset, entry)` records alone (a recovery)."""
     state: PartitionState = PartitionState(0)
     for offset, entry in entries:
-        fold_entry(state, offset, entry, fold)
+        fold_entry(state, offset, entry, fold, entry.recorded_at)
     return state
 
 
@@ -86,7 +86,9 @@ class Ledger:
         self.largest_value = len(raw)
         landed = LedgerEntry.model_validate_json(raw)  # what the log holds and a fold reads
         offset = self.state.end
-        assert fold_entry(self.state, offset, landed, self.fold), "a chained entry is valid"
+        # the broker appended it when its writer says: clocks that agree
+        assert fold_entry(self.state, offset, landed, self.fold, landed.recorded_at), \
+            "a chained entry is valid"
         self.entries.append((offset, landed))
         return outcome
 
