@@ -39,13 +39,12 @@ settings: Settings
 app: faust.App
 own: OwnLog  # the worker's folded partitions of settlement.log
 records: SettlementRecords
-inputs: faust.TopicT
 
 
 def build_app(service_settings: Settings | None = None) -> faust.App:
     """The worker's Faust app with its own log, topics, agent and pages; the exact RTP of
     every profile is computed here (decision_metrics.init_metrics), not at import."""
-    global settings, app, own, records, inputs
+    global settings, app, own, records
     settings = service_settings or get_settings()
     # a crashed worker's partitions are reassigned after 10 s instead of Faust's 60 s
     app = make_app("bet-settlement", settings, broker_session_timeout=10,
@@ -60,15 +59,16 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
                  lambda entry: entry.table_id.encode(), writer)
     records = SettlementRecords(settings.table_events_key_bytes,
                                 settings.table_events_accept_unsigned, clock)
-    inputs = app.topic("bets.placed", "table.events", "round.results",
-                       key_type=bytes, value_type=bytes)
-    app.agent(inputs)(settlement_agent)
+    app.task(settlement_agent)
     app.page("/health")(HealthView)
     return app
 
 
-async def settlement_agent(stream):  # the agent (build_app registers it)
-    await run_own_log(stream, own, records.decide, records.answer)
+INPUTS = ("bets.placed", "table.events", "round.results")  # co-partitioned: by table
+
+
+async def settlement_agent() -> None:  # a task (build_app registers it)
+    await run_own_log(app, INPUTS, own, records.decide, records.answer)
 
 
 class HealthView(web.View):  # GET /health (build_app registers it)

@@ -27,7 +27,8 @@ from faust import web
 from croupier.services.game_evaluation.decisions import Evaluations
 from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD, EVALUATION_LOG_TOPIC
 from croupier.services.infra import observability
-from croupier.services.infra.faust_app import make_app, topic
+from croupier.services.infra.consumer import assignment_of, owners_of
+from croupier.services.infra.faust_app import make_app
 from croupier.services.infra.kernel import OwnLog, run_own_log
 from croupier.services.infra.observability import health_problems
 from croupier.services.infra.settings import Settings, get_settings
@@ -38,20 +39,17 @@ log = logging.getLogger(__name__)
 # Built by build_app when the worker starts (importing this module builds nothing):
 settings: Settings
 app: faust.App
-events_topic: faust.TopicT
 own: OwnLog  # the worker's folded partitions of evaluation.log
 evaluations: Evaluations
 
 
 def build_app(service_settings: Settings | None = None) -> faust.App:
     """The worker's Faust app with its own log, topic, agent, signal and pages."""
-    global settings, app, events_topic, own, evaluations
+    global settings, app, own, evaluations
     settings = service_settings or get_settings()
-    group.joined = False  # a new app has not joined its group yet
     # short session: a dead worker's partitions move to the others in seconds
     app = make_app("game-evaluation", settings, broker_session_timeout=8,
                    broker_heartbeat_interval=1)
-    events_topic = topic(app, "table.events")
     observability.install(app, "game-evaluation", settings)
     # the writer's name is unique to this process's life, so no two lives share an entry id
     writer = f"{settings.instance}-game-evaluation-{settings.worker_id}-{uuid.uuid4().hex[:8]}"
@@ -60,29 +58,15 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
                  lambda entry: entry.state.table_id.encode(), writer)
     evaluations = Evaluations(settings.table_events_key_bytes,
                               settings.table_events_accept_unsigned)
-    app.on_partitions_assigned.connect(_joined)  # type: ignore[arg-type]  # faust types handlers (sender, *args)
-    app.agent(events_topic, concurrency=1)(evaluate)
+    app.task(evaluate)
     app.page("/health")(HealthView)
     return app
 
 
-class _Group:
-    """Whether this worker is in the consumer group."""
-
-    joined = False
-
-
-group = _Group()
-
-
-async def _joined(sender, assigned, **kwargs) -> None:
-    group.joined = True
-
-
-async def evaluate(stream):  # the agent (build_app registers it)
+async def evaluate() -> None:  # a task (build_app registers it)
     """A batch at a time, on the kernel: decide every table event, write its entry, verify
     and fold the entries, publish their results, then count them."""
-    await run_own_log(stream, own, evaluations.decide, evaluations.answer)
+    await run_own_log(app, ["table.events"], own, evaluations.decide, evaluations.answer)
 
 
 class HealthView(web.View):  # GET /health (build_app registers it)
@@ -90,14 +74,16 @@ class HealthView(web.View):  # GET /health (build_app registers it)
         """Ready once the worker joined the group and every partition it was assigned is
         folded from its own log (`own.owned`); a worker with no partition (more workers
         than partitions) is ready too: it stands by."""
-        partitions = sorted(tp.partition for tp in app.consumer.assignment()
-                            if tp.topic == "table.events") if group.joined else []
-        recovered = group.joined and set(partitions) <= own.owned
-        problems = health_problems(app) if group.joined else ["not in the consumer group yet"]
-        if group.joined and not recovered:
+        owners = owners_of(app)
+        joined = owners is not None and not owners.rebalancing
+        partitions = sorted(tp.partition for tp in assignment_of(app)
+                            if tp.topic == "table.events") if joined else []
+        recovered = joined and set(partitions) <= own.owned
+        problems = health_problems(app) if joined else ["not in the consumer group yet"]
+        if joined and not recovered:
             problems.append("recovering: partitions "
                             f"{sorted(set(partitions) - own.owned)} of evaluation.log not "
                             "folded yet")
-        return self.json({"service": "game-evaluation", "joined": group.joined,
+        return self.json({"service": "game-evaluation", "joined": joined,
                           "recovered": recovered, "partitions": partitions,
                           "problems": problems}, status=503 if problems else 200)

@@ -37,12 +37,11 @@ from typing import cast
 import faust
 from faust.types import TP, AppT, ChannelT
 from faust.types.tuples import ConsumerMessage
-from kafka import KafkaConsumer, TopicPartition
 
 from croupier.services.infra import metrics
 from croupier.services.infra.faust_app import service_of, settings_of
 from croupier.services.infra.kafka_clients import admin_client
-from croupier.services.infra.log_reader import log_reader, read_range
+from croupier.services.infra.log_reader import LogEnds, read_range
 
 log = logging.getLogger(__name__)
 CommittedOffsets = Callable[[], Awaitable[dict[TP, int]]]
@@ -138,34 +137,6 @@ class WaitingPartitions:
                 stuck[tp] = (start, stop)
                 del self.waiting[tp]
         return stuck
-
-
-class LogEnds:
-    """The end offsets of partitions, from a client outside any group (used in a thread;
-    recreated after a failure)."""
-
-    def __init__(self, bootstrap: str, principal: str) -> None:
-        self.bootstrap = bootstrap
-        self.principal = principal
-        self._consumer: KafkaConsumer | None = None
-
-    def read(self, tps: Iterable[TP]) -> dict[TP, int]:
-        wanted = [TopicPartition(tp.topic, tp.partition) for tp in tps]
-        if not wanted:
-            return {}
-        if self._consumer is None:
-            self._consumer = log_reader(self.bootstrap, self.principal)
-        try:
-            ends = self._consumer.end_offsets(wanted)
-        except Exception:
-            self.close()
-            raise
-        return {TP(tp.topic, tp.partition): end for tp, end in ends.items()}
-
-    def close(self) -> None:
-        if self._consumer is not None:
-            consumer, self._consumer = self._consumer, None
-            consumer.close()
 
 
 async def watch_waiting_partitions(app: AppT, topics: set[str], reads: ContiguousReads,

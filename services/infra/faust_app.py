@@ -19,6 +19,7 @@ from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Producer
 from faust.types import AppT
 
 from croupier.services.infra import faust_patches, service_table
+from croupier.services.infra.consumer import settling
 from croupier.services.infra.kafka_clients import DURABLE_PRODUCER
 from croupier.services.infra.kafka_security import faust_credentials
 from croupier.services.infra.settings import Settings, get_settings
@@ -127,7 +128,7 @@ def settings_of(app: AppT) -> Settings:
 def recovering(app: AppT) -> bool:
     """True while the worker's partitions move or its tables still recover their state:
     it must not answer for its keys yet."""
-    return app.rebalancing or not tables_recovered(app)
+    return settling(app) or not tables_recovered(app)
 
 
 def tables_recovered(app: AppT) -> bool:

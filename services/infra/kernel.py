@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 import faust
+from aiokafka import TopicPartition as ConsumerTP
 from faust.types import TP
 from kafka import KafkaConsumer, TopicPartition
 
@@ -41,19 +42,19 @@ from croupier.services.infra.batching import (
     BATCH_MAX,
     flush_all,
     publish_all,
-    topics_of,
     track_buffer,
     transient,
 )
-from croupier.services.infra.contiguous import (
-    ContiguousReader,
-    ContiguousReads,
-    LogEnds,
-    bootstrap_of,
-    watch_waiting_partitions,
+from croupier.services.infra.consumer import (
+    Owners,
+    kernel_group,
+    new_consumer,
+    register,
+    subscribe,
 )
-from croupier.services.infra.faust_app import service_of
-from croupier.services.infra.log_reader import log_reader
+from croupier.services.infra.faust_app import service_of, settings_of
+from croupier.services.infra.kafka_security import aiokafka_options
+from croupier.services.infra.log_reader import LogEnds, log_reader
 from croupier.services.infra.observability import progress_of
 from croupier.services.infra.own_log import (
     Batch,
@@ -342,76 +343,85 @@ def outputs_acked(state: PartitionState, through: int) -> None:
         state.unpublished = [(o, e) for o, e in state.unpublished if o > through]
 
 
-async def run_own_log(stream: faust.Stream, own: OwnLog, decide: Decide, answer: Answer,
-                      lock: asyncio.Lock | None = None, max_records: int = BATCH_MAX) -> None:
-    """Apply the stream's records through `decide`, with `own` as the only state."""
-    app = cast(faust.App, stream.app)
-    manual = stream.noack()
+async def run_own_log(app: faust.App, topics: Sequence[str], own: OwnLog, decide: Decide,
+                      answer: Answer, lock: asyncio.Lock | None = None,
+                      max_records: int = BATCH_MAX) -> None:
+    """Apply the records of `topics` through `decide`, with `own` as the only state: the
+    kernel's consume loop (`croupier.services.infra.consumer`). A batch is whatever the
+    consumer has fetched (one record at low load, up to `max_records` under load); each
+    input partition is recovered and positioned at its own log's checkpoint before any of
+    its records is read; the group's commit, after the answers, only saves monitoring a
+    question."""
+    service = service_of(app)
+    settings = settings_of(app)
     track_buffer(app.producer)
     progress = progress_of(app)
-    service = service_of(app)
-    queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
-    inputs = topics_of(stream)
-
-    own.io = KafkaLogIO(app, bootstrap_of(app), service)
-
-    async def baseline() -> dict[TP, int]:
-        """Where each assigned input partition resumes: after what the own log applied."""
-        assigned = {tp for tp in app.consumer.assignment() if tp.topic in inputs}
-        own.revoke(set(own.owned) - {tp.partition for tp in assigned})
-        nexts: dict[TP, int] = {}
-        for tp in assigned:
-            state = await own.recover(tp.partition)
-            nexts[tp] = state.resume_at(tp.topic, tp.partition)
-        return nexts
-
-    reads = ContiguousReads(service, baseline)
-
-    reader = ContiguousReader(manual, reads, queue, service)
-
-    async def follow_assignment() -> None:
-        """Recover newly assigned partitions at once (their keys answer 503 until then),
-        even before any of their records arrives."""
-        while True:
-            await asyncio.sleep(0.5)
-            if app.rebalancing:
-                continue
-            try:
-                assigned = {tp.partition for tp in app.consumer.assignment()
-                            if tp.topic in inputs}
-            except Exception:  # noqa: BLE001 - no consumer yet
-                continue
-            own.revoke(own.owned - assigned)
-            for partition in sorted(assigned - own.owned):
-                await own.recover(partition)
-
-    def behind() -> bool:
-        return queue.qsize() > queue.maxsize // 2
-
-    tasks = [asyncio.ensure_future(reader.read()), asyncio.ensure_future(follow_assignment())]
-    if inputs:
-        tasks.append(asyncio.ensure_future(
-            watch_waiting_partitions(app, inputs, reads, reader.from_log, behind)))
+    own.io = KafkaLogIO(app, settings.bootstrap_servers, service)
+    owners = register(app.conf.id, Owners(str(app.conf.canonical_url),
+                                          kernel_group(settings.instance, service)))
+    consumer = new_consumer(settings.bootstrap_servers, owners.group, owners, aiokafka_options(service),
+                            session_timeout_ms=int(app.conf.broker_session_timeout * 1000),
+                            heartbeat_interval_ms=int(app.conf.broker_heartbeat_interval * 1000))
+    subscribe(consumer, topics, owners, own.revoke)
+    await consumer.start()
     try:
         while True:
-            getting = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getting, *tasks}, return_when=asyncio.FIRST_COMPLETED)
-            if getting not in done:
-                getting.cancel()
-                for task in done:
-                    task.result()
-                return
-            batch = [getting.result()]
-            while len(batch) < max_records and not queue.empty():
-                batch.append(queue.get_nowait())
-            await until_applied(own, batch, decide, answer, lock)
-            for event in batch:
-                await manual.ack(event)
+            await _position(consumer, owners, own)
+            fetched = await consumer.getmany(timeout_ms=200, max_records=max_records)
+            batch: list[Any] = [InputRecord.of(record) for tp, records in fetched.items()
+                                if TP(tp.topic, tp.partition) in owners.ready
+                                for record in records]
+            if not batch:
+                continue
+            try:
+                await until_applied(own, batch, decide, answer, lock)
+            except LostPartition as lost:  # recovered and positioned again, from the log
+                log.warning("%s: %s", service, lost)
+                owners.ready -= {tp for tp in owners.ready
+                                 if tp.partition not in own.owned}
+                continue
+            await _commit(consumer, batch)
             own.snapshot_if_due({event.message.partition for event in batch})
             progress.batch_finished()
     finally:
-        for task in tasks:
-            task.cancel()
+        await consumer.stop()
+
+
+async def _position(consumer: Any, owners: Owners, own: OwnLog) -> None:
+    """Recover each held input partition not yet ready and seek it to where its own log
+    says (a broker failing this is retried on the next turn; the partition stays paused)."""
+    for tp in sorted(owners.held - owners.ready):
+        try:
+            state = await own.recover(tp.partition)
+        except Exception as error:  # noqa: BLE001 - retried next turn, the partition paused
+            if not transient(error):
+                raise
+            log.warning("%s: recovering %s[%d] failed (%r); retrying", own.service, tp.topic,
+                        tp.partition, error)
+            await asyncio.sleep(0.5)
+            return
+        if tp not in owners.held:  # revoked while it recovered
+            continue
+        at = ConsumerTP(tp.topic, tp.partition)
+        consumer.seek(at, state.resume_at(tp.topic, tp.partition))
+        consumer.resume(at)
+        owners.ready.add(tp)
+        log.info("%s: %s[%d] resumes at %d (its own log's checkpoint)", own.service, tp.topic,
+                 tp.partition, state.resume_at(tp.topic, tp.partition))
+
+
+async def _commit(consumer: Any, batch: Sequence[Any]) -> None:
+    """The group's offsets after the batch: for monitoring (lag), never to resume from."""
+    nexts: dict[ConsumerTP, int] = {}
+    for event in batch:
+        m = event.message
+        at = ConsumerTP(m.topic, m.partition)
+        nexts[at] = max(nexts.get(at, 0), m.offset + 1)
+    try:
+        await consumer.commit(nexts)
+    except Exception as error:  # noqa: BLE001 - a rebalance in between: the next owner
+        # resumes from its own log anyway
+        log.info("committing the group's offsets failed (%r); nothing depends on it", error)
 
 
 async def until_applied(own: OwnLog, events: Sequence[faust.EventT], decide: Decide,
@@ -548,6 +558,7 @@ class _Message:
     offset: int
     key: bytes | None
     value: bytes
+    timestamp: float | None = None  # seconds since the epoch (as Faust's messages)
     generation_id: int | None = None
 
     @property
@@ -555,12 +566,20 @@ class _Message:
         return TP(self.topic, self.partition)
 
 
-class _LogEvent:
-    """An input record read from the log by the kernel itself (as a stream's event)."""
+class InputRecord:
+    """An input record as the kernel hands it to `decide` (the shape of a Faust event:
+    `message` with topic, partition, offset, key, value and timestamp; `key`, `value`)."""
 
-    def __init__(self, topic: str, partition: int, offset: int, value: bytes) -> None:
-        self.message = _Message(topic, partition, offset, None, value)
-        self.key, self.value = None, value
+    def __init__(self, topic: str, partition: int, offset: int, key: bytes | None,
+                 value: bytes, timestamp: float | None = None) -> None:
+        self.message = _Message(topic, partition, offset, key, value, timestamp)
+        self.key, self.value = key, value
+
+    @classmethod
+    def of(cls, record: Any) -> InputRecord:
+        """A consumer record (aiokafka's)."""
+        return cls(record.topic, record.partition, record.offset, record.key, record.value,
+                   record.timestamp / 1000 if record.timestamp is not None else None)
 
 
 async def _without_gaps(io: LogIO, state: PartitionState, events: list[faust.EventT]
@@ -578,8 +597,9 @@ async def _without_gaps(io: LogIO, state: PartitionState, events: list[faust.Eve
                 "the %d record(s) in between from the log", first.topic, first.partition,
                 first.offset, start - 1, first.offset - start)
     records, _ = await io.read(first.topic, first.partition, start)
-    missing = [_LogEvent(first.topic, first.partition, offset, value)
-               for offset, value, _ in records if offset < first.offset]
+    missing = [InputRecord(first.topic, first.partition, offset, None, value,
+                           appended_at.timestamp())
+               for offset, value, appended_at in records if offset < first.offset]
     return [*missing, *events]  # type: ignore[list-item]
 
 

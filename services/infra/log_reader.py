@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import TYPE_CHECKING
 
+from faust.types import TP
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
@@ -147,3 +148,31 @@ def read_range(bootstrap: str, topic: str, partition: int, start: int, stop: int
         return records
     finally:
         consumer.close()
+
+
+class LogEnds:
+    """The end offsets of partitions, from a client outside any group (used in a thread;
+    recreated after a failure)."""
+
+    def __init__(self, bootstrap: str, principal: str) -> None:
+        self.bootstrap = bootstrap
+        self.principal = principal
+        self._consumer: KafkaConsumer | None = None
+
+    def read(self, tps: Iterable[TP]) -> dict[TP, int]:
+        wanted = [TopicPartition(tp.topic, tp.partition) for tp in tps]
+        if not wanted:
+            return {}
+        if self._consumer is None:
+            self._consumer = log_reader(self.bootstrap, self.principal)
+        try:
+            ends = self._consumer.end_offsets(wanted)
+        except Exception:
+            self.close()
+            raise
+        return {TP(tp.topic, tp.partition): end for tp, end in ends.items()}
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            consumer, self._consumer = self._consumer, None
+            consumer.close()

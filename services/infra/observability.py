@@ -28,6 +28,7 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
 from croupier.services.infra import metrics
+from croupier.services.infra.consumer import assignment_of, group_of, settling
 from croupier.services.infra.kafka_clients import admin_client
 from croupier.services.infra.kafka_security import kafka_python_options
 from croupier.services.infra.settings import Settings, get_settings
@@ -122,7 +123,7 @@ def health_problems(app: faust.App, settings: Settings | None = None) -> list[st
     settings = settings or get_settings()
     problems = []
     # app.tables is faust's TableManager (TableManagerT does not declare its `recovery`)
-    if app.rebalancing or not cast(TableManager, app.tables).recovery.completed.is_set():
+    if settling(app) or not cast(TableManager, app.tables).recovery.completed.is_set():
         problems.append("recovering: partitions moving or tables still recovering")
     stalled = progress_of(app).stalled_for()
     if stalled > settings.stall_seconds:
@@ -172,7 +173,9 @@ class LagProbe:
 async def update_lag(probe: LagProbe, service: str, app: faust.App | None = None) -> None:
     try:
         assigned = None if app is None else {
-            TopicPartition(tp.topic, tp.partition) for tp in app.consumer.assignment()}
+            TopicPartition(tp.topic, tp.partition) for tp in assignment_of(app)}
+        if app is not None:
+            probe.group_id = group_of(app)
         lag = await asyncio.to_thread(probe.measure, assigned)
     except Exception as exc:  # noqa: BLE001 - Kafka may hiccup; the next tick retries
         log.warning("measuring consumer lag of %s failed (next tick retries): %s",

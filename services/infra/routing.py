@@ -1,7 +1,9 @@
 """Send an HTTP request to the worker that owns its key, so a service can run as N workers.
 
-Faust's partition assignor knows, for each partition of every topic the app consumes,
-the canonical URL (`web_host:web_port`) of the worker it is assigned to. A view asks
+The group's assignor knows, for each partition of every topic the app consumes, the
+canonical URL (`web_host:web_port`) of the worker it is assigned to: the kernel's
+(`croupier.services.infra.consumer.Owners`) for a service on the kernel, Faust's for one
+still read by Faust's consumer (dealer-event). A view asks
 `owner_of(app, topic, key)`: None when this worker owns the key's partition (answer
 here), else the owner's URL, and `forward` sends the whole request there (method,
 path, query, headers and body; Faust's own `route_req` drops a POST's body) and
@@ -15,6 +17,8 @@ from __future__ import annotations
 import aiohttp
 import faust
 from yarl import URL
+
+from croupier.services.infra.consumer import owners_of
 
 FORWARDED_HEADER = "X-Croupier-Forwarded-By"
 RETRY_AFTER_S = 1
@@ -34,6 +38,17 @@ def _ident(url: URL) -> tuple[str, int]:
 
 def owner_of(app: faust.App, topic: faust.TopicT, key: bytes) -> URL | None:
     """The URL of the worker consuming `key`'s partition of `topic`; None if it is us."""
+    owners = owners_of(app)
+    if owners is not None:
+        name = topic.get_topic_name()
+        try:
+            partition = app.producer.key_partition(name, key).partition
+        except Exception:  # noqa: BLE001 - a (re)starting worker has no metadata yet
+            raise NoOwner(f"no worker owns {name!r} for this key yet") from None
+        held_by = owners.owner(name, partition)
+        if held_by is None:
+            raise NoOwner(f"no worker owns {name!r} for this key yet")
+        return None if _ident(URL(held_by)) == _ident(URL(owners.url)) else URL(held_by)
     try:
         url = app.router.external_topic_key_store(topic, key)
     except (KeyError, TypeError):  # TypeError: a (re)starting worker has no topic metadata yet
@@ -46,6 +61,9 @@ def consumed_here(app: faust.App, topic: faust.TopicT, key: bytes) -> bool:
     the group may lag behind a restart or a rebalance; the consumer's assignment does not)."""
     try:
         tp = app.producer.key_partition(topic.get_topic_name(), key)
+        owners = owners_of(app)
+        if owners is not None:
+            return tp in owners.ready
         return tp in app.consumer.assignment()
     except Exception:  # noqa: BLE001 - no metadata or no consumer yet: not here
         return False

@@ -132,7 +132,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     table_views.on_close = marks.schedule
     auth = Authenticator.from_settings(settings)
 
-    app.agent(commands_topic)(accounts_agent)
+    app.task(accounts_agent)
     app.agent(endings_topic)(bet_endings_agent)
     app.task(follow_table_events)
     from croupier.services.wallet import views  # the HTTP routes (views imports this module)
@@ -148,11 +148,12 @@ def partition_of(partitions: int):
     return of
 
 
-async def accounts_agent(stream):
+async def accounts_agent() -> None:  # a task (build_app registers it)
     """A batch at a time, on the kernel: decide every command, write its ledger entry,
     verify and fold the entries, publish their outputs, then answer (a 201 means "debited
     and in the log")."""
-    await run_own_log(stream, own, batches.decide, batches.answer, lock=batches.lock)
+    await run_own_log(app, [COMMANDS_TOPIC], own, batches.decide, batches.answer,
+                      lock=batches.lock)
 
 
 async def bet_endings_agent(stream):

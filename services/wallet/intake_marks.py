@@ -12,6 +12,7 @@ import faust
 
 from croupier.services.infra.batching import publish_all
 from croupier.services.infra.clock import Clock
+from croupier.services.infra.consumer import settling
 from croupier.services.infra.settings import Settings
 from croupier.shared.events.bet_events import IntakeMark
 
@@ -40,7 +41,7 @@ class IntakeMarks:
         batches, so every bet its agent stamped before `through` is already acknowledged
         on bets.placed, and every bet it stamps later is stamped after `through`."""
         for _ in range(MARK_TRIES):  # (re)starting: wait for the assignment and the recovery
-            if self.owned_command_partitions() and not self.app.rebalancing:
+            if self.owned_command_partitions() and not settling(self.app):
                 break
             await asyncio.sleep(0.5)
         async with self.batch_lock:

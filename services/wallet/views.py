@@ -23,6 +23,7 @@ from pydantic_core import ErrorDetails
 
 from croupier.services.infra import routing
 from croupier.services.infra.auth import AuthError
+from croupier.services.infra.consumer import settling
 from croupier.services.infra.observability import health_problems
 from croupier.services.wallet import app as w
 from croupier.services.wallet import money_metrics
@@ -120,7 +121,7 @@ def here(player_id: str) -> None:
     owner = routing.owner_of(w.app, w.commands_topic, player_id.encode())
     if owner is not None:
         raise Elsewhere(owner)
-    if w.app.rebalancing:
+    if settling(w.app):
         raise routing.NoOwner("this worker's partitions are being (re)assigned")
 
 

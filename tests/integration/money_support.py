@@ -18,6 +18,7 @@ import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
 from croupier.services.infra import topic_admin
+from croupier.services.infra.consumer import group_reading
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.log_reader import read_to_end
 from croupier.services.infra.processes import ServiceProcess
@@ -149,9 +150,14 @@ class Platform(WalletPlayers):
 
 def consumed_topics(instance: str) -> dict[str, tuple[str, ...]]:
     """The consumer group of each money service and the topics its agents read."""
-    return {f"{instance}-bet-settlement": ("bets.placed", "table.events", "round.results"),
-            f"{instance}-wallet": ("bets.decisions", "bets.settled",
-                                   f"{instance}-wallet-commands")}
+    reads = [("bet-settlement", "bets.placed"), ("bet-settlement", "table.events"),
+             ("bet-settlement", "round.results"), ("wallet", "bets.decisions"),
+             ("wallet", "bets.settled"), ("wallet", f"{instance}-wallet-commands")]
+    groups: dict[str, tuple[str, ...]] = {}
+    for service, topic in reads:
+        group = group_reading(instance, service, topic)
+        groups[group] = (*groups.get(group, ()), topic)
+    return groups
 
 
 def end_offsets(consumer: KafkaConsumer, topics: list[str]) -> dict[TopicPartition, int]:

@@ -29,6 +29,7 @@ from kafka import KafkaAdminClient, KafkaProducer
 from croupier.services.demo.session import DemoConfig, play
 from croupier.services.demo.stack import Stack, ensure_kafka
 from croupier.services.demo.summary import summarise, wait_until_settled
+from croupier.services.infra.consumer import group_reading
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.log_reader import read_to_end
 from croupier.services.infra.processes import service_env
@@ -187,9 +188,10 @@ def _consumed_past(bootstrap: str, instance: str, produced) -> list[str]:
     behind = []
     groups: dict[str, dict] = {}
     for (service, topic, partition), offset in sorted(last.items()):
-        if service not in groups:
-            groups[service] = _committed(bootstrap, f"{instance}-{service}")
-        if groups[service].get((topic, partition), -1) <= offset:
+        group = group_reading(instance, service, topic)
+        if group not in groups:
+            groups[group] = _committed(bootstrap, group)
+        if groups[group].get((topic, partition), -1) <= offset:
             behind.append(f"{service} {topic}[{partition}] <= {offset}")
     return behind
 
