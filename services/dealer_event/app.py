@@ -4,10 +4,10 @@
 Several workers share the consumer group and split the partitions of `dealer.inputs`
 (see docs/decisions/tables.md). Each worker holds the states of the tables of its
 partitions, rebuilt from the log after every assignment before any of their inputs is
-decided; the HTTP door forwards a request to the worker that owns the table. The stream
-resumes each partition of `dealer.inputs` after the last input the log says was decided
-(`own_baseline`), not where the consumer group committed
-(docs/decisions/dealer-checkpoints.md).
+decided; the HTTP door forwards a request to the worker that owns the table. The kernel's consume
+loop (`croupier.services.infra.kernel.consume`) resumes each partition of `dealer.inputs`
+after the last input the log says was decided (`DealerRuntime.resume_offsets`), never
+where a consumer group committed (docs/decisions/dealer-checkpoints.md).
 """
 
 from __future__ import annotations
@@ -22,11 +22,12 @@ from faust.types import TP
 from croupier.services.dealer_event.rebuild import Rebuilt, rebuild
 from croupier.services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
 from croupier.services.infra import observability
-from croupier.services.infra.batching import publish_placed, run_batches, until_applied
+from croupier.services.infra.batching import publish_placed, until_applied
 from croupier.services.infra.clock import SystemClock
-from croupier.services.infra.contiguous import CommittedOffsets, committed_offsets
+from croupier.services.infra.consumer import assignment_of
 from croupier.services.infra.dead_letters import give_up_on
 from croupier.services.infra.faust_app import make_app, topic
+from croupier.services.infra.kernel import consume
 from croupier.services.infra.log_reader import read_range
 from croupier.services.infra.settings import Settings, get_settings
 
@@ -58,9 +59,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
                             _rebuild, owned_partitions, joined=False,
                             read_events=_read_events,
                             accept_unsigned=settings.table_events_accept_unsigned)
-    app.on_partitions_revoked.connect(drop_tables_on_revoke)  # type: ignore[arg-type]  # faust types handlers (sender, *args)
-    app.on_partitions_assigned.connect(rebuild_on_assign)  # type: ignore[arg-type]  # faust types handlers (sender, *args)
-    app.agent(inputs_topic, concurrency=1)(dealer_inputs)
+    app.task(dealer_inputs)
     app.timer(interval=settings.betting_timer_interval_seconds)(betting_timer)
     from croupier.services.dealer_event import views  # the web routes (views imports this module)
     views.register(app)
@@ -69,11 +68,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
 
 def owned_partitions() -> frozenset[int]:
     """The partitions of dealer.inputs this worker's consumer is assigned now."""
-    try:
-        assignment = app.consumer.assignment()
-    except Exception:  # consumer not started yet
-        return frozenset()
-    return frozenset(tp.partition for tp in assignment if tp.topic == INPUTS)
+    return frozenset(tp.partition for tp in assignment_of(app) if tp.topic == INPUTS)
 
 
 async def _rebuild(partitions) -> Rebuilt:
@@ -90,13 +85,13 @@ async def _read_events(partition: int, start: int, stop: int) -> list[tuple[int,
     return [(r.offset, r.value) for r in records]
 
 
-async def drop_tables_on_revoke(sender, revoked, **kwargs) -> None:
+async def drop_tables_on_revoke(partitions: set[int]) -> None:
     await runtime.on_revoked()
 
 
-async def rebuild_on_assign(sender, assigned, **kwargs) -> None:
-    log.info("assigned partition(s) %s of %s: rebuilding their tables",
-             sorted(owned_partitions()), INPUTS)
+def rebuild_on_assign(partitions: set[int]) -> None:
+    log.info("assigned partition(s) %s of %s: rebuilding their tables", sorted(partitions),
+             INPUTS)
     runtime.on_assigned()
 
 
@@ -112,26 +107,16 @@ async def decide_batch(events) -> None:
                                 for event in events], give_up)
 
 
-async def dealer_inputs(stream):  # the agent (build_app registers it)
-    await run_batches(stream, until_applied(decide_batch, "deciding inputs"),
-                      baseline=own_baseline(committed_offsets(app, "dealer-event")))
+async def dealer_inputs() -> None:  # a task (build_app registers it): the kernel's loop
+    await consume(app, [INPUTS], resume_at, until_applied(decide_batch, "deciding inputs"),
+                  drop_tables_on_revoke, rebuild_on_assign)
 
 
-def own_baseline(committed: CommittedOffsets) -> CommittedOffsets:
-    """Where the stream's reader expects each owned partition of dealer.inputs to resume:
-    after the last input the rebuilt log says was decided; the group's committed offset
-    only for a partition whose records name no input (written before they did)."""
-
-    async def baseline() -> dict[TP, int]:
-        own = await runtime.resume_offsets()
-        fallback = await committed() if None in own.values() else {}
-        out = {TP(INPUTS, p): offset for p, offset in own.items() if offset is not None}
-        for p, offset in own.items():
-            if offset is None and (tp := TP(INPUTS, p)) in fallback:
-                out[tp] = fallback[tp]
-        return out
-
-    return baseline
+async def resume_at(tp: TP) -> int | None:
+    """Where a partition of dealer.inputs resumes: after the last input the rebuilt log
+    says was decided (None: its records name no input; the loop then takes the group's
+    commit, else the start)."""
+    return (await runtime.resume_offsets()).get(tp.partition)
 
 
 async def betting_timer() -> None:  # a timer (build_app registers it)

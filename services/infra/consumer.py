@@ -22,6 +22,7 @@ the service's ACL prefix):
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from collections.abc import Iterable, Mapping
@@ -114,17 +115,20 @@ class _Listener(ConsumerRebalanceListener):
     """Revoked partitions are no longer answered for; assigned ones wait, paused, until
     the kernel has recovered and positioned them (`Owners.ready`)."""
 
-    def __init__(self, consumer: AIOKafkaConsumer, owners: Owners, revoke) -> None:
+    def __init__(self, consumer: AIOKafkaConsumer, owners: Owners, revoked, assigned) -> None:
         self.consumer = consumer
         self.owners = owners
-        self.revoke = revoke
+        self.revoked = revoked
+        self.assigned = assigned
 
     async def on_partitions_revoked(self, revoked: Iterable[TopicPartition]) -> None:
         gone = {TP(tp.topic, tp.partition) for tp in revoked}
         self.owners.rebalancing = True
         self.owners.held -= gone
         self.owners.ready -= gone
-        self.revoke({tp.partition for tp in gone})
+        told = self.revoked({tp.partition for tp in gone})
+        if inspect.isawaitable(told):
+            await told
 
     async def on_partitions_assigned(self, assigned: Iterable[TopicPartition]) -> None:
         tps = list(assigned)
@@ -135,6 +139,10 @@ class _Listener(ConsumerRebalanceListener):
             self.consumer.pause(*waiting)
         self.owners.rebalancing = False
         log.info("assigned %s", sorted((tp.topic, tp.partition) for tp in tps))
+        if self.assigned is not None:
+            told = self.assigned({tp.partition for tp in tps})
+            if inspect.isawaitable(told):
+                await told
 
 
 def kernel_group(instance: str, service: str) -> str:
@@ -151,9 +159,9 @@ def new_consumer(bootstrap: str, group: str, owners: Owners, options: dict,
         max_poll_interval_ms=300_000, fetch_max_wait_ms=50, **options)
 
 
-def subscribe(consumer: AIOKafkaConsumer, topics: Iterable[str], owners: Owners, revoke
-              ) -> None:
-    consumer.subscribe(sorted(topics), listener=_Listener(consumer, owners, revoke))
+def subscribe(consumer: AIOKafkaConsumer, topics: Iterable[str], owners: Owners, revoked,
+              assigned=None) -> None:
+    consumer.subscribe(sorted(topics), listener=_Listener(consumer, owners, revoked, assigned))
 
 
 _owners: dict[str, Owners] = {}  # app id: its kernel consumer's view (kernel services only)

@@ -28,7 +28,7 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, cast
 
@@ -176,7 +176,12 @@ class KafkaLogIO:
 
 
 class LostPartition(Exception):
-    """Another writer keeps winning this partition's log: this worker no longer owns it."""
+    """Another writer keeps winning these partitions' log: this worker no longer owns them
+    (the consume loop positions them again from the log, as on an assignment)."""
+
+    def __init__(self, message: str, partitions: set[int]) -> None:
+        super().__init__(message)
+        self.partitions = partitions
 
 
 def _read_log(bootstrap: str, principal: str, topic: str, partition: int, start: int,
@@ -343,30 +348,36 @@ def outputs_acked(state: PartitionState, through: int) -> None:
         state.unpublished = [(o, e) for o, e in state.unpublished if o > through]
 
 
-async def run_own_log(app: faust.App, topics: Sequence[str], own: OwnLog, decide: Decide,
-                      answer: Answer, lock: asyncio.Lock | None = None,
-                      max_records: int = BATCH_MAX) -> None:
-    """Apply the records of `topics` through `decide`, with `own` as the only state: the
-    kernel's consume loop (`croupier.services.infra.consumer`). A batch is whatever the
-    consumer has fetched (one record at low load, up to `max_records` under load); each
-    input partition is recovered and positioned at its own log's checkpoint before any of
-    its records is read; the group's commit, after the answers, only saves monitoring a
-    question."""
+Position = Callable[[TP], Awaitable["int | None"]]  # where an input partition resumes
+ApplyBatch = Callable[[Sequence[Any]], Awaitable[None]]
+Hook = Callable[[set[int]], "Awaitable[None] | None"]
+
+
+async def consume(app: faust.App, topics: Sequence[str], position: Position,
+                  apply: ApplyBatch, revoked: Hook, assigned: Hook | None = None,
+                  max_records: int = BATCH_MAX) -> None:
+    """The kernel's consume loop, under every consuming path of a service: each input
+    partition assigned to this worker waits, paused, until `position(tp)` says where it
+    resumes (the service's own log's checkpoint; None: the log knows nothing of it, so
+    the group's commit, else the partition's start); then every batch the consumer
+    fetches (one record at low load, up to `max_records` under load) goes through
+    `apply`, and the group's commit after it only tells monitoring how far it got.
+    `revoked`/`assigned`: the partitions (numbers) a rebalance took or gave."""
     service = service_of(app)
     settings = settings_of(app)
     track_buffer(app.producer)
     progress = progress_of(app)
-    own.io = KafkaLogIO(app, settings.bootstrap_servers, service)
     owners = register(app.conf.id, Owners(str(app.conf.canonical_url),
                                           kernel_group(settings.instance, service)))
-    consumer = new_consumer(settings.bootstrap_servers, owners.group, owners, aiokafka_options(service),
+    consumer = new_consumer(settings.bootstrap_servers, owners.group, owners,
+                            aiokafka_options(service),
                             session_timeout_ms=int(app.conf.broker_session_timeout * 1000),
                             heartbeat_interval_ms=int(app.conf.broker_heartbeat_interval * 1000))
-    subscribe(consumer, topics, owners, own.revoke)
+    subscribe(consumer, topics, owners, revoked, assigned)
     await consumer.start()
     try:
         while True:
-            await _position(consumer, owners, own)
+            await _position(consumer, owners, position, service)
             fetched = await consumer.getmany(timeout_ms=200, max_records=max_records)
             batch: list[Any] = [InputRecord.of(record) for tp, records in fetched.items()
                                 if TP(tp.topic, tp.partition) in owners.ready
@@ -374,40 +385,57 @@ async def run_own_log(app: faust.App, topics: Sequence[str], own: OwnLog, decide
             if not batch:
                 continue
             try:
-                await until_applied(own, batch, decide, answer, lock)
-            except LostPartition as lost:  # recovered and positioned again, from the log
+                await apply(batch)
+            except LostPartition as lost:  # positioned again, from the log
                 log.warning("%s: %s", service, lost)
-                owners.ready -= {tp for tp in owners.ready
-                                 if tp.partition not in own.owned}
+                owners.ready -= {tp for tp in owners.ready if tp.partition in lost.partitions}
                 continue
             await _commit(consumer, batch)
-            own.snapshot_if_due({event.message.partition for event in batch})
             progress.batch_finished()
     finally:
         await consumer.stop()
 
 
-async def _position(consumer: Any, owners: Owners, own: OwnLog) -> None:
-    """Recover each held input partition not yet ready and seek it to where its own log
-    says (a broker failing this is retried on the next turn; the partition stays paused)."""
+async def run_own_log(app: faust.App, topics: Sequence[str], own: OwnLog, decide: Decide,
+                      answer: Answer, lock: asyncio.Lock | None = None,
+                      max_records: int = BATCH_MAX) -> None:
+    """Apply the records of `topics` through `decide`, with `own` as the only state: each
+    input partition resumes after the last record its own log applied (`consume`)."""
+    own.io = KafkaLogIO(app, settings_of(app).bootstrap_servers, service_of(app))
+
+    async def position(tp: TP) -> int:
+        state = await own.recover(tp.partition)
+        return state.resume_at(tp.topic, tp.partition)
+
+    async def apply(batch: Sequence[Any]) -> None:
+        await until_applied(own, batch, decide, answer, lock)
+        own.snapshot_if_due({event.message.partition for event in batch})
+
+    await consume(app, topics, position, apply, own.revoke, max_records=max_records)
+
+
+async def _position(consumer: Any, owners: Owners, position: Position, service: str) -> None:
+    """Position each held input partition not yet ready where `position` says (a broker
+    failing this is retried on the next turn; the partition stays paused meanwhile)."""
     for tp in sorted(owners.held - owners.ready):
         try:
-            state = await own.recover(tp.partition)
+            at = await position(tp)
         except Exception as error:  # noqa: BLE001 - retried next turn, the partition paused
             if not transient(error):
                 raise
-            log.warning("%s: recovering %s[%d] failed (%r); retrying", own.service, tp.topic,
+            log.warning("%s: positioning %s[%d] failed (%r); retrying", service, tp.topic,
                         tp.partition, error)
             await asyncio.sleep(0.5)
             return
-        if tp not in owners.held:  # revoked while it recovered
+        if tp not in owners.held:  # revoked meanwhile
             continue
-        at = ConsumerTP(tp.topic, tp.partition)
-        consumer.seek(at, state.resume_at(tp.topic, tp.partition))
-        consumer.resume(at)
+        partition = ConsumerTP(tp.topic, tp.partition)
+        if at is None:  # the log names nothing of it: the group's commit, else the start
+            at = await consumer.committed(partition) or 0
+        consumer.seek(partition, at)
+        consumer.resume(partition)
         owners.ready.add(tp)
-        log.info("%s: %s[%d] resumes at %d (its own log's checkpoint)", own.service, tp.topic,
-                 tp.partition, state.resume_at(tp.topic, tp.partition))
+        log.info("%s: %s[%d] resumes at %d", service, tp.topic, tp.partition, at)
 
 
 async def _commit(consumer: Any, batch: Sequence[Any]) -> None:
@@ -503,6 +531,10 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
                 also += d.also
                 decisions[partition].append(
                     _Decision(event, d, first, len(batch.entries), applied))
+        if also:  # dead letters first, acknowledged: a record whose entries write
+            # nothing must not be passed over by a later record's checkpoint before its
+            # dead letter is in the log (decided again, it writes the same letter again)
+            await io.publish(also)
         sent = {p: asyncio.ensure_future(io.send(own.topic, p, [
                     (own.key_of(e), e.model_dump_json().encode()) for e in b.entries]))
                 for p, b in batches.items() if b.entries}
@@ -514,7 +546,7 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
                 raise outcome
         offsets: dict[int, list[Landed]] = dict(zip(sent, cast(list[list[Landed]], outcomes),
                                                     strict=True))
-        outputs: list[Record] = list(also)
+        outputs: list[Record] = []
         committed: dict[int, int] = {}
         answers: list[tuple[_Decision, bool]] = []
         conflicted: dict[int, list[faust.EventT]] = {}
@@ -548,7 +580,7 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
             for partition in pending:
                 own.revoke({partition})
             raise LostPartition(f"{own.service}: lost the race for {own.topic} partitions "
-                                f"{sorted(pending)} {attempts} times")
+                                f"{sorted(pending)} {attempts} times", set(pending))
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,8 @@ from croupier.services.dealer_event.rebuild import (
     fold_events,
     fold_rejections,
 )
+from croupier.services.infra import kernel
+from croupier.services.infra.consumer import Owners
 from croupier.shared.events.inputs import NewShoe, OpenRound
 from croupier.shared.events.rejections import InputRefused
 from croupier.shared.events.sources import InputPosition
@@ -154,22 +156,50 @@ def test_records_from_before_the_field_existed_fall_back_to_the_groups_commit():
     async def own() -> dict[int, int | None]:
         return {0: 3, 1: None, 2: None}  # partition 2: nothing committed either
 
-    async def committed() -> dict[TP, int]:
-        return {TP("dealer.inputs", 1): 7, TP("other", 0): 9}
-
     class Runtime:
         resume_offsets = staticmethod(own)
 
     real = getattr(dealer_app, "runtime", None)
     dealer_app.runtime = Runtime()  # type: ignore[assignment]
     try:
-        baseline = asyncio.run(dealer_app.own_baseline(committed)())
+        at = {p: asyncio.run(dealer_app.resume_at(TP("dealer.inputs", p))) for p in (0, 1, 2)}
     finally:
         if real is None:
             del dealer_app.runtime
         else:
             dealer_app.runtime = real
-    assert baseline == {TP("dealer.inputs", 0): 3, TP("dealer.inputs", 1): 7}
+    assert at == {0: 3, 1: None, 2: None}
+    # the kernel's loop: None is the group's commit where there is one, else the start
+    consumer = PositionedConsumer({"dealer.inputs": {1: 7}})
+    owners = Owners("http://h:1", "g", held={TP("dealer.inputs", p) for p in (0, 1, 2)})
+    asyncio.run(kernel._position(consumer, owners, dealer_app_at(at), "dealer-event"))
+    assert consumer.seeks == {("dealer.inputs", 0): 3, ("dealer.inputs", 1): 7,
+                              ("dealer.inputs", 2): 0}
+    assert owners.ready == owners.held and consumer.resumed == set(consumer.seeks)
+
+
+def dealer_app_at(at: dict[int, int | None]):
+    async def position(tp: TP) -> int | None:
+        return at[tp.partition]
+    return position
+
+
+class PositionedConsumer:
+    """What `kernel._position` asks of the consumer: the group's commit, seek, resume."""
+
+    def __init__(self, committed: dict[str, dict[int, int]]) -> None:
+        self.committed_offsets = committed
+        self.seeks: dict[tuple[str, int], int] = {}
+        self.resumed: set[tuple[str, int]] = set()
+
+    async def committed(self, tp) -> int | None:
+        return self.committed_offsets.get(tp.topic, {}).get(tp.partition)
+
+    def seek(self, tp, offset: int) -> None:
+        self.seeks[(tp.topic, tp.partition)] = offset
+
+    def resume(self, tp) -> None:
+        self.resumed.add((tp.topic, tp.partition))
 
 
 def test_a_forged_event_moves_no_checkpoint():
