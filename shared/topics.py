@@ -47,6 +47,10 @@ _TOPICS: tuple[tuple[str, str, str, str], ...] = (
      "accepted or rejected (with reason); round manifests when betting closes"),
     ("bets.settled", "table id", "bet-settlement",
      "one settlement per accepted bet: win, lose, push or void refund"),
+    ("wallet.endings", "player id", "bet-settlement",
+     "each bet's ending the wallet applies (a settlement, a void's refund, a rejection, a "
+     "settlement reversed: the very records bets.settled and bets.decisions carry), keyed "
+     "by player so the wallet reads it on the partition of the player's ledger"),
     ("wallet.transactions", "player id", "wallet",
      "every debit, credit and refund, with its idempotency key"),
     ("wallet.operator_calls", "player id", "wallet",

@@ -35,7 +35,7 @@ from croupier.services.bet_settlement.round_book import (
     order_key,
     round_key,
 )
-from croupier.shared.events.bet_events import BetSettled, SettlementReversed
+from croupier.shared.events.bet_events import BetRejected, BetSettled, SettlementReversed
 from croupier.shared.events.event_auth import TableWatch
 from croupier.shared.events.settlement_log import (
     BETS_PER_ENTRY,
@@ -63,9 +63,20 @@ def pending_key(table_id: str) -> str:
     return f"p/{table_id}"
 
 
+ENDINGS = "wallet.endings"  # the wallet's input, keyed by player (shared/topics.py)
+
+
 def topic_of(record: BaseModel) -> str:
     return "bets.settled" if isinstance(record, BetSettled | SettlementReversed) \
         else "bets.decisions"
+
+
+def ending_of(record: BaseModel) -> str | None:
+    """The player whose wallet the record moves money in (a settlement, a void's refund, a
+    rejection, a reversal), or None (an acceptance, a manifest)."""
+    if isinstance(record, BetSettled | SettlementReversed | BetRejected):
+        return record.player_id
+    return None
 
 
 class SettlementFold:
@@ -93,8 +104,11 @@ class SettlementFold:
             if isinstance(item, OutRef):
                 record = getattr(by_id[(item.round_id, item.bet_id)], item.field)
             assert record is not None, f"{item} names nothing its entry holds"
-            out.append((topic_of(record), entry.table_id.encode(),
-                        record.model_dump_json().encode()))
+            value = record.model_dump_json().encode()
+            out.append((topic_of(record), entry.table_id.encode(), value))
+            # the same record to the wallet, on its player's partition: no forwarder hop
+            if (player := ending_of(record)) is not None:
+                out.append((ENDINGS, player.encode(), value))
         return out
 
 

@@ -51,6 +51,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "bets.placed": ("wallet",),
     "bets.decisions": ("bet-settlement",),
     "bets.settled": ("bet-settlement",),
+    "wallet.endings": ("bet-settlement",),
     "wallet.transactions": ("wallet",),
     "wallet.operator_calls": ("wallet",),
     "evaluation.log": ("game-evaluation",),
@@ -70,8 +71,9 @@ READERS: dict[str, tuple[str, ...]] = {
     "dealer.rejections": ("dealer-event",),
     "round.results": ("bet-settlement",),
     "bets.placed": ("bet-settlement",),
-    "bets.decisions": ("wallet",),
-    "bets.settled": ("wallet",),
+    "bets.decisions": (),  # the operator reads it (replay, rebuild, reconcile)
+    "bets.settled": (),  # likewise
+    "wallet.endings": ("wallet",),
     "wallet.transactions": (),
     "wallet.operator_calls": (),  # the operator reads it (croupier reconcile)
     "evaluation.log": ("game-evaluation",),  # its own state: folded on every assignment

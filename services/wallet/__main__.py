@@ -7,4 +7,4 @@ from croupier.services.wallet import app as wallet
 if __name__ == "__main__":
     settings = get_settings()
     app = wallet.build_app(settings)
-    run_worker(app, settings, extra=(wallet.COMMANDS_TOPIC,), compacted=(wallet.FORWARDED_TOPIC,))
+    run_worker(app, settings, extra=(wallet.COMMANDS_TOPIC,))

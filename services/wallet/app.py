@@ -1,9 +1,9 @@
 """The wallet's Faust app: its own log, topics and the agents that own every balance.
 
-One agent (`accounts_agent`) is the only writer of accounts: it reads the private
-commands topic keyed by player id, in batches. HTTP requests and the bet endings
-bet-settlement publishes both become commands there, so one player's money moves
-strictly in order.
+One loop (`accounts_agent`, on the kernel) is the only writer of accounts: it reads, in
+batches, the private commands topic (HTTP requests) and wallet.endings (bet-settlement's
+endings of bets), both keyed by player id and co-partitioned, so one player's money moves
+strictly in the order of each.
 
 The wallet's state is the fold of its ledger, `wallet.ledger` (one entry per command that
 changed anything, on the partition of the command's own partition of the commands topic):
@@ -36,28 +36,19 @@ from __future__ import annotations
 import uuid
 
 import faust
-from faust.types import TP
 from kafka.partitioner.default import murmur2
 
 from croupier.services.infra import metrics, observability
 from croupier.services.infra.auth import Authenticator
-from croupier.services.infra.batching import publish_all, run_batches
 from croupier.services.infra.clock import SystemClock
-from croupier.services.infra.contiguous import committed_offsets
 from croupier.services.infra.faust_app import make_app
 from croupier.services.infra.kernel import OwnLog, run_own_log
 from croupier.services.infra.replies import Replies
 from croupier.services.infra.settings import Settings, get_settings
 from croupier.services.infra.snapshots import SnapshotStore
 from croupier.services.wallet import handlers, money_metrics
-from croupier.services.wallet.batches import CommandBatches, forward_endings
+from croupier.services.wallet.batches import ENDINGS_TOPIC, CommandBatches
 from croupier.services.wallet.commands import Envelope, OperatorAnswered
-from croupier.services.wallet.forwarded import (
-    checkpoint_records,
-    forwarded_topic,
-    read_checkpoints,
-    resume_points,
-)
 from croupier.services.wallet.intake_marks import IntakeMarks
 from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WalletFold
 from croupier.services.wallet.operator_calls import CallerSettings, OperatorCaller
@@ -73,10 +64,7 @@ clock = SystemClock()
 settings: Settings
 app: faust.App
 COMMANDS_TOPIC: str  # the private commands topic, `<instance>-wallet-commands`
-FORWARDED_TOPIC: str  # the endings forwarder's checkpoints, `<instance>-wallet-forwarded`
-ENDINGS_TOPICS = ("bets.decisions", "bets.settled")
 commands_topic: faust.TopicT
-endings_topic: faust.TopicT
 own: OwnLog  # the worker's folded partitions of wallet.ledger
 store: Store
 # futures the web views wait on, resolved by the agent in this same process (the views only
@@ -90,7 +78,7 @@ auth: Authenticator
 
 def build_app(service_settings: Settings | None = None) -> faust.App:
     """The worker's Faust app: its own log, topics, agents, task and HTTP routes."""
-    global settings, app, COMMANDS_TOPIC, FORWARDED_TOPIC, commands_topic, endings_topic
+    global settings, app, COMMANDS_TOPIC, commands_topic
     global own, store, replies
     global batches, table_views, marks, auth
     settings = service_settings or get_settings()
@@ -107,8 +95,6 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     COMMANDS_TOPIC = f"{settings.instance}-wallet-commands"
     commands_topic = app.topic(COMMANDS_TOPIC, key_type=bytes, value_type=bytes,
                                internal=True, partitions=settings.topic_partitions)
-    endings_topic = app.topic(*ENDINGS_TOPICS, key_type=bytes, value_type=bytes)
-    FORWARDED_TOPIC = forwarded_topic(settings.instance)
     # the writer's name is unique to this process's life, so no two lives share an entry id
     writer = f"{settings.instance}-wallet-{settings.worker_id}-{uuid.uuid4().hex[:8]}"
     own = OwnLog("wallet", LEDGER_TOPIC, fold, LedgerEntry.model_validate_json,
@@ -133,7 +119,6 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     auth = Authenticator.from_settings(settings)
 
     app.task(accounts_agent)
-    app.agent(endings_topic)(bet_endings_agent)
     app.task(follow_table_events)
     from croupier.services.wallet import views  # the HTTP routes (views imports this module)
     views.register(app)
@@ -152,30 +137,8 @@ async def accounts_agent() -> None:  # a task (build_app registers it)
     """A batch at a time, on the kernel: decide every command, write its ledger entry,
     verify and fold the entries, publish their outputs, then answer (a 201 means "debited
     and in the log")."""
-    await run_own_log(app, [COMMANDS_TOPIC], own, batches.decide, batches.answer,
-                      lock=batches.lock)
-
-
-async def bet_endings_agent(stream):
-    """Re-key bet endings by player id onto the commands topic, a batch at a time, resuming
-    each input partition where the forwarder's own checkpoints say (`forwarded`)."""
-    await run_batches(stream, forward_ending_batch, baseline=forwarder_baseline)
-
-
-async def forward_ending_batch(events) -> None:
-    """The batch's commands, acknowledged; then its checkpoints (never ahead of them)."""
-    await forward_endings(app, COMMANDS_TOPIC, events, clock)
-    await publish_all(app, checkpoint_records(FORWARDED_TOPIC, (
-        (e.message.topic, e.message.partition, e.message.offset) for e in events)))
-
-
-async def forwarder_baseline() -> dict[TP, int]:
-    """Where the endings stream resumes: the forwarder's own checkpoints, the group's
-    commit only for a partition they name nothing of."""
-    own = await read_checkpoints(settings.bootstrap_servers, FORWARDED_TOPIC, "wallet")
-    committed = await committed_offsets(app, "wallet")()
-    return resume_points({tp: o for tp, o in own.items() if tp.topic in ENDINGS_TOPICS},
-                         {tp: o for tp, o in committed.items() if tp.topic in ENDINGS_TOPICS})
+    await run_own_log(app, [COMMANDS_TOPIC, ENDINGS_TOPIC], own, batches.decide,
+                      batches.answer, lock=batches.lock)
 
 
 async def follow_table_events() -> None:

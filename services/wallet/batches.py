@@ -1,11 +1,12 @@
-"""What the wallet's two agents do with a batch of records.
+"""What the wallet does with a batch of its inputs.
 
-The accounts agent runs on the kernel (`croupier.services.infra.kernel.run_own_log`): for
-each command, `decide` gives the answer and the ledger entry it writes; the kernel chains,
-writes and verifies the entries, folds them, publishes their outputs, and only then are the
-HTTP views waiting on them answered (`answer`: a 201 means "debited and in the log"). The
-endings agent re-keys bet-settlement's records by player id onto the commands topic
-(`forward_endings`).
+The accounts loop runs on the kernel (`croupier.services.infra.kernel.run_own_log`) over
+two co-partitioned inputs keyed by player: the commands topic (HTTP requests) and
+wallet.endings (bet-settlement's endings of bets, put there on the player's partition, so
+no hop re-keys them). For each record, `decide` gives the answer and the ledger entry it
+writes; the kernel chains, writes and verifies the entries, folds them, publishes their
+outputs, and only then are the HTTP views waiting on them answered (`answer`: a 201 means
+"debited and in the log").
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from collections.abc import Callable
 
 import faust
 
-from croupier.services.infra.batching import publish_all
 from croupier.services.infra.clock import Clock
 from croupier.services.infra.dead_letters import give_up_on
 from croupier.services.infra.kernel import Decided
@@ -31,6 +31,7 @@ from croupier.shared.events.operator_wallet import OperatorCall
 from croupier.shared.events.sources import InputRef
 
 log = logging.getLogger("croupier.wallet")
+ENDINGS_TOPIC = "wallet.endings"  # bet-settlement's endings, keyed by player
 RETRY = handlers.Answer.error(503, "rebalancing", "another worker applied this command; "
                                                   "retry (the same id is safe)")
 
@@ -60,9 +61,11 @@ class CommandBatches:
     def decide(self, scratch: Overlay, event: faust.EventT) -> Decided:
         now = self.clock.now()
         try:
-            env = ENVELOPE.validate_json(event.value)
+            env = envelope_of(event)
         except Exception as error:  # unreadable: dead-lettered, nothing moved
             return Decided(also=[give_up_on("wallet", event, error, now)])
+        if env is None:  # a record of wallet.endings that moves no money: nothing to do
+            return Decided()
         try:
             outcome = self.handle(env, now, Lookups(scratch))
         except Exception as error:  # never stop the consumer on one command
@@ -111,15 +114,11 @@ class CommandBatches:
             self.on_calls(owed)
 
 
-async def forward_endings(app: faust.App, commands_topic: str, events, clock: Clock) -> None:
-    """Each ending as a command, in order; a record that is not one is dead-lettered."""
-    records = []
-    for event in events:
-        try:
-            command = ending_command(event.value)
-        except Exception as error:  # the record, not the wallet, failed
-            records.append(give_up_on("wallet", event, error, clock.now()))
-            continue
-        if command is not None:
-            records.append(command_record(commands_topic, Envelope(command=command)))
-    await publish_all(app, records)
+def envelope_of(event: faust.EventT) -> Envelope | None:
+    """The command a record of the wallet's inputs carries: an HTTP request's envelope on
+    the commands topic, or a bet's ending bet-settlement put on wallet.endings (None for a
+    record there that moves no money). Raises on a record that is neither."""
+    if event.message.topic == ENDINGS_TOPIC:
+        command = ending_command(event.value)
+        return None if command is None else Envelope(command=command)
+    return ENVELOPE.validate_json(event.value)
