@@ -7,13 +7,15 @@ PY := $(VENV)/bin/python
 CROUPIER := $(VENV)/bin/croupier
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv demo test test-unit test-integration lint mutants bench bench-e2e bench-seamless schemas profiles-release profiles-check kafka-up kafka-down kafka-status topics clean
+.PHONY: help venv demo test test-unit test-integration simulate lint mutants bench bench-e2e bench-seamless schemas profiles-release profiles-check kafka-up kafka-down kafka-status topics clean
 
 help:
 	@echo "make demo        Kafka, topics, the four services, 3 tables and 50 players, then a"
 	@echo "                 verified summary (DEMO_ARGS='--rounds 5' to shorten)"
 	@echo "make test        the whole suite against a real Kafka broker, in TEST_WORKERS (2)"
 	@echo "                 pytest-xdist processes"
+	@echo "make simulate    the crash simulator: CROUPIER_CRASHSIM_SCHEDULES (10000) schedules"
+	@echo "                 from seed CROUPIER_CRASHSIM_SEED (1) over every kernel service"
 	@echo "make lint        ruff, then mypy (strict for shared/)"
 	@echo "make mutants     plant one-line bugs in services/, one at a time, and run the crash"
 	@echo "                 simulator on each (CROUPIER_MUTANTS_SCHEDULES per mutant; not part"
@@ -66,6 +68,9 @@ test-unit: venv
 
 test-integration: venv
 	$(PY) -m pytest tests/integration
+
+simulate: venv
+	$(PY) -m tests.crashsim
 
 lint: venv
 	$(VENV)/bin/ruff check shared services tests benchmarks
