@@ -6,18 +6,21 @@ Each mutant is data (`MUTANTS`): an id, the file under services/, the exact text
 mutant must be updated), the replacement, and the class of bug it plants. For each one the
 runner copies a snapshot of the tree (taken once at the start: the working tree without
 .git, .venv and runtime directories, or `--rev REV` from git) into a scratch directory,
-plants the bug there and runs `python -m tests.crashsim --seed S --schedules N` with the
-scratch directory first on the path, so `croupier` (a package directory whose `services`
-and `shared` are links to the tree's own) is the scratch copy's, not the editable install's
-(a probe checks that before any mutant runs). The simulator must pass the unmutated
-snapshot first.
+plants the bug there and runs the simulator's schedules in it (`run(seed)` of
+tests/crashsim/schedules.py, what `python -m tests.crashsim` runs) with the scratch
+directory first on the path, so `croupier` (a package directory whose `services` and
+`shared` are links to the tree's own) is the scratch copy's, not the editable install's (a
+probe checks that before any mutant runs).
 
-Outcomes: killed (the simulator exits 1: some schedule broke an invariant; the run is
-stopped once the first reproducer is printed, since it exits 1 whatever follows), survived
-(exit 0), justified (survived, and in `JUSTIFIED` with why it changes no money and no
-answer; at most three), or an error: the mutant does not apply, does not compile, or the
-simulator failed otherwise. Errors and survivors fail the run (exit 1). It ends with one
-line: `mutants: P planted, K killed, J justified, S survived`.
+The unmutated snapshot runs the same schedules first (the baseline): a schedule it breaks
+(a known, reported bug such as issue 29's (c)) kills no mutant unless the mutant breaks it
+otherwise (other problems); with a clean baseline this is exactly `python -m tests.crashsim`
+exiting 1. Outcomes: killed (a schedule breaks: the run stops at the first, and its first
+violated invariant is reported), survived (none does), justified (survived, and in
+`JUSTIFIED` with why it changes no money and no answer; at most three; never a dealer-event
+one), or an error: the mutant does not apply, does not compile, or the simulator failed
+otherwise. Errors and survivors fail the run (exit 1). It ends with one line:
+`mutants: P planted, K killed, J justified, S survived`.
 
 Settings: CROUPIER_MUTANTS_SCHEDULES (schedules per mutant, default `DEFAULT_SCHEDULES`),
 CROUPIER_MUTANTS_SEED (first seed, default 1), CROUPIER_MUTANTS_JOBS (parallel runs,
@@ -30,6 +33,7 @@ tests/unit/test_mutants_runner.py fails on any mutant whose text is not found ex
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import queue
 import re
@@ -40,9 +44,11 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCHEDULES = 2000
@@ -361,7 +367,7 @@ class Run:
 
 
 _VIOLATION_HEADS = ("violated:", "problems:")
-SUMMARY = re.compile(r"^simulate: (\d+) schedules from seed (\d+) over .*: (\d+) broken$")
+SUMMARY = re.compile(r"^simulate: (\d+) schedules from seed (\d+)(?: over .*)?: (\d+) broken")
 
 
 def first_violation(lines: list[str]) -> str | None:
@@ -377,38 +383,53 @@ def first_violation(lines: list[str]) -> str | None:
     return None
 
 
-def simulator(tree: Path) -> list[str]:
-    """The simulator's command in `tree`: `python -m tests.crashsim`; in a tree from before
-    it existed (the wallet-only `ledger_sim`), this module's `--legacy-simulate`."""
-    if (tree / "tests" / "crashsim" / "__main__.py").is_file() or \
-            not (tree / "tests" / "crashsim" / "ledger_sim.py").is_file():
-        return [sys.executable, "-m", "tests.crashsim"]
-    return [sys.executable, "-m", "tests.crashsim.mutants", "--legacy-simulate"]
+BASELINE_FILE = "mutants-baseline.json"  # in the snapshot: the unmutated tree's breaks
 
 
-def legacy_simulate(seed: int, schedules: int) -> int:
-    """`python -m tests.crashsim` for the wallet-only simulator (`ledger_sim.run`): the
-    first broken seed's reproducer, then the one line; 1 if any broke."""
-    from tests.crashsim import ledger_sim  # type: ignore[attr-defined,unused-ignore]
+def schedule_runner() -> Callable[[int], Any]:
+    """The simulator's `run(seed)`, as `python -m tests.crashsim` calls it (in a tree from
+    before it, the wallet-only `ledger_sim.run`)."""
+    try:
+        from tests.crashsim.schedules import run
+    except ImportError:
+        from tests.crashsim.ledger_sim import run  # type: ignore[import-not-found,no-redef,unused-ignore]
+    return cast(Callable[[int], Any], run)
 
-    broken = 0
+
+def simulate_main(seed: int, schedules: int, baseline: Path | None, record: Path | None
+                  ) -> int:
+    """`python -m tests.crashsim`, told the unmutated tree's breaks: a schedule that breaks
+    exactly as it did there (a known bug, e.g. issue 29's (c)) is no kill; the first that
+    breaks otherwise prints its reproducer and ends the run, exit 1. `record`: run every
+    schedule and write the breaks down (the baseline), exit 0."""
+    run = schedule_runner()
+    known: dict[str, list[str]] = json.loads(baseline.read_text()) if baseline else {}
+    breaks: dict[str, list[str]] = {}
     for s in range(seed, seed + schedules):
-        result = ledger_sim.run(s)
-        if not result.ok:
-            if not broken:
-                print(result.reproducer, flush=True)
-            broken += 1
-    print(f"simulate: {schedules} schedules from seed {seed} over wallet: {broken} broken")
-    return 1 if broken else 0
+        result = run(s)
+        if result.ok:
+            continue
+        breaks[str(s)] = list(result.problems)
+        if record is None and known.get(str(s)) != list(result.problems):
+            print(result.reproducer, flush=True)
+            print(f"simulate: broke at seed {s} of {schedules} schedules from seed {seed}")
+            return 1
+    if record is not None:
+        record.write_text(json.dumps(breaks, indent=1))
+    print(f"simulate: {schedules} schedules from seed {seed}: {len(breaks)} broken"
+          f"{' as without the mutant' if baseline else ''}")
+    return 0
 
 
-def simulate(tree: Path, seed: int, schedules: int, timeout: float, stop_early: bool = True
-             ) -> Run:
-    """`python -m tests.crashsim` in `tree`; stopped once a reproducer names its first
-    violation (the simulator exits 1 whatever follows)."""
+def simulate(tree: Path, seed: int, schedules: int, timeout: float, stop_early: bool = True,
+             record: bool = False) -> Run:
+    """The simulator's schedules in `tree` (`simulate_main`); stopped once a reproducer
+    names its first violation (the run exits 1 whatever follows)."""
     began = time.monotonic()
+    told = ["--record", BASELINE_FILE] if record else ["--baseline", BASELINE_FILE]
     process = subprocess.Popen(
-        [*simulator(tree), "--seed", str(seed), "--schedules", str(schedules)], cwd=tree,
+        [sys.executable, "-m", "tests.crashsim.mutants", "--simulate", "--seed", str(seed),
+         "--schedules", str(schedules), *told], cwd=tree,
         env=env_for(tree), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str | None] = queue.Queue()
     errors: list[str] = []
@@ -460,10 +481,10 @@ def simulate(tree: Path, seed: int, schedules: int, timeout: float, stop_early: 
     if stopped:
         return Run("killed", violation or "", seconds)
     summary = next((m for line in seen if (m := SUMMARY.match(line))), None)
-    if process.returncode == 0 and summary is not None and summary.group(3) == "0":
-        return Run("survived", "", seconds)
-    if process.returncode == 1 and summary is not None:
-        return Run("killed", violation or f"{summary.group(3)} broken", seconds)
+    if process.returncode == 0 and summary is not None:
+        return Run("survived", summary.group(3), seconds)
+    if process.returncode == 1 and violation is not None:
+        return Run("killed", violation, seconds)
     if process.returncode == 1 and errors and errors[-1].strip():
         return Run("killed", f"raised: {errors[-1].strip()}", seconds)
     tail = "\n".join((seen + errors)[-15:])
@@ -510,7 +531,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true", help="print the table, run nothing")
     parser.add_argument("--rev", help="plant in this git revision instead of the working tree")
     parser.add_argument("--keep", action="store_true", help="keep the scratch trees")
-    parser.add_argument("--legacy-simulate", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--simulate", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--baseline", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--record", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--schedules", type=int, default=_int_env(
         "CROUPIER_MUTANTS_SCHEDULES", DEFAULT_SCHEDULES))
     parser.add_argument("--seed", type=int, default=_int_env("CROUPIER_MUTANTS_SEED",
@@ -518,8 +541,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--jobs", type=int, default=_int_env("CROUPIER_MUTANTS_JOBS",
                                                              DEFAULT_JOBS))
     args = parser.parse_args(argv)
-    if args.legacy_simulate:
-        return legacy_simulate(args.seed, args.schedules)
+    if args.simulate:
+        return simulate_main(args.seed, args.schedules, args.baseline, args.record)
     mutants = chosen(args.only)
     if args.list:
         return list_table(mutants)
@@ -546,12 +569,20 @@ def _run(mutants: tuple[Mutant, ...], args: argparse.Namespace, work: Path,
         return 1
     print(f"mutants: {len(mutants)} mutant(s), {args.schedules} schedules each from seed "
           f"{args.seed}, {args.jobs} at a time, in {work}", flush=True)
-    baseline = simulate(base, args.seed, args.schedules, timeout=3600, stop_early=False)
-    print(f"baseline (no mutant): {baseline.outcome} in {baseline.seconds:.1f} s", flush=True)
+    baseline = simulate(base, args.seed, args.schedules, timeout=3600, stop_early=False,
+                        record=True)
     if baseline.outcome != "survived":
-        print(f"mutants: the simulator does not pass the unmutated tree ({baseline.outcome}: "
+        print(f"mutants: the simulator fails on the unmutated tree ({baseline.outcome}: "
               f"{baseline.note}); no mutant can be judged")
         return 1
+    known = json.loads((base / BASELINE_FILE).read_text())
+    print(f"baseline (no mutant): {len(known)} of {args.schedules} schedules break in "
+          f"{baseline.seconds:.1f} s", flush=True)
+    for seed, problems in known.items():
+        print(f"  BASELINE BREAKS seed {seed}: {problems[0]}"
+              f"{f' (+{len(problems) - 1} more)' if len(problems) > 1 else ''}")
+    if known:
+        print("  a mutant is killed only by a schedule that breaks otherwise than these")
     timeout = max(120.0, 5 * baseline.seconds)
     runs: dict[str, Run] = {i: Run("error", e) for i, e in errors.items()}
 
