@@ -7,14 +7,19 @@ PY := $(VENV)/bin/python
 CROUPIER := $(VENV)/bin/croupier
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv demo test test-unit test-integration lint bench bench-e2e bench-seamless schemas profiles-release profiles-check kafka-up kafka-down kafka-status topics clean
+.PHONY: help venv demo test test-unit test-integration simulate lint mutants bench bench-e2e bench-seamless schemas profiles-release profiles-check kafka-up kafka-down kafka-status topics clean
 
 help:
 	@echo "make demo        Kafka, topics, the four services, 3 tables and 50 players, then a"
 	@echo "                 verified summary (DEMO_ARGS='--rounds 5' to shorten)"
 	@echo "make test        the whole suite against a real Kafka broker, in TEST_WORKERS (2)"
 	@echo "                 pytest-xdist processes"
+	@echo "make simulate    the crash simulator: CROUPIER_CRASHSIM_SCHEDULES (10000) schedules"
+	@echo "                 from seed CROUPIER_CRASHSIM_SEED (1) over every kernel service"
 	@echo "make lint        ruff, then mypy (strict for shared/)"
+	@echo "make mutants     plant one-line bugs in services/, one at a time, and run the crash"
+	@echo "                 simulator on each (CROUPIER_MUTANTS_SCHEDULES per mutant; not part"
+	@echo "                 of make test; MUTANTS_ARGS='--only W1,K2' or '--list')"
 	@echo "make bench       benchmarks (ratios against a baseline measured in the same run);"
 	@echo "                 the seamless-wallet and end-to-end ones last (BENCH_SEAMLESS_ARGS,"
 	@echo "                 BENCH_E2E_ARGS='--quick' to shorten)"
@@ -64,9 +69,17 @@ test-unit: venv
 test-integration: venv
 	$(PY) -m pytest tests/integration
 
+simulate: venv
+	$(PY) -m tests.crashsim
+
 lint: venv
 	$(VENV)/bin/ruff check shared services tests benchmarks
 	$(VENV)/bin/mypy
+
+# the crash simulator against one-line bugs planted in the real code (tests/crashsim/mutants.py,
+# docs/decisions/crash-simulator.md "Mutants"): within 20 minutes on 2 cores
+mutants: venv
+	$(PY) -m tests.crashsim.mutants $(MUTANTS_ARGS)
 
 schemas: venv
 	$(CROUPIER) schemas

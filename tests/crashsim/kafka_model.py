@@ -39,7 +39,7 @@ import random
 from collections.abc import Iterable
 from typing import Any
 
-Record = tuple[Any, Any, str]  # key, value, writer
+Record = tuple[Any, Any, str, Any]  # key, value, writer, the broker's append time
 
 
 class Kafka:
@@ -63,11 +63,13 @@ class Kafka:
     def partitions(self, topic: str) -> int:
         return len(self.logs[topic])
 
-    def append(self, topic: str, partition: int, key: Any, value: Any, writer: str) -> int:
-        """Send a record; it stays in the unacknowledged tail until acked. Its offset
-        (returned) is final once it is durable."""
+    def append(self, topic: str, partition: int, key: Any, value: Any, writer: str,
+               at: Any = None) -> int:
+        """Send a record (`at`: the broker's append time, if the driver models one); it
+        stays in the unacknowledged tail until acked. Its offset (returned) is final once
+        it is durable."""
         log = self.logs[topic][partition]
-        log.append((key, value, writer))
+        log.append((key, value, writer, at))
         pending = self.unacked.get(writer)
         if pending is None:
             pending = self.unacked[writer] = set()
@@ -128,6 +130,10 @@ class Kafka:
         stop = hw if stop is None else min(stop, hw)
         log = self.logs[topic][partition]
         return [(i, log[i][0], log[i][1]) for i in range(start, stop)]
+
+    def appended_at(self, topic: str, partition: int, offset: int) -> Any:
+        """The broker's append time of the record at `offset` (as `append` was told)."""
+        return self.logs[topic][partition][offset][3]
 
     def latest(self, topic: str, partition: int, start: int = 0) -> dict[Any, Any]:
         """A compacted partition's latest value per key from `start` on (None deletes

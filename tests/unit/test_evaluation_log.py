@@ -28,8 +28,8 @@ from croupier.shared.cards import parse_card
 from croupier.shared.events.evaluation_log import EvaluationEntry
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.table import CardDealt, RoundOpened, parse_table_event
-from tests.crashsim.ledger_sim import Event
-from tests.crashsim.ledger_sim import Message as SimMessage
+from tests.crashsim.consume import Event
+from tests.crashsim.consume import Message as SimMessage
 from tests.unit.agent_loop_support import APPENDED
 from tests.unit.test_table_event_auth import FORGED, KEY, REAL, T0, Chain, opened_round
 

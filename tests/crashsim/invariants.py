@@ -1,0 +1,313 @@
+"""The invariants of a drained schedule, each judged from the simulation's own model of
+what was sent (clients' requests, the dealer's cards, the operator's books) against the
+topics, never from a service's resume offset, status or metrics:
+
+- `balance`: every valid ledger entry chains (seq, balance after) and each account's
+  balance is the sum of its movements (the chain walked again here, not by `fold_entry`);
+- `once`: each movement applied once; each funded bet debited once, with the stake its
+  client sent, and ended exactly once (one refund, or one payout, or an annulment's
+  payout, reversal and refund);
+- `credits`: what each funded bet got back is what the cards say (the oracle in `world`):
+  a rejected, voided or annulled bet its stake, an accepted bet its return by the rules;
+  in seamless mode the operator's books too;
+- `decided`: every client request decided (a 2xx, or a refusal by name), none lost; every
+  garbage record dead-lettered by every service that reads it; every bet-settlement
+  decision made once;
+- `answers`: every answer a client got is what the log says (a success is the ledger's
+  movement, with its balance; a refusal was not contradicted by an earlier movement);
+- `breach`: every breach a service raised;
+- `rebuild`: a fresh fold of each own log equals the drained worker's live state;
+- `result`: each completed round's result is what its cards say; no result for a void.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from typing import Any
+
+from croupier.services.infra.own_log import PartitionState, fold_entry
+from croupier.services.wallet.commands import CreateAccount, Deposit, PlaceBet, Withdraw
+from croupier.shared.events.bet_events import BetPlaced
+from croupier.shared.events.dead_letters import DeadLetter
+from croupier.shared.events.results import RoundResultPublished
+from croupier.shared.events.wallet_events import WalletTransaction
+from croupier.shared.events.wallet_ledger import LedgerEntry
+from tests.crashsim.pipeline import COMMANDS, PARTITIONS, STAGES, Sim
+from tests.crashsim.world import baccarat, returned
+
+Problems = list[str]
+
+
+def values(sim: Sim, topic: str) -> list[tuple[int, int, bytes]]:
+    return [(p, o, v) for p in range(PARTITIONS) for o, _, v in sim.kafka.read(topic, p)]
+
+
+def valid_entries(sim: Sim, topic: str, parse: Any) -> list[tuple[int, int, Any]]:
+    """(partition, offset, entry) of each own log's valid entries: the chain by ids."""
+    out = []
+    for p in range(PARTITIONS):
+        head = ""
+        for o, _, v in sim.kafka.read(topic, p):
+            entry = parse(v)
+            if entry.prev == head:
+                out.append((p, o, entry))
+                head = entry.entry_id
+    return out
+
+
+class Ledger:
+    """The wallet's valid ledger, read independently of the wallet's fold."""
+
+    def __init__(self, sim: Sim, problems: Problems) -> None:
+        self.entries = valid_entries(sim, "wallet.ledger", LedgerEntry.model_validate_json)
+        self.txs: dict[str, tuple[WalletTransaction, LedgerEntry]] = {}
+        self.accounts: dict[str, Any] = {}
+        balances: dict[str, int] = defaultdict(int)
+        seqs: dict[str, int] = defaultdict(int)
+        for _, _, entry in self.entries:
+            player = entry.account.player_id
+            self.accounts[player] = entry.account
+            if entry.tx is not None:
+                tx = entry.tx
+                if tx.tx_id in self.txs:
+                    problems.append(f"once: {player}: {tx.tx_id} applied twice")
+                self.txs[tx.tx_id] = (tx, entry)
+                balances[player] += tx.signed_amount
+                seqs[player] += 1
+                if tx.balance_after != balances[player] or entry.account.tx_count != seqs[player]:
+                    problems.append(f"balance: {player}: {tx.tx_id} balance after "
+                                    f"{tx.balance_after} seq {entry.account.tx_count}, the "
+                                    f"chain says {balances[player]} seq {seqs[player]}")
+            if entry.account.balance != balances[player]:
+                problems.append(f"balance: {player}: balance {entry.account.balance} is not "
+                                f"the sum of its ledger {balances[player]}")
+
+    def of_bet(self, bet_id: str) -> list[WalletTransaction]:
+        return [tx for tx, entry in self.txs.values() if entry.bet_id == bet_id
+                or (tx.kind == "stake_debit" and tx.cause_id == bet_id)]
+
+
+def check(sim: Sim) -> Problems:
+    problems: Problems = [f"breach: {b}" for b in sim.breaches]
+    if sim.undrained:
+        problems.append("decided: the drain never settled (something is decided again and "
+                        "again, or never)")
+    ledger = Ledger(sim, problems)
+    check_answers(sim, ledger, problems)
+    check_bets(sim, ledger, problems)
+    check_outputs(sim, ledger, problems)
+    check_results(sim, problems)
+    check_dead_letters(sim, problems)
+    check_rebuild(sim, problems)
+    return problems
+
+
+def check_answers(sim: Sim, ledger: Ledger, problems: Problems) -> None:
+    """Every request decided, by name; every answer what the log says."""
+    for request in sim.requests:
+        command = request.command
+        what = f"{command.type} {getattr(command, 'bet_id', '')}" \
+               f"{getattr(command, 'request_id', '')} of {command.player_id}"
+        if not request.decided:
+            problems.append(f"decided: {what}: never decided (attempts "
+                            f"{[a[2] for a in request.attempts]})")
+        offsets = {reply: offset for reply, _, offset in request.attempts}
+        for reply, answer, worker in request.answers:
+            status = answer.status
+            if status == 503:
+                continue
+            said = f"answers: {what}: {worker} answered {status} {_code(answer)}"
+            if status >= 500 and not (sim.seamless and status in (502, 504)):
+                problems.append(f"{said}: a failure")
+            elif status < 300:
+                wrong = _success_is_not_log(sim, ledger, command, answer.body)
+                if wrong:
+                    problems.append(f"{said}, but {wrong}")
+            elif not sim.seamless or isinstance(command, Deposit | Withdraw):
+                earlier = _applied_before(ledger, command, offsets[reply])
+                if earlier and not (_code(answer) == "request_id_conflict"
+                                    and earlier.amount != getattr(command, "amount", None)):
+                    problems.append(f"{said}, but the log applied {earlier.tx_id} before")
+            if status >= 400 and not _code(answer):
+                problems.append(f"{said}: a refusal without a name")
+
+
+def _code(answer: Any) -> str:
+    error = answer.body.get("error") if isinstance(answer.body, dict) else None
+    return error.get("code", "") if isinstance(error, dict) else ""
+
+
+def _success_is_not_log(sim: Sim, ledger: Ledger, command: Any, body: dict) -> str | None:
+    if isinstance(command, CreateAccount):
+        return None if command.player_id in ledger.accounts else "no account in the log"
+    if isinstance(command, Deposit | Withdraw):
+        found = ledger.txs.get(f"{command.type}:{command.request_id}")
+        if found is None:
+            return "no movement in the log"
+        tx = found[0]
+        if tx.amount != command.amount or body.get("balance") != tx.balance_after:
+            return f"the log has {tx.amount} with balance after {tx.balance_after}"
+        return None
+    if isinstance(command, PlaceBet):
+        found = ledger.txs.get(f"stake_debit:{command.bet_id}")
+        if found is None:
+            return "never debited in the log"
+        tx = found[0]
+        if body.get("debit_tx_id") != tx.tx_id or tx.amount != command.stake or (
+                not sim.seamless and body.get("balance_after") != tx.balance_after):
+            return f"the log's debit is {tx.amount} with balance after {tx.balance_after}"
+    return None
+
+
+def _applied_before(ledger: Ledger, command: Any, offset: int) -> WalletTransaction | None:
+    """The movement the request asks for, if the log applied it from an earlier record."""
+    if isinstance(command, Deposit | Withdraw):
+        key = f"{command.type}:{command.request_id}"
+    elif isinstance(command, PlaceBet):
+        key = f"stake_debit:{command.bet_id}"
+    else:
+        return None
+    found = ledger.txs.get(key)
+    if found is None or found[1].source.offset >= offset:
+        return None
+    return found[0]
+
+
+def check_bets(sim: Sim, ledger: Ledger, problems: Problems) -> None:
+    """Each funded bet debited once with its stake, decided once, ended once, credited
+    what the cards say; at the operator too (seamless)."""
+    sent = {r.command.bet_id: r.command for r in sim.requests
+            if isinstance(r.command, PlaceBet)}
+    decisions: dict[str, set[str]] = defaultdict(set)
+    for _, _, value in values(sim, "bets.decisions"):
+        record = json.loads(value)
+        if "bet_id" in record:
+            decisions[record["bet_id"]].add(value.decode())
+    rounds = {r.round_id: r for t in sim.tables for r in t.rounds}
+    operator_net: dict[str, int] = defaultdict(int)
+    for tx_id, (tx, _) in ledger.txs.items():
+        if tx.kind != "stake_debit":
+            continue
+        bet_id = tx.cause_id
+        command = sent.get(bet_id)
+        if command is None or command.stake != tx.amount or command.player_id != tx.player_id:
+            problems.append(f"once: {tx_id}: debited {tx.amount} from {tx.player_id}; the "
+                            f"client sent {command}")
+            continue
+        txs = ledger.of_bet(bet_id)
+        kinds = [t.kind for t in txs]
+        if kinds.count("bet_refund") > 1 or kinds.count("payout") > 1 or \
+                kinds.count("payout_reversal") > 1 or ("payout_reversal" in kinds) != (
+                    "payout" in kinds and "bet_refund" in kinds):
+            problems.append(f"once: {bet_id}: ended {kinds}")
+        seen = decisions.get(bet_id, set())
+        if len(seen) != 1:
+            problems.append(f"decided: {bet_id}: {len(seen)} different decisions")
+            continue
+        decision = json.loads(next(iter(seen)))
+        rnd = rounds.get(command.round_id)
+        expected = command.stake
+        if decision["type"] == "bet_accepted" and rnd is not None and rnd.status == "complete" \
+                and not rnd.annulled:
+            outcome = baccarat(rnd.cards)
+            expected = returned(command.bet, command.stake, outcome.winner)
+        elif decision["type"] == "bet_rejected" and not decision.get("reason_code"):
+            problems.append(f"decided: {bet_id}: rejected without a reason")
+        got = sum(t.signed_amount for t in txs if t.kind != "stake_debit")
+        if got != expected:
+            problems.append(f"credits: {bet_id} ({command.bet} {command.stake} in "
+                            f"{command.round_id}, {decision['type']}): credited {got}, the "
+                            f"cards say {expected} ({kinds})")
+        operator_net[command.player_id] += expected - command.stake
+    if sim.seamless:
+        for player in sim.players:
+            if player not in ledger.accounts:
+                continue
+            want = sim.operator.start_balance + operator_net[player]
+            have = sim.operator.balance(player)
+            if have != want:
+                problems.append(f"credits: the operator holds {have} for {player}, the bets "
+                                f"say {want}")
+
+
+def check_outputs(sim: Sim, ledger: Ledger, problems: Problems) -> None:
+    """wallet.transactions: each valid movement, nothing else; bets.placed: the debits."""
+    published: dict[str, str] = {}
+    for _, _, value in values(sim, "wallet.transactions"):
+        tx = WalletTransaction.model_validate_json(value)
+        if published.setdefault(tx.tx_id, value.decode()) != value.decode():
+            problems.append(f"once: {tx.tx_id} published with two contents")
+    for tx_id in ledger.txs.keys() - published.keys():
+        problems.append(f"decided: {tx_id} is in the ledger, never published")
+    for tx_id in published.keys() - ledger.txs.keys():
+        problems.append(f"once: {tx_id} published, but no valid entry (a zombie's output)")
+    placed = {bet.bet_id for bet in (_bet_placed(v) for _, _, v in values(sim, "bets.placed"))
+              if bet is not None}
+    debited = {tx.cause_id for tx, _ in ledger.txs.values() if tx.kind == "stake_debit"}
+    if placed != debited:
+        problems.append(f"once: bets.placed and the debits differ: {sorted(placed ^ debited)}")
+
+
+def _bet_placed(value: bytes) -> BetPlaced | None:
+    try:
+        return BetPlaced.model_validate_json(value)
+    except ValueError:  # a garbage record
+        return None
+
+
+def check_results(sim: Sim, problems: Problems) -> None:
+    """Each completed round's result is what its cards say, once; none for a void."""
+    results: dict[str, set[str]] = defaultdict(set)
+    for _, _, value in values(sim, "round.results"):
+        results[RoundResultPublished.model_validate_json(value).round_id].add(value.decode())
+    for table in sim.tables:
+        for rnd in table.rounds:
+            found = results.get(rnd.round_id, set())
+            if rnd.status == "voided":
+                if found:
+                    problems.append(f"result: {rnd.round_id} was voided, yet has a result")
+                continue
+            if rnd.status != "complete":
+                continue
+            if len(found) != 1:
+                problems.append(f"result: {rnd.round_id}: {len(found)} different results")
+                continue
+            published = RoundResultPublished.model_validate_json(next(iter(found)))
+            outcome = baccarat(rnd.cards)
+            result = published.result
+            theirs = (getattr(result, "winner", None), getattr(result, "player_points", None),
+                      getattr(result, "banker_points", None))
+            if theirs != (outcome.winner, outcome.player, outcome.banker):
+                problems.append(f"result: {rnd.round_id}: published {theirs}, the cards "
+                                f"{rnd.cards} say {outcome}")
+
+
+def check_dead_letters(sim: Sim, problems: Problems) -> None:
+    """Every record nobody can apply is dead-lettered by every service that reads it."""
+    letters = {(letter.service, letter.topic, letter.partition, letter.offset)
+               for letter in (DeadLetter.model_validate_json(v)
+                              for _, _, v in values(sim, "dead.letters"))}
+    readers = {topic: [s.name for s in STAGES if topic in s.inputs]
+               for topic in ("table.events", COMMANDS, "bets.placed")}
+    for topic, p, o in sim.garbage:
+        for service in readers[topic]:
+            if (service, topic, p, o) not in letters:
+                problems.append(f"decided: {topic}[{p}]@{o} (garbage) was never "
+                                f"dead-lettered by {service}")
+
+
+def check_rebuild(sim: Sim, problems: Problems) -> None:
+    """A fresh fold of each own log equals the drained worker's live state."""
+    for stage in STAGES:
+        live = sim.owners[stage.name].own
+        fold = live.fold
+        for p in range(PARTITIONS):
+            state: PartitionState = PartitionState(p)
+            for o, _, v in sim.kafka.read(stage.log_topic, p):
+                fold_entry(state, o, stage.parse(v), fold,
+                           sim.kafka.appended_at(stage.log_topic, p, o))
+            mine = live.states.get(p)
+            if mine is None or mine.kv != state.kv or mine.inputs != state.inputs:
+                problems.append(f"rebuild: {stage.name}[{p}]: the live state differs from "
+                                f"a fold of {stage.log_topic}")

@@ -1,0 +1,745 @@
+"""Every service on the kernel in one schedule, against the model of Kafka.
+
+Stages (`Stage`) are pluggable: each has its input topics, its own log and fold, and its
+decide/answer (the service's real ones); its outputs are the next stage's inputs:
+
+    dealer (modelled: world.Table)      -> table.events
+    game-evaluation   table.events      -> evaluation.log -> round.results, dead.letters
+    bet-settlement    bets.placed, table.events, round.results
+                                        -> settlement.log -> bets.decisions, bets.settled
+    endings forwarder (modelled)        bets.decisions, bets.settled -> wallet-commands
+    wallet            wallet-commands   -> wallet.ledger -> wallet.transactions, bets.placed,
+                                           wallet.operator_calls (seamless)
+    operator caller and wallet (modelled, seamless mode) -> wallet-commands
+
+Adding dealer-event when it runs on the kernel is one more `Stage` (dealer.inputs ->
+table.events) in `STAGES`, and the dealer model then writes inputs instead of events.
+
+A worker's batch (`Sim.batch`) is the kernel's (`until_applied` over `apply_batch`) on
+records its `consume.Consumer` hands on; its I/O (`ModelIO`) is where the cut points are:
+killed mid-send (a prefix of the entries landed), after the send before the ack (all
+landed, no ack seen), after the ack before the answers (a prefix of the outputs published),
+after the answers before the commit. Other faults: transient send failures (the kernel
+folds again and retries), a rival writer or a rebalance inside the send, zombies that keep
+writing, restarts on the surviving cache or on a wiped store (the wallet then recovers
+from its snapshots), redeliveries, a fetch from a faulty commit anywhere in the log, per
+worker clock skew, resends while the first attempt is in flight, unparseable and
+wrongly keyed records.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, cast
+
+from croupier.services.bet_settlement.records import SettlementRecords
+from croupier.services.bet_settlement.settlement_fold import LOG_TOPIC as SETTLEMENT_LOG
+from croupier.services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
+from croupier.services.game_evaluation.decisions import Evaluations
+from croupier.services.game_evaluation.evaluation_fold import (
+    EVALUATION_FOLD,
+    EVALUATION_LOG_TOPIC,
+)
+from croupier.services.infra.kernel import Answer, Decide, LostPartition, OwnLog, until_applied
+from croupier.services.infra.own_log import Landed, Logged
+from croupier.services.infra.replies import Replies
+from croupier.services.infra.snapshots import SnapshotStore, copy_state, snapshot_topic
+from croupier.services.wallet import handlers
+from croupier.services.wallet.batches import CommandBatches
+from croupier.services.wallet.commands import (
+    CreateAccount,
+    Deposit,
+    DoorRefusal,
+    Envelope,
+    OperatorAnswered,
+    PlaceBet,
+    Withdraw,
+    ending_command,
+)
+from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WalletFold, pending_calls
+from croupier.services.wallet.seamless import SeamlessRules
+from croupier.services.wallet.snapshot_codec import WALLET_CODEC
+from croupier.shared.events.evaluation_log import EvaluationEntry
+from croupier.shared.events.operator_wallet import OperatorAnswer, OperatorCall
+from croupier.shared.events.settlement_log import SettlementEntry
+from croupier.shared.events.wallet_ledger import LedgerEntry
+from tests.crashsim.consume import Consumer
+from tests.crashsim.kafka_model import Kafka
+from tests.crashsim.world import TABLE_KEY, OperatorWallet, Table
+
+PARTITIONS = 2
+COMMANDS = "wallet-commands"
+ENDINGS = ("bets.decisions", "bets.settled")
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
+WINDOW = timedelta(hours=24)  # the wallet's state window (the smallest it takes)
+AHEAD = timedelta(hours=30)  # a clock reset into the future: more than the window
+CUTS = ("mid-send", "after-send", "after-ack", "after-answer")
+
+
+def partition_of(key: bytes) -> int:
+    """The producers' partitioner (every topic is keyed and co-partitioned)."""
+    return sum(key) % PARTITIONS
+
+
+class Crash(Exception):
+    """The worker died here (kill -9)."""
+
+
+class Transient(ConnectionError):
+    """A send the broker failed for a moment (the kernel's `transient` retries it)."""
+
+
+@dataclass
+class Service:
+    """One worker's service: its own log and its pure decide/answer."""
+
+    own: OwnLog
+    decide: Decide
+    answer: Answer
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A service on the kernel: its input topics, its own log, how a worker builds it."""
+
+    name: str
+    inputs: tuple[str, ...]
+    log_topic: str
+    parse: Callable[[bytes], Any]
+    build: Callable[[Sim, Worker], Service]
+    outputs: tuple[str, ...] = ()
+
+
+class WorkerClock:
+    """A worker's wall clock: the simulation's time plus its skew."""
+
+    def __init__(self, sim: Sim, skew: timedelta) -> None:
+        self.sim = sim
+        self.skew = skew
+
+    def now(self) -> datetime:
+        return self.sim.now() + self.skew
+
+
+class RecordingReplies(Replies[handlers.Answer, None]):
+    """The wallet's waiters: every answer a worker gives is what a client was told."""
+
+    def __init__(self, sim: Sim, worker: Worker) -> None:
+        super().__init__()
+        self.sim = sim
+        self.worker = worker
+
+    def resolve(self, key: str | None, answer: handlers.Answer) -> None:
+        if key:
+            self.sim.told(key, answer, self.worker.name)
+        super().resolve(key, answer)
+
+
+def _evaluation(sim: Sim, worker: Worker) -> Service:
+    own: OwnLog = OwnLog("game-evaluation", EVALUATION_LOG_TOPIC, EVALUATION_FOLD,
+                         EvaluationEntry.model_validate_json,
+                         lambda e: e.state.table_id.encode(), worker.name)
+    evaluations = Evaluations(TABLE_KEY, now=worker.clock.now)
+    return Service(own, evaluations.decide, evaluations.answer)
+
+
+def _settlement(sim: Sim, worker: Worker) -> Service:
+    own: OwnLog = OwnLog("bet-settlement", SETTLEMENT_LOG, SETTLEMENT_FOLD,
+                         SettlementEntry.model_validate_json, lambda e: e.table_id.encode(),
+                         worker.name)
+    records = SettlementRecords(TABLE_KEY, False, worker.clock)
+    return Service(own, records.decide, records.answer)
+
+
+def _wallet(sim: Sim, worker: Worker) -> Service:
+    own: OwnLog = OwnLog("wallet", LEDGER_TOPIC, WalletFold(WINDOW),
+                         LedgerEntry.model_validate_json,
+                         lambda e: e.account.player_id.encode(), worker.name)
+    own.snapshots = SnapshotStore(LEDGER_TOPIC, WALLET_CODEC, worker.name,
+                                  every_entries=1 << 30, every_seconds=1e12)
+    replies = RecordingReplies(sim, worker)
+    if sim.seamless:
+        batches = CommandBatches(replies, worker.clock, SeamlessRules(),
+                                 on_calls=worker.owe)
+        own.on_recovered.append(worker.resume_calls)
+    else:
+        batches = CommandBatches(replies, worker.clock)
+    return Service(own, batches.decide, batches.answer)
+
+
+EVALUATION = Stage("game-evaluation", ("table.events",), EVALUATION_LOG_TOPIC,
+                   EvaluationEntry.model_validate_json, _evaluation,
+                   ("round.results", "dead.letters"))
+SETTLEMENT = Stage("bet-settlement", ("bets.placed", "table.events", "round.results"),
+                   SETTLEMENT_LOG, SettlementEntry.model_validate_json, _settlement,
+                   ENDINGS + ("dead.letters",))
+WALLET = Stage("wallet", (COMMANDS,), LEDGER_TOPIC, LedgerEntry.model_validate_json, _wallet,
+               ("wallet.transactions", "bets.placed", "wallet.operator_calls",
+                "dead.letters"))
+STAGES = (EVALUATION, SETTLEMENT, WALLET)
+SIMULATED = ("game-evaluation", "bet-settlement", "wallet")  # dealer-event: not yet
+
+
+class ModelIO:
+    """`kernel.LogIO` and `snapshots.SnapshotIO` on the model, with the worker's faults."""
+
+    def __init__(self, sim: Sim, worker: Worker) -> None:
+        self.sim = sim
+        self.worker = worker
+        self.principal = worker.stage.name
+
+    async def send(self, topic: str, partition: int, records) -> list[Landed]:
+        sim, w = self.sim, self.worker
+        if w.race is not None:  # another writer gets in first
+            other, w.race = w.race, None
+            await sim.batch(other)
+        if w.move_now:  # a rebalance in the middle of this batch
+            w.move_now = False
+            new = await sim.rebalance(w.stage)
+            await sim.batch(new)
+        offsets = [sim.append(topic, partition, k, v, w.name) for k, v in records]
+        landed = [(topic, partition, len(sim.kafka.logs[topic][partition]) - len(offsets) + i)
+                  for i in range(len(offsets))]
+        if w.transient:
+            w.transient -= 1
+            sim.kafka.kill(w.name)  # a prefix landed, the rest did not; the worker lives
+            sim.note(f"{w.name}: send to {topic}[{partition}] failed (transient)")
+            raise Transient("the broker failed the send")
+        if w.crash_at == "mid-send":
+            sim.kafka.kill(w.name)
+            raise Crash("mid-send")
+        sim.kafka.ack(w.name)
+        if w.crash_at == "after-send":
+            raise Crash("after-send")
+        # acknowledged: where the records are now is where they stay
+        return [sim.landed(t, p, o) for t, p, o in landed]
+
+    async def read(self, topic: str, partition: int, start: int
+                   ) -> tuple[list[Logged], int]:
+        kafka = self.sim.kafka
+        return ([self.sim.logged(topic, partition, o, v)
+                 for o, _, v in kafka.read(topic, partition, start)],
+                kafka.end(topic, partition))
+
+    async def end(self, topic: str, partition: int) -> int:
+        return self.sim.kafka.end(topic, partition)
+
+    async def publish(self, records) -> None:
+        sim, w = self.sim, self.worker
+        for topic, key, value in records:
+            sim.append(topic, partition_of(key), key, value, w.name)
+        if w.crash_at == "after-ack":
+            sim.kafka.kill(w.name)
+            raise Crash("after-ack")
+        sim.kafka.ack(w.name)
+
+    async def send_keyed(self, topic: str, partition: int, records) -> list[int]:
+        offsets = [self.sim.append(topic, partition, k, v, self.worker.name)
+                   for k, v in records]
+        self.sim.kafka.ack(self.worker.name)
+        return offsets
+
+    async def read_keyed(self, topic: str, partition: int):
+        return list(self.sim.kafka.read(topic, partition))
+
+
+class Worker:
+    """One life of one worker of a stage: its own-log cache, its consumer, its faults."""
+
+    def __init__(self, sim: Sim, stage: Stage, skew: timedelta = timedelta(0),
+                 states: dict | None = None) -> None:
+        sim.lives += 1
+        self.sim = sim
+        self.stage = stage
+        self.name = f"{stage.name}#{sim.lives}"
+        self.clock = WorkerClock(sim, skew)
+        self.calls: dict[str, OperatorCall] = {}  # seamless: calls this process delivers
+        service = stage.build(sim, self)
+        self.own = service.own
+        self.own.io = ModelIO(sim, self)
+        if states is not None:
+            self.own.states = states
+        self.decide, self.answer = service.decide, service.answer
+        self.consumer = Consumer(sim.kafka, stage.name, stage.inputs)
+        self.alive = True
+        self.crash_at: str | None = None
+        self.race: Worker | None = None
+        self.move_now = False
+        self.transient = 0
+
+    def owe(self, calls: list[OperatorCall]) -> None:
+        """Seamless: calls a backed decision owes (the real caller's `start_all`)."""
+        for call in calls:
+            self.calls.setdefault(call.request.transaction_id, call)
+
+    def resume_calls(self, state) -> None:
+        """Seamless: a recovered partition's pending calls (the caller's `resume`): a debit
+        asked by a worker that died is answered no_answer at once."""
+        for call in sorted(pending_calls(state.kv), key=lambda c: c.request.requested_at):
+            if call.request.kind == "debit":
+                self.sim.operator_answer(call, "no_answer", None, None, self)
+            else:
+                self.calls.setdefault(call.request.transaction_id, call)
+
+
+@dataclass
+class Request:
+    """A client's request (an intent) and its attempts: reply ids and command offsets."""
+
+    command: Any
+    attempts: list[tuple[str, int, int]] = field(default_factory=list)  # reply, partition, offset
+    answers: list[tuple[str, handlers.Answer, str]] = field(default_factory=list)
+
+    @property
+    def decided(self) -> bool:
+        return any(a.status != 503 for _, a, _ in self.answers)
+
+
+@dataclass
+class Config:
+    length: int = 32
+    players: int = 3
+    tables: int = 2
+    seamless: bool = False
+    cut_p: float = 0.12  # a batch killed at one of the cut points
+    transient_p: float = 0.05
+    race_p: float = 0.08  # with a zombie alive: it gets in inside the batch's send
+    move_mid_batch_p: float = 0.03
+    bad_commit_p: float = 0.15
+    stale_fetch_p: float = 0.5
+    ahead_p: float = 0.0  # a new wallet worker's clock runs AHEAD (the known bug (a))
+    garbage_p: float = 0.03
+    annul_p: float = 0.2
+
+
+class Sim:
+    def __init__(self, seed: int, config: Config) -> None:
+        self.seed = seed
+        self.config = config
+        self.seamless = config.seamless
+        self.rng = random.Random(seed)
+        self.kafka = Kafka(self.rng)
+        topics = {t for s in STAGES for t in (*s.inputs, s.log_topic, *s.outputs)}
+        for topic in sorted(topics):
+            self.kafka.create(topic, PARTITIONS)
+        self.kafka.create(snapshot_topic(LEDGER_TOPIC), PARTITIONS, compacted=True)
+        self.tick = 0
+        self.micro = 0
+        self.steps: list[str] = []
+        self.lives = 0
+        self.owners: dict[str, Worker] = {}
+        self.zombies: dict[str, list[Worker]] = {s.name: [] for s in STAGES}
+        self.tables = [Table(f"T{i + 1}", self.rng) for i in range(config.tables)]
+        self.players = [f"p{i}" for i in range(config.players)]
+        self.requests: list[Request] = []
+        self.by_reply: dict[str, Request] = {}
+        self.forwarded: dict[tuple[str, int], int] = {(t, p): 0 for t in ENDINGS
+                                                      for p in range(PARTITIONS)}
+        self.garbage: list[tuple[str, int, int]] = []  # records nobody can apply
+        self.breaches: list[str] = []
+        self.operator = OperatorWallet(self.rng)
+        self.bets = 0
+        self.faults: set[str] = set()
+        self.ahead: list[str] = []  # workers whose clock ran ahead
+
+    # ------------------------------------------------------------- time and records
+
+    def now(self) -> datetime:
+        self.micro += 1
+        return T0 + timedelta(seconds=self.tick, microseconds=self.micro)
+
+    def append(self, topic: str, partition: int, key: Any, value: Any, writer: str) -> int:
+        """A record appended by the broker now (its clock: the simulation's, unskewed)."""
+        return self.kafka.append(topic, partition, key, value, writer, self.now())
+
+    def landed(self, topic: str, partition: int, offset: int) -> Landed:
+        """An acknowledged record's place and append time, as the kernel's LogIO says it."""
+        return Landed(offset, self.kafka.appended_at(topic, partition, offset))
+
+    def logged(self, topic: str, partition: int, offset: int, value: bytes) -> Logged:
+        return Logged(offset, value, self.kafka.appended_at(topic, partition, offset))
+
+    def outside(self, topic: str, key: bytes, value: bytes, partition: int | None = None
+                ) -> tuple[int, int]:
+        """A record from outside the services (acknowledged at once)."""
+        p = partition_of(key) if partition is None else partition
+        offset = self.append(topic, p, key, value, "outside")
+        self.kafka.ack("outside")
+        return p, offset
+
+    def note(self, step: str) -> None:
+        self.steps.append(f"t{self.tick} {step}")
+
+    def fault(self, kind: str, step: str) -> None:
+        self.faults.add(kind)
+        self.note(step)
+
+    # ------------------------------------------------------------- the world's steps
+
+    def dealer_step(self, finish: bool = False) -> None:
+        for table in (self.tables if finish else [self.rng.choice(self.tables)]):
+            events = table.finish(self.now(), self.config.annul_p) if finish else table.step(
+                self.now(), annul_p=self.config.annul_p)
+            for event in events:
+                p, o = self.outside("table.events", table.table_id.encode(),
+                                    event.model_dump_json().encode())
+                self.note(f"dealer {event.type} {getattr(event, 'round_id', '')} "
+                          f"-> table.events[{p}]@{o}")
+
+    def garbage_step(self) -> None:
+        """A record nobody can apply: unparseable, or a table event keyed to the wrong
+        partition (its table's chain is on the other one)."""
+        rng = self.rng
+        kind = rng.choice(["table.events", COMMANDS, "bets.placed"])
+        p = rng.randrange(PARTITIONS)
+        if kind == "table.events" and rng.random() < 0.5 and self.tables[0].seq:
+            table = rng.choice(self.tables)
+            value = b'{"type": "card_dealt", "table_id": "' + table.table_id.encode() + b'"}'
+        else:
+            value = rng.choice([b"{not json", b"", b'{"type": "nothing"}', b"\xff\xfe"])
+        p, o = self.outside(kind, b"??", value, partition=p)
+        self.garbage.append((kind, p, o))
+        self.fault("garbage", f"garbage {value[:20]!r} -> {kind}[{p}]@{o}")
+
+    def client(self, command: Any, request: Request | None = None) -> None:
+        if request is None:
+            request = Request(command)
+            self.requests.append(request)
+        reply = f"r{len(self.by_reply) + 1}"
+        self.by_reply[reply] = request
+        env = Envelope(reply_id=reply, command=command)
+        p, o = self.outside(COMMANDS, command.player_id.encode(),
+                            env.model_dump_json().encode())
+        request.attempts.append((reply, p, o))
+        again = " (resent)" if len(request.attempts) > 1 else ""
+        self.note(f"client {command.type} {getattr(command, 'bet_id', '')}"
+                  f"{getattr(command, 'request_id', '')} {command.player_id}{again} "
+                  f"-> {COMMANDS}[{p}]@{o}")
+
+    def resend(self, request: Request) -> None:
+        """The same request again (the same ids), with the door's verdict of now."""
+        command = request.command
+        if isinstance(command, PlaceBet):
+            command = command.model_copy(update={"door_refusal": self.door(command)})
+        self.client(command, request)
+
+    def door(self, bet: PlaceBet) -> DoorRefusal | None:
+        table = next(t for t in self.tables if t.table_id == bet.table_id)
+        open_round = table.open_round()
+        if open_round is not None and open_round.round_id == bet.round_id:
+            return None
+        return DoorRefusal(status=409, code="round_closed", message="closed")
+
+    def client_step(self) -> None:
+        rng = self.rng
+        player = rng.choice(self.players)
+        roll = rng.random()
+        if roll < 0.12:
+            self.client(CreateAccount(player_id=player, currency="IDR"))
+        elif roll < 0.3:
+            self.client(Deposit(player_id=player, request_id=f"d{rng.randrange(4)}-{player}",
+                                amount=rng.choice([5000, 20000])))
+        elif roll < 0.36:
+            self.client(Withdraw(player_id=player, request_id=f"w{rng.randrange(3)}-{player}",
+                                 amount=rng.choice([1000, 7000])))
+        elif roll < 0.8 or not self.requests:
+            table = rng.choice(self.tables)
+            rnd = table.open_round() or table.current
+            if rnd is None:
+                return
+            self.bets += 1
+            bet = PlaceBet(player_id=player, bet_id=f"b{self.bets}", table_id=table.table_id,
+                           round_id=rnd.round_id, bet=rng.choice(["player", "banker", "tie"]),
+                           stake=rng.choice([1000, 2000, 3000, 5000]),
+                           operator_session="s" if self.seamless else None)
+            self.client(bet.model_copy(update={"door_refusal": self.door(bet)}))
+        else:  # a resend: maybe while the first attempt is still in flight
+            request = rng.choice(self.requests[-4:])
+            if not request.decided:
+                self.faults.add("resend in flight")
+            self.resend(request)
+
+    def told(self, reply: str, answer: handlers.Answer, worker: str) -> None:
+        request = self.by_reply.get(reply)
+        if request is not None:
+            request.answers.append((reply, answer, worker))
+
+    def forward_step(self, everything: bool = False) -> None:
+        """The endings forwarder: bet-settlement's records as wallet commands, at least
+        once (sometimes from an earlier offset again)."""
+        rng = self.rng
+        for (topic, p), start in sorted(self.forwarded.items()):
+            if not everything and rng.random() < 0.15:
+                start = rng.randrange(start + 1)
+            records = self.kafka.read(topic, p, start, None if everything else
+                                      start + rng.randint(1, 4))
+            for _, _, value in records:
+                command = ending_command(value)
+                if command is not None:
+                    self.outside(COMMANDS, command.player_id.encode(),
+                                 Envelope(command=command).model_dump_json().encode())
+            if records:
+                self.note(f"forwarder {topic}[{p}]@{start}..{records[-1][0]}")
+            self.forwarded[(topic, p)] = max(self.forwarded[(topic, p)],
+                                             start + len(records))
+
+    def operator_answer(self, call: OperatorCall, outcome: str, code: str | None,
+                        balance: int | None, worker: Worker) -> None:
+        answer = OperatorAnswer(outcome=outcome, error_code=code, balance=balance,
+                                http_status=None if outcome == "no_answer" else (
+                                    200 if outcome == "ok" else 409),
+                                answered_at=worker.clock.now())
+        command = OperatorAnswered(player_id=call.request.player_id,
+                                   transaction_id=call.request.transaction_id, answer=answer)
+        self.outside(COMMANDS, command.player_id.encode(),
+                     Envelope(command=command).model_dump_json().encode())
+        self.note(f"{worker.name} caller: {call.request.transaction_id} -> {outcome}")
+
+    def caller_step(self, everything: bool = False) -> None:
+        """Seamless: each live worker's caller delivers what it owes to the operator."""
+        for worker in [w for w in self._workers() if w.alive and w.calls]:
+            for tx, call in list(worker.calls.items()):
+                request = call.request
+                outcome, code, balance = self.operator.call(
+                    request.kind, tx, request.player_id, request.amount,
+                    request.reference_transaction_id)
+                if outcome == "no_answer" and request.kind != "debit":
+                    continue  # owed: driven again later
+                del worker.calls[tx]
+                self.operator_answer(call, outcome, code, balance, worker)
+                if not everything and self.rng.random() < 0.5:
+                    return
+
+    def _workers(self) -> list[Worker]:
+        return [*self.owners.values(), *(z for zs in self.zombies.values() for z in zs)]
+
+    # ------------------------------------------------------------- the workers
+
+    def new_worker(self, stage: Stage, states: dict | None = None, clean: bool = False
+                   ) -> Worker:
+        skew = timedelta(0)
+        if not clean:
+            roll = self.rng.random()
+            if stage is WALLET and roll < self.config.ahead_p:
+                skew = AHEAD
+            elif roll < 0.3:
+                skew = timedelta(seconds=self.rng.randint(-20, 20))
+        worker = Worker(self, stage, skew, states)
+        if skew >= WINDOW:
+            self.ahead.append(worker.name)
+            self.fault("clock ahead", f"{worker.name}: clock {skew} ahead")
+        return worker
+
+    async def assign(self, worker: Worker, clean: bool = False) -> None:
+        stale = not clean and self.rng.random() < self.config.stale_fetch_p
+        await worker.consumer.assign(set(range(PARTITIONS)), worker.own, stale)
+        if worker.consumer.stale:
+            self.faults.add("fetch from the commit")
+        snapshots = worker.own.snapshots
+        if snapshots is not None and any(m is not None for m, _ in snapshots.restores.values()):
+            self.fault("from a snapshot", f"{worker.name} recovered from a snapshot")
+        self.note(f"{worker.name} assigned; seeks {worker.consumer.position}"
+                  + (f", a fetch from the commit {worker.consumer.stale} first"
+                     if worker.consumer.stale else ""))
+
+    async def start(self, stage: Stage) -> Worker:
+        worker = self.new_worker(stage)
+        self.owners[stage.name] = worker
+        await self.assign(worker)
+        return worker
+
+    async def rebalance(self, stage: Stage) -> Worker:
+        """The partitions move to a new worker; the old owner goes on as a zombie."""
+        old = self.owners[stage.name]
+        if old.alive:
+            self.zombies[stage.name].append(old)
+        new = await self.start(stage)
+        self.fault("zombie", f"{stage.name}: partitions move to {new.name}; {old.name} "
+                             "is a zombie")
+        return new
+
+    async def restart(self, stage: Stage, wiped: bool) -> Worker:
+        """The owner dies (kill -9) and comes back on its cache, or on a wiped store."""
+        old = self.owners[stage.name]
+        if old.alive:
+            old.alive = False
+            self.kafka.kill(old.name)
+        new = self.new_worker(stage, None if wiped else old.own.states)
+        self.owners[stage.name] = new
+        self.fault("restart wiped" if wiped else "restart on cache",
+                   f"{old.name} restarts as {new.name} "
+                   f"{'on a wiped store' if wiped else 'on its cache'}")
+        await self.assign(new)
+        return new
+
+    async def comeback(self, stage: Stage) -> None:
+        """A zombie gets the partitions back, on its cache."""
+        zombies = [z for z in self.zombies[stage.name] if z.alive]
+        if not zombies:
+            return
+        back = zombies[-1]
+        self.zombies[stage.name].remove(back)
+        old = self.owners[stage.name]
+        if old.alive:
+            self.zombies[stage.name].append(old)
+        self.owners[stage.name] = back
+        self.fault("back on cache", f"{back.name} owns {stage.name} again, on its cache")
+        await self.assign(back)
+
+    def kill(self, worker: Worker, where: str) -> None:
+        worker.alive = False
+        self.kafka.kill(worker.name)
+        self.fault(f"killed {where}", f"{worker.name} killed ({where})")
+
+    async def batch(self, worker: Worker, count: int | None = None,
+                    bad_commit: bool = False) -> int:
+        """One batch of the worker's consumer through the kernel; how many records."""
+        if not worker.alive or not worker.consumer.position:
+            return 0
+        events = worker.consumer.take(count or self.rng.randint(1, 5))
+        if not events:
+            worker.crash_at = None
+            return 0
+        try:
+            await until_applied(worker.own, cast(Any, events), worker.decide,
+                                worker.answer, first_pause_s=0.0)
+            if worker.crash_at == "after-answer":
+                raise Crash("after-answer")
+            committed = worker.consumer.commit(self.rng if bad_commit else None)
+            took = [(e.message.topic, e.message.partition, e.message.offset) for e in events]
+            self.note(f"{worker.name} applied {took}"
+                      + (f"; commits {committed}" if bad_commit else ""))
+        except Crash as crash:
+            self.kill(worker, str(crash))
+        except LostPartition:
+            worker.consumer.position = {}
+            self.fault("lost partition", f"{worker.name} lost the race for its partitions")
+        finally:
+            worker.crash_at = None
+        return len(events)
+
+    async def worker_step(self) -> None:
+        rng, config = self.rng, self.config
+        stage = rng.choice(STAGES)
+        owner = self.owners[stage.name]
+        zombies = [z for z in self.zombies[stage.name] if z.alive]
+        worker = rng.choice(zombies) if zombies and rng.random() < 0.3 else owner
+        roll = rng.random()
+        if roll < config.cut_p:
+            worker.crash_at = rng.choice(CUTS)
+        elif roll < config.cut_p + config.transient_p:
+            worker.transient = rng.randint(1, 2)
+            self.faults.add("transient")
+        elif zombies and roll < config.cut_p + config.transient_p + config.race_p:
+            worker.race = owner if worker is not owner else rng.choice(zombies)
+            self.faults.add("race")
+        elif worker is owner and roll < (config.cut_p + config.transient_p + config.race_p
+                                         + config.move_mid_batch_p):
+            worker.move_now = True
+            self.faults.add("rebalance mid-batch")
+        bad_commit = rng.random() < config.bad_commit_p
+        if bad_commit:
+            self.faults.add("commit anywhere")
+        await self.batch(worker, bad_commit=bad_commit)
+        if not self.owners[stage.name].alive:
+            await self.restart(stage, wiped=rng.random() < 0.5)
+
+    async def snapshot_step(self) -> None:
+        """The wallet's owner writes a snapshot of a partition it holds (between batches)."""
+        owner = self.owners[WALLET.name]
+        p = self.rng.randrange(PARTITIONS)
+        state = owner.own.state(p)
+        if not owner.alive or state is None or state.head < 0 or owner.own.snapshots is None:
+            return
+        await owner.own.snapshots.write(owner.own.io_(), copy_state(state))  # type: ignore[arg-type]
+        self.fault("snapshot", f"{owner.name} snapshots wallet.ledger[{p}] at {state.end}")
+
+    async def run(self) -> None:
+        rng = self.rng
+        for stage in STAGES:
+            await self.start(stage)
+        for player in self.players:  # the players' accounts, funded in transfer mode
+            self.client(CreateAccount(player_id=player, currency="IDR"))
+            if not self.seamless:
+                self.client(Deposit(player_id=player, request_id=f"start-{player}",
+                                    amount=30_000))
+        for tick in range(1, self.config.length + 1):
+            self.tick, self.micro = tick, 0
+            roll = rng.random()
+            if roll < 0.16:
+                self.dealer_step()
+            elif roll < 0.33:
+                self.client_step()
+            elif roll < 0.40:
+                self.forward_step()
+            elif roll < 0.45 and self.seamless:
+                self.caller_step()
+            elif roll < 0.80:
+                await self.worker_step()
+            elif roll < 0.84:
+                await self.rebalance(rng.choice(STAGES))
+            elif roll < 0.88:
+                await self.restart(rng.choice(STAGES), wiped=rng.random() < 0.5)
+            elif roll < 0.90:
+                await self.comeback(rng.choice(STAGES))
+            elif roll < 0.93:
+                owner = self.owners[rng.choice(STAGES).name]
+                owner.consumer.rewind(rng)
+                self.fault("redelivery", f"{owner.name} redelivery from "
+                                         f"{owner.consumer.position}")
+            elif roll < 0.96:
+                await self.snapshot_step()
+            elif roll < 0.96 + self.config.garbage_p:
+                self.garbage_step()
+            else:
+                self.dealer_step()
+        await self.drain()
+
+    async def drain(self) -> None:
+        """No more faults: the zombies stop, clean workers apply everything, the dealer
+        finishes its rounds, the forwarder and the caller deliver everything, and the
+        clients resend every request not yet decided."""
+        self.tick += 1
+        self.note("drain")
+        self.operator.fail_p = 0.0
+        for zombies in self.zombies.values():
+            for zombie in zombies:
+                zombie.alive = False
+        for stage in STAGES:
+            old = self.owners[stage.name]
+            old.alive = False
+            self.kafka.kill(old.name)
+            final = self.new_worker(stage, old.own.states, clean=True)
+            self.owners[stage.name] = final
+            await self.assign(final, clean=True)
+        self.dealer_step(finish=True)
+        replayed = self.rng.random() < 0.5
+        for _ in range(30):
+            before = {(t, p): self.kafka.end(t, p) for t in self.kafka.logs
+                      for p in range(PARTITIONS)}
+            for stage in STAGES:
+                while await self.batch(self.owners[stage.name], count=1000):
+                    pass
+            self.forward_step(everything=True)
+            self.caller_step(everything=True)
+            for request in self.requests:
+                if not request.decided:
+                    self.resend(request)
+            if not replayed:  # once: every ending forwarded again, some answers lost
+                replayed = True
+                self.forwarded = {tp: 0 for tp in self.forwarded}
+                self.note("forwarder: every ending again (a redelivery)")
+                for request in self.requests:
+                    if request.decided and self.rng.random() < 0.3:
+                        self.resend(request)
+            after = {(t, p): self.kafka.end(t, p) for t in self.kafka.logs
+                     for p in range(PARTITIONS)}
+            if after == before:
+                return
+        self.note("drain did not settle in 30 rounds")
+        self.undrained = True
+
+    undrained = False
