@@ -47,10 +47,6 @@ _TOPICS: tuple[tuple[str, str, str, str], ...] = (
      "accepted or rejected (with reason); round manifests when betting closes"),
     ("bets.settled", "table id", "bet-settlement",
      "one settlement per accepted bet: win, lose, push or void refund"),
-    ("wallet.endings", "player id", "bet-settlement",
-     "each bet's ending the wallet applies (a settlement, a void's refund, a rejection, a "
-     "settlement reversed: the very records bets.settled and bets.decisions carry), keyed "
-     "by player so the wallet reads it on the partition of the player's ledger"),
     ("wallet.transactions", "player id", "wallet",
      "every debit, credit and refund, with its idempotency key"),
     ("wallet.operator_calls", "player id", "wallet",
@@ -75,6 +71,18 @@ _TOPICS: tuple[tuple[str, str, str, str], ...] = (
 
 TOPIC_NAMES: tuple[str, ...] = tuple(name for name, *_ in _TOPICS)
 
+# Records of the topics above again, keyed for the service that applies them, so that it
+# reads them on the partition of its own log and no hop re-keys them: derived (their writer
+# publishes them from its own log's outbox), so neither events of their own nor archived
+# (the archive keeps the originals).
+_ROUTED_TOPICS: tuple[tuple[str, str, str, str], ...] = (
+    ("wallet.endings", "player id", "bet-settlement",
+     "each bet's ending the wallet applies (a settlement, a void's refund, a rejection, a "
+     "settlement reversed: the very records bets.settled and bets.decisions carry), keyed "
+     "by player so the wallet reads it on the partition of the player's ledger"),
+)
+ROUTED_TOPICS: tuple[str, ...] = tuple(name for name, *_ in _ROUTED_TOPICS)
+
 # Snapshots of an own log's folded partitions (services/infra/snapshots.py): a cache that
 # bounds a recovery's time, verified against the log before use, so not a source of truth,
 # not events (no schema), not archived; compacted, a snapshot's writer tombstoning the one
@@ -97,7 +105,7 @@ SNAPSHOT_CONFIGS: dict[str, str] = {
     "message.timestamp.type": "CreateTime",
 }
 # every topic `croupier topics apply` creates: the events' and the snapshots'
-CATALOGUE_NAMES: tuple[str, ...] = TOPIC_NAMES + SNAPSHOT_TOPICS
+CATALOGUE_NAMES: tuple[str, ...] = TOPIC_NAMES + ROUTED_TOPICS + SNAPSHOT_TOPICS
 
 
 def min_insync_replicas(replication: int) -> int:
@@ -150,7 +158,7 @@ def topic_catalogue(
     return tuple(
         TopicSpec(name=name, key=key, writer=writer, carries=carries, partitions=partitions,
                   replication=replication, configs={**configs, **SOURCE_OF_TRUTH.get(name, {})})
-        for name, key, writer, carries in _TOPICS
+        for name, key, writer, carries in _TOPICS + _ROUTED_TOPICS
     ) + tuple(
         TopicSpec(name=name, key=key, writer=writer, carries=carries, partitions=partitions,
                   replication=replication, configs={**SNAPSHOT_CONFIGS, **durable})

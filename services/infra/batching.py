@@ -1,21 +1,10 @@
-"""Batched I/O for every consumer: take records in batches, apply them in order, publish
-everything they produced, and wait for the broker's acks together.
+"""Batched I/O under the kernel's consume loop (`croupier.services.infra.kernel.consume`):
+publish everything a batch produced and wait for the broker's acks together, and retry a
+batch a frozen or moving broker failed.
 
 One ack round-trip per batch instead of one (or two) per record is what lets a single
-worker keep up with a casino floor. A batch is whatever arrived while the previous one
-was being applied and acknowledged: one task reads the stream into a queue all the time
-and the agent takes everything queued so far, so at low load a batch is one record (no
-added latency) and under load it grows by itself. (Faust's `take_events` stops reading
-while its caller works and then waits a fixed time: on a loaded machine its batches
-stayed at a handful of records and intake stalled.)
-
-Order is kept: a batch is applied in the order its records were read, and the producer
-keeps the order of the records sent to one partition. Offsets: the stream does not ack
-by itself; each event is acked only after its batch was applied and everything it wrote
-(its output records and its tables' changelog records alike) was acknowledged, so a
-crash re-reads at most the unfinished batch, a worker taking over a partition never
-recovers table state older than the offset it resumes from, and every consumer is
-idempotent on deterministic ids.
+worker keep up with a casino floor. Order is kept: a batch is applied in the order its
+records were read, and the producer keeps the order of the records sent to one partition.
 """
 
 from __future__ import annotations
@@ -30,79 +19,10 @@ import faust
 from aiokafka.errors import KafkaTimeoutError
 from faust.streams import _current_event
 
-from croupier.services.infra.contiguous import (
-    CommittedOffsets,
-    ContiguousReader,
-    ContiguousReads,
-    committed_offsets,
-    watch_waiting_partitions,
-)
-from croupier.services.infra.faust_app import service_of
-from croupier.services.infra.observability import progress_of
-
 log = logging.getLogger(__name__)
 BATCH_MAX = 1000  # records at most per batch
 Record = tuple[str, bytes, bytes]  # topic, key, value
 ApplyBatch = Callable[[Sequence[faust.EventT]], Awaitable[None]]
-
-
-async def run_batches(stream: faust.Stream, apply: ApplyBatch,
-                      max_records: int = BATCH_MAX,
-                      baseline: CommittedOffsets | None = None) -> None:
-    """Call `apply(batch)` for every batch of the stream's events, in order; each event
-    keeps its topic, partition and offset. The events are acked after `apply` returns and
-    the producer is flushed (table changelogs included). Offsets the stream skips are
-    re-read from the log and applied in their place, and so are the records of a partition
-    the stream stopped handing on (`croupier.services.infra.contiguous`). A partition's
-    first record after a rebalance is checked against `baseline()` (the next offset to
-    apply, per partition: a service's own checkpoints), by default the group's committed
-    offsets (then a commit past an unprocessed record goes unseen: faust-streaming #606)."""
-    manual = stream.noack()
-    track_buffer(stream.app.producer)
-    apply = until_applied(apply, f"{stream.app.conf.id}: applying a batch")
-    progress = progress_of(stream.app)
-    queue: asyncio.Queue = asyncio.Queue(maxsize=4 * max_records)
-
-    service = service_of(stream.app)
-    reads = ContiguousReads(service, baseline or committed_offsets(stream.app, service))
-
-    reader = ContiguousReader(manual, reads, queue, service)
-
-    def behind() -> bool:  # the batches are behind the reader: a busy worker, not a stuck one
-        return queue.qsize() > queue.maxsize // 2
-
-    reading = asyncio.ensure_future(reader.read())
-    topics = topics_of(stream)  # none in a test context: nothing to watch
-    watcher = asyncio.ensure_future(
-        watch_waiting_partitions(stream.app, topics, reads, reader.from_log, behind) if topics
-        else asyncio.Future())
-    try:
-        while True:
-            getting = asyncio.ensure_future(queue.get())
-            done, _ = await asyncio.wait({getting, reading, watcher},
-                                         return_when=asyncio.FIRST_COMPLETED)
-            if getting not in done:  # the reader or the watcher ended or failed: let it raise
-                getting.cancel()
-                for task in done:
-                    task.result()
-                return
-            batch = [getting.result()]
-            while len(batch) < max_records and not queue.empty():
-                batch.append(queue.get_nowait())
-            await apply(batch)
-            await flush_all(stream.app.producer)
-            for event in batch:
-                await manual.ack(event)
-            progress.batch_finished()
-    finally:
-        reading.cancel()
-        watcher.cancel()
-
-
-def topics_of(stream: faust.StreamT) -> set[str]:
-    """The topics a stream reads."""
-    channel = getattr(stream, "channel", None)
-    return set(channel.topics) if isinstance(channel, faust.TopicT) else set()
 
 
 class _Unacknowledged:

@@ -204,15 +204,7 @@ def group_of(app) -> str:
     return owners.group if owners is not None else str(app.conf.id)
 
 
-# inputs still read by Faust's consumer, in the app's own group (until they move onto the
-# kernel): dealer-event's, and the wallet's endings forwarder
-FAUST_READS = frozenset({("dealer-event", "dealer.inputs"), ("wallet", "bets.decisions"),
-                         ("wallet", "bets.settled")})
-
-
 def group_reading(instance: str, service: str, topic: str) -> str:
     """The consumer group whose commits say how far `service` has read `topic` (for
-    monitoring and tests: where a kernel service resumes is its own log's word)."""
-    if (service, topic) in FAUST_READS:
-        return f"{instance}-{service}"
+    monitoring and tests: where a service resumes is its own log's word)."""
     return kernel_group(instance, service)

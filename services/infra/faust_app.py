@@ -18,7 +18,7 @@ from faust.tables.manager import TableManager
 from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Producer
 from faust.types import AppT
 
-from croupier.services.infra import faust_patches, service_table
+from croupier.services.infra import service_table
 from croupier.services.infra.consumer import settling
 from croupier.services.infra.kafka_clients import DURABLE_PRODUCER
 from croupier.services.infra.kafka_security import faust_credentials
@@ -50,8 +50,6 @@ def _durable_settings(self) -> dict:
 
 Producer._settings_extra = _durable_settings  # type: ignore[method-assign]  # deliberate patch
 
-# Faust 0.15.3 can commit past an offset it never processed (issue 606): see faust_patches
-faust_patches.install()
 
 
 def service_port(settings: Settings, service: str) -> int:

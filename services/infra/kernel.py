@@ -616,23 +616,33 @@ class InputRecord:
 
 async def _without_gaps(io: LogIO, state: PartitionState, events: list[faust.EventT]
                         ) -> list[faust.EventT]:
-    """The partition's records with every offset the own log has not applied before the
-    first of them read from the log and put first. The reader repairs the stream's skips
-    against the own log's checkpoint (`contiguous`); this is the last line: no input
-    record is ever passed over, whatever the stream handed on."""
-    first = events[0].message
-    start = state.resume_at(first.topic, first.partition)
-    if first.offset <= start:
-        return events
-    metrics.REWINDS.labels(io_service(io), first.topic).inc()
-    log.warning("kernel: %s[%d] starts at offset %d, the own log applied up to %d: reading "
-                "the %d record(s) in between from the log", first.topic, first.partition,
-                first.offset, start - 1, first.offset - start)
-    records, _ = await io.read(first.topic, first.partition, start)
-    missing = [InputRecord(first.topic, first.partition, offset, None, value,
-                           appended_at.timestamp())
-               for offset, value, appended_at in records if offset < first.offset]
-    return [*missing, *events]  # type: ignore[list-item]
+    """The partition's records (of every input topic sharing its number), each topic's in
+    log order with no offset passed over: an offset missing between where the own log (or
+    this batch) stands and a record is read from the log and put before it; a record this
+    batch already handed on is dropped. The consume loop seeks every partition to the own
+    log's checkpoint; this is the last line: no input record is ever passed over, whatever
+    a consumer handed on (a stale fetch, a rewind, a skip)."""
+    out: list[faust.EventT] = []
+    nexts: dict[str, int] = {}  # per topic: the next offset to hand on
+    for event in events:
+        m = event.message
+        expected = nexts.get(m.topic, state.resume_at(m.topic, m.partition))
+        if m.offset < expected:
+            if m.topic not in nexts:  # applied before: answered from the log, moves nothing
+                out.append(event)
+            continue
+        if m.offset > expected:
+            metrics.REWINDS.labels(io_service(io), m.topic).inc()
+            log.warning("kernel: %s[%d] jumps to offset %d where %d was expected: reading the "
+                        "%d record(s) in between from the log", m.topic, m.partition,
+                        m.offset, expected, m.offset - expected)
+            records, _ = await io.read(m.topic, m.partition, expected)
+            out += [InputRecord(m.topic, m.partition, offset, None, value,  # type: ignore[misc]
+                                appended_at.timestamp())
+                    for offset, value, appended_at in records if offset < m.offset]
+        out.append(event)
+        nexts[m.topic] = m.offset + 1
+    return out
 
 
 def io_service(io: LogIO) -> str:

@@ -128,7 +128,7 @@ def read_archive_then_log(bootstrap: str, topic: str, archive: ArchiveStore | No
 def read_range(bootstrap: str, topic: str, partition: int, start: int, stop: int,
                principal: str = OPERATOR, stall_s: float = 30.0) -> list[ConsumerRecord]:
     """The records of one partition from offset `start` up to (not including) `stop`:
-    what a worker re-reads when its stream skipped offsets (`croupier.services.infra.contiguous`).
+    what a writer reads back to check where its batch landed (dealer-event).
     Offsets the log no longer holds (retention) are simply not returned."""
     consumer = log_reader(bootstrap, principal)
     try:

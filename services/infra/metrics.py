@@ -108,9 +108,9 @@ DEAD_LETTERS = Counter("croupier_dead_letters_total",
                        "Records a service could not apply, written to dead.letters, by source "
                        "topic and error type.", ["service", "topic", "error"])
 REWINDS = Counter("croupier_consumer_skips_total",
-                  "Repairs of a worker's reads: offsets the stream skipped, or a partition "
-                  "it stopped handing on, read from the log instead, by source topic (see "
-                  "services/infra/contiguous.py).", ["service", "topic"])
+                  "Repairs of a worker's reads, by source topic: offsets a consumer passed "
+                  "over, read from the log instead, or a batch decided again after another "
+                  "writer came in between (services/infra/kernel.py).", ["service", "topic"])
 MALFORMED = Counter("croupier_malformed_records_total",
                     "Records skipped because they do not parse, by service and source.",
                     ["service", "source"])

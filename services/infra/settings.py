@@ -173,10 +173,6 @@ class Settings(BaseSettings):
         default=5.0, description="How often each service measures its consumer lag.")
     stall_seconds: float = Field(default=60.0, gt=0, description=(
         "/health answers 503 when records wait and no batch finished for this long."))
-    partition_patience_seconds: float = Field(default=15.0, gt=0, description=(
-        "A partition whose records wait in the log while the consumer hands none of them "
-        "on for this long is read from the log directly (a stuck fetch, see "
-        "services/infra/contiguous.py)."))
 
     # snapshots (services/infra/snapshots.py): a service's own log partitions, so that a
     # recovery on an empty disk folds only the log after the newest one

@@ -6,9 +6,10 @@ decide/answer (the service's real ones); its outputs are the next stage's inputs
     dealer (modelled: world.Table)      -> table.events
     game-evaluation   table.events      -> evaluation.log -> round.results, dead.letters
     bet-settlement    bets.placed, table.events, round.results
-                                        -> settlement.log -> bets.decisions, bets.settled
-    endings forwarder (modelled)        bets.decisions, bets.settled -> wallet-commands
-    wallet            wallet-commands   -> wallet.ledger -> wallet.transactions, bets.placed,
+                                        -> settlement.log -> bets.decisions, bets.settled,
+                                           wallet.endings (keyed by player)
+    wallet            wallet-commands, wallet.endings
+                                        -> wallet.ledger -> wallet.transactions, bets.placed,
                                            wallet.operator_calls (seamless)
     operator caller and wallet (modelled, seamless mode) -> wallet-commands
 
@@ -57,7 +58,6 @@ from croupier.services.wallet.commands import (
     OperatorAnswered,
     PlaceBet,
     Withdraw,
-    ending_command,
 )
 from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WalletFold, pending_calls
 from croupier.services.wallet.seamless import SeamlessRules
@@ -72,7 +72,7 @@ from tests.crashsim.world import TABLE_KEY, OperatorWallet, Table
 
 PARTITIONS = 2
 COMMANDS = "wallet-commands"
-ENDINGS = ("bets.decisions", "bets.settled")
+ENDINGS = "wallet.endings"  # bet-settlement's endings, keyed by player
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 WINDOW = timedelta(hours=24)  # the wallet's state window (the smallest it takes)
 AHEAD = timedelta(hours=30)  # a clock reset into the future: more than the window
@@ -175,8 +175,8 @@ EVALUATION = Stage("game-evaluation", ("table.events",), EVALUATION_LOG_TOPIC,
                    ("round.results", "dead.letters"))
 SETTLEMENT = Stage("bet-settlement", ("bets.placed", "table.events", "round.results"),
                    SETTLEMENT_LOG, SettlementEntry.model_validate_json, _settlement,
-                   ENDINGS + ("dead.letters",))
-WALLET = Stage("wallet", (COMMANDS,), LEDGER_TOPIC, LedgerEntry.model_validate_json, _wallet,
+                   ("bets.decisions", "bets.settled", ENDINGS, "dead.letters"))
+WALLET = Stage("wallet", (COMMANDS, ENDINGS), LEDGER_TOPIC, LedgerEntry.model_validate_json, _wallet,
                ("wallet.transactions", "bets.placed", "wallet.operator_calls",
                 "dead.letters"))
 STAGES = (EVALUATION, SETTLEMENT, WALLET)
@@ -336,8 +336,6 @@ class Sim:
         self.players = [f"p{i}" for i in range(config.players)]
         self.requests: list[Request] = []
         self.by_reply: dict[str, Request] = {}
-        self.forwarded: dict[tuple[str, int], int] = {(t, p): 0 for t in ENDINGS
-                                                      for p in range(PARTITIONS)}
         self.garbage: list[tuple[str, int, int]] = []  # records nobody can apply
         self.breaches: list[str] = []
         self.operator = OperatorWallet(self.rng)
@@ -467,24 +465,14 @@ class Sim:
         if request is not None:
             request.answers.append((reply, answer, worker))
 
-    def forward_step(self, everything: bool = False) -> None:
-        """The endings forwarder: bet-settlement's records as wallet commands, at least
-        once (sometimes from an earlier offset again)."""
-        rng = self.rng
-        for (topic, p), start in sorted(self.forwarded.items()):
-            if not everything and rng.random() < 0.15:
-                start = rng.randrange(start + 1)
-            records = self.kafka.read(topic, p, start, None if everything else
-                                      start + rng.randint(1, 4))
-            for _, _, value in records:
-                command = ending_command(value)
-                if command is not None:
-                    self.outside(COMMANDS, command.player_id.encode(),
-                                 Envelope(command=command).model_dump_json().encode())
-            if records:
-                self.note(f"forwarder {topic}[{p}]@{start}..{records[-1][0]}")
-            self.forwarded[(topic, p)] = max(self.forwarded[(topic, p)],
-                                             start + len(records))
+    def republish_endings(self) -> None:
+        """Every ending on wallet.endings appended again, as a bet-settlement worker
+        recovering from an old outbox would publish them: new records the wallet must
+        recognise as endings it applied."""
+        for p in range(PARTITIONS):
+            for _, key, value in self.kafka.read(ENDINGS, p):
+                self.outside(ENDINGS, key, value)
+        self.note("bet-settlement: every ending again (an outbox republished)")
 
     def operator_answer(self, call: OperatorCall, outcome: str, code: str | None,
                         balance: int | None, worker: Worker) -> None:
@@ -673,8 +661,6 @@ class Sim:
                 self.dealer_step()
             elif roll < 0.33:
                 self.client_step()
-            elif roll < 0.40:
-                self.forward_step()
             elif roll < 0.45 and self.seamless:
                 self.caller_step()
             elif roll < 0.80:
@@ -700,7 +686,7 @@ class Sim:
 
     async def drain(self) -> None:
         """No more faults: the zombies stop, clean workers apply everything, the dealer
-        finishes its rounds, the forwarder and the caller deliver everything, and the
+        finishes its rounds, the caller delivers everything, and the
         clients resend every request not yet decided."""
         self.tick += 1
         self.note("drain")
@@ -723,15 +709,13 @@ class Sim:
             for stage in STAGES:
                 while await self.batch(self.owners[stage.name], count=1000):
                     pass
-            self.forward_step(everything=True)
             self.caller_step(everything=True)
             for request in self.requests:
                 if not request.decided:
                     self.resend(request)
-            if not replayed:  # once: every ending forwarded again, some answers lost
+            if not replayed:  # once: every ending published again, some answers lost
                 replayed = True
-                self.forwarded = {tp: 0 for tp in self.forwarded}
-                self.note("forwarder: every ending again (a redelivery)")
+                self.republish_endings()
                 for request in self.requests:
                     if request.decided and self.rng.random() < 0.3:
                         self.resend(request)

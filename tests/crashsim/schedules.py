@@ -43,18 +43,6 @@ class Result:
                 f"--seed {self.seed} --schedules 1):\n  " + "\n  ".join(self.steps)
                 + "\nviolated:\n  " + "\n  ".join(self.problems))
 
-    @property
-    def known_bug(self) -> str | None:
-        """'c' when every problem is the bug this simulator found (issue 29, reported): the
-        dead letter of a record nobody can apply travels beside the batch's entries, not in
-        them, so a batch whose entries landed but whose publish did not (killed after the
-        send, or another partition's send failed) loses it: the retry and the next owner
-        see the record as applied and dead-letter nothing."""
-        if self.problems and all(p.startswith("decided: ") and "(garbage) was never "
-                                 "dead-lettered" in p for p in self.problems):
-            return "c"
-        return None
-
 
 _loop: asyncio.AbstractEventLoop | None = None
 

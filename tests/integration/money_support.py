@@ -151,8 +151,8 @@ class Platform(WalletPlayers):
 def consumed_topics(instance: str) -> dict[str, tuple[str, ...]]:
     """The consumer group of each money service and the topics its agents read."""
     reads = [("bet-settlement", "bets.placed"), ("bet-settlement", "table.events"),
-             ("bet-settlement", "round.results"), ("wallet", "bets.decisions"),
-             ("wallet", "bets.settled"), ("wallet", f"{instance}-wallet-commands")]
+             ("bet-settlement", "round.results"), ("wallet", "wallet.endings"),
+             ("wallet", f"{instance}-wallet-commands")]
     groups: dict[str, tuple[str, ...]] = {}
     for service, topic in reads:
         group = group_reading(instance, service, topic)

@@ -49,6 +49,7 @@ from tests.integration.tables_live_support import (
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[2]
 HTTP_TIMEOUT_S = 12.0  # dealer-event answers 202 "queued" after 10 s; nothing may take longer
+WALLET_READS = {"bets.decisions": "wallet.endings", "bets.settled": "wallet.endings"}
 CONSUMERS = {  # topic -> services whose consumer group reads it
     "dealer.inputs": ["dealer-event"], "table.events": ["game-evaluation", "bet-settlement"],
     "round.results": ["bet-settlement"], "bets.placed": ["bet-settlement"],
@@ -160,6 +161,9 @@ def _produce(bootstrap: str, ctx: Context) -> list[tuple[dict, int, int]]:
     for name in corpus.RECORD_FILES:
         for case in corpus.record_cases(name):
             topic = corpus.fill(case["topic"].encode(), ctx.values).decode()
+            # the wallet reads bet-settlement's endings on wallet.endings (keyed by
+            # player): the corpus's poison for them goes where the wallet reads it
+            topic = WALLET_READS.get(topic, topic)
             future = producer.send(topic, key=corpus.unb64(case["key_b64"]),
                                    value=corpus.record_value(case))
             sent.append((dict(case, topic_name=name, topic=topic), future))

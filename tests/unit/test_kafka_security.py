@@ -78,7 +78,7 @@ def test_services_read_what_they_consume() -> None:
         "dealer-event": ("dealer.inputs", "table.events", "dealer.rejections"),
         "game-evaluation": ("table.events",),
         "bet-settlement": ("bets.placed", "table.events", "round.results"),
-        "wallet": ("bets.decisions", "bets.settled", "table.events", "wallet.ledger.snapshots"),
+        "wallet": ("wallet.endings", "table.events", "wallet.ledger.snapshots"),
     }.items():
         for topic in topics:
             assert (service, "TOPIC", "LITERAL", topic, "READ") in table

@@ -99,7 +99,13 @@ def test_a_round_read_in_one_batch_is_decided_then_settled_by_the_rules(rec, wor
     assert summary(decisions(broker)) == expected(rec)
     assert [o for _, _, o, _ in expected(rec)[-3:]] == ["win", "lose", "win"]  # not vacuous
     assert broker.kinds() == ["publish", "flush"]  # everything a batch decided, sent together
-    assert {t for t, _, _ in broker.published} == {"bets.decisions", "bets.settled"}
+    assert {t for t, _, _ in broker.published} == {"bets.decisions", "bets.settled",
+                                                    "wallet.endings"}
+    # each settlement again on wallet.endings, keyed by its player (the wallet's partition)
+    settled = [v for t, _, v in broker.published if t == "bets.settled"]
+    endings = [(k, v) for t, k, v in broker.published if t == "wallet.endings"]
+    assert sorted(v for _, v in endings if v in settled) == sorted(settled) and settled
+    assert all(k == json.loads(v)["player_id"].encode() for k, v in endings)
 
 
 def test_the_same_records_in_batches_of_any_size_settle_the_same(rec, monkeypatch):

@@ -25,7 +25,8 @@ ARCHITECTURE_TOPICS = {
 def test_catalogue_names_every_topic_of_the_architecture():
     assert set(TOPIC_NAMES) == ARCHITECTURE_TOPICS
     assert {t.name for t in topic_catalogue()} == ARCHITECTURE_TOPICS | {
-        "wallet.ledger.snapshots"}  # a cache of wallet.ledger: neither events nor archived
+        "wallet.ledger.snapshots",  # a cache of wallet.ledger: neither events nor archived
+        "wallet.endings"}  # bet-settlement's endings keyed by player: copies, not archived
     assert SNAPSHOT_TOPICS == ("wallet.ledger.snapshots",)
 
 
