@@ -578,9 +578,12 @@ def _run(mutants: tuple[Mutant, ...], args: argparse.Namespace, work: Path,
     known = json.loads((base / BASELINE_FILE).read_text())
     print(f"baseline (no mutant): {len(known)} of {args.schedules} schedules break in "
           f"{baseline.seconds:.1f} s", flush=True)
+    kinds: dict[str, list[str]] = {}
     for seed, problems in known.items():
-        print(f"  BASELINE BREAKS seed {seed}: {problems[0]}"
-              f"{f' (+{len(problems) - 1} more)' if len(problems) > 1 else ''}")
+        kinds.setdefault(re.sub(r"\d+", "N", problems[0]), []).append(seed)
+    for kind, seeds in sorted(kinds.items(), key=lambda k: -len(k[1])):
+        print(f"  BASELINE BREAKS {len(seeds)} schedule(s) (first problem: {kind}): seeds "
+              f"{', '.join(seeds[:8])}{', ...' if len(seeds) > 8 else ''}")
     if known:
         print("  a mutant is killed only by a schedule that breaks otherwise than these")
     timeout = max(120.0, 5 * baseline.seconds)
