@@ -82,6 +82,7 @@ _ROUTED_TOPICS: tuple[tuple[str, str, str, str], ...] = (
      "by player so the wallet reads it on the partition of the player's ledger"),
 )
 ROUTED_TOPICS: tuple[str, ...] = tuple(name for name, *_ in _ROUTED_TOPICS)
+ENDINGS_TOPIC = "wallet.endings"
 
 # Snapshots of an own log's folded partitions (services/infra/snapshots.py): a cache that
 # bounds a recovery's time, verified against the log before use, so not a source of truth,

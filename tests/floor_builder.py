@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from kafka.partitioner.default import murmur2
 from pydantic import BaseModel
 
+from croupier.services.bet_settlement.settlement_fold import ending_of
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.shared.events.bet_events import (
     BetAccepted,
@@ -45,7 +46,7 @@ from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
 from croupier.shared.settlement import Bet, settle
 from croupier.shared.simulate import deal_rounds
-from croupier.shared.topics import DEFAULT_PARTITIONS
+from croupier.shared.topics import DEFAULT_PARTITIONS, ENDINGS_TOPIC
 from tests.event_keys import events_key
 
 BETS = ("banker", "player", "tie", "player_pair", "banker_pair")
@@ -98,8 +99,11 @@ class Floor:
 
     # -- writing ---------------------------------------------------------------------------
     def _put(self, topic: str, key: str, record: BaseModel, at: datetime) -> None:
-        self.records.append((topic, key.encode(), record.model_dump_json().encode(),
-                             int(at.timestamp() * 1000)))
+        value, ts = record.model_dump_json().encode(), int(at.timestamp() * 1000)
+        self.records.append((topic, key.encode(), value, ts))
+        player = ending_of(record) if topic in ("bets.decisions", "bets.settled") else None
+        if player is not None:  # as bet-settlement's outbox: the ending, keyed by player
+            self.records.append((ENDINGS_TOPIC, player.encode(), value, ts))
 
     def _event(self, table: _Table, kind, at: datetime, **fields):
         table.seq += 1

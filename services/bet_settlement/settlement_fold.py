@@ -49,6 +49,7 @@ from croupier.shared.events.settlement_log import (
     SpotWrite,
 )
 from croupier.shared.events.sources import InputRef
+from croupier.shared.topics import ENDINGS_TOPIC
 
 LOG_TOPIC = "settlement.log"
 Record = tuple[str, bytes, bytes]
@@ -63,7 +64,6 @@ def pending_key(table_id: str) -> str:
     return f"p/{table_id}"
 
 
-ENDINGS = "wallet.endings"  # the wallet's input, keyed by player (shared/topics.py)
 
 
 def topic_of(record: BaseModel) -> str:
@@ -108,7 +108,7 @@ class SettlementFold:
             out.append((topic_of(record), entry.table_id.encode(), value))
             # the same record to the wallet, on its player's partition: no forwarder hop
             if (player := ending_of(record)) is not None:
-                out.append((ENDINGS, player.encode(), value))
+                out.append((ENDINGS_TOPIC, player.encode(), value))
         return out
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Protocol, TypeVar, cast
 
 import faust
+from aiokafka import AIOKafkaConsumer
 from aiokafka import TopicPartition as ConsumerTP
 from faust.types import TP
 from kafka import KafkaConsumer, TopicPartition
@@ -392,6 +393,66 @@ async def consume(app: faust.App, topics: Sequence[str], position: Position,
                 continue
             await _commit(consumer, batch)
             progress.batch_finished()
+    finally:
+        await consumer.stop()
+
+
+async def follow(app: faust.App, topic: str, since_ms: Callable[[], int], apply: ApplyBatch,
+                 caught_up: Callable[[], None], max_records: int = BATCH_MAX) -> None:
+    """The kernel's loop for a view every worker keeps whole (the wallet's table views):
+    every partition of `topic`, outside any group (nothing committed, nothing owned), each
+    from its first record at or after `since_ms()` (the end if none), every fetched batch
+    through `apply`; `caught_up()` once every partition has reached the end it had when the
+    loop began. The view is a fold of those records, in memory: a failure (the broker gone)
+    starts the loop over from `since_ms()`, so `apply` must be idempotent on what it has
+    folded."""
+    service = service_of(app)
+    bootstrap = settings_of(app).bootstrap_servers
+    while True:
+        try:
+            await _follow_once(service, bootstrap, topic, since_ms, apply, caught_up, max_records)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # noqa: BLE001 - the broker went away: start over from the log
+            log.exception("%s: following %s failed; starting over", service, topic)
+            await asyncio.sleep(1)
+
+
+async def _follow_once(service: str, bootstrap: str, topic: str, since_ms: Callable[[], int],
+                       apply: ApplyBatch, caught_up: Callable[[], None],
+                       max_records: int) -> None:
+    consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                                enable_auto_commit=False, auto_offset_reset="earliest",
+                                **aiokafka_options(service))
+    await consumer.start()
+    try:
+        while True:
+            cluster = await consumer._client.fetch_all_metadata()  # fresh, not the cache
+            partitions = cluster.partitions_for_topic(topic)
+            if partitions:
+                break
+            log.warning("%s: waiting for topic %s", service, topic)
+            await asyncio.sleep(1)
+        tps = [ConsumerTP(topic, p) for p in sorted(partitions)]
+        consumer.assign(tps)
+        since = since_ms()
+        starts = await consumer.offsets_for_times({tp: since for tp in tps})
+        for tp in tps:
+            if starts.get(tp) is None:
+                await consumer.seek_to_end(tp)
+            else:
+                consumer.seek(tp, starts[tp].offset)
+        ends = await consumer.end_offsets(tps)
+        behind = True
+        while True:
+            fetched = await consumer.getmany(timeout_ms=200, max_records=max_records)
+            batch = [InputRecord.of(record) for records in fetched.values()
+                     for record in records]
+            if batch:
+                await apply(batch)
+            if behind and all([await consumer.position(tp) >= ends[tp] for tp in tps]):
+                behind = False
+                caught_up()
     finally:
         await consumer.stop()
 

@@ -42,12 +42,12 @@ from croupier.services.infra import metrics, observability
 from croupier.services.infra.auth import Authenticator
 from croupier.services.infra.clock import SystemClock
 from croupier.services.infra.faust_app import make_app
-from croupier.services.infra.kernel import OwnLog, run_own_log
+from croupier.services.infra.kernel import OwnLog, follow, run_own_log
 from croupier.services.infra.replies import Replies
 from croupier.services.infra.settings import Settings, get_settings
 from croupier.services.infra.snapshots import SnapshotStore
 from croupier.services.wallet import handlers, money_metrics
-from croupier.services.wallet.batches import ENDINGS_TOPIC, CommandBatches
+from croupier.services.wallet.batches import CommandBatches
 from croupier.services.wallet.commands import Envelope, OperatorAnswered
 from croupier.services.wallet.intake_marks import IntakeMarks
 from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WalletFold
@@ -55,8 +55,9 @@ from croupier.services.wallet.operator_calls import CallerSettings, OperatorCall
 from croupier.services.wallet.seamless import SeamlessRules
 from croupier.services.wallet.snapshot_codec import WALLET_CODEC
 from croupier.services.wallet.store import Store
-from croupier.services.wallet.table_views import TableViews
+from croupier.services.wallet.table_views import TABLE_EVENTS, TableViews
 from croupier.shared.events.wallet_ledger import LedgerEntry
+from croupier.shared.topics import ENDINGS_TOPIC
 
 clock = SystemClock()
 
@@ -141,8 +142,12 @@ async def accounts_agent() -> None:  # a task (build_app registers it)
                       batches.answer, lock=batches.lock)
 
 
-async def follow_table_events() -> None:
-    await table_views.follow_forever(settings.bootstrap_servers)
+async def follow_table_events() -> None:  # a task (build_app registers it)
+    """Every table's recent rounds, on the kernel's loop for views every worker keeps whole."""
+    async def apply(batch) -> None:
+        table_views.apply_batch(batch)
+
+    await follow(app, TABLE_EVENTS, table_views.since_ms, apply, table_views.caught_up)
 
 
 async def send_answer(answered: OperatorAnswered) -> None:

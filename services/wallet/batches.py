@@ -29,9 +29,9 @@ from croupier.services.wallet.ledger_fold import Lookups
 from croupier.services.wallet.seamless import SeamlessRules
 from croupier.shared.events.operator_wallet import OperatorCall
 from croupier.shared.events.sources import InputRef
+from croupier.shared.topics import ENDINGS_TOPIC
 
 log = logging.getLogger("croupier.wallet")
-ENDINGS_TOPIC = "wallet.endings"  # bet-settlement's endings, keyed by player
 RETRY = handlers.Answer.error(503, "rebalancing", "another worker applied this command; "
                                                   "retry (the same id is safe)")
 

@@ -8,12 +8,9 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from aiokafka import AIOKafkaConsumer, TopicPartition
-
 from croupier.services.infra import metrics
 from croupier.services.infra.clock import Clock
 from croupier.services.infra.dead_letters import flag_table, note_void
-from croupier.services.infra.kafka_security import aiokafka_options
 from croupier.services.wallet.rounds_view import TableRounds, fold_checked
 from croupier.shared.events.table import BettingClosed, parse_table_event
 
@@ -24,8 +21,8 @@ VIEW_HORIZON_S = 3600  # a worker starts folding table.events from this long ago
 
 class TableViews:
     """Every table's recent rounds: each worker folds the whole of `table.events` itself
-    (no consumer group, from VIEW_HORIZON_S ago), a batch of records at a time. In memory
-    only: at most KEEP_ROUNDS rounds per table."""
+    (no consumer group, from VIEW_HORIZON_S ago), a batch of records at a time, on the
+    kernel's `follow` loop. In memory only: at most KEEP_ROUNDS rounds per table."""
 
     def __init__(self, events_key: bytes, accept_unsigned: bool, clock: Clock) -> None:
         self.events_key = events_key
@@ -69,56 +66,22 @@ class TableViews:
 
     def caught_up(self) -> None:
         """Ready: rounds closed and not yet completed may still wait for this worker's
-        intake mark (it restarted meanwhile): mark them."""
+        intake mark (it restarted meanwhile): mark them. Once: the loop starting over after
+        a failure folds again what the view holds, and marks nothing again."""
+        if self.ready.is_set():
+            return
+        log.info("table views caught up: %d tables", len(self.views))
         self.ready.set()
         for view in self.views.values():
             for info in view.rounds.values():
                 if info.status == "closed":
                     self.closed(view.table_id, info.round_id)
 
-    async def follow(self, bootstrap: str, horizon_s: float = VIEW_HORIZON_S) -> None:
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                                    enable_auto_commit=False, auto_offset_reset="earliest",
-                                    **aiokafka_options("wallet"))
-        await consumer.start()
-        try:
-            partitions = None
-            while not partitions:
-                cluster = await consumer._client.fetch_all_metadata()
-                partitions = cluster.partitions_for_topic(TABLE_EVENTS)
-                if not partitions:
-                    log.warning("waiting for topic %s", TABLE_EVENTS)
-                    await asyncio.sleep(1)
-            tps = [TopicPartition(TABLE_EVENTS, p) for p in sorted(partitions)]
-            consumer.assign(tps)
-            since = int((self.clock.now().timestamp() - horizon_s) * 1000)
-            starts = await consumer.offsets_for_times({tp: since for tp in tps})
-            for tp in tps:
-                if starts.get(tp) is None:
-                    await consumer.seek_to_end(tp)
-                else:
-                    consumer.seek(tp, starts[tp].offset)
-            ends = await consumer.end_offsets(tps)
-            while True:
-                got = await consumer.getmany(timeout_ms=200, max_records=2000)
-                for records in got.values():
-                    for record in records:
-                        self.apply(record.value)
-                if not self.ready.is_set():
-                    positions = [await consumer.position(tp) for tp in tps]
-                    if all(pos >= ends[tp] for pos, tp in zip(positions, tps, strict=True)):
-                        log.info("table views caught up: %d tables", len(self.views))
-                        self.caught_up()
-        finally:
-            await consumer.stop()
+    def apply_batch(self, batch) -> None:
+        """Fold a batch of the kernel's `follow` loop, record by record."""
+        for record in batch:
+            self.apply(record.value)
 
-    async def follow_forever(self, bootstrap: str) -> None:
-        """`follow`, started over whenever it fails (the view is idempotent on seq)."""
-        while True:
-            try:
-                await self.follow(bootstrap)
-            except asyncio.CancelledError:
-                raise
-            except Exception:  # the broker went away: start over
-                log.exception("following table.events failed; retrying")
-                await asyncio.sleep(1)
+    def since_ms(self, horizon_s: float = VIEW_HORIZON_S) -> int:
+        """Where a worker starts folding: `horizon_s` ago."""
+        return int((self.clock.now().timestamp() - horizon_s) * 1000)

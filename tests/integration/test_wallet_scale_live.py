@@ -20,7 +20,7 @@ from croupier.services.infra.processes import ServiceProcess
 from croupier.services.infra.routing import FORWARDED_HEADER
 from croupier.services.infra.settings import Settings
 from croupier.shared.events.bet_events import BetRejected
-from croupier.shared.topics import topic_catalogue
+from croupier.shared.topics import ENDINGS_TOPIC, topic_catalogue
 from tests.conftest import free_port, instance_for
 from tests.integration.money_support import ScriptedTable, wait_for
 
@@ -124,8 +124,9 @@ def test_one_player_with_5000_lifetime_bets_keeps_records_small(platform_kafka, 
                                    round_id="r1", bet="player", stake=STAKE, currency="IDR",
                                    reason_code="round_closed", message="scripted",
                                    decided_at=now)
-            catalogue.send("bets.decisions", key=table.table_id.encode(),
-                           value=rejected.model_dump_json().encode())
+            value = rejected.model_dump_json().encode()  # as bet-settlement's outbox
+            catalogue.send("bets.decisions", key=table.table_id.encode(), value=value)
+            catalogue.send(ENDINGS_TOPIC, key=player.encode(), value=value)
         catalogue.flush()
         wait_for(lambda: balance()["balance"] == LIFETIME_BETS * STAKE, "every stake refunded",
                  120)
