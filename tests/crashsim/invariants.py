@@ -17,7 +17,9 @@ topics, never from a service's resume offset, status or metrics:
   movement, with its balance; a refusal was not contradicted by an earlier movement);
 - `breach`: every breach a service raised;
 - `rebuild`: a fresh fold of each own log equals the drained worker's live state;
-- `result`: each completed round's result is what its cards say; no result for a void.
+- `result`: each completed round's result is what its cards say; no result for a void;
+- `funds`: every withdrawal and stake debit was covered by the balance before it (the
+  ledger's movements summed here; a payout reversal alone may overdraw; transfer mode).
 """
 
 from __future__ import annotations
@@ -37,6 +39,12 @@ from tests.crashsim.pipeline import COMMANDS, PARTITIONS, STAGES, Sim
 from tests.crashsim.world import baccarat, returned
 
 Problems = list[str]
+
+# the debits a balance must cover when they are taken (RULES §1 and §5: a stake "covered by
+# the player's balance when the bet is placed"; a withdrawal likewise); a payout reversal is
+# taken in full whatever the player did with the payout since (acceptance.md), and in
+# seamless mode the operator's wallet holds the balance that pays a stake
+COVERED = ("withdrawal", "stake_debit")
 
 
 def values(sim: Sim, topic: str) -> list[tuple[int, int, bytes]]:
@@ -73,6 +81,9 @@ class Ledger:
                 if tx.tx_id in self.txs:
                     problems.append(f"once: {player}: {tx.tx_id} applied twice")
                 self.txs[tx.tx_id] = (tx, entry)
+                if tx.kind in COVERED and not sim.seamless and tx.amount > balances[player]:
+                    problems.append(f"funds: {player}: {tx.tx_id} took {tx.amount} from a "
+                                    f"balance of {balances[player]}")
                 balances[player] += tx.signed_amount
                 seqs[player] += 1
                 if tx.balance_after != balances[player] or entry.account.tx_count != seqs[player]:
@@ -311,3 +322,4 @@ def check_rebuild(sim: Sim, problems: Problems) -> None:
             if mine is None or mine.kv != state.kv or mine.inputs != state.inputs:
                 problems.append(f"rebuild: {stage.name}[{p}]: the live state differs from "
                                 f"a fold of {stage.log_topic}")
+

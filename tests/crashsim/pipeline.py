@@ -313,6 +313,7 @@ class Config:
     ahead_p: float = 0.0  # a new wallet worker's clock runs AHEAD (the known bug (a))
     garbage_p: float = 0.03
     annul_p: float = 0.2
+    start_balance: int = 30_000  # each player's first deposit (transfer mode)
 
 
 class Sim:
@@ -653,7 +654,7 @@ class Sim:
             self.client(CreateAccount(player_id=player, currency="IDR"))
             if not self.seamless:
                 self.client(Deposit(player_id=player, request_id=f"start-{player}",
-                                    amount=30_000))
+                                    amount=self.config.start_balance))
         for tick in range(1, self.config.length + 1):
             self.tick, self.micro = tick, 0
             roll = rng.random()
