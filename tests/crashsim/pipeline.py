@@ -338,6 +338,7 @@ class Sim:
         self.requests: list[Request] = []
         self.by_reply: dict[str, Request] = {}
         self.garbage: list[tuple[str, int, int]] = []  # records nobody can apply
+        self.dealt: dict[tuple[int, int], Any] = {}  # table.events (p, o) -> the dealer's event
         self.breaches: list[str] = []
         self.operator = OperatorWallet(self.rng)
         self.bets = 0
@@ -385,6 +386,7 @@ class Sim:
             for event in events:
                 p, o = self.outside("table.events", table.table_id.encode(),
                                     event.model_dump_json().encode())
+                self.dealt[(p, o)] = event
                 self.note(f"dealer {event.type} {getattr(event, 'round_id', '')} "
                           f"-> table.events[{p}]@{o}")
 
