@@ -14,7 +14,8 @@ topics, never from a service's resume offset, status or metrics:
   garbage record dead-lettered by every service that reads it; every bet-settlement
   decision made once;
 - `answers`: every answer a client got is what the log says (a success is the ledger's
-  movement, with its balance; a refusal was not contradicted by an earlier movement);
+  movement, with its balance, already in the log when it was given; a refusal was not
+  contradicted by an earlier movement);
 - `breach`: every breach a service raised;
 - `rebuild`: a fresh fold of each own log equals the drained worker's live state;
 - `result`: each completed round's result is what its cards say; no result for a void;
@@ -75,10 +76,11 @@ class Ledger:
     def __init__(self, sim: Sim, problems: Problems) -> None:
         self.entries = valid_entries(sim, "wallet.ledger", LedgerEntry.model_validate_json)
         self.txs: dict[str, tuple[WalletTransaction, LedgerEntry]] = {}
+        self.offset: dict[str, int] = {}  # tx id -> its valid entry's offset
         self.accounts: dict[str, Any] = {}
         balances: dict[str, int] = defaultdict(int)
         seqs: dict[str, int] = defaultdict(int)
-        for _, _, entry in self.entries:
+        for _, offset, entry in self.entries:
             player = entry.account.player_id
             self.accounts[player] = entry.account
             if entry.tx is not None:
@@ -86,6 +88,7 @@ class Ledger:
                 if tx.tx_id in self.txs:
                     problems.append(f"once: {player}: {tx.tx_id} applied twice")
                 self.txs[tx.tx_id] = (tx, entry)
+                self.offset.setdefault(tx.tx_id, offset)
                 if tx.kind in COVERED and not sim.seamless and tx.amount > balances[player]:
                     problems.append(f"funds: {player}: {tx.tx_id} took {tx.amount} from a "
                                     f"balance of {balances[player]}")
@@ -130,7 +133,7 @@ def check_answers(sim: Sim, ledger: Ledger, problems: Problems) -> None:
             problems.append(f"decided: {what}: never decided (attempts "
                             f"{[a[2] for a in request.attempts]})")
         offsets = {reply: offset for reply, _, offset in request.attempts}
-        for reply, answer, worker in request.answers:
+        for reply, answer, worker, end in request.answers:
             status = answer.status
             if status == 503:
                 continue
@@ -141,6 +144,9 @@ def check_answers(sim: Sim, ledger: Ledger, problems: Problems) -> None:
                 wrong = _success_is_not_log(sim, ledger, command, answer.body)
                 if wrong:
                     problems.append(f"{said}, but {wrong}")
+                elif ledger.offset.get(_movement_of(command), -1) >= end:
+                    problems.append(f"{said} before the log held its movement (a decision "
+                                    "the log does not back)")
             elif not sim.seamless or isinstance(command, Deposit | Withdraw):
                 earlier = _applied_before(ledger, command, offsets[reply])
                 if earlier and not (_code(answer) == "request_id_conflict"
@@ -177,13 +183,19 @@ def _success_is_not_log(sim: Sim, ledger: Ledger, command: Any, body: dict) -> s
     return None
 
 
+def _movement_of(command: Any) -> str | None:
+    """The tx id of the movement a request asks for (None: it asks for none)."""
+    if isinstance(command, Deposit | Withdraw):
+        return f"{command.type}:{command.request_id}"
+    if isinstance(command, PlaceBet):
+        return f"stake_debit:{command.bet_id}"
+    return None
+
+
 def _applied_before(ledger: Ledger, command: Any, offset: int) -> WalletTransaction | None:
     """The movement the request asks for, if the log applied it from an earlier record."""
-    if isinstance(command, Deposit | Withdraw):
-        key = f"{command.type}:{command.request_id}"
-    elif isinstance(command, PlaceBet):
-        key = f"stake_debit:{command.bet_id}"
-    else:
+    key = _movement_of(command)
+    if key is None:
         return None
     found = ledger.txs.get(key)
     if found is None or found[1].source.offset >= offset:

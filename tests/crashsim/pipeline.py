@@ -291,11 +291,12 @@ class Request:
 
     command: Any
     attempts: list[tuple[str, int, int]] = field(default_factory=list)  # reply, partition, offset
-    answers: list[tuple[str, handlers.Answer, str]] = field(default_factory=list)
+    # reply, answer, worker, and the end of the player's wallet.ledger partition then
+    answers: list[tuple[str, handlers.Answer, str, int]] = field(default_factory=list)
 
     @property
     def decided(self) -> bool:
-        return any(a.status != 503 for _, a, _ in self.answers)
+        return any(a.status != 503 for _, a, _, _ in self.answers)
 
 
 @dataclass
@@ -466,7 +467,8 @@ class Sim:
     def told(self, reply: str, answer: handlers.Answer, worker: str) -> None:
         request = self.by_reply.get(reply)
         if request is not None:
-            request.answers.append((reply, answer, worker))
+            end = self.kafka.end(LEDGER_TOPIC, partition_of(request.command.player_id.encode()))
+            request.answers.append((reply, answer, worker, end))
 
     def republish_endings(self) -> None:
         """Every ending on wallet.endings appended again, as a bet-settlement worker
