@@ -14,16 +14,24 @@ topics, never from a service's resume offset, status or metrics:
   garbage record dead-lettered by every service that reads it; every bet-settlement
   decision made once;
 - `answers`: every answer a client got is what the log says (a success is the ledger's
-  movement, with its balance; a refusal was not contradicted by an earlier movement);
+  movement, with its balance, already in the log when it was given; a refusal was not
+  contradicted by an earlier movement);
 - `breach`: every breach a service raised;
 - `rebuild`: a fresh fold of each own log equals the drained worker's live state;
-- `result`: each completed round's result is what its cards say; no result for a void.
+- `result`: each completed round's result is what its cards say; no result for a void;
+- `funds`: every withdrawal and stake debit was covered by the balance before it (the
+  ledger's movements summed here; a payout reversal alone may overdraw; transfer mode);
+- `late`: no bet placed after its round's close (by the dealer's events and the bet's
+  `placed_at`, in the order bet-settlement's log read them) is accepted, and none placed in
+  time is rejected as late.
 """
 
 from __future__ import annotations
 
 import json
 from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from croupier.services.infra.own_log import PartitionState, fold_entry
@@ -33,10 +41,16 @@ from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.events.wallet_ledger import LedgerEntry
-from tests.crashsim.pipeline import COMMANDS, PARTITIONS, STAGES, Sim
+from tests.crashsim.pipeline import COMMANDS, PARTITIONS, SETTLEMENT_LOG, STAGES, Sim
 from tests.crashsim.world import baccarat, returned
 
 Problems = list[str]
+
+# the debits a balance must cover when they are taken (RULES §1 and §5: a stake "covered by
+# the player's balance when the bet is placed"; a withdrawal likewise); a payout reversal is
+# taken in full whatever the player did with the payout since (acceptance.md), and in
+# seamless mode the operator's wallet holds the balance that pays a stake
+COVERED = ("withdrawal", "stake_debit")
 
 
 def values(sim: Sim, topic: str) -> list[tuple[int, int, bytes]]:
@@ -62,10 +76,11 @@ class Ledger:
     def __init__(self, sim: Sim, problems: Problems) -> None:
         self.entries = valid_entries(sim, "wallet.ledger", LedgerEntry.model_validate_json)
         self.txs: dict[str, tuple[WalletTransaction, LedgerEntry]] = {}
+        self.offset: dict[str, int] = {}  # tx id -> its valid entry's offset
         self.accounts: dict[str, Any] = {}
         balances: dict[str, int] = defaultdict(int)
         seqs: dict[str, int] = defaultdict(int)
-        for _, _, entry in self.entries:
+        for _, offset, entry in self.entries:
             player = entry.account.player_id
             self.accounts[player] = entry.account
             if entry.tx is not None:
@@ -73,6 +88,10 @@ class Ledger:
                 if tx.tx_id in self.txs:
                     problems.append(f"once: {player}: {tx.tx_id} applied twice")
                 self.txs[tx.tx_id] = (tx, entry)
+                self.offset.setdefault(tx.tx_id, offset)
+                if tx.kind in COVERED and not sim.seamless and tx.amount > balances[player]:
+                    problems.append(f"funds: {player}: {tx.tx_id} took {tx.amount} from a "
+                                    f"balance of {balances[player]}")
                 balances[player] += tx.signed_amount
                 seqs[player] += 1
                 if tx.balance_after != balances[player] or entry.account.tx_count != seqs[player]:
@@ -98,6 +117,7 @@ def check(sim: Sim) -> Problems:
     check_bets(sim, ledger, problems)
     check_outputs(sim, ledger, problems)
     check_results(sim, problems)
+    check_late(sim, problems)
     check_dead_letters(sim, problems)
     check_rebuild(sim, problems)
     return problems
@@ -113,7 +133,7 @@ def check_answers(sim: Sim, ledger: Ledger, problems: Problems) -> None:
             problems.append(f"decided: {what}: never decided (attempts "
                             f"{[a[2] for a in request.attempts]})")
         offsets = {reply: offset for reply, _, offset in request.attempts}
-        for reply, answer, worker in request.answers:
+        for reply, answer, worker, end in request.answers:
             status = answer.status
             if status == 503:
                 continue
@@ -124,6 +144,9 @@ def check_answers(sim: Sim, ledger: Ledger, problems: Problems) -> None:
                 wrong = _success_is_not_log(sim, ledger, command, answer.body)
                 if wrong:
                     problems.append(f"{said}, but {wrong}")
+                elif ledger.offset.get(_movement_of(command), -1) >= end:
+                    problems.append(f"{said} before the log held its movement (a decision "
+                                    "the log does not back)")
             elif not sim.seamless or isinstance(command, Deposit | Withdraw):
                 earlier = _applied_before(ledger, command, offsets[reply])
                 if earlier and not (_code(answer) == "request_id_conflict"
@@ -160,13 +183,19 @@ def _success_is_not_log(sim: Sim, ledger: Ledger, command: Any, body: dict) -> s
     return None
 
 
+def _movement_of(command: Any) -> str | None:
+    """The tx id of the movement a request asks for (None: it asks for none)."""
+    if isinstance(command, Deposit | Withdraw):
+        return f"{command.type}:{command.request_id}"
+    if isinstance(command, PlaceBet):
+        return f"stake_debit:{command.bet_id}"
+    return None
+
+
 def _applied_before(ledger: Ledger, command: Any, offset: int) -> WalletTransaction | None:
     """The movement the request asks for, if the log applied it from an earlier record."""
-    if isinstance(command, Deposit | Withdraw):
-        key = f"{command.type}:{command.request_id}"
-    elif isinstance(command, PlaceBet):
-        key = f"stake_debit:{command.bet_id}"
-    else:
+    key = _movement_of(command)
+    if key is None:
         return None
     found = ledger.txs.get(key)
     if found is None or found[1].source.offset >= offset:
@@ -311,3 +340,137 @@ def check_rebuild(sim: Sim, problems: Problems) -> None:
             if mine is None or mine.kv != state.kv or mine.inputs != state.inputs:
                 problems.append(f"rebuild: {stage.name}[{p}]: the live state differs from "
                                 f"a fold of {stage.log_topic}")
+
+
+@dataclass
+class _Round:
+    """A round as bet-settlement has read it so far, by the rule of acceptance.md."""
+
+    status: str = "pending"  # open, closing, over (its result or void read)
+    closes_at: datetime | None = None  # the announced close
+    closed_at: datetime | None = None  # the dealer's BettingClosed
+    waiting: list[tuple[str, datetime]] = field(default_factory=list)  # read before it opened
+    deferred: list[tuple[str, datetime]] = field(default_factory=list)  # at/after closes_at
+
+
+def applied_order(sim: Sim, topic: str, partition: int) -> list[tuple[str, int]]:
+    """The input records an own log applied, in the order it applied them: each record's
+    (topic, offset) at the valid entry that completes it, the first time."""
+    out, seen, head = [], set(), ""
+    for _, _, value in sim.kafka.read(topic, partition):
+        entry = json.loads(value)
+        if entry["prev"] != head:
+            continue
+        head = entry["entry_id"]
+        source = entry["source"]
+        where = (source["topic"], source["offset"])
+        if source.get("last", True) and where not in seen:
+            seen.add(where)
+            out.append(where)
+    return out
+
+
+def late_verdicts(sim: Sim) -> dict[str, bool]:
+    """bet id -> whether bet-settlement must reject it as late (True) or may accept it
+    (False), by acceptance.md's rule: a bet counts by its `placed_at`, against the
+    dealer's BettingClosed time C; read while the round is open it is decided at once if
+    placed before the announced close, else at the close (by C, or by the void's time,
+    or, the result read first, by the announced close); read while closing, it is in time
+    if placed before C; read once the round's result or void was read, it is late. The
+    times are the dealer model's events; the order is the one bet-settlement's valid log
+    applied its input records in (the bets.placed and table.events of a table share a
+    partition); its decisions are not read here."""
+    verdicts: dict[str, bool] = {}
+
+    def cut(rnd: _Round, at: datetime) -> None:
+        for bet_id, placed_at in rnd.deferred:
+            verdicts[bet_id] = placed_at >= at
+        rnd.deferred = []
+
+    def read_open(rnd: _Round, bet_id: str, placed_at: datetime) -> None:
+        assert rnd.closes_at is not None
+        if placed_at < rnd.closes_at:
+            verdicts[bet_id] = False
+        else:
+            rnd.deferred.append((bet_id, placed_at))
+
+    for p in range(PARTITIONS):
+        rounds: dict[str, _Round] = defaultdict(_Round)
+        placed: set[str] = set()
+        for topic, offset in applied_order(sim, SETTLEMENT_LOG, p):
+            if topic == "table.events":
+                event = sim.dealt.get((p, offset))
+                round_id = getattr(event, "round_id", None)
+                if event is None or round_id is None:
+                    continue  # garbage, or a table's event of no round
+                rnd = rounds[round_id]
+                if event.type == "round_opened" and rnd.status == "pending":
+                    rnd.status, rnd.closes_at = "open", event.betting_closes_at
+                    for bet_id, placed_at in rnd.waiting:
+                        read_open(rnd, bet_id, placed_at)
+                elif event.type == "betting_closed" and rnd.status == "open":
+                    rnd.status, rnd.closed_at = "closing", event.occurred_at
+                    cut(rnd, event.occurred_at)
+                elif event.type in ("round_voided", "round_annulled") and rnd.status != "over":
+                    for bet_id, _ in rnd.waiting if rnd.status == "pending" else ():
+                        verdicts[bet_id] = True
+                    cut(rnd, event.occurred_at)
+                    rnd.status = "over"
+                continue
+            value = _record(sim, topic, p, offset)
+            if value is None:
+                continue
+            if topic == "round.results":
+                rnd = rounds[value["round_id"]]
+                if rnd.status != "over":
+                    if rnd.status == "open":
+                        assert rnd.closes_at is not None
+                        cut(rnd, rnd.closes_at)
+                    for bet_id, _ in rnd.waiting if rnd.status == "pending" else ():
+                        verdicts[bet_id] = True
+                    rnd.status = "over"
+            elif topic == "bets.placed" and value.get("type") == "bet_placed":
+                bet_id = value["bet_id"]
+                if bet_id in placed:
+                    continue  # seen again: decided the first time
+                placed.add(bet_id)
+                placed_at = datetime.fromisoformat(value["placed_at"])
+                rnd = rounds[value["round_id"]]
+                if rnd.status == "pending":
+                    rnd.waiting.append((bet_id, placed_at))
+                elif rnd.status == "open":
+                    read_open(rnd, bet_id, placed_at)
+                elif rnd.status == "closing":
+                    assert rnd.closed_at is not None
+                    verdicts[bet_id] = placed_at >= rnd.closed_at
+                else:
+                    verdicts[bet_id] = True
+    return verdicts
+
+
+def _record(sim: Sim, topic: str, partition: int, offset: int) -> dict | None:
+    value = sim.kafka.logs[topic][partition][offset][1]
+    try:
+        record = json.loads(value)
+    except ValueError:  # a garbage record
+        return None
+    return record if isinstance(record, dict) and "round_id" in record else None
+
+
+def check_late(sim: Sim, problems: Problems) -> None:
+    """bet-settlement's decisions against the rule of a late bet, decided here from the
+    dealer's close and each bet's placement (`late_verdicts`): no bet placed after its
+    round closed is accepted, and none placed in time is rejected as late (`round_closed`,
+    or `unknown_round`: its round was open when it was read)."""
+    verdicts = late_verdicts(sim)
+    for _, _, value in values(sim, "bets.decisions"):
+        decision = json.loads(value)
+        late = verdicts.get(decision.get("bet_id", ""))
+        if late is None:
+            continue
+        if late and decision["type"] == "bet_accepted":
+            problems.append(f"late: {decision['bet_id']} in {decision['round_id']}: accepted, "
+                            f"but it was placed after betting closed")
+        elif not late and decision.get("reason_code") in ("round_closed", "unknown_round"):
+            problems.append(f"late: {decision['bet_id']} in {decision['round_id']}: rejected "
+                            f"{decision['reason_code']}, but it was placed in time")

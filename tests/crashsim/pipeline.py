@@ -291,11 +291,12 @@ class Request:
 
     command: Any
     attempts: list[tuple[str, int, int]] = field(default_factory=list)  # reply, partition, offset
-    answers: list[tuple[str, handlers.Answer, str]] = field(default_factory=list)
+    # reply, answer, worker, and the end of the player's wallet.ledger partition then
+    answers: list[tuple[str, handlers.Answer, str, int]] = field(default_factory=list)
 
     @property
     def decided(self) -> bool:
-        return any(a.status != 503 for _, a, _ in self.answers)
+        return any(a.status != 503 for _, a, _, _ in self.answers)
 
 
 @dataclass
@@ -313,6 +314,7 @@ class Config:
     ahead_p: float = 0.0  # a new wallet worker's clock runs AHEAD (the known bug (a))
     garbage_p: float = 0.03
     annul_p: float = 0.2
+    start_balance: int = 30_000  # each player's first deposit (transfer mode)
 
 
 class Sim:
@@ -337,6 +339,7 @@ class Sim:
         self.requests: list[Request] = []
         self.by_reply: dict[str, Request] = {}
         self.garbage: list[tuple[str, int, int]] = []  # records nobody can apply
+        self.dealt: dict[tuple[int, int], Any] = {}  # table.events (p, o) -> the dealer's event
         self.breaches: list[str] = []
         self.operator = OperatorWallet(self.rng)
         self.bets = 0
@@ -384,6 +387,7 @@ class Sim:
             for event in events:
                 p, o = self.outside("table.events", table.table_id.encode(),
                                     event.model_dump_json().encode())
+                self.dealt[(p, o)] = event
                 self.note(f"dealer {event.type} {getattr(event, 'round_id', '')} "
                           f"-> table.events[{p}]@{o}")
 
@@ -463,7 +467,8 @@ class Sim:
     def told(self, reply: str, answer: handlers.Answer, worker: str) -> None:
         request = self.by_reply.get(reply)
         if request is not None:
-            request.answers.append((reply, answer, worker))
+            end = self.kafka.end(LEDGER_TOPIC, partition_of(request.command.player_id.encode()))
+            request.answers.append((reply, answer, worker, end))
 
     def republish_endings(self) -> None:
         """Every ending on wallet.endings appended again, as a bet-settlement worker
@@ -653,7 +658,7 @@ class Sim:
             self.client(CreateAccount(player_id=player, currency="IDR"))
             if not self.seamless:
                 self.client(Deposit(player_id=player, request_id=f"start-{player}",
-                                    amount=30_000))
+                                    amount=self.config.start_balance))
         for tick in range(1, self.config.length + 1):
             self.tick, self.micro = tick, 0
             roll = rng.random()

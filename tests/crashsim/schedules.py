@@ -15,12 +15,15 @@ from tests.crashsim.pipeline import Config, Sim
 
 DEFAULT_SEED = 1
 DEFAULT_SCHEDULES = 10_000
+LOW_START = 4_000  # a stake of 5,000 overdraws it by 1,000; two bets of 2,000 spend it
 
 
 def config_for(seed: int) -> Config:
     """A seed's configuration: one in four runs the wallet in seamless mode; one in
-    twenty-five has wallet workers whose clock may run ahead by more than its window."""
-    return Config(seamless=seed % 4 == 3, ahead_p=0.5 if seed % 25 == 7 else 0.0)
+    twenty-five has wallet workers whose clock may run ahead by more than its window; one
+    in five starts its players on a balance a few bets spend (the funds guard is met)."""
+    return Config(seamless=seed % 4 == 3, ahead_p=0.5 if seed % 25 == 7 else 0.0,
+                  start_balance=LOW_START if seed % 5 == 4 else 30_000)
 
 
 @dataclass
