@@ -23,7 +23,9 @@ topics, never from a service's resume offset, status or metrics:
   ledger's movements summed here; a payout reversal alone may overdraw; transfer mode);
 - `late`: no bet placed after its round's close (by the dealer's events and the bet's
   `placed_at`, in the order bet-settlement's log read them) is accepted, and none placed in
-  time is rejected as late.
+  time is rejected as late;
+- `dealer`: every input the dealer model sent dealer-event's machine was decided as the
+  model's own rules say (accepted with the events it expects, or refused by name).
 """
 
 from __future__ import annotations
@@ -122,7 +124,28 @@ def check(sim: Sim) -> Problems:
     check_late(sim, problems)
     check_dead_letters(sim, problems)
     check_rebuild(sim, problems)
+    check_dealer(sim, problems)
     return problems
+
+
+def check_dealer(sim: Sim, problems: Problems) -> None:
+    """Every input the dealer model sent was decided by dealer-event's machine as the
+    model's own rules say (`world.Table`: its shoe's counts, its rounds, its betting window,
+    the tableau by `baccarat`): the event types it expected, or the refusal by name."""
+    for table in sim.tables:
+        for decision in table.decisions:
+            if not decision.as_the_rules_say:
+                problems.append(f"dealer: {table.table_id} {decision.what}: the rules say "
+                                f"{_verdict(decision.expected)}, the machine decided "
+                                f"{_verdict(decision.decided)}")
+
+
+def _verdict(verdict: tuple[tuple[str, ...], str | None]) -> str:
+    events, refused = verdict
+    said = ", ".join(events) if events else ""
+    if refused is None:
+        return f"[{said}]"
+    return f"[{said}] refused {refused}" if said else f"refused {refused}"
 
 
 def check_answers(sim: Sim, ledger: Ledger, problems: Problems) -> None:

@@ -217,7 +217,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("G6", _EFOLD, "        kv[state_key(entry.state.table_id)] = entry.state",
            "        pass",
            "a table's state not remembered by the fold: every event seen afresh"),
-    # ---- dealer-event (not simulated yet: expected to survive until it runs on the kernel)
+    # ---- dealer-event (its pure machine decides the dealer model's inputs: world.Table)
     Mutant("D1", _TABLE, "    if cards_needed(shoe.rules, cards) == 0:",
            "    if cards_needed(shoe.rules, cards) <= 1:",
            "a wrong result decided: RoundCompleted one card early"),

@@ -3,7 +3,8 @@
 Stages (`Stage`) are pluggable: each has its input topics, its own log and fold, and its
 decide/answer (the service's real ones); its outputs are the next stage's inputs:
 
-    dealer (modelled: world.Table)      -> table.events
+    dealer (modelled: world.Table)      -> dealer inputs -> dealer-event's pure machine
+                                           (table_machine.step, tick) -> table.events
     game-evaluation   table.events      -> evaluation.log -> round.results, dead.letters
     bet-settlement    bets.placed, table.events, round.results
                                         -> settlement.log -> bets.decisions, bets.settled,
@@ -13,8 +14,11 @@ decide/answer (the service's real ones); its outputs are the next stage's inputs
                                            wallet.operator_calls (seamless)
     operator caller and wallet (modelled, seamless mode) -> wallet-commands
 
-Adding dealer-event when it runs on the kernel is one more `Stage` (dealer.inputs ->
-table.events) in `STAGES`, and the dealer model then writes inputs instead of events.
+dealer-event's real decide function runs in the schedule (the model's device and
+supervisor send it signed inputs; its events, authenticated as its runtime does, are what
+lands on table.events), but not as a stage: its runtime (recovery, fencing, the refusals
+topic) is not on the kernel yet. When it is, it is one more `Stage` (dealer.inputs ->
+table.events) in `STAGES`, and the dealer model writes its inputs to dealer.inputs.
 
 A worker's batch (`Sim.batch`) is the kernel's (`until_applied` over `apply_batch`) on
 records its `consume.Consumer` hands on; its I/O (`ModelIO`) is where the cut points are:
@@ -180,7 +184,9 @@ WALLET = Stage("wallet", (COMMANDS, ENDINGS), LEDGER_TOPIC, LedgerEntry.model_va
                ("wallet.transactions", "bets.placed", "wallet.operator_calls",
                 "dead.letters"))
 STAGES = (EVALUATION, SETTLEMENT, WALLET)
-SIMULATED = ("game-evaluation", "bet-settlement", "wallet")  # dealer-event: not yet
+# dealer-event: its pure machine decides every table event (world.Table), its runtime is not
+# a stage yet
+SIMULATED = ("game-evaluation", "bet-settlement", "wallet")
 
 
 class ModelIO:
@@ -316,6 +322,7 @@ class Config:
     garbage_p: float = 0.03
     annul_p: float = 0.2
     start_balance: int = 30_000  # each player's first deposit (transfer mode)
+    stacked: bool = False  # the first table deals one card out of its shoe in the drain
 
 
 class Sim:
@@ -335,7 +342,10 @@ class Sim:
         self.lives = 0
         self.owners: dict[str, Worker] = {}
         self.zombies: dict[str, list[Worker]] = {s.name: [] for s in STAGES}
-        self.tables = [Table(f"T{i + 1}", self.rng) for i in range(config.tables)]
+        # each table's probes draw from a source of their own: the schedule's stream is the
+        # same with them or without
+        self.tables = [Table(f"T{i + 1}", self.rng, random.Random(f"{seed}-T{i + 1}"),
+                             stacked=config.stacked and i == 0) for i in range(config.tables)]
         self.players = [f"p{i}" for i in range(config.players)]
         self.requests: list[Request] = []
         self.by_reply: dict[str, Request] = {}

@@ -16,14 +16,18 @@ from tests.crashsim.pipeline import Config, Sim
 DEFAULT_SEED = 1
 DEFAULT_SCHEDULES = 10_000
 LOW_START = 4_000  # a stake of 5,000 overdraws it by 1,000; two bets of 2,000 spend it
+STACKED = 2  # seed % 50: a table scans a card its shoe no longer holds (no pinned seed is one)
 
 
 def config_for(seed: int) -> Config:
     """A seed's configuration: one in four runs the wallet in seamless mode; one in
     twenty-five has wallet workers whose clock may run ahead by more than its window; one
-    in five starts its players on a balance a few bets spend (the funds guard is met)."""
+    in five starts its players on a balance a few bets spend (the funds guard is met); one
+    in fifty has its first table deal, in the drain, every copy of one card and then scan
+    it again (dealer-event's card_not_in_shoe is met)."""
     return Config(seamless=seed % 4 == 3, ahead_p=0.5 if seed % 25 == 7 else 0.0,
-                  start_balance=LOW_START if seed % 5 == 4 else 30_000)
+                  start_balance=LOW_START if seed % 5 == 4 else 30_000,
+                  stacked=seed % 50 == STACKED)
 
 
 @dataclass
