@@ -114,6 +114,8 @@ def check(sim: Sim) -> Problems:
     if sim.undrained:
         problems.append("decided: the drain never settled (something is decided again and "
                         "again, or never)")
+    problems += [f"decided: {what}: undecided while its owner idled, positioned on it"
+                 for what in sim.idle_undecided]
     ledger = Ledger(sim, problems)
     check_answers(sim, ledger, problems)
     check_bets(sim, ledger, problems)

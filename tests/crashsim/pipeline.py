@@ -275,6 +275,7 @@ class Worker:
         self.race: Worker | None = None
         self.move_now = False
         self.transient = 0
+        self.taken: set[tuple[str, int, int]] = set()  # every input record handed to it
 
     def owe(self, calls: list[OperatorCall]) -> None:
         """Seamless: calls a backed decision owes (the real caller's `start_all`)."""
@@ -606,6 +607,8 @@ class Sim:
         if not events:
             worker.crash_at = None
             return 0
+        worker.taken.update((e.message.topic, e.message.partition, e.message.offset)
+                            for e in events)
         try:
             await until_applied(worker.own, cast(Any, events), worker.decide,
                                 worker.answer, first_pause_s=0.0)
@@ -709,6 +712,7 @@ class Sim:
         for zombies in self.zombies.values():
             for zombie in zombies:
                 zombie.alive = False
+        await self.idle()
         for stage in STAGES:
             old = self.owners[stage.name]
             old.alive = False
@@ -742,3 +746,34 @@ class Sim:
         self.undrained = True
 
     undrained = False
+    # requests whose record a live, positioned wallet owner read and never answered (not
+    # even "retry") with nothing more to read
+    idle_undecided: list[str] = []
+
+    async def idle(self) -> None:
+        """Liveness, before the drain restarts anyone or resends anything: the owners that
+        are alive read what they hold until nothing moves (the callers deliver what they
+        owe, nothing new is sent). Every request record the wallet's owner read on a
+        partition it is still positioned on must then have been answered (decided, or
+        "retry"): a worker that drops one leaves its client waiting for an answer that
+        only another record or a restart would bring."""
+        for _ in range(30):
+            moved = 0
+            for stage in STAGES:
+                while (n := await self.batch(self.owners[stage.name], count=1000)):
+                    moved += n
+            before = sum(self.kafka.end(t, p) for t in self.kafka.logs for p in range(PARTITIONS))
+            self.caller_step(everything=True)
+            after = sum(self.kafka.end(t, p) for t in self.kafka.logs for p in range(PARTITIONS))
+            if not moved and before == after:
+                break
+        owner = self.owners[WALLET.name]
+        if not owner.alive or self.seamless:
+            return
+        for r in self.requests:
+            for reply, p, o in r.attempts:
+                if (COMMANDS, p, o) in owner.taken and (COMMANDS, p) in owner.consumer.position \
+                        and not any(answered == reply for answered, *_ in r.answers):
+                    self.idle_undecided.append(
+                        f"{type(r.command).__name__} of {r.command.player_id} "
+                        f"({COMMANDS}[{p}]@{o})")
