@@ -128,8 +128,10 @@ class SettlementRecords:
                       lambda h, b: round_book.apply_mark(h, b, mark, now))
             else:
                 bet = record
+                head = look.watch(record.table_id).head
                 _step(change, look, reply, record.round_id,
-                      lambda h, b: round_book.place(h, b, bet, now))
+                      lambda h, b: round_book.place(h, b, bet, now,
+                                                    head.seq if head is not None else None))
             return _with_pending(change, look)
         if topic == "round.results":
             result = RoundResultPublished.model_validate_json(raw)
@@ -147,13 +149,15 @@ class SettlementRecords:
         if not self._verify(change, look, event, reply):
             return change
         round_id = getattr(event, "round_id", None)
+        for other in look.pending(event.table_id):  # rounds that never opened: over
+            header = look.header(event.table_id, other)
+            if other != round_id and header is not None and (
+                    round_book.never_opened(header, event.seq) if header.opened_seq is not None
+                    else isinstance(event, RoundOpened)):  # an older bet: another round opened
+                _step(change, look, reply, other,
+                      lambda h, b: round_book.expire(_known(h), b, now))
         if round_id is None:
-            return change
-        if isinstance(event, RoundOpened):  # rounds that never opened are over for good
-            for other in look.pending(event.table_id):
-                if other != round_id and look.header(event.table_id, other) is not None:
-                    _step(change, look, reply, other,
-                          lambda h, b: round_book.expire(_known(h), b, now))
+            return _with_pending(change, look)
         if isinstance(event, RoundVoided):
             _check_second_settlement(look, reply, event.table_id, round_id, event)
         _step(change, look, reply, round_id,

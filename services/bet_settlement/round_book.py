@@ -16,9 +16,12 @@ the log's (`croupier.shared.events.settlement_log`).
 
 A record seen again returns what was decided the first time among its outputs (published
 again: consumers are idempotent on the ids) and never decides twice.
-Bets that arrive before their round's RoundOpened (the topics are read independently) are
-stored undecided ("pending"); they are decided when the round opens, or rejected
-`unknown_round` when the table opens another round.
+Bets that arrive before their round's RoundOpened (the topics are read independently, so a
+bet may be read before events of rounds that opened before its own) are stored undecided
+("pending"); they are decided when the round opens, or rejected `unknown_round` once the
+table's chain passed the seq of the RoundOpened the wallet saw (`BetPlaced.opened_seq`)
+without opening the round (a bet of an older record, naming no seq: when the table opens
+another round).
 
 A bet counts by its time (`placed_at`), not by when it is read (docs/decisions/acceptance.md):
 while the round is open, a bet placed before the announced close (`betting_closes_at`) is
@@ -313,9 +316,11 @@ def _new(header: RoundHeader | None, table_id: str, round_id: str | None) -> Rou
     return header or RoundHeader(table_id=table_id, round_id=round_id)
 
 
-def place(header: RoundHeader | None, bets: RoundBets, bet: BetPlaced, now: datetime
-          ) -> Transition:
-    """A funded bet: decided now if its round opened, else stored undecided until it does."""
+def place(header: RoundHeader | None, bets: RoundBets, bet: BetPlaced, now: datetime,
+          head_seq: int | None = None) -> Transition:
+    """A funded bet: decided now if its round opened, else stored undecided until it does.
+    `head_seq` is the table's chain as read here: a round whose RoundOpened (the seq the
+    bet names) it passed without opening the round never opened, and the bet is rejected."""
     w = _Writer(_new(header, bet.table_id, bet.round_id), bets)
     known = bets.entry(bet.bet_id)
     if known is not None:
@@ -331,9 +336,20 @@ def place(header: RoundHeader | None, bets: RoundBets, bet: BetPlaced, now: date
     entry = BetEntry(ordinal=ordinal, bet=bet)
     if w.header.status == "pending":
         w.entries[bet.bet_id] = entry
+        if bet.opened_seq is not None:
+            w.update(opened_seq=max(w.header.opened_seq or 0, bet.opened_seq))
+        if never_opened(w.header, head_seq):
+            w.give_up_if_pending(now)
     else:
         w.decide(entry, now)
     return w.done()
+
+
+def never_opened(header: RoundHeader, head_seq: int | None) -> bool:
+    """A pending round whose RoundOpened (the seq its bets name) the table's chain, read up
+    to `head_seq`, passed without opening it."""
+    return (header.status == "pending" and header.opened_seq is not None
+            and head_seq is not None and head_seq >= header.opened_seq)
 
 
 def expire(header: RoundHeader, bets: RoundBets, now: datetime) -> Transition:

@@ -75,6 +75,8 @@ class PlaceBet(_Command):
     needs_main_bet: bool = Field(default=False, description="A Tiger wager at a table that "
                                                             "takes it only with a main bet.")
     door_refusal: DoorRefusal | None = None
+    # the seq of the round's RoundOpened on table.events, as the door read it (BetPlaced)
+    opened_seq: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
     # seamless mode: the player's session at the operator, sent with the debit (checked
     # there); not part of the bet
     operator_session: str | None = Field(default=None, exclude_if=lambda v: v is None)

@@ -193,7 +193,7 @@ def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Looku
     placed = BetPlaced(bet_id=cmd.bet_id, player_id=cmd.player_id, table_id=cmd.table_id,
                        round_id=cmd.round_id, bet=cmd.bet, position=cmd.position,
                        stake=cmd.stake, currency=account.currency, debit_tx_id=debit.tx_id,
-                       placed_at=now)
+                       placed_at=now, opened_seq=cmd.opened_seq)
     change = Change("place_bet", result.account, tx=debit, bet_id=cmd.bet_id, bet=record,
                     spot=SpotTotal(key=key, total=before + cmd.stake), placed=placed)
     return CommandResult(Answer(201, bet_body(cmd.bet_id, cmd, record, debit.tx_id,

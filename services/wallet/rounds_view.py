@@ -161,6 +161,12 @@ def check_round_takes_bet(view: TableRounds | None, *, table_id: str, round_id: 
         raise BetRefused(422, code, str(exc)) from exc
 
 
+def opened_seq(view: TableRounds | None, round_id: str) -> int | None:
+    """The seq of the round's RoundOpened (None: the view does not know the round)."""
+    info = view.rounds.get(round_id) if view is not None else None
+    return info.seq if info is not None else None
+
+
 def round_rules(view: TableRounds | None, round_id: str, bet: str,
                 currency: str) -> tuple[int | None, bool]:
     """What the agent checks against the player's own bets of the round: the table maximum

@@ -107,7 +107,8 @@ def place_bet(account: Account | None, cmd: PlaceBet, reply_id: str | None, now:
     placing = BetPlaced(bet_id=cmd.bet_id, player_id=cmd.player_id, table_id=cmd.table_id,
                         round_id=cmd.round_id, bet=cmd.bet, position=cmd.position,
                         stake=cmd.stake, currency=account.currency,
-                        debit_tx_id=tx_id("stake_debit", cmd.bet_id), placed_at=now)
+                        debit_tx_id=tx_id("stake_debit", cmd.bet_id), placed_at=now,
+                        opened_seq=cmd.opened_seq)
     record = BetRecord(fingerprint=cmd.fingerprint(), table_id=cmd.table_id,
                        round_id=cmd.round_id, stake=cmd.stake, status="debiting", debit_seq=0,
                        placed_at=now, placing=placing)

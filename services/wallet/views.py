@@ -48,6 +48,7 @@ from croupier.services.wallet.rounds_view import (
     BetRefused,
     check_round_takes_bet,
     current_round_body,
+    opened_seq,
     roads_body,
     round_rules,
     tables_body,
@@ -337,7 +338,8 @@ class Bets:
                                   now=w.clock.now())
             spot_max, needs_main = round_rules(view, body.round_id, body.bet,
                                                account.currency)
-            rules = {"spot_max": spot_max, "needs_main_bet": needs_main}
+            rules = {"spot_max": spot_max, "needs_main_bet": needs_main,
+                     "opened_seq": opened_seq(view, body.round_id)}
         except BetRefused as exc:
             rules = {"door_refusal": DoorRefusal(status=exc.status, code=exc.code,
                                                  message=exc.message)}

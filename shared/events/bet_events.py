@@ -105,6 +105,10 @@ class BetPlaced(BetFacts):
     type: Literal["bet_placed"] = "bet_placed"
     debit_tx_id: str
     placed_at: AwareDatetime
+    # the seq of the RoundOpened the wallet's door saw on table.events: bet-settlement
+    # waits for that event however late it reads it, and knows the round never opened
+    # once its chain passed that seq without it (absent in older records)
+    opened_seq: int | None = Field(default=None, ge=1, exclude_if=lambda v: v is None)
 
 
 class BetAccepted(BetFacts):

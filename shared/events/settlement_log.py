@@ -70,6 +70,9 @@ class RoundHeader(BaseModel):
     partition_count: int | None = None
     annulled_by: str | None = None  # the RoundAnnulled's event id
     latest_accepted: datetime | None = None  # the latest placed_at among the accepted
+    # a pending round: the seq of its RoundOpened, as its bets say the wallet saw it (the
+    # round never opened here once the table's chain passed it); None: no bet said
+    opened_seq: int | None = None
 
 
 class SpotTotal(BaseModel):

@@ -436,15 +436,19 @@ class Sim:
         """The same request again (the same ids), with the door's verdict of now."""
         command = request.command
         if isinstance(command, PlaceBet):
-            command = command.model_copy(update={"door_refusal": self.door(command)})
+            command = self.door(command)
         self.client(command, request)
 
-    def door(self, bet: PlaceBet) -> DoorRefusal | None:
+    def door(self, bet: PlaceBet) -> PlaceBet:
+        """The bet with the door's verdict, and the seq of its round's RoundOpened when the
+        door lets it through (views.Bets.post)."""
         table = next(t for t in self.tables if t.table_id == bet.table_id)
         open_round = table.open_round()
         if open_round is not None and open_round.round_id == bet.round_id:
-            return None
-        return DoorRefusal(status=409, code="round_closed", message="closed")
+            return bet.model_copy(update={"door_refusal": None,
+                                          "opened_seq": open_round.opened_seq})
+        return bet.model_copy(update={"opened_seq": None, "door_refusal": DoorRefusal(
+            status=409, code="round_closed", message="closed")})
 
     def client_step(self) -> None:
         rng = self.rng
@@ -468,7 +472,7 @@ class Sim:
                            round_id=rnd.round_id, bet=rng.choice(["player", "banker", "tie"]),
                            stake=rng.choice([1000, 2000, 3000, 5000]),
                            operator_session="s" if self.seamless else None)
-            self.client(bet.model_copy(update={"door_refusal": self.door(bet)}))
+            self.client(self.door(bet))
         else:  # a resend: maybe while the first attempt is still in flight
             request = rng.choice(self.requests[-4:])
             if not request.decided:

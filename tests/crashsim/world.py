@@ -121,6 +121,7 @@ class Round:
     closed_at: datetime | None = None
     annulled: bool = False
     outcome: Outcome | None = None
+    opened_seq: int | None = None  # its RoundOpened's, as the wallet's door reads it
 
 
 @dataclass
@@ -240,8 +241,11 @@ class Table:
     def _open(self, now: datetime) -> list[TableEventBase]:
         round_id = f"{self.table_id}-r{len(self.rounds) + 1}"
         self.rounds.append(Round(round_id, now, now + WINDOW))
-        return self._send(self._input(OpenRound, now, round_id=round_id, dealer="Ana"),
-                          now, ("round_opened",))
+        events = self._send(self._input(OpenRound, now, round_id=round_id, dealer="Ana"),
+                            now, ("round_opened",))
+        self.rounds[-1].opened_seq = next((e.seq for e in events if e.type == "round_opened"),
+                                          None)
+        return events
 
     def _close(self, current: Round, now: datetime) -> list[TableEventBase]:
         """Betting closed before its window ends: only a supervisor may, with a reason; a

@@ -261,6 +261,17 @@ def test_rounds_settle_by_the_rule_engine_and_voids_refund(platform, bac, tf):
     assert len({m["digest"] for m in manifests}) == 1
     assert manifests[0]["bet_count"] == len(TF_BETS)
     assert manifests[0]["total_stake"] == sum(s for _, s, _ in TF_BETS)
+    # each funded bet names the RoundOpened its door saw, so bet-settlement waits for that
+    # event however late it reads it (and rejects a bet whose round never opened there)
+    opening = {(e["table_id"], e["round_id"]): e["seq"]
+               for e in read_topic(platform.bootstrap, "table.events")
+               if e["type"] == "round_opened" and e["table_id"] == tf.table_id}
+    named = {b["bet_id"]: b.get("opened_seq") for b in read_topic(platform.bootstrap,
+                                                                     "bets.placed")
+             if b["type"] == "bet_placed" and b["table_id"] == tf.table_id}
+    for bet in placed + voided:
+        if bet["table_id"] == tf.table_id:
+            assert named[bet["bet_id"]] == opening[(tf.table_id, bet["round_id"])], bet
     check_invariants(platform)
 
 

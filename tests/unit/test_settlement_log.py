@@ -22,10 +22,10 @@ from croupier.services.infra.clock import ManualClock
 from croupier.services.infra.own_log import PartitionState, fold_entry
 from croupier.shared.events.bet_events import BetSettled
 from croupier.shared.events.settlement_log import BETS_PER_ENTRY, ENTRY_BYTES, SettlementEntry
-from croupier.shared.events.table import RoundAnnulled, seal
+from croupier.shared.events.table import RoundAnnulled, RoundOpened, seal
 from tests.round_builder import RecordedRound
 from tests.unit.agent_loop_support import Event
-from tests.unit.round_book_support import NOW, opened, placed, result
+from tests.unit.round_book_support import NOW, PROFILE, opened, placed, result
 from tests.unit.settlement_log_support import LogBroker, Worker, patch_kernel, rebuilt
 from tests.unit.test_settlement_agent_loop import BETS, round_records
 
@@ -192,4 +192,33 @@ def test_bets_read_before_their_round_opened_wait_in_the_log_then_are_decided_or
     decided = {r["bet_id"]: r.get("reason_code", r["type"]) for r in (
         json.loads(v) for t, _, v in broker.published if t == "bets.decisions")}
     assert decided == {"early": "unknown_round", "b1": "bet_accepted"}
+    assert rebuilt(broker) == worker.kv()
+
+
+def test_a_bet_read_before_an_older_rounds_opening_waits_for_its_own(broker):
+    """Seed 2774: the topics are read independently, so a bet of R2 can be read before the
+    RoundOpened of R1. The bet names the seq of the RoundOpened the wallet saw (2): R1's
+    opening (seq 1) does not expire R2, R2's opening decides the bet by its time. A bet
+    naming a seq the chain passed without opening its round is rejected unknown_round."""
+    worker = Worker(broker, ManualClock(NOW + timedelta(minutes=1)))
+    feed = Feed()
+    one = opened("R1", seq=1)
+    two = seal(RoundOpened, table_id="T1", seq=2, prev_hash=one.hash, occurred_at=NOW,
+               round_id="R2", shoe_id="s1", round_number=2, dealer="D", profile=PROFILE,
+               betting_closes_at=NOW + timedelta(seconds=30))
+    worker.apply([feed("bets.placed", placed("b2", round_id="R2").model_copy(
+                      update={"opened_seq": 2})),
+                  feed("bets.placed", placed("ghost", round_id="R9").model_copy(
+                      update={"opened_seq": 2})),
+                  feed("table.events", one)])
+    look = Lookups(rebuilt(broker))
+    assert look.pending("T1") == ("R2", "R9"), "R1's opening is older than both"
+    worker.apply([feed("table.events", two),
+                  feed("bets.placed", placed("late", round_id="R8").model_copy(
+                      update={"opened_seq": 2}))])
+    look = Lookups(rebuilt(broker))
+    assert look.pending("T1") == ()
+    decided = {r["bet_id"]: r.get("reason_code", r["type"]) for r in (
+        json.loads(v) for t, _, v in broker.published if t == "bets.decisions")}
+    assert decided == {"b2": "bet_accepted", "ghost": "unknown_round", "late": "unknown_round"}
     assert rebuilt(broker) == worker.kv()
