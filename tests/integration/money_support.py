@@ -45,13 +45,16 @@ RUN = uuid.uuid4().hex[:6]
 OPERATOR = {"Authorization": f"Bearer {Settings().operator_token}"}
 
 
-def wait_for(check: Callable[[], bool], what: str, timeout_s: float = 60.0) -> None:
+def wait_for(check: Callable[[], bool], what: str, timeout_s: float = 60.0,
+             explain: Callable[[], str] | None = None) -> None:
+    """Return once `check()`; else fail naming `what`, with what `explain()` says of it."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if check():
             return
         time.sleep(0.25)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}"
+                         + (f"\n{explain()}" if explain is not None else ""))
 
 
 class WalletPlayers:
@@ -146,6 +149,19 @@ class Platform(WalletPlayers):
         self.http.close()
         for service in (self.wallet, self.settlement):
             service.stop()
+
+    def bets_story(self, bet_ids: set[str]) -> str:
+        """What the topics say of each bet (placed, decided, settled), then the tails of
+        both services' logs: the message of a wait for a settlement that timed out."""
+        lines = []
+        for topic in ("bets.placed", "bets.decisions", "bets.settled"):
+            for record in read_topic(self.bootstrap, topic):
+                if record.get("bet_id") in bet_ids:
+                    lines.append(f"{topic}: {record['bet_id']} {record['type']} "
+                                 f"{record.get('reason_code') or record.get('outcome') or ''}")
+        for service in (self.settlement, self.wallet):
+            lines.append(f"--- {service.name}'s log:\n{service.log_tail(30)}")
+        return "\n".join(lines)
 
 
 def consumed_topics(instance: str) -> dict[str, tuple[str, ...]]:

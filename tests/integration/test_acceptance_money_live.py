@@ -218,7 +218,8 @@ def test_seed000_004_annulled_round_reverses_payouts_and_refunds_stakes_live(pla
     def settled() -> list[dict]:
         return [s for s in read_topic(platform.bootstrap, "bets.settled")
                 if s["table_id"] == table.table_id and s["round_id"] == "a1"]
-    wait_for(lambda: len(settled()) == 3, "the round settled")
+    wait_for(lambda: len(settled()) == 3, "the round settled",
+             explain=lambda: platform.bets_story(set(bet_ids.values())))
     originals = {s["bet_id"]: s for s in settled()}
     expected = {bet: 50_000 - stakes[bet] + originals[bet_ids[bet]]["returned"]
                 for bet in stakes}

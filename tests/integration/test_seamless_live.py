@@ -182,7 +182,8 @@ def test_bets_are_debited_and_settled_at_the_operator_and_refusals_are_named(
     bac.complete("s1", deal_cards=True)  # a replay recomputes the result from the cards
 
     bet_ids = {r.json()["bet"]["bet_id"] for r in placed}
-    wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 2, "settlements")
+    wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 2, "settlements",
+             explain=lambda: platform.bets_story(bet_ids))
     returns = settled_returns(platform.bootstrap, bet_ids)
     wait_for(lambda: client.balance(alice) == 100_000 - 3000 + sum(returns.values()),
              "alice's credits at the operator")
@@ -242,7 +243,8 @@ def test_credits_survive_500s_dropped_answers_duplicates_and_an_operator_restart
                       kinds=["credit", "rollback"], seed=7)
     bac.close("s3")
     bac.complete("s3")
-    wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 5, "settlements")
+    wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 5, "settlements",
+             explain=lambda: platform.bets_story(bet_ids))
     wait_for(lambda: {"fault_500", "fault_drop"} <= faults_hit(proc.base_url, "credit"),
              "the operator wallet to fail credits with 500s and dropped answers")
     proc.kill()  # mid-run: what it wrote is in its database; croupier asks again meanwhile
@@ -269,7 +271,8 @@ def test_owed_credits_are_delivered_after_croupiers_wallet_is_killed(
     client.set_faults(error_rate=1.0, kinds=["credit"], seed=3)  # the operator is down
     bac.close("s4")
     bac.complete("s4")
-    wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 2, "settlements")
+    wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 2, "settlements",
+             explain=lambda: platform.bets_story(bet_ids))
     retrying = f"'{dana}': no answer".encode()
     wait_for(lambda: retrying in platform.wallet.log_path.read_bytes(),
              "croupier to be retrying the credits")
@@ -296,7 +299,8 @@ def test_an_annulment_reaches_the_operator_as_calls_of_its_own(platform, bac, pl
     bet_ids = {r.json()["bet"]["bet_id"] for r in placed}
     bac.close("s5")
     bac.complete("s5")
-    wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 3, "settlements")
+    wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 3, "settlements",
+             explain=lambda: platform.bets_story(bet_ids))
     returns = settled_returns(platform.bootstrap, bet_ids)
     wait_for(lambda: client.balance(erin) == 60_000 - 15_000 + sum(returns.values()),
              "the settlement credited at the operator")
