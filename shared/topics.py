@@ -75,14 +75,14 @@ TOPIC_NAMES: tuple[str, ...] = tuple(name for name, *_ in _TOPICS)
 # reads them on the partition of its own log and no hop re-keys them: derived (their writer
 # publishes them from its own log's outbox), so neither events of their own nor archived
 # (the archive keeps the originals).
+ENDINGS_TOPIC = "wallet.endings"
 _ROUTED_TOPICS: tuple[tuple[str, str, str, str], ...] = (
-    ("wallet.endings", "player id", "bet-settlement",
+    (ENDINGS_TOPIC, "player id", "bet-settlement",
      "each bet's ending the wallet applies (a settlement, a void's refund, a rejection, a "
      "settlement reversed: the very records bets.settled and bets.decisions carry), keyed "
      "by player so the wallet reads it on the partition of the player's ledger"),
 )
 ROUTED_TOPICS: tuple[str, ...] = tuple(name for name, *_ in _ROUTED_TOPICS)
-ENDINGS_TOPIC = "wallet.endings"
 
 # Snapshots of an own log's folded partitions (services/infra/snapshots.py): a cache that
 # bounds a recovery's time, verified against the log before use, so not a source of truth,
