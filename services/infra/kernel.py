@@ -71,6 +71,7 @@ from croupier.services.infra.own_log import (
     skip_to,
 )
 from croupier.services.infra.snapshots import KeyedRecord, SnapshotStore
+from croupier.shared.events.sources import InputRef
 
 log = logging.getLogger(__name__)
 E = TypeVar("E")
@@ -580,6 +581,7 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
             part_events = pending[partition] = await _without_gaps(io, state, part_events)
             batch = batches[partition] = Batch(state, own.fold, own.new_id)
             decisions[partition] = []
+            carry = state.not_logged()  # records decided before that wrote nothing
             for event in part_events:
                 message = event.message
                 applied = state.applied(message.topic, message.partition, message.offset)
@@ -588,7 +590,12 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
                     d.entries, d.also = [], []
                 first = len(batch.entries)
                 for make in d.entries:
-                    batch.add(make)
+                    batch.add(_carrying(make, carry))
+                    carry = ()
+                if not d.entries and not applied:  # carried by the next entry
+                    carry = _passed(carry, InputRef(topic=message.topic,
+                                                    partition=message.partition,
+                                                    offset=message.offset))
                 also += d.also
                 decisions[partition].append(
                     _Decision(event, d, first, len(batch.entries), applied))
@@ -622,6 +629,8 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
                 if landed:
                     committed[partition] = landed[-1].offset
                 answers += [(x, not x.applied) for x in part]
+                batch.state.pass_over(x.event.message for x in part
+                                      if x.stop == x.first and not x.applied)
                 continue
             metrics.REWINDS.labels(own.service, own.topic).inc()
             log.warning("%s: %s[%d]: entries landed at %s, not %s: another writer came in "
@@ -704,6 +713,22 @@ async def _without_gaps(io: LogIO, state: PartitionState, events: list[faust.Eve
         out.append(event)
         nexts[m.topic] = m.offset + 1
     return out
+
+
+def _carrying(make: MakeEntry, carry: tuple[InputRef, ...]) -> MakeEntry:
+    """`make`, its entry also naming the records decided before it that wrote nothing."""
+    if not carry:
+        return make
+
+    def made(entry_id: str, prev: str, published_through: int) -> Any:
+        return make(entry_id, prev, published_through).model_copy(
+            update={"also_decided": carry})
+    return made
+
+
+def _passed(carry: tuple[InputRef, ...], ref: InputRef) -> tuple[InputRef, ...]:
+    """`carry` with `ref` as its input partition's last record decided writing nothing."""
+    return (*(r for r in carry if (r.topic, r.partition) != (ref.topic, ref.partition)), ref)
 
 
 def io_service(io: LogIO) -> str:

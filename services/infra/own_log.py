@@ -53,10 +53,12 @@ in the last window (and the keys that never expire), not its whole history
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, MutableMapping
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
+
+from croupier.shared.events.sources import InputRef
 
 Record = tuple[str, bytes, bytes]  # topic, key, value
 Writes = MutableMapping[str, Any]
@@ -119,6 +121,9 @@ class Entry(Protocol):
     @property
     def published_through(self) -> int: ...
 
+    @property
+    def also_decided(self) -> Sequence[SourceRef]: ...
+
 
 E = TypeVar("E", bound=Entry)
 E_in = TypeVar("E_in", bound=Entry, contravariant=True)
@@ -177,6 +182,10 @@ class PartitionState(Generic[E]):
     head_id: str = ""  # its id
     end: int = 0  # the next offset of the log, as far as this state has seen it
     inputs: dict[tuple[str, int], int] = field(default_factory=dict)  # last applied offset
+    # input records this worker decided that wrote nothing, past `inputs` (the last offset
+    # per input partition): in the log once an entry carries them (`also_decided`); not a
+    # fold of the log, so lost with the state (decided again after a recovery)
+    passed: dict[tuple[str, int], int] = field(default_factory=dict)
     published_through: int = -1
     unpublished: list[tuple[int, E]] = field(default_factory=list)  # valid, maybe unpublished
     void: int = 0  # void entries seen (a zombie's, or a writer's that lost a race)
@@ -190,8 +199,24 @@ class PartitionState(Generic[E]):
     members: dict[str, list[str]] = field(default_factory=dict)  # group -> its other keys
 
     def resume_at(self, topic: str, partition: int) -> int:
-        """The first offset of an input partition that this log has not applied."""
-        return self.inputs.get((topic, partition), -1) + 1
+        """The first offset of an input partition that this log has not applied (nor this
+        worker decided, writing nothing)."""
+        key = (topic, partition)
+        return max(self.inputs.get(key, -1), self.passed.get(key, -1)) + 1
+
+    def pass_over(self, records: Iterable[Any]) -> None:
+        """Records (messages: topic, partition, offset) decided and answered that wrote
+        nothing: the next batch does not read them again."""
+        for m in records:
+            key = (m.topic, m.partition)
+            self.passed[key] = max(m.offset, self.passed.get(key, -1))
+
+    def not_logged(self) -> tuple[InputRef, ...]:
+        """The records decided that wrote nothing and that the log does not cover yet: the
+        next entry carries them (`also_decided`)."""
+        return tuple(InputRef(topic=t, partition=p, offset=o)
+                     for (t, p), o in sorted(self.passed.items())
+                     if o > self.inputs.get((t, p), -1))
 
     def applied(self, topic: str, partition: int, offset: int) -> bool:
         return offset < self.resume_at(topic, partition)
@@ -237,8 +262,9 @@ def fold_entry(state: PartitionState[E], offset: int, entry: E, fold: Fold[E],
             _remember(state, expiry, part, state.clock + expiry.window)
         if at > state.published_through:
             state.unpublished.append((at, part))
-    key = (source.topic, source.partition)
-    state.inputs[key] = max(source.offset, state.inputs.get(key, -1))
+    for ref in (source, *(r for _, part in record for r in part.also_decided)):
+        key = (ref.topic, ref.partition)
+        state.inputs[key] = max(ref.offset, state.inputs.get(key, -1))
     return True
 
 

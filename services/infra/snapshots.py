@@ -177,6 +177,8 @@ STR = InManifest(_same, _checked(str))
 INPUT_CHECKPOINTS = InManifest(
     lambda v, _c: [[t, p, o] for (t, p), o in sorted(v.items())],
     lambda d, _c: {(str(t), int(p)): int(o) for t, p, o in d})
+# a worker's own memory, not the log's word: not kept (a restored state starts without it)
+NOT_KEPT = InManifest(lambda _v, _c: None, lambda _d, _c: {})
 
 
 def _entries_at(value: Any, codec: Codec) -> Iterator[bytes]:
@@ -226,6 +228,7 @@ SPECIAL_FIELDS: dict[str, FieldCodec] = {
     "head_id": STR,
     "end": INT,
     "inputs": INPUT_CHECKPOINTS,
+    "passed": NOT_KEPT,
     "published_through": INT,
     "unpublished": ENTRIES_AT_OFFSETS,
     "void": INT,

@@ -35,6 +35,12 @@ class ChainedEntry(BaseModel):
     published_through: int = Field(ge=-1, description="Every output of the entries up to "
                                                       "this offset was acknowledged.")
     recorded_at: AwareDatetime
+    also_decided: tuple[InputRef, ...] = Field(
+        default=(), exclude_if=lambda refs: not refs,
+        description="Input records decided before this entry's that wrote nothing (a "
+                    "refusal, a record seen again, a record that moves nothing): the last "
+                    "one of each input partition, applied with this entry's record, so a "
+                    "worker resumes after them.")
 
 
 class InputPosition(BaseModel):

@@ -49,6 +49,7 @@ class Entry:
     published_through: int
     key: str
     value: int
+    also_decided: tuple[InputRef, ...] = ()
 
     @property
     def writer(self) -> str:

@@ -18,6 +18,7 @@ class Entry:
     source: InputRef
     writes: dict
     published_through: int = -1
+    also_decided: tuple[InputRef, ...] = ()
 
 
 class Fold:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 
@@ -26,7 +27,7 @@ from croupier.shared.events.table import RoundAnnulled, RoundOpened, seal
 from tests.round_builder import RecordedRound
 from tests.unit.agent_loop_support import Event
 from tests.unit.round_book_support import NOW, PROFILE, opened, placed, result
-from tests.unit.settlement_log_support import LogBroker, Worker, patch_kernel, rebuilt
+from tests.unit.settlement_log_support import LogBroker, Worker, own_log, patch_kernel, rebuilt
 from tests.unit.test_settlement_agent_loop import BETS, round_records
 
 MB = 1_000_000
@@ -222,3 +223,41 @@ def test_a_bet_read_before_an_older_rounds_opening_waits_for_its_own(broker):
         json.loads(v) for t, _, v in broker.published if t == "bets.decisions")}
     assert decided == {"b2": "bet_accepted", "ghost": "unknown_round", "late": "unknown_round"}
     assert rebuilt(broker) == worker.kv()
+
+
+class _Reads(LogBroker):
+    """Counts the reads of input topics (a gap the kernel fills from the log)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.input_reads: list[tuple[str, int]] = []
+
+    async def read(self, topic, partition, start):
+        if topic != "settlement.log":
+            self.input_reads.append((topic, start))
+        return await super().read(topic, partition, start)
+
+
+def test_records_that_write_nothing_are_not_read_again_and_the_next_entry_logs_them():
+    """The CI e2e of 6 December: a wallet worker re-read every command since its last
+    entry on each batch (refusals write nothing), so its gap grew to a hundred records a
+    batch and intake fell to a quarter. A record decided that wrote nothing (here a table
+    event seen again) is passed over in memory; the next entry names it (`also_decided`),
+    so a worker folding the log resumes after it too."""
+    broker = _Reads()
+    worker = Worker(broker, ManualClock(NOW + timedelta(minutes=1)))
+    feed = Feed()
+    first = opened()
+    worker.apply([feed("table.events", first)])
+    entries = len(broker.log[0])
+    worker.apply([feed("table.events", first), feed("table.events", first)])  # seen again
+    assert len(broker.log[0]) == entries, "a record seen again writes nothing"
+    state = worker.own.states[0]
+    assert state.resume_at("table.events", 0) == 3 and state.inputs[("table.events", 0)] == 0
+    worker.apply([feed("table.events", first)])  # offset 3: no gap to fill
+    assert broker.input_reads == []
+    worker.apply([feed("bets.placed", placed("b1"))])
+    assert [(r.topic, r.offset) for r in broker.entries()[-1].also_decided] == [
+        ("table.events", 3)]
+    folded = asyncio.run(own_log(broker, "rebuilder").recover(0))
+    assert folded.resume_at("table.events", 0) == 4 and folded.passed == {}
