@@ -105,8 +105,8 @@ _TABLE = "services/dealer_event/table_machine.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     # ---- the kernel: its batch, its own log, its snapshots
-    Mutant("K1", _OWN, "return self.inputs.get((topic, partition), -1) + 1",
-           "return self.inputs.get((topic, partition), -1) + 2",
+    Mutant("K1", _OWN, "return max(self.inputs.get(key, -1), self.passed.get(key, -1)) + 1",
+           "return max(self.inputs.get(key, -1), self.passed.get(key, -1)) + 2",
            "off-by-one in resume offsets: the record after the checkpoint is skipped"),
     Mutant("K2", _OWN, "if entry.prev != state.head_id or offset <= state.head:",
            "if offset <= state.head:",
@@ -114,8 +114,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("K3", _OWN, "[at.offset for at in landed] == self.expected and self.state.end == self.start",
            "len(landed) == len(self.entries)",
            "a writer trusts its acks: entries answered wherever they landed"),
-    Mutant("K4", _OWN, "state.inputs[key] = max(source.offset, state.inputs.get(key, -1))",
-           "state.inputs[key] = max(source.offset + 1, state.inputs.get(key, -1))",
+    Mutant("K4", _OWN, "state.inputs[key] = max(ref.offset, state.inputs.get(key, -1))",
+           "state.inputs[key] = max(ref.offset + 1, state.inputs.get(key, -1))",
            "a skipped offset: the checkpoint passes the record after the one applied"),
     Mutant("K5", _KERNEL, "            if state.unpublished:",
            "            if False:",
