@@ -199,16 +199,22 @@ class ModelIO:
 
     async def send(self, topic: str, partition: int, records) -> list[Landed]:
         sim, w = self.sim, self.worker
-        if w.race is not None:  # another writer gets in first
-            other, w.race = w.race, None
-            await sim.batch(other)
+        rival, w.race = w.race, None
+        inside = rival is not None and w.race_inside and len(records) > 1
+        if rival is not None and not inside:  # another writer gets in first
+            await sim.batch(rival)
         if w.move_now:  # a rebalance in the middle of this batch
             w.move_now = False
             new = await sim.rebalance(w.stage)
             await sim.batch(new)
-        offsets = [sim.append(topic, partition, k, v, w.name) for k, v in records]
-        landed = [(topic, partition, len(sim.kafka.logs[topic][partition]) - len(offsets) + i)
-                  for i in range(len(offsets))]
+        cut = sim.rng.randrange(1, len(records)) if inside else -1
+        landed = []
+        for i, (k, v) in enumerate(records):
+            if i == cut and rival is not None:  # another writer gets in between
+                sim.note(f"{w.name}: {rival.name} writes inside its send to "
+                         f"{topic}[{partition}], after {i} of {len(records)}")
+                await sim.batch(rival)
+            landed.append((topic, partition, sim.append(topic, partition, k, v, w.name)))
         if w.transient:
             w.transient -= 1
             sim.kafka.kill(w.name)  # a prefix landed, the rest did not; the worker lives
@@ -273,6 +279,7 @@ class Worker:
         self.alive = True
         self.crash_at: str | None = None
         self.race: Worker | None = None
+        self.race_inside = False  # the rival's batch lands between this send's records
         self.move_now = False
         self.transient = 0
         self.taken: set[tuple[str, int, int]] = set()  # every input record handed to it
@@ -645,7 +652,8 @@ class Sim:
             self.faults.add("transient")
         elif zombies and roll < config.cut_p + config.transient_p + config.race_p:
             worker.race = owner if worker is not owner else rng.choice(zombies)
-            self.faults.add("race")
+            worker.race_inside = rng.random() < 0.5
+            self.faults.add("race inside a send" if worker.race_inside else "race")
         elif worker is owner and roll < (config.cut_p + config.transient_p + config.race_p
                                          + config.move_mid_batch_p):
             worker.move_now = True
