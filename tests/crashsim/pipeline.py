@@ -315,7 +315,7 @@ class Request:
 
 @dataclass
 class Config:
-    length: int = 32
+    length: int = 24
     players: int = 3
     tables: int = 2
     seamless: bool = False
