@@ -42,7 +42,7 @@ from croupier.shared.events.event_auth import TableEventRefused, TableFlagged, a
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.settlement_log import PendingRounds, RoundHeader
 from croupier.shared.events.sources import InputRef
-from croupier.shared.events.table import RoundOpened, RoundVoided, TableEventBase, parse_table_event
+from croupier.shared.events.table import RoundVoided, TableEventBase, parse_table_event
 
 log = logging.getLogger("croupier.bet_settlement")
 SERVICE = "bet-settlement"
@@ -151,9 +151,7 @@ class SettlementRecords:
         round_id = getattr(event, "round_id", None)
         for other in look.pending(event.table_id):  # rounds that never opened: over
             header = look.header(event.table_id, other)
-            if other != round_id and header is not None and (
-                    round_book.never_opened(header, event.seq) if header.opened_seq is not None
-                    else isinstance(event, RoundOpened)):  # an older bet: another round opened
+            if other != round_id and header is not None and round_book.over_at(header, event):
                 _step(change, look, reply, other,
                       lambda h, b: round_book.expire(_known(h), b, now))
         if round_id is None:

@@ -345,6 +345,15 @@ def place(header: RoundHeader | None, bets: RoundBets, bet: BetPlaced, now: date
     return w.done()
 
 
+def over_at(header: RoundHeader, event: TableEventBase) -> bool:
+    """A pending round (not `event`'s) that never opened, as `event` shows: the table's
+    chain passed the RoundOpened its bets name; for bets naming none (older records),
+    another round opened."""
+    if header.opened_seq is None:
+        return header.status == "pending" and isinstance(event, RoundOpened)
+    return never_opened(header, event.seq)
+
+
 def never_opened(header: RoundHeader, head_seq: int | None) -> bool:
     """A pending round whose RoundOpened (the seq its bets name) the table's chain, read up
     to `head_seq`, passed without opening it."""
