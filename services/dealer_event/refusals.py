@@ -23,7 +23,8 @@ CODES = frozenset({
     "shoe_finished", "round_in_progress", "round_id_reused", "round_not_found",
     "round_not_in_progress", "betting_still_open", "betting_already_closed", "burns_required",
     "burn_during_deal", "card_not_in_shoe", "duplicate_card_in_round", "void_after_completion",
-    "round_already_voided", "cut_card_already_reached", "no_cut_card_in_game",
+    "round_already_voided", "round_abandoned", "cut_card_already_reached",
+    "no_cut_card_in_game",
     # table procedure (docs/decisions/procedures.md)
     "betting_window_open", "close_reason_required", "too_many_burns", "no_burn_at_table",
     "table_closed", "table_not_closed", "round_not_completed", "round_already_annulled",

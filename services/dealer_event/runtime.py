@@ -33,7 +33,7 @@ from croupier.services.dealer_event.landing import Refold, landed_clean, refold
 from croupier.services.dealer_event.rebuild import Checkpoints, InputCheckpoint, Rebuilt
 from croupier.services.dealer_event.refusals import InputRefusal
 from croupier.services.dealer_event.state import TableState
-from croupier.services.dealer_event.table_machine import MachineConfig, step, tick
+from croupier.services.dealer_event.table_machine import MachineConfig, step, tick, watch
 from croupier.services.infra import metrics
 from croupier.services.infra.batching import Record
 from croupier.services.infra.clock import Clock
@@ -46,6 +46,7 @@ from croupier.shared.events.table import (
     TABLE_EVENT_TYPES,
     RoundCompleted,
     RoundOpened,
+    RoundStalled,
     RoundVoided,
     TableEventBase,
     VoidReason,
@@ -82,7 +83,9 @@ def machine_config(settings: Settings) -> MachineConfig:
     policy = AdmissionPolicy(key_for, timedelta(seconds=settings.input_max_age_seconds),
                              timedelta(seconds=settings.input_max_ahead_seconds))
     return MachineConfig(policy, settings.betting_window_seconds,
-                         settings.table_events_key_bytes)
+                         settings.table_events_key_bytes,
+                         stall_after=timedelta(seconds=settings.round_stall_seconds),
+                         abandon_after=timedelta(seconds=settings.round_abandon_seconds))
 
 
 _SEP = "\x1f"
@@ -129,6 +132,9 @@ class DealerRuntime:
         # HTTP waiters by waiter_key, each tagged with its input's partition
         self._waiters: Replies[dict, int] = Replies()
         self._rebuild_task: asyncio.Task | None = None
+        # per table, the seq this worker last saw and when it first saw it (the monotonic
+        # clock): how long it has itself watched the table stand still (table_machine.watch)
+        self._still_since: dict[str, tuple[int, float]] = {}
 
     # --- ownership and rebuild -------------------------------------------------------
 
@@ -300,15 +306,21 @@ class DealerRuntime:
         return out
 
     async def tick_all(self) -> None:
-        """Close the overdue betting windows of the tables this worker owns (skipped while
-        they are being rebuilt after an assignment)."""
+        """Close the overdue betting windows of the tables this worker owns, and raise or
+        void the rounds left hanging (skipped while they are being rebuilt after an
+        assignment)."""
         async with self._lock:
             if not self.ready:
                 return
-            now = self.clock.now()
+            now, mono = self.clock.now(), self.clock.elapsed()
             plan = _Plan()
             for table_id, state in self.tables.items():
                 outcome = tick(state, now)
+                seen = self._still_since.get(table_id)
+                if seen is None or seen[0] != state.seq:
+                    seen = self._still_since[table_id] = (state.seq, mono)
+                if not outcome.events:
+                    outcome = watch(state, now, timedelta(seconds=mono - seen[1]), self.config)
                 if outcome.events:
                     self._add_events(plan, table_id, outcome.events, outcome.state)
                     plan.states[table_id] = outcome.state
@@ -479,6 +491,8 @@ def count_published(event: TableEventBase, state: TableState) -> None:
         metrics.ROUNDS.labels(event.table_id, game_of(state), outcome).inc()
     if isinstance(event, RoundVoided):
         metrics.VOIDS.labels(str(event.reason_code)).inc()
+    if isinstance(event, RoundStalled):
+        metrics.ROUNDS_STALLED.labels(event.table_id).inc()
 
 
 def init_metrics() -> None:

@@ -24,6 +24,7 @@ from croupier.shared.events.table import (
     RoundCorrected,
     RoundOpened,
     RoundRedealt,
+    RoundStalled,
     RoundVoided,
     ShoeEnded,
     ShoeStartBurned,
@@ -32,6 +33,7 @@ from croupier.shared.events.table import (
     TableClosed,
     TableEventBase,
     TableReopened,
+    VoidReason,
 )
 from croupier.shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile, load_profile
 from croupier.shared.shoe import full_composition as shoe_composition
@@ -89,6 +91,11 @@ class TableRound:
     last_of_shoe: bool = False
     profile_version: int | None = None  # the rules the round opened under (RoundOpened)
     profile_digest: str | None = None
+    # when the round's last input was decided (the occurred_at of its last event that names
+    # an input; events the timers write name none): how long it has waited, from the log
+    last_input_at: datetime | None = None
+    stalled: bool = False  # its RoundStalled is in the log (raised once per round)
+    abandoned: bool = False  # the platform voided it: no input came (round_abandoned)
 
     @property
     def in_progress(self) -> bool:
@@ -183,6 +190,8 @@ def fold(state: TableState, event: TableEventBase) -> TableState:
 def fold_into(state: TableState, event: TableEventBase) -> None:
     """Apply one accepted event in place (the rebuild's fast path)."""
     _APPLY[type(event)](state, event)
+    if event.input_id and state.round is not None and state.round.in_progress:
+        state.round.last_input_at = event.occurred_at
     state.seq = event.seq
     state.head_hash = event.hash
     if event.input_id:
@@ -277,7 +286,12 @@ def _round_corrected(state: TableState, e: RoundCorrected) -> None:
 
 
 def _round_voided(state: TableState, e: RoundVoided) -> None:
+    _round(state).abandoned = e.reason_code == VoidReason.ROUND_ABANDONED
     _end_round(state, "voided", "voided")
+
+
+def _round_stalled(state: TableState, e: RoundStalled) -> None:
+    _round(state).stalled = True
 
 
 def _round_annulled(state: TableState, e: RoundAnnulled) -> None:
@@ -339,5 +353,5 @@ _APPLY: dict[type[TableEventBase], Callable[[TableState, Any], None]] = {
     RoundAnnulled: _round_annulled, RoundRedealt: _round_redealt,
     MisdealCorrected: _misdeal_corrected, RoundCorrected: _round_corrected,
     TableClosed: _table_closed,
-    TableReopened: _table_reopened,
+    TableReopened: _table_reopened, RoundStalled: _round_stalled,
 }

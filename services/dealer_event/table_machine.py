@@ -3,7 +3,8 @@
 Pure: no Kafka, no clock, no I/O. The worker hands in the state (a fold over the
 table's log), one parsed input and the time; it gets back the events to publish,
 already sealed into the table's hash chain, or the reason the input is refused.
-The betting timer is the explicit `tick(state, now)`.
+The betting timer is the explicit `tick(state, now)`; the watch over rounds left hanging is
+`watch(state, now, quiet, config)`.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from croupier.shared.events.table import (
     RoundCorrected,
     RoundOpened,
     RoundRedealt,
+    RoundStalled,
     RoundVoided,
     ShoeEnded,
     ShoeStartBurned,
@@ -95,6 +97,10 @@ class MachineConfig:
     betting_window_override: int | None = None  # seconds; None = the profile's window
     # signs every event the runtime writes (shared/events/event_auth.py); None: unsigned
     table_events_key: bytes | None = None
+    # a round with no input this long is stalled (a significant event), then abandoned
+    # (the platform voids it): CROUPIER_ROUND_STALL_SECONDS, CROUPIER_ROUND_ABANDON_SECONDS
+    stall_after: timedelta = timedelta(seconds=300)
+    abandon_after: timedelta = timedelta(seconds=3600)
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,38 @@ def tick(state: TableState, now: datetime, input_ref: InputPosition | None = Non
     return MachineStep(em.state, tuple(em.events))
 
 
+def watch(state: TableState, now: datetime, quiet: timedelta, config: MachineConfig
+          ) -> MachineStep:
+    """A round left hanging (docs/decisions/abandoned-rounds.md): no input for
+    `config.stall_after` raises RoundStalled once; none for `config.abandon_after` voids it
+    under the platform's own name (`round_abandoned`), which refunds every stake downstream.
+
+    How long the round has waited is the shorter of two measures, so that no single clock
+    can end a round early: the wall clock since its last input (`now` against the log's
+    `last_input_at`, which a worker whose clock runs ahead would overstate) and `quiet`, how
+    long the deciding worker itself watched the table without a new event (a monotonic
+    clock, which no clock reset moves; it starts again when a worker takes the table)."""
+    rnd = state.round
+    if state.corrupt or rnd is None or not rnd.in_progress or rnd.last_input_at is None:
+        return MachineStep(state)
+    waited = min(now - rnd.last_input_at, quiet)
+    em = _Emitter(state.copy(), now, None)
+    if waited >= config.abandon_after:
+        _void(em, rnd.round_id, VoidReason.ROUND_ABANDONED,
+              f"no input for {_span(waited)} (CROUPIER_ROUND_ABANDON_SECONDS: "
+              f"{_span(config.abandon_after)}): the platform voids the round and returns "
+              "every stake", BY_THE_RULES)
+    elif waited >= config.stall_after and not rnd.stalled:
+        em.emit(RoundStalled, round_id=rnd.round_id, last_input_at=rnd.last_input_at,
+                quiet_seconds=int(waited.total_seconds()))
+    return MachineStep(em.state, tuple(em.events))
+
+
+def _span(duration: timedelta) -> str:
+    seconds = int(duration.total_seconds())
+    return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"
+
+
 def step(state: TableState, inp: InputBase, now: datetime, config: MachineConfig,
          input_ref: InputPosition | None = None) -> MachineStep:
     """What the worker calls per input: the timer first (an input after the deadline
@@ -155,6 +193,7 @@ def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfi
     em = _Emitter(state.copy(), now, inp.input_id, input_ref)
     try:
         _table_open(state, inp)
+        _not_abandoned(state, inp)
         _DECIDE[type(inp)](em, inp, config)
     except Refused as refused_by:
         refused = state.copy()
@@ -591,6 +630,16 @@ def _table_open(state: TableState, inp: InputBase) -> None:
     if state.closed is not None and inp.command not in _WHILE_CLOSED:
         raise Refused("table_closed", f"table {state.table_id} is closed ({state.closed}); "
                                       "a supervisor reopens it (reopen_table)")
+
+
+def _not_abandoned(state: TableState, inp: InputBase) -> None:
+    """An input for the round the platform abandoned is refused by that name: the round
+    ended without it and its stakes went back (docs/decisions/abandoned-rounds.md)."""
+    rnd, round_id = state.round, getattr(inp, "round_id", None)
+    if rnd is not None and rnd.abandoned and round_id == rnd.round_id:
+        raise Refused("round_abandoned", f"round {round_id} was voided by the platform: no "
+                                         "input came for CROUPIER_ROUND_ABANDON_SECONDS and "
+                                         "its stakes were returned; open a new round")
 
 
 def _shoe_in_play(state: TableState) -> ShoeState:

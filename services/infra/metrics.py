@@ -25,6 +25,10 @@ INPUTS = Counter("croupier_dealer_inputs_total", "Dealer inputs by outcome and r
 ROUNDS = Counter("croupier_rounds_total", "Rounds ended, by table, game and outcome.",
                  ["table", "game", "outcome"])
 VOIDS = Counter("croupier_round_voids_total", "Voided rounds by reason code.", ["reason"])
+ROUNDS_STALLED = Counter(
+    "croupier_rounds_stalled_total",
+    "Rounds that had no input for CROUPIER_ROUND_STALL_SECONDS (a round_stalled event), by "
+    "table.", ["table"])
 TABLE_EVENTS = Counter("croupier_table_events_published_total",
                        "Table events appended to table.events, by event type.", ["type"])
 TABLE_EVENTS_REFUSED = Counter(

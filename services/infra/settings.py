@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from croupier.shared.topics import DEFAULT_PARTITIONS, DEFAULT_RETENTION_MS
@@ -161,7 +161,14 @@ class Settings(BaseSettings):
     input_max_ahead_seconds: float = Field(
         default=5.0, description="Dealer inputs dated further ahead than this are refused.")
     betting_timer_interval_seconds: float = Field(
-        default=0.5, description="How often dealer-event closes overdue betting windows.")
+        default=0.5, description="How often dealer-event closes overdue betting windows "
+                                 "(and looks for rounds left hanging).")
+    round_stall_seconds: float = Field(default=300.0, gt=0, description=(
+        "A round in progress with no input for this long is stalled: a `round_stalled` "
+        "significant event and the RoundStalled alert."))
+    round_abandon_seconds: float = Field(default=3600.0, gt=0, description=(
+        "A round in progress with no input for this long is voided by the platform "
+        "(`round_abandoned`): every stake is returned and a later input for it is refused."))
     max_amount_minor_units: int = Field(default=10**15, gt=0, description=(
         "The largest deposit or withdrawal an operator may make, in minor units."))
     input_max_bytes: int = Field(default=16 * 1024, gt=0, description=(
@@ -237,6 +244,15 @@ class Settings(BaseSettings):
         "The S3 archive's secret key."))
     archive_flush_seconds: float = Field(default=300.0, gt=0, description=(
         "The archiver closes a partition's segment after this long (or 50,000 records)."))
+
+    @model_validator(mode="after")
+    def _stall_before_abandon(self) -> Settings:
+        if self.round_abandon_seconds <= self.round_stall_seconds:
+            raise ValueError(
+                f"CROUPIER_ROUND_ABANDON_SECONDS ({self.round_abandon_seconds:g}) must be "
+                f"more than CROUPIER_ROUND_STALL_SECONDS ({self.round_stall_seconds:g}): a "
+                "round is first stalled, then abandoned")
+        return self
 
     @property
     def archive_location(self) -> str:

@@ -11,7 +11,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    TypeAdapter,
+    model_validator,
+)
 
 from croupier.shared.cards import Card
 from croupier.shared.events.canonical import canonical_bytes, hmac_hex, same_digest
@@ -19,6 +27,17 @@ from croupier.shared.events.ids import InputId, RoundId, ShoeId, TableId
 from croupier.shared.events.table import CorrectionReason, VoidReason
 
 Role = Literal["device", "supervisor"]
+
+
+def _not_the_platforms(reason: VoidReason) -> VoidReason:
+    if reason == VoidReason.ROUND_ABANDONED:
+        raise ValueError("reason round_abandoned is the platform's own: only dealer-event's "
+                         "timer voids a round with it (CROUPIER_ROUND_ABANDON_SECONDS)")
+    return reason
+
+
+# a reason a person may give (every VoidReason but the platform's own)
+GivenVoidReason = Annotated[VoidReason, AfterValidator(_not_the_platforms)]
 
 
 class InputBase(BaseModel):
@@ -97,7 +116,7 @@ class ScanCard(InputBase):
 class VoidRound(InputBase):
     command: Literal["void_round"] = "void_round"
     round_id: RoundId
-    reason_code: VoidReason
+    reason_code: GivenVoidReason
     reason_text: str = Field(min_length=1, max_length=500)
 
 
@@ -127,7 +146,7 @@ class AnnulRounds(InputBase):
     command: Literal["annul_rounds"] = "annul_rounds"
     round_id: RoundId
     scope: Literal["round", "rest_of_shoe"] = "round"
-    reason_code: VoidReason
+    reason_code: GivenVoidReason
     reason_text: str = Field(min_length=1, max_length=500)
 
 
@@ -166,7 +185,7 @@ class CloseTable(InputBase):
     the table where the profile says so."""
 
     command: Literal["close_table"] = "close_table"
-    reason_code: VoidReason = VoidReason.SYSTEM_FAILURE
+    reason_code: GivenVoidReason = VoidReason.SYSTEM_FAILURE
     reason_text: str = Field(min_length=1, max_length=500)
 
 

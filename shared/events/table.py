@@ -33,6 +33,10 @@ class VoidReason(StrEnum):
     CUT_CARD_IN_BURN = "cut_card_in_burn"  # seed 004 §3: the round is not started
     BURN_ERROR = "burn_error"  # seeds 000 §1, 004 §2
     MANAGEMENT_DECISION = "management_decision"  # seeds 000 §1, 004 §1: after review
+    # the platform's own decision: no input for CROUPIER_ROUND_ABANDON_SECONDS (an
+    # interrupted game's defined outcome; docs/decisions/abandoned-rounds.md). No input may
+    # name it: only dealer-event's timer decides it.
+    ROUND_ABANDONED = "round_abandoned"
     OTHER = "other"
 
 
@@ -186,6 +190,20 @@ class RoundVoided(TableEventBase):
     supervisor: str
 
 
+class RoundStalled(TableEventBase):
+    """A round in progress had no input for CROUPIER_ROUND_STALL_SECONDS: a significant
+    event for the floor (the device may be down, the dealer gone), recorded once per round.
+    Nothing about the round changes; if no input comes before CROUPIER_ROUND_ABANDON_SECONDS
+    the platform voids it (`round_abandoned`)."""
+
+    type: Literal["round_stalled"] = "round_stalled"
+    round_id: RoundId
+    last_input_at: AwareDatetime = Field(description="When the round's last input was "
+                                                     "decided (its event's occurred_at).")
+    quiet_seconds: int = Field(ge=0, description="How long no input had come, as the "
+                                                 "deciding worker measured it.")
+
+
 class RoundRedealt(TableEventBase):
     """Seed 000 §1: a burning error found before Player 1's second card. The round's cards
     so far are set aside, the deck is reshuffled and the same round is dealt again (burns
@@ -267,7 +285,7 @@ TableEvent = Annotated[
     ShoeStarted | ShoeStartBurned | CardBurned | CutCardReached | ShoeEnded | RoundOpened
     | BettingClosed | CardDealt | SurplusCardRecorded | RoundCompleted | RoundVoided
     | RoundAnnulled | RoundRedealt | MisdealCorrected | RoundCorrected | TableClosed
-    | TableReopened,
+    | TableReopened | RoundStalled,
     Field(discriminator="type"),
 ]
 TABLE_EVENT: TypeAdapter[TableEvent] = TypeAdapter(TableEvent)
