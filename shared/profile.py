@@ -120,6 +120,10 @@ class _ProfileBase(BaseModel):
     shoe_ends_on: tuple[VoidReason, ...] = ()
     table_closes_on: tuple[VoidReason, ...] = ()
     extra_card_ends_shoe: bool = False
+    # two or more cards drawn at once: `void` voids the hand (seed 002, report_two_cards as
+    # void_round two_cards_dealt); `card_rules` keeps the cards in the order they left the
+    # shoe, the hand's result follows the card rules, and the shoe ends after it (seed 004 §6)
+    two_cards_policy: Literal["void", "card_rules"] = "void"
     bets: dict[str, BetSpec] = Field(min_length=1)
 
     @model_validator(mode="before")
@@ -139,6 +143,10 @@ class _ProfileBase(BaseModel):
         if self.burn_error_policy == "redeal" and self.game != "triple_face":
             raise ValueError("burn_error_policy 'redeal' (before Player 1's second card) is a "
                              "Triple Face procedure")
+        if self.two_cards_policy == "card_rules" and "two_cards_dealt" in self.shoe_ends_on:
+            raise ValueError("two_cards_policy 'card_rules' never voids a hand for two cards "
+                             "drawn at once (the shoe ends after the round): drop "
+                             "'two_cards_dealt' from shoe_ends_on")
         return self
 
     @model_validator(mode="after")

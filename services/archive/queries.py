@@ -50,8 +50,8 @@ ROUND_SLACK_MS = 15 * 60_000  # a round's records lie within this of its first b
 DAY_MS = 86_400_000
 LARGE_WIN_DEFAULT = 1_000_000  # minor units won (returned - stake) that make a win "large"
 SIGNIFICANT_TABLE_EVENTS = ("round_voided", "round_annulled", "round_corrected", "misdeal_corrected",
-                            "round_stalled",
-                            "round_redealt", "table_closed", "table_reopened")
+                            "round_stalled", "round_redealt", "table_closed", "table_reopened",
+                            "two_cards_drawn")
 SIGNIFICANT_REFUSALS = ("unsigned", "bad_signature", "chain_corrupt", "role_not_allowed")
 
 

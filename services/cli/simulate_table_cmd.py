@@ -31,7 +31,7 @@ def sign_input(
                                             "end_shoe, open_round, close_betting, scan_card, "
                                             "void_round, report_misdeal, report_burn_error, "
                                             "annul_rounds, correct_round, expose_card, close_table, "
-                                            "reopen_table"),
+                                            "reopen_table, report_two_cards"),
     table: str = typer.Option(..., help="Table id."),
     field: list[str] = typer.Option([], "--set", help="A field as name=value (repeatable)."),
     role: str | None = typer.Option(None, help="device or supervisor (default by command)."),

@@ -33,6 +33,7 @@ from croupier.shared.events.table import (
     TableClosed,
     TableEventBase,
     TableReopened,
+    TwoCardsDrawn,
     VoidReason,
 )
 from croupier.shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile, load_profile
@@ -89,6 +90,8 @@ class TableRound:
     phase: str = "betting"  # betting -> dealing -> complete | voided
     cards: list[str] = field(default_factory=list)
     last_of_shoe: bool = False
+    # seed 004 §6: two or more cards came out at once; the shoe ends when this round does
+    shoe_cancelled: bool = False
     profile_version: int | None = None  # the rules the round opened under (RoundOpened)
     profile_digest: str | None = None
     # when the round's last input was decided (the occurred_at of its last event that names
@@ -174,6 +177,7 @@ class TableState:
                 "round_id": rnd.round_id, "number": rnd.round_number, "phase": rnd.phase,
                 "dealer": rnd.dealer, "betting_closes_at": rnd.betting_closes_at.isoformat(),
                 "cards": list(rnd.cards), "last_of_shoe": rnd.last_of_shoe,
+                "shoe_cancelled": rnd.shoe_cancelled,
             },
             "rounds_seen": len(self.round_status),
             "inputs_applied": len(self.applied_inputs),
@@ -313,6 +317,10 @@ def _misdeal_corrected(state: TableState, e: MisdealCorrected) -> None:
     pass  # recorded; the cards' order out of the shoe already placed them
 
 
+def _two_cards_drawn(state: TableState, e: TwoCardsDrawn) -> None:
+    _round(state).shoe_cancelled = True
+
+
 def _table_closed(state: TableState, e: TableClosed) -> None:
     state.closed = f"{e.reason_code}: {e.reason_text}"
 
@@ -354,4 +362,5 @@ _APPLY: dict[type[TableEventBase], Callable[[TableState, Any], None]] = {
     MisdealCorrected: _misdeal_corrected, RoundCorrected: _round_corrected,
     TableClosed: _table_closed,
     TableReopened: _table_reopened, RoundStalled: _round_stalled,
+    TwoCardsDrawn: _two_cards_drawn,
 }

@@ -39,6 +39,7 @@ from croupier.shared.events.inputs import (
     ReopenTable,
     ReportBurnError,
     ReportMisdeal,
+    ReportTwoCards,
     ScanCard,
     ShoeFirstCard,
     VoidRound,
@@ -65,6 +66,7 @@ from croupier.shared.events.table import (
     TableClosed,
     TableEventBase,
     TableReopened,
+    TwoCardsDrawn,
     VoidReason,
     seal,
 )
@@ -418,6 +420,8 @@ def _scan_card(em: _Emitter, inp: ScanCard, config: MachineConfig) -> None:
     cards = [parse_card(c) for c in rnd.cards]  # the fold appended the card to this round
     if cards_needed(shoe.rules, cards) == 0:
         em.emit(RoundCompleted, round_id=rnd.round_id, cards=tuple(cards))
+        if rnd.shoe_cancelled:  # seed 004 §6: the hand stood by the card rules; the shoe goes
+            em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason=_two_cards_shoe_end(rnd.round_id))
 
 
 def _void_round(em: _Emitter, inp: VoidRound, config: MachineConfig) -> None:
@@ -426,19 +430,29 @@ def _void_round(em: _Emitter, inp: VoidRound, config: MachineConfig) -> None:
         raise Refused("void_after_completion", f"round {inp.round_id} is complete and its "
                                                "result is final; it can no longer be voided")
     _not_ended(inp.round_id, status)
+    rules = _round_shoe(em.state).rules
+    if inp.reason_code == VoidReason.TWO_CARDS_DEALT and rules.two_cards_policy == "card_rules":
+        raise Refused("two_cards_by_card_rules", f"at profile {rules.name} two or more cards "
+                                                 "drawn at once do not void the hand (seed 004 "
+                                                 "§6): report them (report_two_cards); the "
+                                                 "hand's result follows the card rules and "
+                                                 "the shoe ends after it")
     _void(em, inp.round_id, inp.reason_code, inp.reason_text, inp.signer)
 
 
 def _void(em: _Emitter, round_id: str, reason: VoidReason, text: str, supervisor: str) -> None:
     """Void the round in progress; the profile says which reasons also end the shoe or
     close the table (seeds 002 and 004 §4)."""
-    shoe = _round_shoe(em.state)
+    shoe, rnd = _round_shoe(em.state), em.state.round
     rules, shoe_id = shoe.rules, shoe.shoe_id
+    cancelled = rnd is not None and rnd.round_id == round_id and rnd.shoe_cancelled
     em.emit(RoundVoided, round_id=round_id, reason_code=reason, reason_text=text,
             supervisor=supervisor)
     if reason in rules.shoe_ends_on:
         em.emit(ShoeEnded, shoe_id=shoe_id, reason=f"round voided ({reason}): the shoe is "
                                                    "replaced")
+    elif cancelled:  # two cards drawn at once earlier in the round cancelled the shoe
+        em.emit(ShoeEnded, shoe_id=shoe_id, reason=_two_cards_shoe_end(round_id))
     if reason in rules.table_closes_on:
         em.emit(TableClosed, reason_code=reason, reason_text=text, supervisor=supervisor)
 
@@ -462,6 +476,37 @@ def _report_misdeal(em: _Emitter, inp: ReportMisdeal, config: MachineConfig) -> 
                 reason_text=inp.reason_text, supervisor=inp.signer)
     else:
         _void(em, rnd.round_id, VoidReason.MISDEAL, inp.reason_text, inp.signer)
+
+
+def _report_two_cards(em: _Emitter, inp: ReportTwoCards, config: MachineConfig) -> None:
+    """Two or more cards came out of the shoe at once. Seed 002 voids the round and replaces
+    the shoe ("putaran tersebut akan dibatalkan ... kotak kartu (shoe) terkait akan
+    diganti"). Seed 004 §6 keeps the hand: "hasil dari kesalahan pada hand akan tergantung
+    pada peraturan kartu permainan and shoe ... akan di batalkan": the cards count in the
+    order they left the shoe, the round completes by the card rules and is settled, and the
+    shoe ends after it (at once, when the round is already complete)."""
+    rnd = _dealt_round(em.state, inp.round_id)
+    shoe = _round_shoe(em.state)
+    if shoe.rules.two_cards_policy == "void":
+        if rnd.phase == "complete":
+            raise Refused("void_after_completion", f"round {rnd.round_id} is complete and its "
+                                                   "result is final; a card drawn after it "
+                                                   "is a surplus card (scan it)")
+        _void(em, rnd.round_id, VoidReason.TWO_CARDS_DEALT, inp.reason_text, inp.signer)
+        return
+    if rnd.shoe_cancelled:
+        raise Refused("two_cards_already_reported", f"two cards drawn at once in round "
+                                                    f"{rnd.round_id} were already reported; "
+                                                    "the shoe ends with the round")
+    em.emit(TwoCardsDrawn, round_id=rnd.round_id, reason_text=inp.reason_text,
+            supervisor=inp.signer)
+    if rnd.phase == "complete":
+        em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason=_two_cards_shoe_end(rnd.round_id))
+
+
+def _two_cards_shoe_end(round_id: str) -> str:
+    return (f"two or more cards drawn at once in round {round_id}: the hand stands by the "
+            "card rules, the shoe is cancelled (seed 004 §6)")
 
 
 def _report_burn_error(em: _Emitter, inp: ReportBurnError, config: MachineConfig) -> None:
@@ -725,6 +770,7 @@ _DECIDE: dict[type[InputBase], Callable[..., None]] = {
     EndShoe: _end_shoe, OpenRound: _open_round, CloseBetting: _close_betting,
     ScanCard: _scan_card, VoidRound: _void_round, ReportMisdeal: _report_misdeal,
     ReportBurnError: _report_burn_error, AnnulRounds: _annul_rounds,
+    ReportTwoCards: _report_two_cards,
     CorrectRound: _correct_round, ExposeCard: _expose_card, CloseTable: _close_table,
     ReopenTable: _reopen_table,
 }

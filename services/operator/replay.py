@@ -55,6 +55,7 @@ from croupier.shared.events.table import (
     RoundVoided,
     SurplusCardRecorded,
     TableEventBase,
+    TwoCardsDrawn,
 )
 from croupier.shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
 from croupier.shared.profile import (
@@ -198,6 +199,10 @@ def _describe(event: TableEventBase) -> str:
             return f"round complete with {len(event.cards)} cards"
         case RoundVoided():
             return f"VOIDED by {event.supervisor}: {event.reason_code} - {event.reason_text}"
+        case TwoCardsDrawn():
+            return (f"TWO OR MORE CARDS DRAWN AT ONCE, reported by {event.supervisor}: "
+                    f"{event.reason_text}; the hand stands by the card rules, the shoe is "
+                    "cancelled (seed 004 §6)")
         case RoundRedealt():
             return (f"REDEALT by {event.supervisor}: {event.reason_text}; set aside "
                     f"{' '.join(map(str, event.set_aside)) or 'no cards'}")

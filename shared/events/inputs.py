@@ -138,6 +138,16 @@ class ReportBurnError(InputBase):
     reason_text: str = Field(min_length=1, max_length=500)
 
 
+class ReportTwoCards(InputBase):
+    """Two or more cards came out of the shoe at once in a round: the profile's
+    `two_cards_policy` voids the hand (seed 002) or keeps it, its result by the card rules,
+    and ends the shoe after it (seed 004 §6)."""
+
+    command: Literal["report_two_cards"] = "report_two_cards"
+    round_id: RoundId
+    reason_text: str = Field(min_length=1, max_length=500)
+
+
 class AnnulRounds(InputBase):
     """Management's void of a completed round, or of the rest of a shoe: every completed
     round of that shoe from `round_id` on, and no further round of it (seeds 000 §1,
@@ -197,7 +207,7 @@ class ReopenTable(InputBase):
 DealerInput = Annotated[
     NewShoe | ShoeFirstCard | Burn | CutCard | EndShoe | OpenRound | CloseBetting | ScanCard
     | VoidRound | ReportMisdeal | ReportBurnError | AnnulRounds | CorrectRound | ExposeCard
-    | CloseTable | ReopenTable,
+    | CloseTable | ReopenTable | ReportTwoCards,
     Field(discriminator="command"),
 ]
 DEALER_INPUT: TypeAdapter[DealerInput] = TypeAdapter(DealerInput)
@@ -206,7 +216,7 @@ INPUT_TYPES: tuple[type[InputBase], ...] = get_args(get_args(DealerInput)[0])
 SUPERVISOR_ONLY = frozenset({"new_shoe", "end_shoe", "void_round", "report_misdeal",
                              "report_burn_error", "annul_rounds", "correct_round",
                              "close_table",
-                             "reopen_table"})
+                             "reopen_table", "report_two_cards"})
 
 
 def make_input(command_type: type[InputBase], *, key: bytes, sent_at: datetime,

@@ -227,6 +227,19 @@ class MisdealCorrected(TableEventBase):
     supervisor: str
 
 
+class TwoCardsDrawn(TableEventBase):
+    """Two or more cards came out of the shoe at once, at a table whose sheet keeps the hand
+    (seed 004 §6: "hasil dari kesalahan pada hand akan tergantung pada peraturan kartu
+    permainan and shoe ... akan di batalkan"). The cards count in the order they left the
+    shoe, the round completes by the card rules and is settled on its result; the shoe is
+    cancelled: `shoe_ended` follows the round's end."""
+
+    type: Literal["two_cards_drawn"] = "two_cards_drawn"
+    round_id: RoundId
+    reason_text: str = Field(min_length=1, max_length=500)
+    supervisor: str
+
+
 class TableClosed(TableEventBase):
     """The table is out of play (seed 002: an operator system failure) until a supervisor
     reopens it."""
@@ -285,7 +298,7 @@ TableEvent = Annotated[
     ShoeStarted | ShoeStartBurned | CardBurned | CutCardReached | ShoeEnded | RoundOpened
     | BettingClosed | CardDealt | SurplusCardRecorded | RoundCompleted | RoundVoided
     | RoundAnnulled | RoundRedealt | MisdealCorrected | RoundCorrected | TableClosed
-    | TableReopened | RoundStalled,
+    | TableReopened | RoundStalled | TwoCardsDrawn,
     Field(discriminator="type"),
 ]
 TABLE_EVENT: TypeAdapter[TableEvent] = TypeAdapter(TableEvent)

@@ -96,6 +96,14 @@ class WalletPlayers:
         wait_for(is_open, f"round {round_id} open in the wallet's view")
 
 
+class WalletAt(WalletPlayers):
+    """Players at a wallet already running at `base_url` (a test module's own services)."""
+
+    def __init__(self, base_url: str) -> None:
+        self.http = httpx.Client(base_url=base_url, timeout=30)
+        self.tokens = {}
+
+
 class Platform(WalletPlayers):
     def __init__(self, bootstrap: str, home, wallet_port: int, settlement_port: int,
                  env: dict[str, str] | None = None) -> None:

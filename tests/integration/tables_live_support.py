@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
@@ -75,6 +76,20 @@ def running_workers(bootstrap: str, home: Path, workers: dict[str, int], **env: 
     finally:
         for proc in procs.values():
             proc.stop()
+
+
+def table_and_money_fixture(home_name: str):
+    """A test module's `services` fixture: dealer-event, game-evaluation, bet-settlement and
+    the wallet as processes (in a fresh home named after `home_name`), started once for the
+    module, with a 60-second betting window (a supervisor closes it early, with a reason)."""
+    @pytest.fixture(scope="module")
+    def services(platform_kafka: str, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Iterator[dict[str, ServiceProcess]]:
+        with running_services(platform_kafka, tmp_path_factory.mktemp(home_name),
+                              ["dealer-event", "game-evaluation", "bet-settlement", "wallet"],
+                              CROUPIER_BETTING_WINDOW_SECONDS="60") as procs:
+            yield procs
+    return services
 
 
 def rounds_from_events(events) -> tuple[dict[str, list], set[str], set[str]]:

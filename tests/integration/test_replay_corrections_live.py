@@ -8,10 +8,8 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import UTC, datetime
-from pathlib import Path
 from types import SimpleNamespace
 
-import httpx
 import pytest
 
 from croupier.services.operator.replay_service import ReplayRequest, run_replay
@@ -27,8 +25,8 @@ from croupier.shared.events.inputs import (
 from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
 from croupier.shared.settlement import Bet, settle
-from tests.integration.money_support import WalletPlayers, read_topic, wait_for
-from tests.integration.tables_live_support import HandDriver, running_services
+from tests.integration.money_support import WalletAt, read_topic, wait_for
+from tests.integration.tables_live_support import HandDriver, table_and_money_fixture
 
 pytestmark = pytest.mark.kafka
 
@@ -37,26 +35,14 @@ DEALT = "KS,8H,QD,KC"  # Player 0 against a natural Banker 8: banker wins
 CORRECTED = "9S,8H,QD,KC"  # the first card was a 9S (the video): a natural Player 9 wins
 
 
-class _Players(WalletPlayers):
-    def __init__(self, base_url: str) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=30)
-        self.tokens = {}
-
-
-@pytest.fixture(scope="module")
-def services(platform_kafka, tmp_path_factory):
-    home: Path = tmp_path_factory.mktemp("corrections-home")
-    with running_services(platform_kafka, home, ["dealer-event", "game-evaluation",
-                                                 "bet-settlement", "wallet"],
-                          CROUPIER_BETTING_WINDOW_SECONDS="60") as procs:
-        yield procs
+services = table_and_money_fixture("corrections-home")
 
 
 def test_seed004_s5_a_correction_turns_a_banker_win_into_a_player_win_moves_exactly_the_differences_and_replays_to_match(  # noqa: E501
         services, platform_kafka):
     table_id, round_id = f"COR-{uuid.uuid4().hex[:6]}", "R1"
     table = HandDriver(services["dealer-event"].base_url, table_id)
-    wallet = _Players(services["wallet"].base_url)
+    wallet = WalletAt(services["wallet"].base_url)
     deposit = 100_000
     alice, bob = wallet.player(f"cor-alice-{table_id}", deposit), \
         wallet.player(f"cor-bob-{table_id}", deposit)

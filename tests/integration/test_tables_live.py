@@ -34,6 +34,7 @@ from croupier.shared.events.inputs import (
     NewShoe,
     OpenRound,
     ReopenTable,
+    ReportTwoCards,
     ScanCard,
     ShoeFirstCard,
     VoidRound,
@@ -101,6 +102,7 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
     bac = HandDriver(services["dealer-event"].base_url, _table("BAD"))
     tf = HandDriver(services["dealer-event"].base_url, _table("BADTF"))
     six = HandDriver(services["dealer-event"].base_url, _table("BADSIX"))
+    two = HandDriver(services["dealer-event"].base_url, _table("BAD2C"))
     mk = bac.make.make
     seen: list[str] = []
 
@@ -158,10 +160,13 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
     bac.ok(ScanCard, round_id="R2", card=parse_card("7S"))
     refused(bac, Burn, card=parse_card("8S"))
     refused(bac, ExposeCard, card=parse_card("8D"))  # during the deal: §4's void, not §6
-    void = mk(VoidRound, round_id="R2", reason_code="card_dropped", reason_text="card fell")
+    # seed 004 §6: two cards drawn at once keep the hand (report_two_cards), never void it
+    refused(bac, VoidRound, round_id="R2", reason_code="two_cards_dealt", reason_text="2 out")
+    # management's void: the shoe goes on at this table (a dropped card would end it, §7)
+    void = mk(VoidRound, round_id="R2", reason_code="misdeal", reason_text="not correctable")
     assert bac.send(void)["status"] == "accepted"
     seen.append(bac.send(void)["reason_code"])
-    refused(bac, VoidRound, round_id="R2", reason_code="misdeal", reason_text="again")
+    refused(bac, VoidRound, round_id="R2", reason_code="other", reason_text="again")
     refused(bac, ScanCard, round_id="R2", card=parse_card("7H"))
     bac.ok(CutCard)
     refused(bac, CutCard)
@@ -186,6 +191,14 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
     six.ok(VoidRound, round_id="R1", reason_code="system_failure", reason_text="server down")
     refused(six, OpenRound, round_id="R2", dealer="Dewi")  # the table is closed
     six.ok(ReopenTable, reason_text="server restored")
+
+    two.ok(NewShoe, shoe_id="S1", profile="baccarat-big-small")
+    two.ok(ShoeFirstCard, card=parse_card("5H"))
+    two.ok(Burn)
+    two.ok(OpenRound, round_id="R1", dealer="Ayu")
+    two.close("R1")
+    two.ok(ReportTwoCards, round_id="R1", reason_text="two cards came out together")
+    refused(two, ReportTwoCards, round_id="R1", reason_text="again")
 
     codes = Counter(seen)
     assert len(codes) == len(seen), f"each bad input has its own code: {codes}"
@@ -212,9 +225,10 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
 
     status, body = bac.post(b'{"table_id": "' + bac.table_id.encode() + b'", "command": "x"}')
     assert status == 400 and "command" in body["message"]
-    recorded = rejections(platform_kafka, {bac.table_id, tf.table_id, six.table_id, "unknown"})
+    recorded = rejections(platform_kafka, {bac.table_id, tf.table_id, six.table_id,
+                                           two.table_id, "unknown"})
     assert set(codes) <= {r.reason_code for r in recorded if bac.table_id in r.raw
-                          or r.table_id in (tf.table_id, six.table_id)}
+                          or r.table_id in (tf.table_id, six.table_id, two.table_id)}
     assert any(r.reason_code == "malformed_input" and r.table_id == bac.table_id
                for r in recorded), "a readable table id keys the rejection to its table"
     assert all(r.message for r in recorded)

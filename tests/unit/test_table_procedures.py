@@ -31,6 +31,7 @@ from croupier.shared.events.inputs import (
     ReopenTable,
     ReportBurnError,
     ReportMisdeal,
+    ReportTwoCards,
     ScanCard,
     ShoeFirstCard,
     VoidRound,
@@ -368,6 +369,15 @@ def test_seed002_two_cards_at_once_voids_the_round_and_replaces_the_shoe():
         assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "no_shoe"
         assert types(t.ok(NewShoe, shoe_id="S2", profile="sbo-baccarat")) == ["shoe_started"]
         assert_rebuilds(t)
+    # report_two_cards is the same void at a table whose profile voids (two_cards_policy)
+    t.round("R2", "9S")
+    events = t.ok(ReportTwoCards, round_id="R2", reason_text="two cards came out together")
+    assert types(events) == ["round_voided", "shoe_ended"]
+    assert events[0].reason_code == "two_cards_dealt"
+    t.shoe("sbo-baccarat", shoe_id="S3")
+    t.round("R3", "9S,2H,KD,5C")  # complete: a card after it is a surplus card, not a void
+    assert t.refused(ReportTwoCards, round_id="R3", reason_text="late") == "void_after_completion"
+    assert_rebuilds(t)
 
 
 def test_seed002_an_extra_card_after_the_game_stands_and_replaces_the_shoe():
@@ -392,6 +402,78 @@ def test_seed004_s4_an_exposed_card_voids_the_hand_and_the_shoe():
     events = t.ok(VoidRound, round_id="R1", reason_code="card_exposed", reason_text="flashed")
     assert types(events) == ["round_voided", "shoe_ended"]
     assert t.refused(Burn) == "no_shoe"
+
+
+def test_seed004_s6_two_cards_drawn_at_once_the_hand_follows_the_card_rules_and_the_shoe_ends():
+    """"Jika 2 kartu atau lebih yang ditaraik, hasil dari kesalahan pada hand akan tergantung
+    pada peraturan kartu permainan and shoe yang alaoin akan di batalkan": the cards count in
+    the order they left the shoe, the round completes and is settled on its result, and the
+    shoe ends after it (no void, no refund)."""
+    t = big_small()
+    t.round("R1", "9S,2H", burns=1)  # 9S and 2H came out of the shoe together
+    events = t.ok(ReportTwoCards, round_id="R1", reason_text="9S and 2H drawn together")
+    assert types(events) == ["two_cards_drawn"] and events[0].supervisor == "supervisor-1"
+    assert t.refused(ReportTwoCards, round_id="R1", reason_text="again") \
+        == "two_cards_already_reported"
+    assert t.refused(ReportTwoCards, role="device", round_id="R1",
+                     reason_text="x") == "role_not_allowed"
+    assert t.refused(VoidRound, round_id="R1", reason_code="two_cards_dealt",
+                     reason_text="x") == "two_cards_by_card_rules"  # the sheet keeps the hand
+    assert t.state.round.phase == "dealing"  # the deal goes on by the card rules
+    assert types(scan(t, "R1", "KD")) == ["card_dealt"]
+    assert types(scan(t, "R1", "5C")) == ["card_dealt", "round_completed", "shoe_ended"]
+    assert "seed 004 §6" in t.events[-1].reason
+    assert t.state.round_status["R1"] == "completed"
+    [published] = results_of(t)  # P 9S KD = 9, B 2H 5C = 7: Player, with 4 cards (Small)
+    assert published.result.winner == "player" and len(published.cards) == 4
+    bets = [placed("p", bet="player", stake=1000), placed("b", bet="banker", stake=1000),
+            placed("s", bet="small", stake=2000), placed("g", bet="big", stake=1000)]
+    assert [(x.bet_id, x.outcome, x.returned) for x in settled(t, "R1", bets)] == [
+        ("p", "win", 2000), ("b", "lose", 0), ("s", "win", 5000), ("g", "lose", 0)]
+    assert t.refused(OpenRound, round_id="R2", dealer="Ayu") == "no_shoe"  # cancelled
+    # reported once the round is complete: the shoe ends at once
+    t.ok(NewShoe, shoe_id="S2", profile="baccarat-big-small")
+    t.ok(ShoeFirstCard, card=parse_card("5H"))
+    t.round("R2", "9S,2H,KD,5C", burns=1)
+    events = t.ok(ReportTwoCards, round_id="R2", reason_text="KD and 5C came out together")
+    assert types(events) == ["two_cards_drawn", "shoe_ended"]
+    assert t.state.round_status["R2"] == "completed"
+    # a reported round voided for another reason (management's misdeal void keeps the shoe
+    # at this table): the shoe is cancelled all the same
+    t.ok(NewShoe, shoe_id="S3", profile="baccarat-big-small")
+    t.ok(ShoeFirstCard, card=parse_card("5H"))
+    t.round("R3", "9S,2H", burns=1)
+    t.ok(ReportTwoCards, round_id="R3", reason_text="drawn together")
+    events = t.ok(VoidRound, round_id="R3", reason_code="misdeal", reason_text="not correctable")
+    assert types(events) == ["round_voided", "shoe_ended"]
+    t.ok(NewShoe, shoe_id="S4", profile="baccarat-big-small")
+    t.ok(ShoeFirstCard, card=parse_card("5H"))
+    t.ok(Burn)
+    t.ok(OpenRound, round_id="R4", dealer="Ayu")  # not before the deal
+    assert t.refused(ReportTwoCards, round_id="R4", reason_text="x") == "round_not_in_progress"
+    assert_rebuilds(t)
+
+
+def test_seed004_s7_a_card_dropped_out_of_sight_during_the_deal_voids_the_hand_and_the_shoe():
+    """"Kartu yang terjatuh di luar jangkauan kamera selama pembagaian akan di gunakan kembali
+    hanya jika terbuka sebelum terlihat. Sebaliknya hamd tertentu akan di batalkan dan
+    beberapa shou akan di ulang kembali": the hand is voided (every bet refunded) and the
+    shoe is done again (a new shoe). A card that fell during the burns, or one seen before it
+    fell, is picked up and used: nothing is reported, the deal goes on."""
+    t = big_small()
+    t.round("R1", "9S,2H,KD,5C", burns=1)
+    t.round("R2", "9S,2H", burns=1)
+    events = t.ok(VoidRound, round_id="R2", reason_code="card_dropped",
+                  reason_text="the third card fell out of sight face down")
+    assert types(events) == ["round_voided", "shoe_ended"]
+    bets = [placed("p", bet="player", stake=1000, round_id="R2"),
+            placed("g", bet="big", stake=3000, round_id="R2")]
+    assert [(x.bet_id, x.outcome, x.returned) for x in settled(t, "R2", bets)] == [
+        ("p", "void_refund", 1000), ("g", "void_refund", 3000)]
+    assert t.state.round_status == {"R1": "completed", "R2": "voided"}
+    assert t.refused(OpenRound, round_id="R3", dealer="Ayu") == "no_shoe"
+    assert types(t.ok(NewShoe, shoe_id="S2", profile="baccarat-big-small")) == ["shoe_started"]
+    assert_rebuilds(t)
 
 
 def test_seed004_s6_a_card_exposed_by_accident_outside_the_deal_is_the_next_games_burn():
@@ -607,6 +689,28 @@ def test_seed002_super_six_only_on_no_commission_tables():
         parse_profile(commission)
 
 
+def test_seed001_triple_face_jp_takes_tie_and_pair_plus_from_seed000():
+    """Seed 001 names the odds of neither ("各ベットのオッズとペアプラスはPAYOFFをご覧ください";
+    "ペアプラスのオッズは以下の通りです" is followed by no table): triple-face-jp pays what seed
+    000 states, "Taruhan Side Bet untuk TIE pembayarannya adalah 8 : 1" and "Straight Flush
+    40:1 Three of a Kind 30:1 Straight 6:1 Flush 3:1 Pairs 1:1" (a decision; procedures.md
+    §13.3)."""
+    jp, id_ = load_profile("triple-face-jp"), load_profile("triple-face-id")
+    for bet in ("tie", "pair_plus"):
+        assert jp.bets[bet].pays == id_.bets[bet].pays, bet
+    assert {line: (f.num, f.den) for line, f in jp.bets["pair_plus"].pays.items()} == {
+        "straight_flush": (40, 1), "three_of_a_kind": (30, 1), "straight": (6, 1),
+        "flush": (3, 1), "pair": (1, 1)}
+    assert {line: (f.num, f.den) for line, f in jp.bets["tie"].pays.items()} == {"win": (8, 1)}
+    assert "three_knights" not in jp.bets  # seed 001 lists Win, Lose, Tie, Pair Plus only
+
+
+def test_two_cards_by_the_card_rules_never_voids_for_them():
+    data = _profile_data("baccarat-big-small")
+    with pytest.raises(ProfileError, match="two_cards_policy"):
+        parse_profile({**data, "shoe_ends_on": ["card_exposed", "two_cards_dealt"]})
+
+
 def test_burn_error_policy_fits_the_burn_count():
     data = _profile_data("sbo-baccarat")
     with pytest.raises(ProfileError, match="burn_error_policy"):
@@ -623,7 +727,7 @@ SHEETS = {  # profile: burns, decks, timer, misdeal, burn error, shoe ends on, t
     "sbo-baccarat": (0, 8, 30, "correct", "none", {"two_cards_dealt", "card_dropped"}),
     "sbo-super-six": (0, 8, 30, "correct", "none", {"two_cards_dealt", "card_dropped"}),
     "sbo-tiger": (0, 8, 30, "correct", "none", {"two_cards_dealt", "card_dropped"}),
-    "baccarat-big-small": (1, 8, 30, "correct", "void", {"card_exposed", "two_cards_dealt"}),
+    "baccarat-big-small": (1, 8, 30, "correct", "void", {"card_exposed", "card_dropped"}),
     "triple-face-id": (4, 1, 30, "correct", "redeal", set()),
     "triple-face-jp": (0, 1, 30, "void", "none", set()),
 }
@@ -640,6 +744,9 @@ def test_each_seed_profile_states_its_burns_decks_timer_and_void_policy():
         assert set(profile.shoe_ends_on) == shoe_ends, name
         assert set(profile.table_closes_on) == {"system_failure"}, name
         assert profile.extra_card_ends_shoe == name.startswith("sbo-"), name
+        # seed 004 §6 keeps the hand of two cards drawn at once; the others void it
+        assert profile.two_cards_policy == (
+            "card_rules" if name == "baccarat-big-small" else "void"), name
 
 
 # --- issue 19 item 7: clauses that already worked, now named -------------------------------
