@@ -84,3 +84,50 @@ def refusal(table_id: str, input_id: str, at: datetime, code: str) -> Record:
 def _event(e: TableEventBase) -> Record:
     return ("table.events", e.table_id, e.model_dump_json().encode(),
             int(e.occurred_at.timestamp() * 1000))
+
+
+def expected_dealers(f: StatsFloor) -> dict[str, dict[str, object]]:
+    """What `croupier stats` must say of the floor's dealers (the whole floor in range)."""
+    return {
+        # four rounds a minute apart, one corrected; two refusals in her time (and a resend)
+        f.ana: {"rounds": 4, "hands": 4, "hands_per_hour": 60.0, "voids": 0,
+                "refused_inputs": 2, "corrections": 1, "voids_per_100_rounds": 0.0,
+                "refused_inputs_per_100_rounds": 50.0, "corrections_per_100_rounds": 25.0},
+        # two rounds (the second annulled after it completed: still a hand), one voided:
+        # 60 s + 59 s to the next opening, then the voided round's own second
+        f.budi: {"rounds": 3, "hands": 2, "hands_per_hour": 60.0, "voids": 1,
+                 "refused_inputs": 1, "corrections": 0, "voids_per_100_rounds": 33.33,
+                 "refused_inputs_per_100_rounds": 33.33, "corrections_per_100_rounds": 0.0},
+        # four rounds 90 s apart, the last 6 s from opening to completion: 276 s
+        f.citra: {"rounds": 4, "hands": 4, "hands_per_hour": round(4 * 3600 / 276, 1),
+                  "voids": 0, "refused_inputs": 1, "corrections": 0,
+                  "voids_per_100_rounds": 0.0, "refused_inputs_per_100_rounds": 25.0,
+                  "corrections_per_100_rounds": 0.0},
+    }
+
+
+def expected_tables(f: StatsFloor) -> dict[str, dict[str, object]]:
+    """What `croupier stats` must say of the floor's tables, from the settlements standing
+    (the annulled round's left out, a corrected round's settled again) and each bet's exact
+    RTP."""
+    from croupier.shared.profile import load_profile
+    from croupier.shared.rtp import exact_rtp
+
+    edges = {bet: float(b.house_edge)
+             for bet, b in exact_rtp(load_profile("sbo-baccarat")).bets.items()}
+    standing = {}
+    for rec in f.rounds:
+        if rec.round_id.endswith("-5"):  # annulled
+            continue
+        for s in rec.settlements:
+            if s.type == "bet_settled":
+                standing[s.bet_id] = s  # a settlement again replaces the one reversed
+    out = {}
+    for table, rounds in ((f.table_a, 7), (f.table_b, 4)):  # table A's voided round counts
+        mine = [s for s in standing.values() if s.table_id == table]
+        stake, returned = sum(s.stake for s in mine), sum(s.returned for s in mine)
+        out[table] = {"rounds": rounds, "currency": "IDR", "bets": len(mine), "stake": stake,
+                      "returned": returned, "hold": round((stake - returned) / stake, 6),
+                      "theoretical_hold": round(sum(s.stake * edges[s.bet] for s in mine)
+                                                / stake, 6)}
+    return out

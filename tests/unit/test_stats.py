@@ -25,7 +25,7 @@ from croupier.services.infra.archive_store import DirectoryStore
 from croupier.shared.profile import load_profile
 from croupier.shared.rtp import exact_rtp
 from tests.archive_builder import archive_records
-from tests.stats_floor import stats_floor
+from tests.stats_floor import expected_dealers, expected_tables, stats_floor
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 MIN = 60_000
@@ -128,43 +128,17 @@ def test_the_figures_of_each_dealer_of_a_known_floor(floor):
     queries, f = floor
     dealers = {d["dealer"]: d for d in queries.stats()["dealers"]}
     assert set(dealers) == {f.ana, f.budi, f.citra}
-    ana, budi, citra = dealers[f.ana], dealers[f.budi], dealers[f.citra]
-    # Ana: four rounds a minute apart, one corrected; two refusals in her time (and a resend)
-    assert {k: ana[k] for k in ("rounds", "hands", "voids", "refused_inputs", "corrections",
-                                "hands_per_hour", "corrections_per_100_rounds",
-                                "refused_inputs_per_100_rounds")} == {
-        "rounds": 4, "hands": 4, "voids": 0, "refused_inputs": 2, "corrections": 1,
-        "hands_per_hour": 60.0, "corrections_per_100_rounds": 25.0,
-        "refused_inputs_per_100_rounds": 50.0}
-    # Budi: two rounds (the second annulled: still a hand dealt) and one voided
-    assert (budi["rounds"], budi["hands"], budi["voids"], budi["refused_inputs"]) == (3, 2, 1, 1)
-    assert budi["voids_per_100_rounds"] == 33.33 and budi["hands_per_hour"] == 60.0
-    # Citra: 4 rounds 90 s apart, the last one 6 s long (open to complete): 276 s
-    assert citra["hands_per_hour"] == round(4 * 3600 / 276, 1)
-    assert citra["refused_inputs"] == 1 and citra["tables"] == [f.table_b]
+    for name, expected in expected_dealers(f).items():
+        assert {k: dealers[name][k] for k in expected} == expected, name
+    assert dealers[f.citra]["tables"] == [f.table_b]
 
 
 def test_the_figures_of_each_table_of_a_known_floor(floor):
     queries, f = floor
     tables = {t["table_id"]: t for t in queries.stats()["tables"]}
-    a, b = tables[f.table_a], tables[f.table_b]
-    assert (a["rounds"], b["rounds"]) == (7, 4)  # the voided round is a round
-    standing = {}
-    for rec in f.rounds:
-        if rec.round_id.endswith("-5"):  # annulled: its bets take no part
-            continue
-        for s in rec.settlements:
-            if s.type == "bet_settled":
-                standing[s.bet_id] = s  # after a correction: its settlement again
-    for row, table in ((a, f.table_a), (b, f.table_b)):
-        mine = [s for s in standing.values() if s.table_id == table]
-        stake, returned = sum(s.stake for s in mine), sum(s.returned for s in mine)
-        assert (row["bets"], row["stake"], row["returned"]) == (len(mine), stake, returned)
-        assert row["hold"] == round((stake - returned) / stake, 6)
-        report = exact_rtp(load_profile("sbo-baccarat"))
-        edge = sum(s.stake * float(report.bets[s.bet].house_edge) for s in mine) / stake
-        assert row["theoretical_hold"] == round(edge, 6)
-        assert row["currency"] == "IDR" and row["z"] is not None
+    for table, expected in expected_tables(f).items():
+        assert {k: tables[table][k] for k in expected} == expected, table
+        assert tables[table]["z"] is not None
 
 
 def test_the_range_takes_the_rounds_opened_in_it(floor):
