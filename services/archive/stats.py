@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from croupier.shared.events.rejections import NOT_THE_DEALERS
+
 if TYPE_CHECKING:
     from croupier.services.archive.queries import ArchiveQueries
 
@@ -34,8 +36,6 @@ BREAK_MS = 15 * 60_000
 # refused inputs are given to the dealer of the round last opened before them: look this
 # far before `from` for it
 DEALER_LOOK_BACK_MS = 86_400_000
-# not the dealer's input refused but the device's resend of one already applied
-NOT_COUNTED_REFUSALS = ("duplicate_input",)
 CORRECTION_EVENTS = ("round_corrected", "misdeal_corrected")
 DEALER_COLUMNS = ("dealer", "rounds", "hands", "hours", "hands_per_hour", "voids",
                   "refused_inputs", "corrections", "voids_per_100_rounds",
@@ -171,8 +171,8 @@ def table_figures(rounds: dict[str, int], bets: Sequence[dict[str, Any]], exact:
         groups[(row["table_id"], row["currency"])].append(row)
     out = []
     for table_id in sorted(set(rounds) | {t for t, _ in groups}):
-        currencies = sorted(c for t, c in groups if t == table_id) or [None]
-        for currency in currencies:
+        currencies: list[str | None] = [*sorted(c for t, c in groups if t == table_id)]
+        for currency in currencies or [None]:
             rows = groups.get((table_id, currency), []) if currency else []
             stake = sum(int(r["stake"]) for r in rows)
             returned = sum(int(r["returned"]) for r in rows)
@@ -231,7 +231,7 @@ def read_stats(q: ArchiveQueries, since: datetime | None, until: datetime | None
     refused = {row["dealer"] or "(none)": int(row["n"]) for row in q.rows(f"""
         WITH r AS (SELECT table_id, timestamp_ms AS at FROM dealer_rejections
                    WHERE type = 'input_refused' AND timestamp_ms >= $lo AND timestamp_ms < $hi
-                     AND NOT list_contains({list(NOT_COUNTED_REFUSALS)},
+                     AND NOT list_contains({list(NOT_THE_DEALERS)},
                                            json_extract_string(v, '$.reason_code'))),
         o AS (SELECT table_id, timestamp_ms AS at, json_extract_string(v, '$.dealer') AS dealer
               FROM table_events WHERE type = 'round_opened')
