@@ -67,6 +67,7 @@ class RecordedRound:
     corrections: list[RoundCorrected] = field(default_factory=list)
     corrected_results: list[RoundResultPublished] = field(default_factory=list)
     operator_calls: list[OperatorCallRecord] = field(default_factory=list)
+    dealer: str = "Ana"
 
     def __post_init__(self) -> None:
         version = self.profile_version or pinned(self.profile)[0]
@@ -76,7 +77,7 @@ class RecordedRound:
         cards = parse_cards(self.cards)
         self._add(ShoeStarted, shoe_id="S1", profile=self.profile, decks=profile.decks)
         self._add(RoundOpened, shoe_id="S1", round_id=self.round_id, round_number=1,
-                  dealer="Ana", profile=self.profile, betting_closes_at=self.t0 + timedelta(seconds=30),
+                  dealer=self.dealer, profile=self.profile, betting_closes_at=self.t0 + timedelta(seconds=30),
                   **pins)
         balances = {p: 100_000 for p in self.players}
         for bet_id, player, bet, stake in self.bets:
@@ -98,7 +99,7 @@ class RecordedRound:
         outcome = evaluate_round(profile, cards)
         self.result = RoundResultPublished(
             result_id=result_id(self.table_id, self.round_id), table_id=self.table_id,
-            round_id=self.round_id, shoe_id="S1", profile=self.profile, dealer="Ana",
+            round_id=self.round_id, shoe_id="S1", profile=self.profile, dealer=self.dealer,
             cards=tuple(cards), completed_seq=completed.seq, completed_hash=completed.hash,
             occurred_at=self.t0, result=outcome, **pins)
         for d in accepted:
@@ -129,7 +130,7 @@ class RecordedRound:
         pins = {"profile_version": version, "profile_digest": shipped_digest(self.profile, version)
                 } if self.pin else {}
         event = self._add(RoundCorrected, round_id=self.round_id, shoe_id="S1",
-                          profile=self.profile, dealer="Ana", cards=tuple(parse_cards(cards)),
+                          profile=self.profile, dealer=self.dealer, cards=tuple(parse_cards(cards)),
                           replaced_cards=tuple(replaced), correction=len(self.corrections) + 1,
                           reason_code="mis_scan", reason_text=reason_text,
                           supervisor=supervisor, at=last + (after or timedelta(seconds=1)),

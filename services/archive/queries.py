@@ -13,6 +13,8 @@ everything up to now. The same files are readable by any Parquet engine (README)
   authentic, large wins, the operator's overrides (`operator.actions`: each late complaint
   handled anyway);
   each with who, when, why and where it stands in the log (topic, partition, offset).
+- `stats`: per dealer and per table, hands per hour, voids, refused inputs, corrections,
+  hold against the theoretical hold (`croupier.services.archive.stats`).
 
 Only files that a manifest describes are read (a file a killed archiver left without its
 manifest is not part of the archive). Every amount is an integer in minor units.
@@ -496,6 +498,16 @@ class ArchiveQueries:
             WHERE s.outcome <> 'void_refund' AND s.bet_id NOT IN (SELECT bet_id FROM reversed)
             GROUP BY ALL ORDER BY day, s.table_id, r.dealer, s.bet""", {"lo": lo, "hi": hi})
         return [_with_exact_rtp(row) for row in rows]
+
+    # ---------------------------------------------------------------- dealer and table stats
+    def stats(self, since: datetime | None = None, until: datetime | None = None
+              ) -> dict[str, Any]:
+        """Per dealer and per table, of the rounds opened in `[since, until)`
+        (`croupier.services.archive.stats`)."""
+        from croupier.services.archive.stats import read_stats
+
+        return read_stats(self, since, until)
+
 
 def _recalled_round(key: tuple[str, str], bets: list[dict[str, Any]],
                     settled: list[dict[str, Any]], results: list[dict[str, Any]],

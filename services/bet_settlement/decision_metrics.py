@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Protocol
 
 from pydantic import BaseModel
@@ -19,7 +20,7 @@ from croupier.services.bet_settlement.round_book import RoundBets
 from croupier.services.infra import metrics
 from croupier.shared.bets import GAME_RULES
 from croupier.shared.events.bet_events import BetAccepted, BetRejected, BetSettled
-from croupier.shared.profile import list_profiles, load_profile
+from croupier.shared.profile import ProfileError, list_profiles, load_profile
 from croupier.shared.rtp import exact_rtp
 from croupier.shared.settlement import BET_ERROR_CODES
 
@@ -100,6 +101,38 @@ def record(new: Fresh) -> None:
         metrics.SETTLED_RETURNED.labels(new.profile, bet).inc(s.returned)
     for bet, squared in stake_squared_by_bet(new.settlements).items():
         metrics.SETTLED_STAKE_SQUARED.labels(new.profile, bet).inc(squared)
+    record_table_hold(new)
+
+
+@lru_cache(maxsize=64)
+def _odds(profile: str) -> dict[str, tuple[float, float]]:
+    """{bet: (exact RTP, per-unit variance)} of the profile's current version."""
+    try:
+        report = exact_rtp(load_profile(profile))
+    except ProfileError:
+        return {}
+    return {bet: (float(b.rtp), float(b.variance)) for bet, b in report.bets.items()}
+
+
+def record_table_hold(new: Fresh) -> None:
+    """The table's stake, return, theoretical return and the return's variance (`croupier
+    stats`'s table figures, live): a round's bets of one type and position count as one bet
+    of their summed stake, as for realised RTP. A bet type without an exact RTP adds to
+    neither theory nor variance."""
+    odds = _odds(new.profile)
+    totals: dict[tuple[str, str, str, object], int] = {}
+    for s in new.settlements:
+        if s.outcome == "void_refund":
+            continue
+        metrics.TABLE_STAKE.labels(s.table_id, s.currency).inc(s.stake)
+        metrics.TABLE_RETURNED.labels(s.table_id, s.currency).inc(s.returned)
+        key = (s.table_id, s.currency, s.bet, s.position)
+        totals[key] = totals.get(key, 0) + s.stake
+    for (table, currency, bet, _position), stake in totals.items():
+        if bet in odds:
+            rtp, variance = odds[bet]
+            metrics.TABLE_THEORETICAL_RETURNED.labels(table, currency).inc(stake * rtp)
+            metrics.TABLE_HOLD_VARIANCE.labels(table, currency).inc(stake * stake * variance)
 
 
 def init_metrics() -> None:

@@ -19,6 +19,7 @@ from croupier.services.cli import (
     schemas_cmd,
     simulate_players_cmd,
     simulate_table_cmd,
+    stats_cmd,
     topics_cmd,
 )
 
@@ -46,3 +47,4 @@ profiles_cmd.register(app)
 dead_letters_cmd.register(app)
 archive_cmd.register(app)
 records_cmd.register(app)
+stats_cmd.register(app)

@@ -41,10 +41,13 @@ from croupier.services.infra.replies import Replies
 from croupier.services.infra.settings import Settings
 from croupier.services.infra.table_keys import table_key
 from croupier.shared.events.event_auth import VOID, ChainHead
+from croupier.shared.events.rejections import NOT_THE_DEALERS
 from croupier.shared.events.sources import InputPosition
 from croupier.shared.events.table import (
     TABLE_EVENT_TYPES,
+    MisdealCorrected,
     RoundCompleted,
+    RoundCorrected,
     RoundOpened,
     RoundStalled,
     RoundVoided,
@@ -469,6 +472,9 @@ class DealerRuntime:
             metrics.INPUTS.labels(table_id, "accepted", metrics.NO_REASON).inc()
         for label, parsed, refusal in plan.refused:
             metrics.INPUTS.labels(label, "refused", refusal.code).inc()
+            if refusal.code not in NOT_THE_DEALERS:
+                current = self.tables.get(parsed.table_id)
+                metrics.DEALER_ACTIVITY.labels(label, dealer_of(current), "refused_input").inc()
             log.info("refused %s on table %s: %s (%s)", parsed.input_id, parsed.table_id,
                      refusal.code, refusal.message)
 
@@ -489,10 +495,28 @@ def count_published(event: TableEventBase, state: TableState) -> None:
     if isinstance(event, RoundCompleted | RoundVoided):
         outcome = "completed" if isinstance(event, RoundCompleted) else "voided"
         metrics.ROUNDS.labels(event.table_id, game_of(state), outcome).inc()
+        metrics.DEALER_ACTIVITY.labels(event.table_id, dealer_of(state, event.round_id),
+                                       outcome).inc()
     if isinstance(event, RoundVoided):
         metrics.VOIDS.labels(str(event.reason_code)).inc()
     if isinstance(event, RoundStalled):
         metrics.ROUNDS_STALLED.labels(event.table_id).inc()
+    if isinstance(event, RoundCorrected | MisdealCorrected):
+        dealer = event.dealer if isinstance(event, RoundCorrected) else \
+            dealer_of(state, event.round_id)
+        metrics.DEALER_ACTIVITY.labels(event.table_id, dealer, "corrected").inc()
+
+
+def dealer_of(state: TableState | None, round_id: str | None = None) -> str:
+    """The dealer of the table's round `round_id` (default: its newest round), for the
+    per-dealer metrics; `none` when the table has had no round, `unknown` when the round
+    is no longer held."""
+    if state is None or state.round is None:
+        return "none"
+    if round_id is None or state.round.round_id == round_id:
+        return state.round.dealer
+    kept = state.completed.get(round_id)
+    return kept.dealer if kept is not None else "unknown"
 
 
 def init_metrics() -> None:

@@ -347,7 +347,46 @@ def tables_dashboard() -> dm.Dashboard:
                         "fires RefusedInputsSpike."),
         _timeseries("Bet rejections per minute by reason", [
             ("reason:croupier_bet_rejections:rate5m * 60", "{{reason}}")], width=24),
+        *_dealer_and_hold_panels(),
     ], variables=[_variable("table", "label_values(croupier_rounds_total, table)", label="Table")])
+
+
+def _dealer_and_hold_panels() -> list[Builder[dm.Panel]]:
+    """`croupier stats` live: hands per hour and the per-100-rounds figures of each dealer,
+    and each table's hold against the hold its bets should give, with its z-score."""
+    act = 'croupier_dealer_activity_total{table=~"$table", kind=~"%s"}'
+
+    def dealer_sum(kinds: str, span: str) -> str:
+        return f"sum by (dealer) (increase({act % kinds}[{span}]))"
+
+    rounds = dealer_sum("completed|voided", "24h")
+    by = "sum by (table, currency) (increase(croupier_table_%s_total{table=~\"$table\"}[24h]))"
+    stake, returned = by % "settled_stake_minor_units", by % "settled_returned_minor_units"
+    theory = by % "theoretical_returned_minor_units"
+    variance = by % "hold_variance_minor_units_squared"
+    return [
+        _timeseries("Hands per hour by dealer", [
+            (dealer_sum("completed", "1h"), "{{dealer}}")], width=12,
+            description="Rounds each dealer completed in the last hour (`croupier stats` "
+                        "counts the time at the table instead of the clock's hour)."),
+        _table("Dealers, last 24 h (per 100 rounds)", [
+            (rounds, "rounds"),
+            (f"100 * {dealer_sum('voided', '24h')} / {rounds}", "voids"),
+            (f"100 * {dealer_sum('refused_input', '24h')} / {rounds}", "refused inputs"),
+            (f"100 * {dealer_sum('corrected', '24h')} / {rounds}", "corrections")], width=12),
+        _timeseries("Hold vs theoretical hold by table (24 h)", [
+            (f"1 - {returned} / {stake}", "hold {{table}} {{currency}}"),
+            (f"1 - {theory} / {stake}", "theory {{table}} {{currency}}")],
+            unit="percentunit", width=12,
+            description="Hold: (stake - returned) / stake of the bets settled; theory: the "
+                        "stake-weighted house edge of those bets, from their exact RTPs."),
+        _timeseries("Hold z-score by table (24 h)", [
+            (f"({theory} - {returned}) / sqrt({variance})", "{{table}} {{currency}}")],
+            width=12,
+            description="(hold - theoretical hold) / its standard deviation: beyond ±3 the "
+                        "table's results are worth a look (a Counter keeps what a correction "
+                        "or annulment took back: `croupier stats` is the exact figure)."),
+    ]
 
 
 DASHBOARDS = {"platform.json": platform_dashboard, "money.json": money_dashboard,

@@ -29,6 +29,15 @@ ROUNDS_STALLED = Counter(
     "croupier_rounds_stalled_total",
     "Rounds that had no input for CROUPIER_ROUND_STALL_SECONDS (a round_stalled event), by "
     "table.", ["table"])
+# per dealer (names from the casino's roster: a bounded set, like the tables): `croupier stats`
+# live, for the dashboards (docs/decisions/archive.md, "Dealer and table statistics"). One
+# family, so each kind's series shows as soon as any dealer's does.
+DEALER_ACTIVITY = Counter(
+    "croupier_dealer_activity_total",
+    "Per table and dealer, by kind: rounds completed and voided, rounds corrected "
+    "(round_corrected, misdeal_corrected; the round's dealer) and dealer inputs refused (a "
+    "device's resend aside; the dealer of the table's newest round, `none` before its first).",
+    ["table", "dealer", "kind"])
 TABLE_EVENTS = Counter("croupier_table_events_published_total",
                        "Table events appended to table.events, by event type.", ["type"])
 TABLE_EVENTS_REFUSED = Counter(
@@ -65,6 +74,22 @@ EXACT_RTP = Gauge("croupier_rtp_exact_ratio", "Exact RTP of a bet from the rule 
                   ["profile", "bet"])
 EXACT_VARIANCE = Gauge("croupier_rtp_exact_variance_ratio",
                        "Exact variance of the amount returned per unit staked.", ["profile", "bet"])
+# a table's hold against the hold its bets should give (`croupier stats`, live)
+TABLE_STAKE = Counter("croupier_table_settled_stake_minor_units_total",
+                      "Stakes of settled (not voided) bets per table and currency.",
+                      ["table", "currency"])
+TABLE_RETURNED = Counter("croupier_table_settled_returned_minor_units_total",
+                         "Amounts returned on settled bets per table and currency.",
+                         ["table", "currency"])
+TABLE_THEORETICAL_RETURNED = Counter(
+    "croupier_table_theoretical_returned_minor_units_total",
+    "Σ stake × exact RTP of the bets settled, per table and currency: 1 - it over the stake "
+    "is the hold the bets placed should give.", ["table", "currency"])
+TABLE_HOLD_VARIANCE = Counter(
+    "croupier_table_hold_variance_minor_units_squared_total",
+    "Σ over rounds and bet types of (the round's stake on it)² × its exact per-unit variance, "
+    "per table and currency: the variance of (stake - returned), for the hold's z-score.",
+    ["table", "currency"])
 
 # wallet
 MONEY = Counter("croupier_money_minor_units_total",

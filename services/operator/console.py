@@ -12,6 +12,7 @@ server-sent events, for operator credentials only.
                          around it, the HTML and JSON reports to download
 - /console/player        balance, transactions, recall, statement download
 - /console/events        the significant-event log and the dead letters, with re-drive
+- /console/stats         each dealer's and table's figures (`console_stats`)
 Without a live session a page redirects to the login; a fragment, stream or download
 answers 401.
 """
@@ -36,6 +37,7 @@ from croupier.services.operator import dead_letter_ops
 from croupier.services.operator.complaints import COMPLAINT_WINDOW, ComplaintError
 from croupier.services.operator.console_floor import FloorCache, read_floor
 from croupier.services.operator.console_session import COOKIE, CSRF_FIELD, Session, Sessions
+from croupier.services.operator.console_stats import add_stats_page
 from croupier.services.operator.money_text import money
 from croupier.services.operator.replay_service import ReplayRequest, parse_time, run_replay
 from croupier.services.operator.report_render import CONTENT_TYPES, REPORT_HELPERS, render
@@ -413,6 +415,7 @@ def add_console(app: web.Application, settings: Settings, auth: Authenticator,
     r.add_get(f"{PREFIX}/events", events)
     r.add_get(f"{PREFIX}/dead-letters/redrive", redrive_confirm)
     r.add_post(f"{PREFIX}/dead-letters/redrive", redrive)
+    add_stats_page(app, PREFIX, query, _page, session_of)
     async def to_floor(request: web.Request) -> web.Response:
         raise web.HTTPSeeOther(f"{PREFIX}/")
 

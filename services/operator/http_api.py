@@ -10,6 +10,8 @@ GET /players/{player_id}/rounds?limit=10   the player's game recall (JSON); the 
 GET /players/{player_id}/statement?from=T&to=T[&format=csv|json]
 GET /events[?from=T&to=T&table=ID&large_win=N&format=csv|json]   the significant events
 GET /rtp[?from=T&to=T&format=csv|json]   realised RTP by day, table, profile, dealer, bet
+GET /stats[?from=T&to=T]   per dealer and table, of the rounds opened in the range (JSON):
+                           hands per hour, voids, refused inputs, corrections; hold, its theory, z
 and, in seamless mode, `croupier reconcile`'s report (`croupier.services.operator.reconcile`):
 GET /reconcile[?from=T&to=T | ?day=YYYY-MM-DD][&player=P][&margin=MIN][&settle=S]   JSON:
     croupier's calls to the operator's wallet against its transaction report, every
@@ -162,6 +164,14 @@ def make_app(settings: Settings) -> web.Application:
             return lambda qs: qs.realised_rtp(since, until)
         return await as_table(request, run, None, RTP_COLUMNS)
 
+    async def statistics(request: web.Request) -> web.Response:
+        try:
+            since, until = moment(request.query, "from"), moment(request.query, "to")
+            found = await query(lambda qs: qs.stats(since, until))
+        except ValueError as exc:
+            return _problem(422, "bad_request", str(exc))
+        return web.json_response(found)
+
     async def reconciliation(request: web.Request) -> web.Response:
         from croupier.services.operator import reconcile_sources as sources
         q = request.query
@@ -190,6 +200,7 @@ def make_app(settings: Settings) -> web.Application:
     app.router.add_get("/players/{player_id}/statement", statement)
     app.router.add_get("/events", significant_events)
     app.router.add_get("/rtp", realised_rtp)
+    app.router.add_get("/stats", statistics)
     app.router.add_get("/reconcile", reconciliation)
     add_console(app, settings, auth, query)
     return app

@@ -9,6 +9,10 @@ from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
 from croupier.shared.events.sources import InputPosition
 
+# refusals that are not the dealer's: a device's resend of an input already applied. The
+# per-dealer refused-input figures (`croupier stats`, the metrics) leave them out.
+NOT_THE_DEALERS = ("duplicate_input",)
+
 
 class InputRefused(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")

@@ -126,6 +126,12 @@ def test_every_service_exports_its_key_series_and_everything_the_dashboards_read
                  outcome="completed") == 3
     assert total(dealer, "croupier_round_voids_total", reason="card_exposed") >= 1
     assert total(dealer, "croupier_http_requests_total", route="/inputs", method="POST") > 10
+    # per dealer and table (`croupier stats` live): every round the simulator's dealer's
+    dealers = {labels["dealer"] for labels, _ in dealer["croupier_dealer_activity_total"]
+               if labels["table"] == table}
+    assert len(dealers) == 1 and dealers != {"none"}, dealers
+    assert total(dealer, "croupier_dealer_activity_total", table=table, kind="completed") == 3
+    assert total(dealer, "croupier_dealer_activity_total", table=table, kind="voided") == 1
     # game-evaluation: results
     assert total(evaluation, "croupier_round_results_total", table=table, game="baccarat") == 3
     # bet-settlement: bets by state, rejections, realised and exact RTP
@@ -134,6 +140,12 @@ def test_every_service_exports_its_key_series_and_everything_the_dashboards_read
     assert total(settlement, "croupier_settled_stake_minor_units_total") > 0
     assert total(settlement, "croupier_settled_stake_squared_minor_units_total") > 0
     assert "croupier_settled_returned_minor_units_total" in settlement
+    assert total(settlement, "croupier_table_settled_stake_minor_units_total", table=table,
+                 currency="IDR") > 0
+    assert total(settlement, "croupier_table_theoretical_returned_minor_units_total",
+                 table=table) > 0
+    assert total(settlement, "croupier_table_hold_variance_minor_units_squared_total",
+                 table=table) > 0
     assert total(settlement, "croupier_rtp_exact_ratio", profile="sbo-baccarat",
                  bet="banker") == pytest.approx(0.9894, abs=1e-3)
     assert total(settlement, "croupier_rtp_exact_variance_ratio", profile="triple-face-id",

@@ -1,0 +1,42 @@
+"""The console's Statistics page (/console/stats): each dealer's and each table's figures
+over the rounds opened in the last hours, as `croupier stats` and `GET /stats` give them
+(`croupier.services.archive.stats`). A table whose hold is 3 or more standard deviations
+from its theory is marked."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aiohttp import web
+
+from croupier.services.operator.console_floor import Query
+
+MARK_Z = 3.0  # |z| at least this: the table's row is marked
+
+
+def add_stats_page(app: web.Application, prefix: str, query: Query,
+                   page: Callable[..., web.Response], session_of: Callable[[web.Request], Any]
+                   ) -> None:
+    """GET {prefix}/stats[?hours=24] on `app`, drawn by `page` (the console's renderer)."""
+
+    async def stats(request: web.Request) -> web.Response:
+        session = session_of(request)
+        try:
+            hours = float(request.query.get("hours", "24"))
+            if not 0 < hours <= 24 * 90:
+                raise ValueError
+        except ValueError:
+            return page("refused.html", session, 422,
+                        message="hours must be a number of hours above 0, at most 2160")
+        since = datetime.now(UTC) - timedelta(hours=hours)
+        problems = []
+        try:
+            found = await query(lambda qs: qs.stats(since))
+        except Exception as exc:  # noqa: BLE001 - the page says what failed
+            found, problems = {"dealers": [], "tables": []}, [f"{type(exc).__name__}: {exc}"]
+        return page("stats.html", session, hours=hours, dealers=found["dealers"],
+                    tables=found["tables"], problems=problems, mark_z=MARK_Z)
+
+    app.router.add_get(f"{prefix}/stats", stats)
