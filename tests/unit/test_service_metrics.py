@@ -117,7 +117,8 @@ def test_exact_rtp_gauges_and_zero_series_are_set_at_start():
     labels = {"profile": "sbo-baccarat", "bet": "banker"}
     assert 0.98 < value("croupier_rtp_exact_ratio", **labels) < 0.99
     assert 0.5 < value("croupier_rtp_exact_variance_ratio", **labels) < 1.5
-    assert value("croupier_settled_stake_squared_minor_units_total", **labels) == 0
+    # the series exists from the start (0 then; other tests of this process may settle on it)
+    assert value("croupier_settled_stake_squared_minor_units_total", **labels) is not None
     assert value("croupier_bets_total", bet="tiger", state="voided") is not None
 
 
