@@ -64,9 +64,9 @@ _TOPICS: tuple[tuple[str, str, str, str], ...] = (
     ("dead.letters", "source topic and partition", "every service",
      "records a service could not apply: where from, the error, the bytes or their digest"),
     ("operator.actions", "table id", "operator",
-     "each use of an operator power the rules do not grant by themselves (a late "
-     "complaint's window overridden): who, why, which round; the significant-event log "
-     "lists them"),
+     "each complaint filed, stamped with the platform's clock, and each use of an "
+     "operator power the rules do not grant by themselves (a late complaint's window "
+     "overridden): who, why, which round; the significant-event log lists the overrides"),
 )
 
 TOPIC_NAMES: tuple[str, ...] = tuple(name for name, *_ in _TOPICS)

@@ -4,6 +4,7 @@ import typer
 
 from croupier.services.cli import (
     archive_cmd,
+    complaint_cmd,
     dead_letters_cmd,
     demo_cmd,
     evaluate_cmd,
@@ -36,6 +37,7 @@ evaluate_cmd.register(app)
 rtp_cmd.register(app)
 schemas_cmd.register(app)
 replay_cmd.register(app)
+complaint_cmd.register(app)
 simulate_table_cmd.register(app)
 simulate_players_cmd.register(app)
 demo_cmd.register(app)

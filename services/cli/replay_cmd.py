@@ -22,19 +22,14 @@ def register(app: typer.Typer) -> None:
 
 
 def replay(
-    table: str = typer.Option(..., help="Table id."),
-    round_id: str = typer.Option(..., "--round", help="Round id."),
+    table: str = typer.Option(None, help="Table id."),
+    round_id: str = typer.Option(None, "--round", help="Round id."),
     at: str = typer.Option(None, help="Time of play (ISO 8601); where to seek in the log."),
-    player: str = typer.Option(None, help="Complaining player: show only their bets."),
-    dealer: str = typer.Option(None, help="Dealer named in the complaint."),
-    complaint_at: str = typer.Option(
-        None, help="When the complaint was filed (ISO 8601). Makes this a complaint: player, "
-                   "time of play, dealer, table and round are then required, and the 24 h "
-                   "window applies."),
-    override: str = typer.Option(None, help=(
-        "Handle a complaint filed after the 24 h window anyway, with this reason: only where "
-        "CROUPIER_LATE_COMPLAINT_OVERRIDE is set (seed 002 refuses late complaints); each "
-        "use is recorded on operator.actions, a significant event.")),
+    player: str = typer.Option(None, help="Show only this player's bets."),
+    complaint: str = typer.Option(None, help=(
+        "A filed complaint's id (`croupier complaint file`, POST /complaints): replay its "
+        "round for its player, the 24 h window as recorded when it was filed. Names the "
+        "round itself: not with --table, --round, --at or --player.")),
     annulled_within: float = typer.Option(
         None, help="Minutes past the round to look for a supervisor's annulment of it (by "
                    "default only until the next round opens or 2 minutes after its end)."),
@@ -42,19 +37,35 @@ def replay(
     out: Path = typer.Option(None, help="Write the report to this file instead of stdout."),
 ) -> None:
     """Replay a round: verify the hash chain, recompute result and settlements, compare."""
-    from croupier.services.operator.actions import ActionNotRecorded
+    from croupier.services.infra.log_reader import LogReadError
+    from croupier.services.operator.complaint_filing import (
+        ComplaintNotFoundError,
+        find_complaint,
+    )
     from croupier.services.operator.complaints import ComplaintError
     from croupier.services.operator.replay_service import ReplayRequest, run_replay
     from croupier.services.operator.report_render import render
     from croupier.services.operator.round_reader import RoundNotFoundError
 
+    settings = get_settings()
     try:
-        request = ReplayRequest.from_text(table, round_id, at, player, dealer, complaint_at,
-                                          override)
+        if complaint is not None:
+            given = [flag for flag, value in (("--table", table), ("--round", round_id),
+                                              ("--at", at), ("--player", player)) if value]
+            if given:
+                raise ValueError(f"--complaint names its round and player: drop {', '.join(given)}")
+            request = ReplayRequest.from_complaint(
+                find_complaint(settings.bootstrap_servers, complaint, settings))
+        elif table is None or round_id is None:
+            raise ValueError("give --table and --round (with --at), or a filed complaint's id "
+                             "(--complaint)")
+        else:
+            request = ReplayRequest.from_text(table, round_id, at, player)
         if annulled_within is not None:
             request.annulled_within = timedelta(minutes=annulled_within)
-        report, notes, _ = run_replay(get_settings().bootstrap_servers, request)
-    except (ComplaintError, RoundNotFoundError, ValueError, ActionNotRecorded) as exc:
+        report, notes, _ = run_replay(settings.bootstrap_servers, request)
+    except (ComplaintError, ComplaintNotFoundError, RoundNotFoundError, ValueError,
+            LogReadError) as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2) from exc
     rendered = render(report, fmt, notes)

@@ -60,7 +60,7 @@ WRITERS: dict[str, tuple[str, ...]] = {
     "wallet.ledger.snapshots": ("wallet",),  # its ledger's snapshots (a cache, compacted)
     # each service writes what it could not apply; the operator re-drives as admin
     "dead.letters": ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
-    # the operator's tools record each use of an override (a late complaint) here
+    # the operator's tools record each complaint filed and each use of an override here
     "operator.actions": (OPERATOR,),
 }
 

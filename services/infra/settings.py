@@ -193,8 +193,8 @@ class Settings(BaseSettings):
     late_complaint_override: bool = Field(default=False, description=(
         "Seed 002: \"Keluhan apapun yang diajukan setelah periode waktu tersebut akan "
         "ditolak\": a complaint filed more than 24 hours after its round is refused. True "
-        "lets an operator replay one anyway, with a reason (`--override`); every use is "
-        "written to `operator.actions` and listed in the significant-event log."))
+        "lets an operator file one anyway, with a reason (`override`, `--override`); every "
+        "use is written to `operator.actions` and listed in the significant-event log."))
 
     # the wallet
     wallet_state_window_hours: float = Field(default=720, description=(

@@ -8,8 +8,10 @@ server-sent events, for operator credentials only.
                          every POST (403 without it)
 - /console/              the floor: every table, live (/console/floor/stream: SSE;
                          /console/floor/fragment: the same HTML once)
-- /console/complaint     a complaint's fields -> the round's report, the player's recall
-                         around it, the HTML and JSON reports to download
+- /console/complaint     a complaint's fields -> filed as `POST /complaints` files it (the
+                         platform's clock, on operator.actions), then the round's report,
+                         the player's recall around it, the HTML and JSON reports to
+                         download (/console/report?complaint=ID)
 - /console/player        balance, transactions, recall, statement download
 - /console/events        the significant-event log and the dead letters, with re-drive
 - /console/stats         each dealer's and table's figures (`console_stats`)
@@ -33,8 +35,8 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from croupier.services.infra.auth import Authenticator, AuthError
 from croupier.services.infra.log_reader import LogReadError
 from croupier.services.infra.settings import Settings
-from croupier.services.operator import dead_letter_ops
-from croupier.services.operator.complaints import COMPLAINT_WINDOW, ComplaintError
+from croupier.services.operator import complaint_filing, dead_letter_ops
+from croupier.services.operator.complaints import COMPLAINT_WINDOW
 from croupier.services.operator.console_floor import FloorCache, read_floor
 from croupier.services.operator.console_session import COOKIE, CSRF_FIELD, Session, Sessions
 from croupier.services.operator.console_stats import add_stats_page
@@ -211,12 +213,6 @@ def add_console(app: web.Application, settings: Settings, auth: Authenticator,
     # ------------------------------------------------------------ a complaint
     FIELDS = ("player_id", "played_at", "dealer", "table_id", "round_id", "override")
 
-    def replay_request(fields: dict[str, str], filed_at: str) -> ReplayRequest:
-        return ReplayRequest.from_text(fields["table_id"], fields["round_id"],
-                                       fields["played_at"] or None, fields["player_id"] or None,
-                                       fields["dealer"] or None, filed_at,
-                                       fields["override"] or None)
-
     async def recall_around(player_id: str, round_id: str) -> list[dict]:
         found = await query(lambda qs: qs.recall(player_id, 30))
         rounds = found["rounds"]
@@ -228,65 +224,63 @@ def add_console(app: web.Application, settings: Settings, auth: Authenticator,
                      now=datetime.now(UTC))
 
     async def complaint(request: web.Request) -> web.Response:
+        """Files the complaint as `POST /complaints` does (the platform's clock, recorded on
+        operator.actions), then shows its report."""
         form = await request.post()
         fields = {name: str(form.get(name, "")).strip() for name in FIELDS}
-        filed_at = datetime.now(UTC)
         session = session_of(request)
 
         def refused(status: int, message: str) -> web.Response:
-            return _page("complaint.html", session, status, fields=fields, now=filed_at,
-                         error=message)
+            return _page("complaint.html", session, status, fields=fields,
+                         now=datetime.now(UTC), error=message)
+        body = {name: value for name, value in fields.items() if value}
         try:
-            replay = replay_request(fields, filed_at.isoformat())
-            report, notes, _ = await asyncio.to_thread(run_replay, settings.bootstrap_servers,
-                                                       replay)
-        except ComplaintError as exc:
-            return refused(422, str(exc))
+            filed = await asyncio.to_thread(complaint_filing.file_complaint,
+                                            settings.bootstrap_servers, body, settings)
+        except complaint_filing.ANSWERED as exc:
+            status, code = complaint_filing.refusal(exc)  # a ComplaintError names itself
+            prefix = {"unknown_round": "no such round: ", "bad_request": "complaint refused: "
+                      }.get(code, "" if status == 422 else "complaint not filed: ")
+            return refused(status, f"{prefix}{exc}")
+        record = filed.record
+        try:
+            report, notes, _ = await asyncio.to_thread(
+                run_replay, settings.bootstrap_servers, ReplayRequest.from_complaint(record))
         except RoundNotFoundError as exc:
-            return refused(404, f"no such round: {exc}")
-        except (ValueError, OverflowError) as exc:
-            return refused(422, f"complaint refused: {exc}")
+            return refused(404, f"complaint {record.complaint_id} filed; its round could not "
+                                f"be read again: {exc}")
         try:
-            recall = await recall_around(fields["player_id"], fields["round_id"])
+            recall = await recall_around(record.player_id, record.round_id)
             recall_problem = None
         except Exception as exc:  # noqa: BLE001 - the report stands without the recall
             recall, recall_problem = [], f"{type(exc).__name__}: {exc}"
-        late = filed_at - report.opened_at if report.opened_at else None
-        link = {"table_id": fields["table_id"], "round_id": fields["round_id"],
-                "played_at": fields["played_at"], "player_id": fields["player_id"],
-                "dealer": fields["dealer"], "complaint_at": filed_at.isoformat(),
-                "override": fields["override"]}
-        downloads = {fmt: f"{PREFIX}/report?{urlencode({**link, 'format': fmt})}"
-                     for fmt in ("html", "json")}
+        downloads = {fmt: f"{PREFIX}/report?" + urlencode(
+            {"complaint": record.complaint_id, "format": fmt}) for fmt in ("html", "json")}
         return _page("complaint_report.html", session, report=report,
-                     notes=[*report.notes, *notes],
-                     fields=fields, filed_at=filed_at, late=late, window=COMPLAINT_WINDOW,
-                     recall=recall, recall_problem=recall_problem, downloads=downloads)
+                     notes=[*report.notes, *notes], fields=fields, complaint=record,
+                     late=record.filed_at - record.round_opened_at, recall=recall,
+                     recall_problem=recall_problem, downloads=downloads)
 
     async def report_download(request: web.Request) -> web.Response:
-        """The complaint's report as a file (html or json), filed at the time the complaint
-        was (so the window is judged the same)."""
+        """A filed complaint's report as a file (html or json), its window as recorded when
+        it was filed."""
         q = request.query
         fmt = q.get("format", "html")
+
+        def problem(status: int, code: str, message: str) -> web.Response:
+            return web.json_response({"error": {"code": code, "message": message}},
+                                     status=status)
         if fmt not in ("html", "json"):
-            return web.json_response({"error": {"code": "bad_format",
-                                                "message": "format must be html or json"}},
-                                     status=422)
-        fields = {name: q.get(name, "") for name in FIELDS}
+            return problem(422, "bad_format", "format must be html or json")
+        complaint_id = q.get("complaint", "")
         try:
-            replay = replay_request(fields, q.get("complaint_at", ""))
-            report, notes, _ = await asyncio.to_thread(run_replay, settings.bootstrap_servers,
-                                                       replay)
-        except ComplaintError as exc:
-            return web.json_response({"error": {"code": exc.code, "message": str(exc)}},
-                                     status=422)
-        except RoundNotFoundError as exc:
-            return web.json_response({"error": {"code": "unknown_round", "message": str(exc)}},
-                                     status=404)
-        except (ValueError, OverflowError) as exc:
-            return web.json_response({"error": {"code": "bad_request", "message": str(exc)}},
-                                     status=422)
-        name = f"replay-{fields['table_id']}-{fields['round_id']}.{fmt}"
+            record = await asyncio.to_thread(complaint_filing.find_complaint,
+                                             settings.bootstrap_servers, complaint_id, settings)
+            report, notes, _ = await asyncio.to_thread(
+                run_replay, settings.bootstrap_servers, ReplayRequest.from_complaint(record))
+        except complaint_filing.ANSWERED as exc:
+            return problem(*complaint_filing.refusal(exc), str(exc))
+        name = f"replay-{record.table_id}-{record.round_id}.{fmt}"
         return web.Response(text=render(report, fmt, notes), content_type=CONTENT_TYPES[fmt],
                             headers={"Content-Disposition": f'attachment; filename="{name}"',
                                      "X-Croupier-Verdict": report.verdict})

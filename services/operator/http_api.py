@@ -2,8 +2,14 @@
 for operator credentials only.
 
 GET /rounds/{table_id}/{round_id}/report?at=TIME[&player=P][&format=text|json|html]
-    [&complaint_at=TIME&dealer=NAME[&override=REASON]]   (override: only where
-    CROUPIER_LATE_COMPLAINT_OVERRIDE is set; each use is recorded on operator.actions)
+and a player's complaint (RULES §6; `croupier.services.operator.complaint_filing`):
+POST /complaints   JSON {player_id, played_at, dealer, table_id, round_id[, override]}:
+    recorded on operator.actions with the platform's clock; 201 {complaint_id, filed_at,
+    within_window, report_url}. A caller's filed_at/complaint_at: 422 caller_time; a late
+    complaint: 422 out_of_window unless overridden (`override`, only where
+    CROUPIER_LATE_COMPLAINT_OVERRIDE is set; the override is recorded too)
+GET /complaints/{complaint_id}/report[?format=text|json|html]   the complaint's report, its
+    window judged by the recorded time of filing
 and, from the archive and the log's last minutes (`croupier.services.archive.queries`):
 GET /players/{player_id}/rounds?limit=10   the player's game recall (JSON); the player's own
                                            token may read it too
@@ -26,6 +32,7 @@ Reading the log is blocking (kafka-python), so each request runs in a worker thr
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -34,12 +41,10 @@ from aiohttp import web
 
 from croupier.services.infra.auth import Authenticator, AuthError
 from croupier.services.infra.settings import Settings
-from croupier.services.operator.actions import ActionNotRecorded
-from croupier.services.operator.complaints import ComplaintError
+from croupier.services.operator import complaint_filing
 from croupier.services.operator.console import add_console, is_console
 from croupier.services.operator.replay_service import ReplayRequest, parse_time, run_replay
 from croupier.services.operator.report_render import CONTENT_TYPES, render
-from croupier.services.operator.round_reader import RoundNotFoundError
 
 PLAYER_RECALL = "player-recall"  # the one route a player's own token may read
 
@@ -70,29 +75,64 @@ def make_app(settings: Settings) -> web.Application:
     async def health(request: web.Request) -> web.Response:
         return web.json_response({"service": "operator-api", "ok": True})
 
-    async def report(request: web.Request) -> web.Response:
-        q = request.query
-        fmt = q.get("format", "text")
+    # what a report used to take for a complaint: a complaint is now filed, on the platform's
+    # clock, and its report opened by its id
+    FILED_NOW = ("complaint_at", "dealer", "override")
+
+    async def replay_answer(fmt: str, make) -> web.Response:
+        """The report of the replay `make()` asks for (run in a thread: it reads the log),
+        or the problem that stopped it."""
         if fmt not in CONTENT_TYPES:
             return _problem(422, "bad_format", f"format must be one of {sorted(CONTENT_TYPES)}")
         try:
-            replay = ReplayRequest.from_text(
-                request.match_info["table_id"], request.match_info["round_id"], q.get("at"),
-                q.get("player"), q.get("dealer"), q.get("complaint_at"), q.get("override"))
-            if q.get("annulled_within"):  # minutes past the round to look for its annulment
-                replay.annulled_within = timedelta(minutes=float(q["annulled_within"]))
-            result, notes, _ = await asyncio.to_thread(run_replay, settings.bootstrap_servers,
-                                                       replay)
-        except ComplaintError as exc:
-            return _problem(422, exc.code, str(exc))
-        except RoundNotFoundError as exc:
-            return _problem(404, "unknown_round", str(exc))
-        except ActionNotRecorded as exc:
-            return _problem(503, "action_not_recorded", str(exc))
-        except (ValueError, OverflowError) as exc:
-            return _problem(422, "bad_request", str(exc))
+            result, notes, _ = await asyncio.to_thread(
+                lambda: run_replay(settings.bootstrap_servers, make()))
+        except complaint_filing.ANSWERED as exc:
+            return _problem(*complaint_filing.refusal(exc), str(exc))
         return web.Response(text=render(result, fmt, notes), content_type=CONTENT_TYPES[fmt],
                             headers={"X-Croupier-Verdict": result.verdict})
+
+    async def report(request: web.Request) -> web.Response:
+        q = request.query
+        moved = next((name for name in FILED_NOW if name in q), None)
+        if moved is not None:
+            return _problem(422, "complaint_not_taken_here", (
+                f"{moved}= is not taken by a round's report: file the complaint with POST "
+                "/complaints (the platform stamps its time) and open its report_url"))
+
+        def make() -> ReplayRequest:
+            replay = ReplayRequest.from_text(request.match_info["table_id"],
+                                             request.match_info["round_id"], q.get("at"),
+                                             q.get("player"))
+            if q.get("annulled_within"):  # minutes past the round to look for its annulment
+                replay.annulled_within = timedelta(minutes=float(q["annulled_within"]))
+            return replay
+        return await replay_answer(q.get("format", "text"), make)
+
+    async def complaint_report(request: web.Request) -> web.Response:
+        def make() -> ReplayRequest:
+            return ReplayRequest.from_complaint(complaint_filing.find_complaint(
+                settings.bootstrap_servers, request.match_info["complaint_id"], settings))
+        return await replay_answer(request.query.get("format", "text"), make)
+
+    async def file_complaint(request: web.Request) -> web.Response:
+        """201 with the complaint's id, the platform's time of filing, the window's verdict
+        and where its report is; every refusal names its reason (nothing recorded)."""
+        try:
+            body = json.loads(await request.read() or b"null")
+        except (ValueError, UnicodeDecodeError):
+            return _problem(422, "bad_json", "the body is not JSON: send a JSON object of the "
+                                             "complaint's fields")
+        if not isinstance(body, dict):
+            return _problem(422, "bad_json", "the body must be a JSON object of the complaint's "
+                                             "fields")
+        try:
+            filed = await asyncio.to_thread(complaint_filing.file_complaint,
+                                            settings.bootstrap_servers, body, settings)
+        except complaint_filing.ANSWERED as exc:
+            return _problem(*complaint_filing.refusal(exc), str(exc))
+        answer = filed.answer()
+        return web.json_response(answer, status=201, headers={"Location": answer["report_url"]})
 
     shared: dict[str, Any] = {}
     lock = threading.Lock()
@@ -196,6 +236,8 @@ def make_app(settings: Settings) -> web.Application:
     app = web.Application(middlewares=[operator_only])
     app.router.add_get("/health", health)
     app.router.add_get("/rounds/{table_id}/{round_id}/report", report)
+    app.router.add_post("/complaints", file_complaint)
+    app.router.add_get("/complaints/{complaint_id}/report", complaint_report)
     app.router.add_get("/players/{player_id}/rounds", recall, name=PLAYER_RECALL)
     app.router.add_get("/players/{player_id}/statement", statement)
     app.router.add_get("/events", significant_events)

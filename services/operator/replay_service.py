@@ -1,25 +1,20 @@
-"""One replay, end to end: complaint checks, reading the round by time, rebuilding, verdict.
+"""One replay, end to end: reading the round by time, rebuilding, verdict, and for a filed
+complaint's report what its record says of it (`complaints.complaint_notes`).
 
 Shared by `croupier replay` and the operator HTTP endpoint so both give the same report.
 """
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from croupier.services.infra.archive_store import ArchiveStore, archive_from_settings
 from croupier.services.infra.settings import get_settings
-from croupier.services.operator.actions import operator_name, record_action
-from croupier.services.operator.complaints import (
-    Complaint,
-    check_window,
-    complaint_from,
-    override_record,
-)
+from croupier.services.operator.complaints import complaint_notes
 from croupier.services.operator.replay import ReplayReport, replay_roads, replay_round
 from croupier.services.operator.round_reader import RoundReader
+from croupier.shared.events.operator_actions import ComplaintFiled
 from croupier.shared.events.table import RoundOpened
 
 
@@ -29,31 +24,29 @@ class ReplayRequest:
     round_id: str
     played_at: datetime
     player_id: str | None = None
-    complaint: Complaint | None = None
+    complaint: ComplaintFiled | None = None  # the report of a filed complaint
     annulled_within: timedelta | None = None  # look this far past the round for an annulment
 
     @classmethod
-    def from_text(cls, table_id: str, round_id: str, at: str | None, player_id: str | None = None,
-                  dealer: str | None = None, complaint_at: str | None = None,
-                  override: str | None = None) -> ReplayRequest:
-        """From what an operator types (CLI flags, query parameters). A complaint (one with
-        `complaint_at`) must name everything RULES §6 asks for, checked before the log is
-        read; a plain replay needs only the time of play."""
-        played_at = parse_time(at) if at else None
-        complaint = None
-        if complaint_at is not None:
-            complaint = complaint_from(
-                {"player_id": player_id, "played_at": played_at, "dealer": dealer,
-                 "table_id": table_id, "round_id": round_id},
-                filed_at=parse_time(complaint_at), override=override)
-        if played_at is None:  # (a complaint without it is refused above)
+    def from_text(cls, table_id: str, round_id: str, at: str | None,
+                  player_id: str | None = None) -> ReplayRequest:
+        """From what an operator types (CLI flags, query parameters): a round by its time of
+        play. A complaint is not made here: it is filed (`complaint_filing`), and its report
+        opens by its id (`from_complaint`)."""
+        if not at:
             raise ValueError("give the time of play (--at / at=) so the replay can seek the log "
                              "by time")
-        return cls(table_id, round_id, played_at, player_id, complaint)
+        return cls(table_id, round_id, parse_time(at), player_id)
+
+    @classmethod
+    def from_complaint(cls, filed: ComplaintFiled) -> ReplayRequest:
+        """The report of a filed complaint: its round, its time of play, its player's bets;
+        the window as recorded at filing."""
+        return cls(filed.table_id, filed.round_id, filed.played_at, filed.player_id, filed)
 
 
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)  # nothing croupier logged can be older
-LATEST_AHEAD = timedelta(days=30)  # a late complaint still parses (the window refuses it)
+LATEST_AHEAD = timedelta(days=30)  # a clock a little ahead still parses
 
 
 def parse_time(text: str) -> datetime:
@@ -103,20 +96,8 @@ def run_replay(bootstrap: str, request: ReplayRequest, archive: ArchiveStore | N
             notes += road_notes
     finally:
         reader.close()
-    if complaint is not None and report.opened_at is not None:
-        override = check_window(complaint, report.opened_at, settings.late_complaint_override)
-        if override is not None:  # recorded before the report is given, or not given at all
-            action = override_record(complaint, report.opened_at, override,
-                                     operator_name(settings), datetime.now(UTC),
-                                     uuid.uuid4().hex)
-            partition, offset = record_action(bootstrap, action, settings)
-            notes.append(f"{override.note}; recorded as a significant event "
-                         f"(operator.actions[{partition}]@{offset}, {action.action_id})")
-        if complaint.dealer != report.dealer:
-            notes.append(f"the complaint names dealer {complaint.dealer!r}; the log records "
-                         f"{report.dealer!r}")
-        notes.append(f"complaint by player {complaint.player_id} filed "
-                     f"{complaint.filed_at:%Y-%m-%d %H:%M:%S %Z}")
+    if complaint is not None:  # judged when it was filed: read, never decided again
+        notes += complaint_notes(complaint, report.dealer)
     notes += [f"unreadable record {u.topic}[{u.partition}]@{u.offset}: {u.error}"
               for u in records.unparsed]
     return report, notes, records.records_read

@@ -291,6 +291,13 @@ class RoundReader:
         self._read_money(records, player_id)
         return records
 
+    def opening(self, table_id: str, round_id: str, at: datetime) -> RoundOpened:
+        """The round's `round_opened` event, sought as `read_round` seeks it (a complaint's
+        window runs from it); `RoundNotFoundError` when the log does not hold it."""
+        events, opened = self._events_from_opening(RoundRecords(table_id, round_id), at)
+        found: RoundOpened = events[opened]
+        return found
+
     def _events_from_opening(self, records: RoundRecords, at: datetime
                              ) -> tuple[list[Any], int]:
         """The table's events from a little before `at` (the time of play is a person's

@@ -224,6 +224,10 @@ def test_a_complaint_shows_the_rounds_report_matching_the_recall_and_its_downloa
     verdict = wait_for(lambda: browser.find_element(By.ID, "verdict"), 30, "the report")
     assert verdict.text == "MATCH" and verdict.is_displayed()
     assert "within the 24-hour window" in browser.find_element(By.ID, "window").text
+    # filed as POST /complaints files it: its id, its downloads opened by that id
+    complaint_id = browser.find_element(By.ID, "complaint-id").text
+    assert len(complaint_id) == 32 and complaint_id in browser.find_element(
+        By.ID, "download-json").get_attribute("href")
     recalled = browser.find_elements(By.CSS_SELECTOR, "#recall tr[data-round]")
     assert target.round_id in {r.get_attribute("data-round") for r in recalled}
     assert "highlight" in browser.find_element(

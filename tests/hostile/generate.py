@@ -330,14 +330,45 @@ def http_cases() -> list[dict]:
     report = "/rounds/{{TABLE}}/{{ROUND}}/report"
     for q in ("at=0001-01-01T00:00:00Z", "at=9999-12-31T23:59:59Z", "at=not-a-date",
               "at=", "", "at=2026-11-30T12:00:00Z&format=pdf",
-              "at=2026-11-30T12:00:00Z&complaint_at=0001-01-01T00:00:00Z&player=p&dealer=d",
-              "at=2026-11-30T12:00:00Z&complaint_at=2020-01-01T00:00:00Z&player=p&dealer=d",
               "at=1e309", "at=" + "9" * 400, "at=2026-13-45T99:99:99Z", "at=%ff%fe"):
         add(f"report-{q[:24]}", "finding 9: out-of-range dates on the operator API: 4xx",
             "operator-api", "GET", f"{report}?{q}", headers=[OP])
     for tid in ("..", "a%2Fb", "%00", "x" * 300):
         add(f"report-table-{tid[:8]}", "odd ids on the operator API", "operator-api", "GET",
             f"/rounds/{tid}/r1/report?at=2026-11-30T12:00:00Z", headers=[OP])
+    add("report-complaint-time", "issue 31: a round's report takes no complaint time (a "
+        "complaint is filed on the platform's clock): 4xx", "operator-api", "GET",
+        f"{report}?at=2026-11-30T12:00:00Z&complaint_at=2020-01-01T00:00:00Z&player=p&dealer=d",
+        headers=[OP])
+
+    # --- operator API: complaints (issue 31: the complaint clock is the platform's)
+    complaint = {"player_id": "{{PLAYER}}", "played_at": "2026-11-30T12:00:00Z",
+                 "dealer": "Ana", "table_id": "{{TABLE}}", "round_id": "{{ROUND}}"}
+    for name, body in (
+            ("filed-at-0001", {**complaint, "filed_at": "0001-01-01T00:00:00Z"}),
+            ("filed-at-back-dated", {**complaint, "filed_at": "2026-11-30T12:05:00Z"}),
+            ("complaint-at", {**complaint, "complaint_at": "2026-11-30T12:05:00Z"}),
+            ("played-at-0001", {**complaint, "played_at": "0001-01-01T00:00:00Z"}),
+            ("played-at-9999", {**complaint, "played_at": "9999-12-31T23:59:59Z"}),
+            ("played-at-number", {**complaint, "played_at": 1e309}),
+            ("incomplete", {"player_id": "{{PLAYER}}"}),
+            ("unknown-field", {**complaint, "overide": "typo"}),
+            ("bad-table", {**complaint, "table_id": "../x"}),
+            ("unknown-round", {**complaint, "round_id": "hx-no-such-round"}),
+            ("long-override", {**complaint, "override": "x" * 5000})):
+        add(f"complaint-{name}", "issue 31: a complaint names what RULES §6 asks and no time "
+            "of filing (the platform stamps it): 4xx", "operator-api", "POST", "/complaints",
+            js(body), [OP, JSON])
+    for name, body in (("array", b"[]"), ("truncated", b'{"player_id": "x'),
+                       ("invalid-utf8", b"\xff\xfe")):
+        add(f"complaint-body-{name}", "a complaint body that is no JSON object: 4xx",
+            "operator-api", "POST", "/complaints", body, [OP, JSON])
+    add("complaint-player-token", "a player's token filing a complaint: 403", "operator-api",
+        "POST", "/complaints", js(complaint), [PL, JSON])
+    for cid in ("..", "x" * 300, "%00", "0" * 32):
+        add(f"complaint-report-{cid[:8]}", "a complaint report by an id filing never gave, or "
+            "one not on the log: 4xx", "operator-api", "GET", f"/complaints/{cid}/report",
+            headers=[OP])
     return cases
 
 

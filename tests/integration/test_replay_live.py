@@ -1,5 +1,5 @@
 """`croupier replay` against the real broker: a recorded round replays to MATCH in every
-format, found by time among other tables' records; complaints are checked."""
+format, found by time among other tables' records (complaints: test_complaints_live.py)."""
 
 from __future__ import annotations
 
@@ -59,43 +59,6 @@ def test_an_unknown_round_is_a_clear_error(platform_kafka, recorded):
     done = croupier(platform_kafka, "replay", "--table", recorded.table_id, "--round", "nope",
                     "--at", recorded.t0.isoformat())
     assert done.returncode == 2 and "was not opened" in done.stderr
-
-
-def test_complaints_missing_fields_and_late_filing(platform_kafka, recorded):
-    incomplete = croupier(platform_kafka, "replay", "--table", recorded.table_id, "--round",
-                          recorded.round_id, "--complaint-at", datetime.now(UTC).isoformat())
-    assert incomplete.returncode == 2
-    assert "player id, played at, dealer" in incomplete.stderr
-    late = (recorded.t0 + timedelta(hours=25)).isoformat()
-    complaint = ["--player", f"bob-{recorded.table_id[1:]}", "--dealer", "Ana", "--complaint-at", late]
-    refused = croupier(platform_kafka, *replay_args(recorded, *complaint))
-    assert refused.returncode == 2 and "24-hour" in refused.stderr
-    assert "akan ditolak" in refused.stderr  # seed 002's rule, named
-
-
-def test_seed002_keluhan_late_complaint_override_is_off_by_default_and_recorded_when_on(
-        platform_kafka, recorded):
-    """Seed 002: "Keluhan apapun yang diajukan setelah periode waktu tersebut akan ditolak".
-    The override is refused unless CROUPIER_LATE_COMPLAINT_OVERRIDE is set; each use is on
-    operator.actions and in the significant-event log."""
-    late = (recorded.t0 + timedelta(hours=25)).isoformat()
-    complaint = ["--player", f"bob-{recorded.table_id[1:]}", "--dealer", "Ana", "--complaint-at",
-                 late, "--override", "regulator asked"]
-    off = croupier(platform_kafka, *replay_args(recorded, *complaint),
-                   env={"CROUPIER_LATE_COMPLAINT_OVERRIDE": "false"})
-    assert off.returncode == 2 and "CROUPIER_LATE_COMPLAINT_OVERRIDE" in off.stderr, off.stderr
-    on = {"CROUPIER_LATE_COMPLAINT_OVERRIDE": "true"}
-    for _ in range(2):  # every use is recorded, not the first only
-        overridden = croupier(platform_kafka, *replay_args(recorded, *complaint), env=on)
-        assert overridden.returncode == 0, overridden.stderr
-        assert "overridden by operator: regulator asked" in overridden.stdout
-        assert "recorded as a significant event (operator.actions[" in overridden.stdout
-    listed = croupier(platform_kafka, "events", "--table", recorded.table_id, "--format", "json")
-    assert listed.returncode == 0, listed.stderr
-    uses = [e for e in json.loads(listed.stdout) if e["kind"] == "complaint_window_overridden"]
-    assert len(uses) == 2 and {e["round_id"] for e in uses} == {recorded.round_id}
-    assert all(e["who"] and e["why"].startswith("regulator asked (complaint of bob-")
-               and e["topic"] == "operator.actions" for e in uses)
 
 
 @pytest.mark.skipif(chromium_binary() is None, reason="chromium not installed (make test does)")

@@ -12,8 +12,7 @@ from datetime import UTC, datetime
 from aiohttp.test_utils import TestClient, TestServer
 
 from croupier.services.infra.settings import Settings
-from croupier.services.operator import console
-from croupier.services.operator.complaints import check_window
+from croupier.services.operator import complaint_filing
 from croupier.services.operator.console_session import COOKIE, Sessions
 from croupier.services.operator.http_api import make_app
 
@@ -60,7 +59,7 @@ async def _walk() -> None:
                                        data={"player_id": "p1", "csrf_token": csrf})
         assert incomplete.status == 422
         assert "it must name played at, dealer, table id, round id" in await incomplete.text()
-        # a late complaint: complaints.py refuses it (in run_replay), the page says why
+        # a late complaint: filing refuses it (complaints.check_window), the page says why
         late = await client.post("/console/complaint", data={
             "csrf_token": csrf, "player_id": "p1", "played_at": "2026-11-01T10:00:00Z",
             "dealer": "Ana", "table_id": "T1", "round_id": "R1"})
@@ -75,11 +74,13 @@ async def _walk() -> None:
 
 def test_the_console_is_closed_without_a_session_and_every_post_needs_its_csrf_token(
         monkeypatch):
-    def late_round(bootstrap, request):  # what run_replay does with a round 30 days old
-        check_window(request.complaint, datetime(2026, 11, 1, 10, tzinfo=UTC))
-        raise AssertionError("a late complaint must be refused")
+    def recorded(*_args):
+        raise AssertionError("a refused complaint must not be recorded")
 
-    monkeypatch.setattr(console, "run_replay", late_round)
+    # the round opened a month before the console's clock files the complaint
+    monkeypatch.setattr(complaint_filing, "round_opened_at",
+                        lambda *_: datetime(2026, 11, 1, 10, tzinfo=UTC))
+    monkeypatch.setattr(complaint_filing, "record_action", recorded)
     asyncio.run(_walk())
 
 
