@@ -496,6 +496,16 @@ class ArchiveQueries:
             GROUP BY ALL ORDER BY day, s.table_id, r.dealer, s.bet""", {"lo": lo, "hi": hi})
         return [_with_exact_rtp(row) for row in rows]
 
+    # ---------------------------------------------------------------- opposite betting
+    def opposite_pairs(self, since: datetime | None = None, until: datetime | None = None,
+                       min_rounds: int = 3) -> dict[str, Any]:
+        """Pairs of players who bet opposite sides of the same rounds with stakes within
+        10 % (`croupier.services.archive.risk`)."""
+        from croupier.services.archive.risk import opposite_pairs
+
+        return opposite_pairs(self, since, until, min_rounds)
+
+
 def _recalled_round(key: tuple[str, str], bets: list[dict[str, Any]],
                     settled: list[dict[str, Any]], results: list[dict[str, Any]],
                     ends: list[dict[str, Any]], moves: list[dict[str, Any]]) -> dict[str, Any]:
