@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from croupier.services.archive.queries import ArchiveQueries
 
 STAKE_SPREAD_PERCENT = 10  # the smaller stake at least (100 - this) % of the larger
-PAIR_COLUMNS = ("players", "currency", "tables", "rounds", "opposed_stake")
 
 _SQL = """
 WITH placed AS (
