@@ -507,6 +507,14 @@ class ArchiveQueries:
         from croupier.services.archive.stats import read_stats
 
         return read_stats(self, since, until)
+    # ---------------------------------------------------------------- opposite betting
+    def opposite_pairs(self, since: datetime | None = None, until: datetime | None = None,
+                       min_rounds: int = 3) -> dict[str, Any]:
+        """Pairs of players who bet opposite sides of the same rounds with stakes within
+        10 % (`croupier.services.archive.risk`)."""
+        from croupier.services.archive.risk import opposite_pairs
+
+        return opposite_pairs(self, since, until, min_rounds)
 
 
 def _recalled_round(key: tuple[str, str], bets: list[dict[str, Any]],

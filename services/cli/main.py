@@ -16,6 +16,7 @@ from croupier.services.cli import (
     reconcile_cmd,
     records_cmd,
     replay_cmd,
+    risk_cmd,
     rtp_cmd,
     schemas_cmd,
     simulate_players_cmd,
@@ -50,3 +51,4 @@ dead_letters_cmd.register(app)
 archive_cmd.register(app)
 records_cmd.register(app)
 stats_cmd.register(app)
+risk_cmd.register(app)

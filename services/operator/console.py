@@ -15,6 +15,7 @@ server-sent events, for operator credentials only.
 - /console/player        balance, transactions, recall, statement download
 - /console/events        the significant-event log and the dead letters, with re-drive
 - /console/stats         each dealer's and table's figures (`console_stats`)
+- /console/risk          pairs of players betting opposite sides (risk_views.py)
 Without a live session a page redirects to the login; a fragment, stream or download
 answers 401.
 """
@@ -43,6 +44,7 @@ from croupier.services.operator.console_stats import add_stats_page
 from croupier.services.operator.money_text import money
 from croupier.services.operator.replay_service import ReplayRequest, parse_time, run_replay
 from croupier.services.operator.report_render import CONTENT_TYPES, REPORT_HELPERS, render
+from croupier.services.operator.risk_views import add_risk_page
 from croupier.services.operator.round_reader import RoundNotFoundError
 from croupier.services.operator.wallet_client import Wallet, WalletError
 
@@ -410,6 +412,7 @@ def add_console(app: web.Application, settings: Settings, auth: Authenticator,
     r.add_get(f"{PREFIX}/dead-letters/redrive", redrive_confirm)
     r.add_post(f"{PREFIX}/dead-letters/redrive", redrive)
     add_stats_page(app, PREFIX, query, _page, session_of)
+    add_risk_page(r, PREFIX, query, _page, session_of)  # /console/risk: opposite bettors
     async def to_floor(request: web.Request) -> web.Response:
         raise web.HTTPSeeOther(f"{PREFIX}/")
 

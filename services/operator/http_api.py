@@ -18,6 +18,7 @@ GET /events[?from=T&to=T&table=ID&large_win=N&format=csv|json]   the significant
 GET /rtp[?from=T&to=T&format=csv|json]   realised RTP by day, table, profile, dealer, bet
 GET /stats[?from=T&to=T]   per dealer and table, of the rounds opened in the range (JSON):
                            hands per hour, voids, refused inputs, corrections; hold, its theory, z
+GET /risk/opposite[?from=T&to=T&min_rounds=3]   pairs betting opposite sides (risk_views.py)
 and, in seamless mode, `croupier reconcile`'s report (`croupier.services.operator.reconcile`):
 GET /reconcile[?from=T&to=T | ?day=YYYY-MM-DD][&player=P][&margin=MIN][&settle=S]   JSON:
     croupier's calls to the operator's wallet against its transaction report, every
@@ -45,6 +46,7 @@ from croupier.services.operator import complaint_filing
 from croupier.services.operator.console import add_console, is_console
 from croupier.services.operator.replay_service import ReplayRequest, parse_time, run_replay
 from croupier.services.operator.report_render import CONTENT_TYPES, render
+from croupier.services.operator.risk_views import opposite_handler
 
 PLAYER_RECALL = "player-recall"  # the one route a player's own token may read
 
@@ -243,6 +245,7 @@ def make_app(settings: Settings) -> web.Application:
     app.router.add_get("/events", significant_events)
     app.router.add_get("/rtp", realised_rtp)
     app.router.add_get("/stats", statistics)
+    app.router.add_get("/risk/opposite", opposite_handler(query))
     app.router.add_get("/reconcile", reconciliation)
     add_console(app, settings, auth, query)
     return app
