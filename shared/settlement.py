@@ -126,21 +126,30 @@ def needs_main_bet(bet: str, profile: AnyProfile) -> bool:
 
 def validate_in_round(bet: Bet, profile: AnyProfile, currency: str, spot_before: int,
                       has_main_bet: bool) -> None:
-    """Acceptance within the round, after `validate_bet`: seed 002's table maximum applies
-    to the player's total on one spot (bet id and position) in one round ("hingga nilai
-    taruhan maksimal di meja itu"): `spot_before` is what the player already has there. A
-    Tiger wager needs a Player, Banker or Tie bet of the same player in the round when the
-    profile says so (`has_main_bet`). Amounts are in the player's `currency`."""
-    spec = stake_limits(bet, profile, currency)
-    if spot_before + bet.stake > spec.max_stake:
+    """Acceptance within the round, after `validate_bet`, from the round's profile:
+    `check_round_rules` with the table maximum and the Tiger rule the profile gives."""
+    check_round_rules(bet, currency, stake_limits(bet, profile, currency).max_stake,
+                      spot_before, needs_main_bet(bet.bet, profile), has_main_bet)
+
+
+def check_round_rules(bet: Bet, currency: str, spot_max: int | None, spot_before: int,
+                      needs_main: bool, has_main_bet: bool) -> None:
+    """The round's rules of acceptance, the one home of both checks (bet-settlement's
+    binding decision and the wallet's door, which carries the two rules in its command).
+    Seed 002's table maximum applies to the player's total on one spot (bet id and
+    position) in one round ("hingga nilai taruhan maksimal di meja itu"): `spot_before` is
+    what the player already has there (`spot_max` None: no maximum known). A Tiger wager
+    that `needs_main` is taken only from a player with a Player, Banker or Tie bet in the
+    round (`has_main_bet`). Amounts are in the player's `currency`."""
+    if spot_max is not None and spot_before + bet.stake > spot_max:
         raise BetError(
             "spot_maximum",
             f"{amount_text(spot_before, currency)} already on {bet.bet!r}"
             + (f" position {bet.position!r}" if bet.position is not None else "")
             + f" this round: {amount_text(bet.stake, currency)} more would pass the table maximum of "
-              f"{amount_text(spec.max_stake, currency)} per spot",
+              f"{amount_text(spot_max, currency)} per spot",
         )
-    if needs_main_bet(bet.bet, profile) and not has_main_bet:
+    if needs_main and not has_main_bet:
         raise BetError(
             "needs_main_bet",
             f"{bet.bet!r} is taken at this table only from a player with a Player, Banker "

@@ -10,8 +10,8 @@ everything up to now. The same files are readable by any Parquet engine (README)
 - `events`: the significant-event log: voids, annulments, corrections, redeals, table
   closes and reopens, early closes with their reasons, each profile version's first round,
   reversed settlements, dead letters and their re-drives, refused inputs that were not
-  authentic, large wins, the operator's overrides (`operator.actions`: each late complaint
-  handled anyway);
+  authentic, large wins, every complaint filed and the operator's overrides
+  (`operator.actions`: each late complaint handled anyway);
   each with who, when, why and where it stands in the log (topic, partition, offset).
 - `stats`: per dealer and per table, hands per hour, voids, refused inputs, corrections,
   hold against the theoretical hold (`croupier.services.archive.stats`).
@@ -409,6 +409,15 @@ class ArchiveQueries:
                       ' filed ', CAST(json_extract(v, '$.late_seconds') AS BIGINT) // 3600,
                       ' h after the round)')
         FROM operator_actions WHERE type = 'complaint_window_overridden'
+             AND timestamp_ms >= $lo AND timestamp_ms < $hi
+        UNION ALL
+        SELECT 'operator.actions', topic_partition, "offset", timestamp_ms, type, table_id,
+               round_id, json_extract_string(v, '$.operator'),
+               concat('complaint ', json_extract_string(v, '$.complaint_id'), ' of ', player_id,
+                      CASE WHEN CAST(json_extract(v, '$.within_window') AS BOOLEAN) THEN ''
+                           ELSE concat(' (late, overridden: ',
+                                       json_extract_string(v, '$.override'), ')') END)
+        FROM operator_actions WHERE type = 'complaint_filed'
              AND timestamp_ms >= $lo AND timestamp_ms < $hi
         ORDER BY timestamp_ms, topic, topic_partition, "offset" """
         cursor = self.con.execute(sql, {"lo": lo, "hi": hi, "large": large_win})

@@ -35,6 +35,7 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 import faust
 from aiokafka import AIOKafkaConsumer
 from aiokafka import TopicPartition as ConsumerTP
+from aiokafka.admin import AIOKafkaAdminClient
 from faust.types import TP
 from kafka import KafkaConsumer, TopicPartition
 
@@ -419,22 +420,34 @@ async def follow(app: faust.App, topic: str, since_ms: Callable[[], int], apply:
             await asyncio.sleep(1)
 
 
+async def _partitions_of(service: str, bootstrap: str, topic: str) -> list[int]:
+    """`topic`'s partitions as the cluster says now (a fresh metadata request through the
+    admin client, not a consumer's cache); waits while the topic does not exist yet."""
+    admin = AIOKafkaAdminClient(bootstrap_servers=bootstrap, **aiokafka_options(service))
+    await admin.start()
+    try:
+        while True:
+            described = await admin.describe_topics([topic])
+            partitions = sorted(p["partition"] for t in described if t["topic"] == topic
+                                and not t["error_code"] for p in t["partitions"])
+            if partitions:
+                return partitions
+            log.warning("%s: waiting for topic %s", service, topic)
+            await asyncio.sleep(1)
+    finally:
+        await admin.close()
+
+
 async def _follow_once(service: str, bootstrap: str, topic: str, since_ms: Callable[[], int],
                        apply: ApplyBatch, caught_up: Callable[[], None],
                        max_records: int) -> None:
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
                                 enable_auto_commit=False, auto_offset_reset="earliest",
                                 **aiokafka_options(service))
+    partitions = await _partitions_of(service, bootstrap, topic)
     await consumer.start()
     try:
-        while True:
-            cluster = await consumer._client.fetch_all_metadata()  # fresh, not the cache
-            partitions = cluster.partitions_for_topic(topic)
-            if partitions:
-                break
-            log.warning("%s: waiting for topic %s", service, topic)
-            await asyncio.sleep(1)
-        tps = [ConsumerTP(topic, p) for p in sorted(partitions)]
+        tps = [ConsumerTP(topic, p) for p in partitions]
         consumer.assign(tps)
         since = since_ms()
         starts = await consumer.offsets_for_times({tp: since for tp in tps})

@@ -40,6 +40,7 @@ from croupier.services.wallet.ledger_fold import Change, Lookups
 from croupier.shared.bets import MAIN_BETS
 from croupier.shared.events.bet_events import BetPlaced
 from croupier.shared.events.wallet_events import WalletTransaction, tx_id
+from croupier.shared.settlement import Bet, BetError, check_round_rules
 
 __all__ = ["Answer", "CommandResult", "LateEnding", "Lookups", "account_body", "bet_checks",
            "handle", "no_account", "spot_key"]
@@ -223,27 +224,25 @@ def bet_checks(account: Account, cmd: PlaceBet, look: Lookups
         return CommandResult(Answer.error(refusal.status, refusal.code, refusal.message))
     key = spot_key(cmd.player_id, cmd.table_id, cmd.round_id, cmd.bet, cmd.position)
     before = look.spot_total(key)
-    refused = _round_rules(cmd, before, look)
+    refused = _round_rules(cmd, account.currency, before, look)
     if refused is not None:
         return CommandResult(refused)
     return key, before
 
 
-def _round_rules(cmd: PlaceBet, before: int, look: Lookups) -> Answer | None:
+def _round_rules(cmd: PlaceBet, currency: str, before: int, look: Lookups) -> Answer | None:
     """Seed 002 at the wallet's door, in the agent (one player's bets in order, so two
-    bets sent at once cannot both pass): the table maximum on the player's total on one
-    spot this round, and Tiger wagers only with a main bet when the table says so.
-    Advisory like the rest of the door: bet-settlement's decision binds."""
-    if cmd.spot_max is not None and before + cmd.stake > cmd.spot_max:
-        return Answer.error(422, "spot_maximum",
-                            f"{before} already on {cmd.bet!r} this round: {cmd.stake} more "
-                            f"would pass the table maximum of {cmd.spot_max} per spot")
-    if cmd.needs_main_bet and not any(
-            look.spot_total(spot_key(cmd.player_id, cmd.table_id, cmd.round_id, main, None)) > 0
-            for main in MAIN_BETS):
-        return Answer.error(422, "needs_main_bet",
-                            f"{cmd.bet!r} is taken at this table only with a Player, Banker "
-                            "or Tie bet in the round: place that first")
+    bets sent at once cannot both pass): `settlement.check_round_rules` with the rules the
+    door read into the command. Advisory like the rest of the door: bet-settlement's
+    decision binds."""
+    has_main = not cmd.needs_main_bet or any(
+        look.spot_total(spot_key(cmd.player_id, cmd.table_id, cmd.round_id, main, None)) > 0
+        for main in MAIN_BETS)
+    try:
+        check_round_rules(Bet(bet=cmd.bet, position=cmd.position, stake=cmd.stake), currency,
+                          cmd.spot_max, before, cmd.needs_main_bet, has_main)
+    except BetError as refused:
+        return Answer.error(422, refused.code, str(refused))
     return None
 
 

@@ -94,7 +94,7 @@ def test_seed002_keluhan_a_late_complaint_is_refused_and_its_override_recorded_w
     """Seed 002: "Keluhan apapun yang diajukan setelah periode waktu tersebut akan ditolak".
     Filed now about a round 25 hours old, a complaint is refused (nothing recorded); the
     override is refused unless CROUPIER_LATE_COMPLAINT_OVERRIDE is set; each use is on
-    operator.actions beside the complaint and in the significant-event log."""
+    operator.actions beside the complaint and in the significant-event log, as is each complaint."""
     late, _ = rounds
     player = f"carol-{late.table_id[1:]}"
     already = set(filed_records(platform_kafka))
@@ -120,6 +120,14 @@ def test_seed002_keluhan_a_late_complaint_is_refused_and_its_override_recorded_w
     assert len(uses) == 2 and {e["round_id"] for e in uses} == {late.round_id}
     assert all(e["who"] and e["why"].startswith("regulator asked (complaint of carol-")
                and e["topic"] == "operator.actions" for e in uses)
+    # and every complaint itself, each under its id, late ones saying so
+    filed = {e["why"].split()[1]: e for e in json.loads(listed.stdout)
+             if e["kind"] == "complaint_filed"}
+    assert set(ids) <= set(filed), filed
+    assert all(filed[i]["round_id"] == late.round_id and filed[i]["who"]
+               and filed[i]["topic"] == "operator.actions"
+               and f"of {player}" in filed[i]["why"]
+               and "late, overridden: regulator asked" in filed[i]["why"] for i in ids)
     # its report opens by its id with the setting off again: judged once, when it was filed
     replayed = croupier(platform_kafka, "replay", "--complaint", ids[0],
                         env={"CROUPIER_LATE_COMPLAINT_OVERRIDE": "false"})

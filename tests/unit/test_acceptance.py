@@ -116,6 +116,22 @@ def test_seed002_wallet_refuses_a_second_bet_past_the_spot_maximum_at_its_door()
     assert led.look.spot_total(handlers.spot_key("p1", "T1", "R1", "player", None)) == MAX
 
 
+def test_seed002_the_door_and_bet_settlement_refuse_a_spot_maximum_in_the_same_words():
+    """One rule, one home: the player reads the same reason whether the wallet's door or
+    bet-settlement's binding decision refused the bet."""
+    led = SpotLedger(deposit=3 * MAX)
+    led.run(handlers.place_bet, PlaceBet(player_id="p1", bet_id="a", table_id="T1",
+                                         round_id="R1", bet="player", stake=MAX, spot_max=MAX))
+    door = led.run(handlers.place_bet, PlaceBet(
+        player_id="p1", bet_id="b", table_id="T1", round_id="R1", bet="player", stake=MAX,
+        spot_max=MAX)).answer.body["error"]
+    state = round_book.on_table_event(None, opened(), NOW)[0]
+    _, out = run(state, placed("a", stake=MAX), placed("b", stake=MAX))
+    book = out[1][2]
+    assert (door["code"], door["message"]) == (book.reason_code, book.message)
+    assert "IDR 50,000.00 already on 'player'" in door["message"]
+
+
 def test_seed002_wallet_spot_total_is_the_sum_of_the_bets_placed_on_it():
     """Clicks on one spot add up to the table maximum and no further; a refused or retried
     bet adds nothing, and the total is the entries' (a rebuild counts the same)."""
