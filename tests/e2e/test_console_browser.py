@@ -6,7 +6,7 @@ the floor's roads cell by cell against the wallet's `GET /tables/{id}/roads`, a 
 report showing MATCH, a page or fragment refused without the session cookie, a form
 without its CSRF token refused, the floor updating over SSE without a reload, and a
 re-drive that lands in the significant-event log. `CROUPIER_SCREENSHOT_DIR=docs/img` keeps
-the screenshots the README shows."""
+the screenshots the operator's guide shows."""
 
 from __future__ import annotations
 

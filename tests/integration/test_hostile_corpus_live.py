@@ -321,7 +321,7 @@ def hostile(platform_kafka, tmp_path_factory):
 
 def test_two_players_with_the_same_request_id_are_both_rebuilt(hostile):
     """Finding 10: the corpus's two players were both funded with request id hx-seed-<run>
-    (as the README's dep-1); the rebuild keys by (player, id) and keeps both."""
+    (as the operator guide's dep-1); the rebuild keys by (player, id) and keeps both."""
     values = hostile["ctx"].values
     assert {values["PLAYER"], values["OTHER"]} <= set(hostile["rebuilt"].audit.balances)
 

@@ -1,5 +1,5 @@
 """Issue 11 finding 10 through the real wallet and bet-settlement: two players deposit with the
-same request id (the README's `dep-1`) and bet with the same bet id, in one round (the second
+same request id (the operator guide's `dep-1`) and bet with the same bet id, in one round (the second
 is rejected `duplicate_bet_id` and refunded) and on two tables (both settled, each paid into
 their own account); `croupier rebuild` then reports no difference and compares both players.
 An id that is not one (`..`) is refused at the wallet's door by name, and an account of that

@@ -121,7 +121,7 @@ def test_a_complaint_naming_a_bad_id_is_refused_by_name():
 
 @pytest.fixture
 def shared_ids() -> Ledger:
-    """Alice and bob both deposit with the README's `dep-1` and both bet `b1` in round R1:
+    """Alice and bob both deposit with the operator guide's `dep-1` and both bet `b1` in round R1:
     bet-settlement accepts alice's (first) and rejects bob's `duplicate_bet_id`; the wallet
     settles alice's and refunds bob's."""
     book = Ledger()
