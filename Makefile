@@ -16,7 +16,7 @@ help:
 	@echo "                 pytest-xdist processes"
 	@echo "make simulate    the crash simulator: CROUPIER_CRASHSIM_SCHEDULES (10000) schedules"
 	@echo "                 from seed CROUPIER_CRASHSIM_SEED (1) over every kernel service"
-	@echo "make lint        ruff, then mypy (strict for shared/)"
+	@echo "make lint        ruff, vulture (dead code), then mypy (strict for shared/)"
 	@echo "make mutants     plant one-line bugs in services/, one at a time, and run the crash"
 	@echo "                 simulator on each (CROUPIER_MUTANTS_SCHEDULES per mutant; not part"
 	@echo "                 of make test; MUTANTS_ARGS='--only W1,K2' or '--list')"
@@ -74,6 +74,7 @@ simulate: venv
 
 lint: venv
 	$(VENV)/bin/ruff check shared services tests benchmarks
+	$(VENV)/bin/vulture
 	$(VENV)/bin/mypy
 
 # the crash simulator against one-line bugs planted in the real code (tests/crashsim/mutants.py,

@@ -95,9 +95,6 @@ class BaccaratResult(BaseModel):
     def hands(self) -> dict[str, tuple[Card, ...]]:
         return {"player": self.player, "banker": self.banker}
 
-    def points_of(self, side: Side) -> int:
-        return self.player_points if side == "player" else self.banker_points
-
     def natural(self, side: Side) -> bool:
         return self.player_natural if side == "player" else self.banker_natural
 

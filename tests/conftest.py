@@ -130,8 +130,3 @@ def archive_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
         return (tmp_path / "archive").as_uri()
     server: LocalS3 = request.getfixturevalue("local_s3")
     return server.archive_url(f"archive-{hashlib.sha256(str(tmp_path).encode()).hexdigest()[:12]}")
-
-
-@pytest.fixture
-def repo_root() -> Path:
-    return Path(__file__).resolve().parents[1]

@@ -32,7 +32,6 @@ from tests.ports import free_port
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PROMETHEUS_DIR = REPO_ROOT / "deploy" / "prometheus"
 RULE_FILES = (PROMETHEUS_DIR / "rules" / "recording.yml", PROMETHEUS_DIR / "rules" / "alerts.yml")
-INSTALL_TOOLS = PROMETHEUS_DIR / "install-tools.sh"
 TEMP_PREFIX = "croupier-prometheus-"  # install-tools.sh spares processes run from here
 
 

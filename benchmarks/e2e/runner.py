@@ -186,7 +186,7 @@ async def _run(opts: Options, plat: Platform, fig: dict) -> None:
     fig["records"] = await asyncio.to_thread(largest_records, bootstrap)
 
 
-def _terminate(signum, frame) -> None:
+def _terminate(signum, _frame) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
 

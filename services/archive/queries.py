@@ -26,7 +26,6 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any
@@ -66,14 +65,6 @@ def iso(ms: int) -> str:
         .replace("+00:00", "Z")
 
 
-@dataclass
-class Sources:
-    """Where the answer's records came from: the archive's files, and the log's tail."""
-
-    archived_files: int = 0
-    tail_records: int = 0
-
-
 class ArchiveQueries:
     """One DuckDB connection over the topics a query needs, each a view of its archived
     files and its live tail (`bootstrap`: None reads the archive alone)."""
@@ -84,7 +75,6 @@ class ArchiveQueries:
         # every query of one answer reads the same files: their footers are read once
         self.con = duckdb.connect()
         self.con.execute("SET parquet_metadata_cache = true")
-        self.sources = Sources()
         self._registered: set[str] = set()
         self._window: tuple[int | None, int | None] = (None, None)
         self._cut = False
@@ -101,7 +91,6 @@ class ArchiveQueries:
         self._drop_views()
         self._tails_read.clear()
         self._cut = False
-        self.sources = Sources()
 
     def _drop_views(self) -> None:
         for topic in self._registered:
@@ -139,7 +128,6 @@ class ArchiveQueries:
                 cut = cut or since_ms is not None and index.at_time(since_ms) > 0
                 paths += [f"{root}/{index.folder}/{f}" for f in files]
                 ends[TopicPartition(topic, partition)] = index.manifest(len(index) - 1).end_offset
-            self.sources.archived_files += len(paths)
             self._register_files(f"{view_name(topic)}_archived", paths, fs)
         tails = self._tails([t for t in wanted if t not in self._tails_read], ends)
         self._tails_read.update(tails)
@@ -195,7 +183,6 @@ class ArchiveQueries:
         out = {}
         raw = pa.schema([SCHEMA.field(n) for n in SCHEMA.names if n not in QUERY_FIELDS])
         for topic, recs in rows.items():
-            self.sources.tail_records += len(recs)
             if not recs:
                 out[topic] = SCHEMA.empty_table()
                 continue

@@ -37,11 +37,6 @@ BREAK_MS = 15 * 60_000
 # far before `from` for it
 DEALER_LOOK_BACK_MS = 86_400_000
 CORRECTION_EVENTS = ("round_corrected", "misdeal_corrected")
-DEALER_COLUMNS = ("dealer", "rounds", "hands", "hours", "hands_per_hour", "voids",
-                  "refused_inputs", "corrections", "voids_per_100_rounds",
-                  "refused_inputs_per_100_rounds", "corrections_per_100_rounds")
-TABLE_COLUMNS = ("table_id", "currency", "rounds", "bets", "stake", "returned", "hold",
-                 "theoretical_hold", "z")
 
 Exact = Callable[[str, int | None, str], "tuple[float, float] | None"]
 

@@ -44,10 +44,6 @@ class InputRefusal:
         if self.code not in CODES:
             raise ValueError(f"unknown refusal code {self.code!r}")
 
-    @property
-    def is_decision(self) -> bool:
-        return self.code not in NOT_A_DECISION
-
 
 class Refused(Exception):
     """A check refusing the input, raised: a check returns what it checked or raises this,

@@ -11,15 +11,12 @@ instead of crashing the codec.
 from __future__ import annotations
 
 import socket
-from typing import cast
 
 import faust
-from faust.tables.manager import TableManager
 from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Producer
 from faust.types import AppT
 
 from croupier.services.infra import service_table
-from croupier.services.infra.consumer import settling
 from croupier.services.infra.kafka_clients import DURABLE_PRODUCER
 from croupier.services.infra.kafka_security import faust_credentials
 from croupier.services.infra.settings import Settings, get_settings
@@ -121,18 +118,6 @@ def service_of(app: AppT) -> str:
 def settings_of(app: AppT) -> Settings:
     """The settings an app was built with."""
     return _built[app.conf.id][1]
-
-
-def recovering(app: AppT) -> bool:
-    """True while the worker's partitions move or its tables still recover their state:
-    it must not answer for its keys yet."""
-    return settling(app) or not tables_recovered(app)
-
-
-def tables_recovered(app: AppT) -> bool:
-    """Have the worker's tables recovered their state? (`app.tables` is faust's
-    TableManager; the TableManagerT interface does not declare its `recovery`.)"""
-    return cast(TableManager, app.tables).recovery.completed.is_set()
 
 
 def topic(app: faust.App, name: str) -> faust.TopicT:

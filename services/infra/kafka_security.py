@@ -37,7 +37,6 @@ OPERATOR = "operator"
 ADMIN = "admin"
 PRINCIPALS = (*SERVICE_PRINCIPALS, TABLE_DEVICE, OPERATOR, ADMIN)
 PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL")
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 LOCAL_SECRET_FILE = "kafka-local-secret"
 
 # topic -> the principals that may write it (the rule of issue 11, item 3)

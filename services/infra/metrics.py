@@ -146,11 +146,7 @@ MALFORMED = Counter("croupier_malformed_records_total",
 
 # --- bounded label values, known up front (series are created at 0 on start-up) ---------
 
-INPUT_OUTCOMES = ("accepted", "refused")
-ROUND_OUTCOMES = ("completed", "voided")
-GAMES = ("baccarat", "triple_face")
 BET_STATES = ("accepted", "rejected", "settled", "voided")
-MONEY_KINDS = ("deposit", "withdrawal", "stake_debit", "bet_refund", "payout")
 OTHER = "other"  # the label value for anything outside a known set (e.g. a made-up bet name)
 NO_REASON = "none"  # the reason of an accepted input
 UNKNOWN_TABLE = "unknown"  # a refused input naming a table this process has never seen

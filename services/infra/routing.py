@@ -56,19 +56,6 @@ def owner_of(app: faust.App, topic: faust.TopicT, key: bytes) -> URL | None:
     return None if _ident(URL(str(url))) == _ident(URL(str(app.conf.canonical_url))) else url
 
 
-def consumed_here(app: faust.App, topic: faust.TopicT, key: bytes) -> bool:
-    """This worker's consumer holds `key`'s partition of `topic` now (the router's view of
-    the group may lag behind a restart or a rebalance; the consumer's assignment does not)."""
-    try:
-        tp = app.producer.key_partition(topic.get_topic_name(), key)
-        owners = owners_of(app)
-        if owners is not None:
-            return tp in owners.ready
-        return tp in app.consumer.assignment()
-    except Exception:  # noqa: BLE001 - no metadata or no consumer yet: not here
-        return False
-
-
 def was_forwarded(request: faust.web.Request) -> bool:
     return FORWARDED_HEADER in request.headers
 

@@ -55,7 +55,6 @@ log = logging.getLogger(__name__)
 
 CHUNK_BYTES = 256 * 1024  # a chunk's most bytes (Kafka's default record limit is 1 MB)
 MANIFEST_MAX_BYTES = 768 * 1024
-SNAPSHOT_FORMAT = 1
 FIELD_MARK = "#"  # a line of a collection field's item, never a key of the state's values
 
 
@@ -266,7 +265,7 @@ class SnapshotManifest(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    format: Literal[1] = 1  # SNAPSHOT_FORMAT
+    format: Literal[1] = 1  # the snapshot format's version
     topic: str  # the own log this is a snapshot of
     partition: int
     snapshot_id: str

@@ -442,10 +442,6 @@ class _Reconciler:
                            f"{t.operator_transaction_id}, no ok record at croupier"))
 
 
-def _shown(value: object) -> str | int | None:
-    return value if value is None or isinstance(value, (str, int)) else str(value)
-
-
 @dataclass
 class _Net:
     croupier: int = 0

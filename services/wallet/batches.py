@@ -36,11 +36,6 @@ RETRY = handlers.Answer.error(503, "rebalancing", "another worker applied this c
                                                   "retry (the same id is safe)")
 
 
-def command_record(topic: str, env: Envelope) -> tuple[str, bytes, bytes]:
-    """`env` as a record of the commands topic `topic`, keyed by its player."""
-    return topic, env.command.player_id.encode(), env.model_dump_json().encode()
-
-
 class CommandBatches:
     """The accounts agent's decisions and answers (the kernel does the rest)."""
 

@@ -142,7 +142,6 @@ BetIntake = Annotated[BetPlaced | IntakeMark, Field(discriminator="type")]
 BET_INTAKE: TypeAdapter[BetIntake] = TypeAdapter(BetIntake)
 
 BetDecision = Annotated[BetAccepted | BetRejected | RoundManifest, Field(discriminator="type")]
-BET_DECISION: TypeAdapter[BetDecision] = TypeAdapter(BetDecision)
 
 
 class BetSettled(BetFacts):
@@ -183,4 +182,3 @@ class SettlementReversed(BetFacts):
 
 
 BetEnding = Annotated[BetSettled | SettlementReversed, Field(discriminator="type")]
-BET_ENDING: TypeAdapter[BetEnding] = TypeAdapter(BetEnding)

@@ -36,7 +36,6 @@ class Message:
     value: bytes
     key: bytes | None = None
     timestamp: float | None = None  # the broker's append time (seconds), when known
-    generation_id: int = 1
 
     @property
     def tp(self) -> TP:

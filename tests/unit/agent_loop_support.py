@@ -1,25 +1,15 @@
 """Test doubles for an agent's consume loop without a broker (Faust has no in-memory
-transport): events as a Faust stream yields them, a stream that yields a list of them and
-records their acks, and a broker standing in for the app's producer (`publish_all` and
-`flush_all` as the services call them, and the producer `run_batches` flushes). Every step
-lands in one ordered log, so a test can tell what happened before what.
-
-The service code under test is the real one: the batch functions, `run_batches` and the
-agents' bodies. Faust tables are replaced by dicts (the services only `get`, read and
-assign keys), which is how they behave inside one partition of a running worker."""
+transport): events as a Faust stream yields them, and a broker standing in for the app's
+producer (`publish_all` and `flush_all` as the services call them). Every step lands in one
+ordered log, so a test can tell what happened before what."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import ModuleType, SimpleNamespace
 
-import faust
 from faust.types import TP
-
-from croupier.services.infra import batching
 
 Record = tuple[str, bytes, bytes]
 APPENDED = datetime(2026, 1, 1, tzinfo=UTC)  # when a fake broker appends (folds without expiry)
@@ -32,7 +22,6 @@ class Message:
     offset: int
     key: bytes | None
     value: bytes | None
-    generation_id: int = 1
     timestamp: float | None = None
 
     @property
@@ -49,29 +38,12 @@ class Event:
         self.key, self.value = key, value
 
 
-def events_on(topic: str, records: Iterable[tuple[bytes | None, bytes | None]],
-              partition: int = 0, first_offset: int = 0) -> list[Event]:
-    """`(key, value)` records as consecutive offsets of one partition."""
-    return [Event(topic, first_offset + i, key, value, partition)
-            for i, (key, value) in enumerate(records)]
-
-
-class _Buffer:
-    """The producer buffer `run_batches` tracks: nothing is ever left unacknowledged here."""
-
-    def put(self, fut: asyncio.Future) -> None:  # the tables are dicts: never called
-        raise AssertionError("a Faust table wrote through the producer in a unit test")
-
-
 class Broker:
     """What the loop published and flushed, in order: `steps` holds ("publish", records),
-    ("flush",) and ("ack", topic, offset) as they happened. `before_flush` callbacks run at
-    each flush, before it returns (to look at what was already answered then)."""
+    and ("flush",) as they happened."""
 
     def __init__(self) -> None:
         self.steps: list[tuple] = []
-        self.buffer = _Buffer()
-        self.before_flush: list[Callable[[], None]] = []
 
     @property
     def published(self) -> list[Record]:
@@ -89,51 +61,4 @@ class Broker:
             self.steps.append(("publish", records))
 
     async def flush_all(self, producer=None) -> None:
-        for look in self.before_flush:
-            look()
         self.steps.append(("flush",))
-
-    async def flush(self) -> None:  # the producer's own flush, which run_batches calls
-        await self.flush_all()
-
-
-class Stream:
-    """A stream of `events` for `run_batches`: `noack()` is itself; acks are logged."""
-
-    def __init__(self, app_id: str, broker: Broker, events: list[Event]) -> None:
-        self.app = SimpleNamespace(producer=broker, conf=SimpleNamespace(id=app_id))
-        self.broker = broker
-        self._events = events
-
-    def noack(self) -> Stream:
-        return self
-
-    async def events(self):
-        for event in self._events:
-            yield event
-
-    async def ack(self, event: Event) -> None:
-        self.broker.steps.append(("ack", event.message.topic, event.message.offset))
-
-
-async def _nothing_committed() -> dict:
-    return {}
-
-
-def built_app(service: ModuleType) -> faust.App:
-    """A service's app (`croupier.services.<svc>.app`), built once, as its worker does when it starts
-    (importing the module builds nothing)."""
-    if not hasattr(service, "app"):
-        service.build_app()
-    return service.app
-
-
-def run_agent(monkeypatch, agent, app_id: str, broker: Broker, events: list[Event],
-              timeout_s: float = 10.0) -> None:
-    """Run the agent's own body (the function `build_app` registers, or a Faust agent's
-    `fun`) over `events` until the stream ends. The group's committed offsets are none (a
-    fresh group): nothing asks a broker."""
-    monkeypatch.setattr(batching, "committed_offsets", lambda app, service: _nothing_committed)
-    stream = Stream(app_id, broker, events)
-    body = getattr(agent, "fun", agent)
-    asyncio.run(asyncio.wait_for(body(stream), timeout_s))

@@ -141,9 +141,3 @@ class OperatorWalletClient:
             out += page.transactions
             after = page.next_after
         return out
-
-    def healthy(self) -> bool:
-        try:
-            return self.http.get("/health", timeout=1.0).status_code == 200
-        except httpx.HTTPError:
-            return False
