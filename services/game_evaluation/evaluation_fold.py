@@ -32,8 +32,7 @@ from croupier.shared.events.evaluation_log import EvaluationEntry
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.sources import InputRef
 from croupier.shared.events.table import TableEventBase
-
-EVALUATION_LOG_TOPIC = "evaluation.log"
+from croupier.shared.topics import ROUND_RESULTS_TOPIC
 
 
 def state_key(table_id: str) -> str:
@@ -55,7 +54,7 @@ class EvaluationFold:
     def outputs(self, entry: EvaluationEntry) -> list[Record]:
         out: list[Record] = []
         if entry.result is not None:
-            out.append(("round.results", entry.result.table_id.encode(),
+            out.append((ROUND_RESULTS_TOPIC, entry.result.table_id.encode(),
                         entry.result.model_dump_json().encode()))
         if entry.dead_letter is not None:
             out.append(record_of(entry.dead_letter))

@@ -38,7 +38,6 @@ from croupier.shared.events.canonical import hmac_hex, same_digest
 CallKind = Literal["debit", "credit", "rollback"]
 KEY_ID_HEADER = "X-Croupier-Key-Id"
 SIGNATURE_HEADER = "X-Croupier-Signature"
-OPERATOR_CALLS_TOPIC = "wallet.operator_calls"
 
 # the definitive refusals an operator's wallet may answer (4xx), and the HTTP status each
 # is answered to the player with when it refuses a debit

@@ -45,6 +45,12 @@ from croupier.shared.events.table import (
 )
 from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
+from croupier.shared.topics import (
+    BETS_SETTLED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+)
 from tests.round_builder import RecordedRound
 from tests.unit.agent_loop_support import Event
 from tests.unit.settlement_log_support import LogBroker, Worker, patch_kernel, rebuilt
@@ -276,31 +282,31 @@ def _send(worker: Worker, topic: str, record) -> list[DeadLetter]:
     worker.broker.steps.clear()
     worker.apply([Event(topic, offset, b"T1", record.model_dump_json().encode())])
     return [DeadLetter.model_validate_json(v) for t, _, v in worker.broker.published
-            if t == "dead.letters"]
+            if t == DEAD_LETTERS_TOPIC]
 
 
 def test_bet_settlement_refuses_a_forged_event_flags_the_table_and_settles_nothing(worker):
     chain = opened_round()
     for event in chain.events:
-        assert _send(worker, "table.events", event) == []
+        assert _send(worker, TABLE_EVENTS_TOPIC, event) == []
     forged = chain.card(FORGED, 3, append=False)
-    (letter,) = _send(worker, "table.events", forged)
-    assert (letter.error_type, letter.topic) == ("TableEventRefused", "table.events")
+    (letter,) = _send(worker, TABLE_EVENTS_TOPIC, forged)
+    assert (letter.error_type, letter.topic) == ("TableEventRefused", TABLE_EVENTS_TOPIC)
     assert "unsigned" in letter.error
     assert Lookups(worker.kv()).watch("T1").flagged  # in the log: a restart keeps the flag
     assert Lookups(rebuilt(worker.broker)).watch("T1").flagged
-    assert _send(worker, "table.events", chain.card(REAL, 3)) == []
+    assert _send(worker, TABLE_EVENTS_TOPIC, chain.card(REAL, 3)) == []
     result = _result(chain, ["8H", "KD", "KC", FORGED])
-    (letter,) = _send(worker, "round.results", result)
+    (letter,) = _send(worker, ROUND_RESULTS_TOPIC, result)
     assert letter.error_type == "TableIsFlagged"
-    assert not [t for t, _, _ in worker.broker.published if t == "bets.settled"]
+    assert not [t for t, _, _ in worker.broker.published if t == BETS_SETTLED_TOPIC]
 
 
 def test_bet_settlement_flags_an_authentic_gap(worker):
     chain = opened_round()
     for event in chain.events[:3]:
-        assert _send(worker, "table.events", event) == []
-    assert len(_send(worker, "table.events", chain.events[4])) == 1, "seq 4 missing: flagged"
+        assert _send(worker, TABLE_EVENTS_TOPIC, event) == []
+    assert len(_send(worker, TABLE_EVENTS_TOPIC, chain.events[4])) == 1, "seq 4 missing: flagged"
     watch = Lookups(worker.kv()).watch("T1")
     assert watch.flagged and "out of order" in watch.flagged and watch.head.seq == 3
 
