@@ -11,8 +11,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from croupier.services.wallet.commands import Amount
+from croupier.shared.bets import Position
 from croupier.shared.currency import check_currency
-from croupier.shared.events.bet_events import Position
 from croupier.shared.events.ids import BetId, PlayerId, RequestId, RoundId, TableId
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.shoe_history import ShoeRoads
