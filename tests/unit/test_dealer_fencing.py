@@ -14,14 +14,13 @@ from croupier.services.bet_settlement.settlement_fold import Lookups
 from croupier.services.dealer_event.rebuild import fold_events
 from croupier.services.dealer_event.runtime import LOST_RACE
 from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
-from croupier.services.game_evaluation.evaluator import TableFlagged as EvaluationFlagged
 from croupier.services.infra.clock import ManualClock
 from croupier.services.operator.audit import Books
 from croupier.services.operator.rebuild import _rounds_from_table_events
 from croupier.services.operator.replay import replay_round
 from croupier.services.wallet.table_views import TableViews
 from croupier.shared.events.chain import follow_chain
-from croupier.shared.events.event_auth import VOID
+from croupier.shared.events.event_auth import VOID, TableFlagged
 from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound, VoidRound
 from croupier.shared.events.table import VoidReason, parse_table_event, seal
 from croupier.shared.topics import DEAD_LETTERS_TOPIC, TABLE_EVENTS_TOPIC
@@ -375,7 +374,7 @@ def test_a_gap_another_writer_left_puts_the_table_out_of_play_for_the_owner_too(
         await owner.runtime.ensure_ready()
     run(go())
     assert owner.runtime.tables["A"].corrupt
-    with pytest.raises(EvaluationFlagged, match="out of order"):
+    with pytest.raises(TableFlagged, match="out of order"):
         _evaluate(table_events(owner))
 
 
@@ -389,7 +388,7 @@ def test_a_forged_event_off_the_chain_still_flags():
                   key=b"not-the-key")
     raws = [*table_events(r.owner), forged.model_dump_json().encode()]
     view, _ = _evaluate(raws[:-1])
-    with pytest.raises(EvaluationFlagged, match="forged"):
+    with pytest.raises(TableFlagged, match="forged"):
         observe_verified(view, forged, KEY)
     assert _views(raws).flagged is not None
     _, letters = _settle(raws)

@@ -12,8 +12,11 @@ import pytest
 from croupier.services.bet_settlement.settlement_fold import Lookups
 from croupier.services.dealer_event.rebuild import fold_events
 from croupier.services.dealer_event.runtime import machine_config
-from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
-from croupier.services.game_evaluation.evaluator import TableFlagged as EvaluationFlagged
+from croupier.services.game_evaluation.evaluator import (
+    EvaluationState,
+    flagged_view,
+    observe_verified,
+)
 from croupier.services.infra.clock import SystemClock
 from croupier.services.infra.settings import Settings
 from croupier.services.operator.replay import replay_round
@@ -224,12 +227,14 @@ def test_game_evaluation_refuses_a_forged_card_and_flags_the_table():
     view, _ = _evaluate(chain.events)
     for forged in (chain.card(FORGED, 3, append=False),
                    chain.card(FORGED, 3, key=OTHER, append=False)):
-        with pytest.raises(EvaluationFlagged) as refused:
+        with pytest.raises(TableFlagged) as refused:
             observe_verified(view, forged, KEY)
-        assert refused.value.view.flagged and refused.value.view.last_seq == view.last_seq
-    flagged_view = refused.value.view
+        watch = refused.value.watch
+        assert watch.flagged and watch.head is not None and watch.head.seq == view.last_seq
+    flagged = flagged_view(view, refused.value)
+    assert flagged.flagged and flagged.last_seq == view.last_seq
     # the real card continues the chain, but the flagged table gets no result
-    seen = observe_verified(flagged_view, chain.card(REAL, 3), KEY)
+    seen = observe_verified(flagged, chain.card(REAL, 3), KEY)
     assert seen.result is None and seen.view.flagged
     assert any("flagged" in p for p in seen.problems)
 
@@ -237,7 +242,7 @@ def test_game_evaluation_refuses_a_forged_card_and_flags_the_table():
 def test_game_evaluation_refuses_an_authentic_gap_and_an_altered_event():
     chain = opened_round()
     view, _ = _evaluate(chain.events[:4])
-    with pytest.raises(EvaluationFlagged, match="out of order"):  # seq 5 missing: a gap
+    with pytest.raises(TableFlagged, match="out of order"):  # seq 5 missing: a gap
         observe_verified(view, chain.events[5], KEY)
     fork = chain.events[4].model_copy(update={"prev_hash": "1" * 64})
     fork = fork.model_copy(update={"hash": fork.computed_hash()})
@@ -249,10 +254,10 @@ def test_game_evaluation_refuses_an_authentic_gap_and_an_altered_event():
     unsigned_view = EvaluationState(table_id="T1")
     for event in unsigned.events[:4]:
         unsigned_view = observe_verified(unsigned_view, event, KEY, accept_unsigned=True).view
-    with pytest.raises(EvaluationFlagged, match="out of order"):  # unsigned: a break
+    with pytest.raises(TableFlagged, match="out of order"):  # unsigned: a break
         observe_verified(unsigned_view, unsigned.events[5], KEY, accept_unsigned=True)
     altered = chain.events[4].model_copy(update={"card": parse_card("AS")})
-    with pytest.raises(EvaluationFlagged, match="altered"):
+    with pytest.raises(TableFlagged, match="altered"):
         observe_verified(view, altered, KEY)
 
 
