@@ -49,7 +49,16 @@ from croupier.services.infra.local_broker import LocalBroker  # noqa: E402
 from croupier.services.infra.log_reader import read_to_end  # noqa: E402
 from croupier.services.infra.settings import Settings  # noqa: E402
 from croupier.services.operator.round_reader import partition_for  # noqa: E402
-from croupier.shared.topics import DEFAULT_PARTITIONS, TOPIC_NAMES, topic_catalogue  # noqa: E402
+from croupier.shared.topics import (  # noqa: E402  # noqa: E402
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    DEFAULT_PARTITIONS,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    TOPIC_NAMES,
+    WALLET_TRANSACTIONS_TOPIC,
+    topic_catalogue,
+)
 from tests.conftest import free_port  # noqa: E402
 
 RECALL_TARGET_S = 0.100
@@ -72,7 +81,7 @@ def produce_bets(bootstrap: str, count: int) -> None:
     for i in range(count):
         table = f"T{i % 40}"
         value = bet_value(i, f"p{i % 5000}", table, f"{table}-r{i // 4000}", at)
-        producer.send("bets.placed", key=table.encode(), value=json.dumps(value).encode())
+        producer.send(BETS_PLACED_TOPIC, key=table.encode(), value=json.dumps(value).encode())
     producer.flush()
     producer.close()
 
@@ -80,10 +89,10 @@ def produce_bets(bootstrap: str, count: int) -> None:
 def bench_throughput(bootstrap: str, records: int, home: Path) -> dict:
     produce_bets(bootstrap, records)
     began = time.perf_counter()
-    read = sum(1 for _ in read_to_end(bootstrap, "bets.placed"))
+    read = sum(1 for _ in read_to_end(bootstrap, BETS_PLACED_TOPIC))
     raw_s = time.perf_counter() - began
     store = DirectoryStore(home / "throughput")
-    archiver = Archiver(bootstrap, store, topics=("bets.placed",), flush_seconds=3600)
+    archiver = Archiver(bootstrap, store, topics=(BETS_PLACED_TOPIC,), flush_seconds=3600)
     began = time.perf_counter()
     stats = archiver.run(once=True)
     archive_s = time.perf_counter() - began
@@ -111,11 +120,11 @@ def build_archive(store: DirectoryStore, bets: int, players: int = 10_000,
     for r in range(rounds):
         table, round_id = f"T{r % 40}", f"T{r % 40}-R{r}"
         at = T0 + timedelta(seconds=270 * r)  # ~ a month per 10,000 rounds
-        put("table.events", table, {"type": "round_opened", "table_id": table,
+        put(TABLE_EVENTS_TOPIC, table, {"type": "round_opened", "table_id": table,
                                     "round_id": round_id, "dealer": "Ana",
                                     "profile": "sbo-baccarat", "profile_version": 1,
                                     "occurred_at": at.isoformat()}, at)
-        put("round.results", table, {"type": "round_result", "table_id": table,
+        put(ROUND_RESULTS_TOPIC, table, {"type": "round_result", "table_id": table,
                                      "round_id": round_id, "cards": ["AS", "3H", "2D", "3C"],
                                      "result": {"winner": "banker"}, "profile": "sbo-baccarat",
                                      "occurred_at": at.isoformat()}, at)
@@ -125,21 +134,21 @@ def build_archive(store: DirectoryStore, bets: int, players: int = 10_000,
             player = f"p{p}"
             bet = bet_value(i, player, table, round_id, at)
             balances[p] -= bet["stake"]
-            put("bets.placed", table, bet, at)
-            put("wallet.transactions", player, {
+            put(BETS_PLACED_TOPIC, table, bet, at)
+            put(WALLET_TRANSACTIONS_TOPIC, player, {
                 "type": "wallet_transaction", "tx_id": f"stake_debit:bet-{i}", "player_id": player,
                 "kind": "stake_debit", "amount": bet["stake"], "balance_after": balances[p],
                 "currency": "IDR", "cause_id": f"bet-{i}", "table_id": table,
                 "round_id": round_id, "occurred_at": at.isoformat()}, at)
             won = rng.random() < 0.45
             returned = bet["stake"] * 2 if won else 0
-            put("bets.settled", table, {**bet, "type": "bet_settled",
+            put(BETS_SETTLED_TOPIC, table, {**bet, "type": "bet_settled",
                                         "settlement_id": f"settle:bet-{i}",
                                         "outcome": "win" if won else "lose", "returned": returned,
                                         "settled_at": at.isoformat()}, at)
             if won:
                 balances[p] += returned
-                put("wallet.transactions", player, {
+                put(WALLET_TRANSACTIONS_TOPIC, player, {
                     "type": "wallet_transaction", "tx_id": f"payout:settle:bet-{i}",
                     "player_id": player, "kind": "payout", "amount": returned,
                     "balance_after": balances[p], "currency": "IDR",

@@ -49,11 +49,14 @@ from croupier.services.infra import kafka_clients, topic_admin  # noqa: E402
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options  # noqa: E402
 from croupier.services.infra.local_broker import LocalCluster, cluster_nodes  # noqa: E402
 from croupier.services.infra.settings import NODE_PORT_STEP, Settings  # noqa: E402
-from croupier.shared.topics import min_insync_replicas, topic_catalogue  # noqa: E402
+from croupier.shared.topics import (  # noqa: E402  # noqa: E402
+    TABLE_EVENTS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    min_insync_replicas,
+    topic_catalogue,
+)
 from tests.ports import free_stepped_ports  # noqa: E402
 
-LEDGER = "wallet.ledger"
-EVENTS = "table.events"
 NODES = 3
 HEAP = "512m"
 RECORDS, KILLS = 20_000, 3
@@ -158,7 +161,7 @@ def render(figures: dict) -> str:
     one, three, r = steady["one"], steady["three"], steady["ratios"]
     lines = [f"cluster benchmark: {NODES} nodes (replication {NODES}, min.insync.replicas "
              f"{min_insync_replicas(NODES)}) beside 1 node; {steady['records']:,} records of "
-             f"{VALUE_BYTES} B to {LEDGER}, acks=all, idempotent; run took "
+             f"{VALUE_BYTES} B to {WALLET_LEDGER_TOPIC}, acks=all, idempotent; run took "
              f"{_num(figures.get('seconds'), 0)} s",
              f"  {'steady state':<34}{'1 node':>12}{'3 nodes':>12}{'ratio':>10}",
              f"  {'produce, records/s':<34}{_num(one['records_per_s'], 0):>12}"
@@ -254,7 +257,7 @@ def steady_values(count: int) -> list[bytes]:
 
 def produce_steady(bootstrap: str, records: int) -> dict:
     """records/s and the latency of one send in SAMPLE_EVERY, producing `records` records
-    keyed over KEYS players to LEDGER, flushed every FLUSH_EVERY."""
+    keyed over KEYS players to WALLET_LEDGER_TOPIC, flushed every FLUSH_EVERY."""
     keys = [f"player-{i:03d}".encode() for i in range(KEYS)]
     values = steady_values(records + WARM_UP)
     latencies: list[float] = []
@@ -263,7 +266,7 @@ def produce_steady(bootstrap: str, records: int) -> dict:
                                               linger_ms=5, batch_size=64 * 1024)
     try:
         for i in range(WARM_UP):
-            producer.send(LEDGER, key=keys[i % KEYS], value=values[i])
+            producer.send(WALLET_LEDGER_TOPIC, key=keys[i % KEYS], value=values[i])
         producer.flush()
         clock = time.perf_counter
         began = clock()
@@ -271,10 +274,10 @@ def produce_steady(bootstrap: str, records: int) -> dict:
             i = WARM_UP + n
             if n % SAMPLE_EVERY == 0:
                 sent = clock()
-                future = producer.send(LEDGER, key=keys[i % KEYS], value=values[i])
+                future = producer.send(WALLET_LEDGER_TOPIC, key=keys[i % KEYS], value=values[i])
                 future.add_callback(lambda _md, sent=sent: latencies.append(clock() - sent))
             else:
-                future = producer.send(LEDGER, key=keys[i % KEYS], value=values[i])
+                future = producer.send(WALLET_LEDGER_TOPIC, key=keys[i % KEYS], value=values[i])
             future.add_errback(errors.append)
             if (n + 1) % FLUSH_EVERY == 0:
                 producer.flush()
@@ -445,12 +448,12 @@ def leader_loss(cluster: LocalCluster, kills: int) -> dict:
     admin = kafka_clients.admin_client(bootstrap, ADMIN, client_id="bench-cluster-admin")
     try:
         ledger_partition = 0
-        victim = leader_of(admin, LEDGER, ledger_partition)
+        victim = leader_of(admin, WALLET_LEDGER_TOPIC, ledger_partition)
         # a table.events partition led by the same node, so the first kill hits both leaders
-        events = partitions_of(admin, [EVENTS])
+        events = partitions_of(admin, [TABLE_EVENTS_TOPIC])
         events_partition = min((p for (_, p), meta in events.items()
                                 if meta["leader_id"] == victim), default=0)
-        targets = [(LEDGER, ledger_partition), (EVENTS, events_partition)]
+        targets = [(WALLET_LEDGER_TOPIC, ledger_partition), (TABLE_EVENTS_TOPIC, events_partition)]
         watched = [label(t, p) for t, p in targets]
         producer = PacedProducer(bootstrap, targets)
         producer.start()
@@ -463,14 +466,14 @@ def leader_loss(cluster: LocalCluster, kills: int) -> dict:
                     raise RuntimeError(f"the paced producer died: {producer.failure!r}")
                 calm_from = time.perf_counter()
                 time.sleep(CALM_BEFORE_KILL_S)
-                now = partitions_of(admin, [LEDGER, EVENTS])
+                now = partitions_of(admin, [WALLET_LEDGER_TOPIC, TABLE_EVENTS_TOPIC])
                 victim = int(now[targets[0]]["leader_id"])
                 led = {label(t, p): int(now[(t, p)]["leader_id"]) == victim for t, p in targets}
                 node = cluster.node(victim)
                 killed_at = time.perf_counter()
                 calm.append((calm_from, killed_at))
                 node.kill()
-                new_leader, leader_s = wait_new_leader(admin, LEDGER, ledger_partition, victim,
+                new_leader, leader_s = wait_new_leader(admin, WALLET_LEDGER_TOPIC, ledger_partition, victim,
                                                        killed_at)
                 wait_acked_after(producer, watched, killed_at)
                 unavailable = {t: first_ack_after(producer.pairs(t), killed_at) for t in watched}
@@ -482,7 +485,7 @@ def leader_loss(cluster: LocalCluster, kills: int) -> dict:
                       + ", ".join(f"{t} {_num(s, 2)} s" for t, s in unavailable.items())
                       + f"; new leader {new_leader} after {_num(leader_s, 2)} s", flush=True)
                 cluster.up(timeout_s=180.0)
-                wait_isr_full(admin, [LEDGER, EVENTS], NODES)
+                wait_isr_full(admin, [WALLET_LEDGER_TOPIC, TABLE_EVENTS_TOPIC], NODES)
             calm_from = time.perf_counter()
             time.sleep(CALM_BEFORE_KILL_S)
             calm.append((calm_from, time.perf_counter()))

@@ -50,11 +50,11 @@ from croupier.services.wallet.snapshot_codec import WALLET_CODEC  # noqa: E402
 from croupier.shared.events.sources import InputRef  # noqa: E402
 from croupier.shared.events.wallet_events import WalletTransaction, tx_id  # noqa: E402
 from croupier.shared.events.wallet_ledger import Account, LedgerEntry  # noqa: E402
-from croupier.shared.topics import SNAPSHOT_CONFIGS  # noqa: E402
+from croupier.shared.topics import SNAPSHOT_CONFIGS, snapshot_topic  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 
 TOPIC = "bench-wallet-ledger"
-SNAPSHOT_TOPIC = f"{TOPIC}.snapshots"
+SNAPSHOT_TOPIC = snapshot_topic(TOPIC)
 PLAYERS = 10_000
 TAIL = 10_000
 

@@ -45,7 +45,7 @@ from croupier.services.infra.settings import Settings  # noqa: E402
 from croupier.services.operator.rebuild import rebuild  # noqa: E402
 from croupier.services.operator.replay_service import ReplayRequest, run_replay  # noqa: E402
 from croupier.services.operator.report_render import to_html, to_json, to_text  # noqa: E402
-from croupier.shared.topics import topic_catalogue  # noqa: E402
+from croupier.shared.topics import TABLE_EVENTS_TOPIC, topic_catalogue  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 from tests.floor_builder import Floor, PlayedRound  # noqa: E402
 from tests.round_builder import RecordedRound  # noqa: E402
@@ -69,7 +69,7 @@ def produce_filler(bootstrap: str, count: int, start: datetime, end: datetime) -
     span_ms = (end - start).total_seconds() * 1000
     base_ms = start.timestamp() * 1000
     for i in range(count):
-        producer.send("table.events", key=keys[i % FILLER_TABLES], value=values[i % len(values)],
+        producer.send(TABLE_EVENTS_TOPIC, key=keys[i % FILLER_TABLES], value=values[i % len(values)],
                       timestamp_ms=int(base_ms + span_ms * i / count))
     producer.flush()
     producer.close()

@@ -36,6 +36,7 @@ os.environ.setdefault("CROUPIER_ENV", "development")
 from benchmarks.bench_archive import median_time  # noqa: E402
 from croupier.services.archive.queries import ArchiveQueries  # noqa: E402
 from croupier.services.infra.archive_store import DirectoryStore  # noqa: E402
+from croupier.shared.topics import BETS_PLACED_TOPIC  # noqa: E402
 from tests.archive_builder import archive_records  # noqa: E402
 
 TARGET_S = 30.0
@@ -84,7 +85,7 @@ def build_day(store: DirectoryStore, bets: int) -> set[tuple[str, str]]:
             lines.append((f"p{rng.randrange(PLAYERS)}", rng.choices(names, weights)[0],
                           rng.choice(CHIPS)))
         for player, bet, stake in lines:
-            records.append(("bets.placed", table,
+            records.append((BETS_PLACED_TOPIC, table,
                             bet_value(n, player, table, round_id, bet, stake, at),
                             int(at.timestamp() * 1000)))
             n += 1
@@ -110,7 +111,7 @@ def main() -> int:
         def scan():  # the baseline: one pass decoding every bet, its stake summed
             queries = ArchiveQueries(store)
             try:
-                queries.need(("bets.placed",), int(since.timestamp() * 1000),
+                queries.need((BETS_PLACED_TOPIC,), int(since.timestamp() * 1000),
                              int(until.timestamp() * 1000))
                 return queries.rows("""
                     SELECT count(*) AS bets, sum(CAST(json_extract(v, '$.stake') AS BIGINT))

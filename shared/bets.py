@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple
+
+from pydantic import BeforeValidator
 
 from croupier.shared.baccarat import BaccaratResult
 from croupier.shared.triple_face import HandName, TripleFaceResult
@@ -20,7 +22,17 @@ if TYPE_CHECKING:
     from croupier.shared.profile import BaccaratProfile, Profile
 
 Outcome = Literal["win", "lose", "push"]
-Position = Literal[1, 2, 3, "banker"]
+
+
+def _no_lookalike(value: object) -> object:
+    """`true` and `1.0` equal 1 in Python and would pass as position 1: refused."""
+    if isinstance(value, bool | float):
+        raise ValueError('a position is 1, 2, 3 or "banker", not a boolean or a decimal')
+    return value
+
+
+# a Triple Face bet's position; a model validating one refuses its lookalikes
+Position = Annotated[Literal[1, 2, 3, "banker"], BeforeValidator(_no_lookalike)]
 PLAYER_POSITIONS: tuple[Position, ...] = (1, 2, 3)
 ALL_POSITIONS: tuple[Position, ...] = (1, 2, 3, "banker")
 

@@ -40,9 +40,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from croupier.shared.baccarat import BaccaratResult, Side, Winner
+from croupier.shared.models import FrozenModel
 from croupier.shared.rounds import AnyResult
 from croupier.shared.triple_face import PLAYER_HANDS, HandName, TripleFaceResult
 
@@ -59,13 +60,9 @@ class RoadError(ValueError):
     """Results the roads cannot be drawn from (another game's, a mix of games)."""
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
 # --- the results in -----------------------------------------------------------------------
 
-class BaccaratOutcome(_Frozen):
+class BaccaratOutcome(FrozenModel):
     """One baccarat hand as the roads need it (`of` takes it from a `BaccaratResult`)."""
 
     game: Literal["baccarat"] = "baccarat"
@@ -83,7 +80,7 @@ class BaccaratOutcome(_Frozen):
                    natural=result.player_natural or result.banker_natural)
 
 
-class TripleFaceOutcome(_Frozen):
+class TripleFaceOutcome(FrozenModel):
     """One Triple Face round: each player position against the Banker, with the ranks."""
 
     game: Literal["triple_face"] = "triple_face"
@@ -113,7 +110,7 @@ def outcome_of(result: AnyResult, round_id: str | None = None
 
 # --- the grids out ------------------------------------------------------------------------
 
-class Cell(_Frozen):
+class Cell(FrozenModel):
     col: int = Field(ge=0, description="Column as drawn, from 0.")
     row: int = Field(ge=0, lt=ROWS, description="Row from the top, 0..5.")
     hand: int = Field(ge=1, description="The hand's number in the shoe, from 1.")
@@ -144,13 +141,13 @@ class DerivedCell(Cell):
     colour: Colour
 
 
-class BeadPlate(_Frozen):
+class BeadPlate(FrozenModel):
     rows: int = ROWS
     columns: int
     cells: tuple[BeadCell, ...]
 
 
-class BigRoad(_Frozen):
+class BigRoad(FrozenModel):
     rows: int = ROWS
     columns: int = Field(description="Columns drawn, the dragon tails included.")
     cells: tuple[BigRoadCell, ...]
@@ -158,7 +155,7 @@ class BigRoad(_Frozen):
                                                      "win: they go on the first bead.")
 
 
-class DerivedRoad(_Frozen):
+class DerivedRoad(FrozenModel):
     name: DerivedName
     offset: int = Field(description="n: the big-road column k-n this road compares with.")
     rows: int = ROWS
@@ -166,7 +163,7 @@ class DerivedRoad(_Frozen):
     cells: tuple[DerivedCell, ...]
 
 
-class ShoeCounts(_Frozen):
+class ShoeCounts(FrozenModel):
     hands: int
     banker: int
     player: int
@@ -177,7 +174,7 @@ class ShoeCounts(_Frozen):
                                             "not known.")
 
 
-class BaccaratRoads(_Frozen):
+class BaccaratRoads(FrozenModel):
     game: Literal["baccarat"] = "baccarat"
     counts: ShoeCounts
     bead_plate: BeadPlate
@@ -194,7 +191,7 @@ class FaceCell(Cell):
     banker_rank: str
 
 
-class PositionHistory(_Frozen):
+class PositionHistory(FrozenModel):
     rows: int = ROWS
     columns: int
     cells: tuple[FaceCell, ...]
@@ -203,7 +200,7 @@ class PositionHistory(_Frozen):
     tie: int
 
 
-class TripleFaceRoads(_Frozen):
+class TripleFaceRoads(FrozenModel):
     game: Literal["triple_face"] = "triple_face"
     hands: int
     positions: dict[HandName, PositionHistory]

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from croupier.shared.cards import Card
 from croupier.shared.events.table import (
@@ -35,6 +35,7 @@ from croupier.shared.events.table import (
     ShoeStarted,
     TableEventBase,
 )
+from croupier.shared.models import FrozenModel
 from croupier.shared.profile import ProfileError, load_profile, round_profile
 from croupier.shared.roads import (
     AnyOutcome,
@@ -52,18 +53,14 @@ MAX_HANDS = 150  # an 8-deck shoe deals at most 416 / 4 = 104 hands
 Game = Literal["baccarat", "triple_face"]
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class RoundInPlay(_Frozen):
+class RoundInPlay(FrozenModel):
     round_id: str
     round_number: int
     profile: str
     profile_version: int | None = None
 
 
-class ShoeHistory(_Frozen):
+class ShoeHistory(FrozenModel):
     shoe_id: str
     game: Game | None = None
     from_start: bool = Field(description="The shoe's start was folded: its results are "
@@ -82,7 +79,7 @@ class ShoeHistory(_Frozen):
         return self.from_start and not self.dropped and not self.missing
 
 
-class ShoeRoads(_Frozen):
+class ShoeRoads(FrozenModel):
     """One shoe's roads and what they hold: `GET /tables/{id}/roads`, and the replay
     report's roads up to its round."""
 

@@ -17,6 +17,40 @@ DEFAULT_SEGMENT_MS = 6 * HOUR_MS
 DEFAULT_PARTITIONS = 4
 
 
+# Every topic's name, once: the catalogue below, the ACLs (`kafka_security.WRITERS`/
+# `READERS`), the event registry and every reader and writer use these constants, never a
+# quoted name (tests/unit/test_topic_names.py keeps it so).
+DEALER_INPUTS_TOPIC = "dealer.inputs"
+TABLE_EVENTS_TOPIC = "table.events"
+DEALER_REJECTIONS_TOPIC = "dealer.rejections"
+ROUND_RESULTS_TOPIC = "round.results"
+BETS_PLACED_TOPIC = "bets.placed"
+BETS_DECISIONS_TOPIC = "bets.decisions"
+BETS_SETTLED_TOPIC = "bets.settled"
+WALLET_TRANSACTIONS_TOPIC = "wallet.transactions"
+WALLET_OPERATOR_CALLS_TOPIC = "wallet.operator_calls"
+EVALUATION_LOG_TOPIC = "evaluation.log"
+WALLET_LEDGER_TOPIC = "wallet.ledger"
+SETTLEMENT_LOG_TOPIC = "settlement.log"
+DEAD_LETTERS_TOPIC = "dead.letters"
+OPERATOR_ACTIONS_TOPIC = "operator.actions"
+WALLET_ENDINGS_TOPIC = "wallet.endings"
+
+
+def snapshot_topic(own_log_topic: str) -> str:
+    """The compacted topic holding snapshots of an own log's folded partitions."""
+    return f"{own_log_topic}.snapshots"
+
+
+WALLET_LEDGER_SNAPSHOTS_TOPIC = snapshot_topic(WALLET_LEDGER_TOPIC)
+
+
+def wallet_commands_topic(instance: str) -> str:
+    """The wallet's private commands topic of one platform instance (not in the catalogue:
+    the wallet creates it, one per instance)."""
+    return f"{instance}-wallet-commands"
+
+
 class RetentionTooShortError(ValueError):
     """Raised when a retention below the 24-hour dispute window is asked for."""
 
@@ -35,35 +69,35 @@ class TopicSpec(BaseModel):
 
 # (name, key, writer, what it carries)
 _TOPICS: tuple[tuple[str, str, str, str], ...] = (
-    ("dealer.inputs", "table id", "table devices, supervisors",
+    (DEALER_INPUTS_TOPIC, "table id", "table devices, supervisors",
      "raw card scans and commands (untrusted)"),
-    ("table.events", "table id", "dealer-event",
+    (TABLE_EVENTS_TOPIC, "table id", "dealer-event",
      "shoe, round, card, burn and void events; hash-chained per table"),
-    ("dealer.rejections", "table id", "dealer-event", "every refused input with its reason"),
-    ("round.results", "table id", "game-evaluation",
+    (DEALER_REJECTIONS_TOPIC, "table id", "dealer-event", "every refused input with its reason"),
+    (ROUND_RESULTS_TOPIC, "table id", "game-evaluation",
      "hands, points, ranks, winner, every fact a bet needs"),
-    ("bets.placed", "table id", "wallet", "a funded bet (stake already debited)"),
-    ("bets.decisions", "table id", "bet-settlement",
+    (BETS_PLACED_TOPIC, "table id", "wallet", "a funded bet (stake already debited)"),
+    (BETS_DECISIONS_TOPIC, "table id", "bet-settlement",
      "accepted or rejected (with reason); round manifests when betting closes"),
-    ("bets.settled", "table id", "bet-settlement",
+    (BETS_SETTLED_TOPIC, "table id", "bet-settlement",
      "one settlement per accepted bet: win, lose, push or void refund"),
-    ("wallet.transactions", "player id", "wallet",
+    (WALLET_TRANSACTIONS_TOPIC, "player id", "wallet",
      "every debit, credit and refund, with its idempotency key"),
-    ("wallet.operator_calls", "player id", "wallet",
+    (WALLET_OPERATOR_CALLS_TOPIC, "player id", "wallet",
      "seamless mode: each call to the operator's wallet (debit, credit, rollback) with its "
      "answer, once answered"),
-    ("evaluation.log", "table id (partition: the table event's)", "game-evaluation",
+    (EVALUATION_LOG_TOPIC, "table id (partition: the table event's)", "game-evaluation",
      "game-evaluation's source of truth: one chained entry per table event that changed a "
      "table's progress, with the table's state after it, its result and the event's offset"),
-    ("wallet.ledger", "player id (partition: the command's)", "wallet",
+    (WALLET_LEDGER_TOPIC, "player id (partition: the command's)", "wallet",
      "the wallet's source of truth: one chained entry per applied command, with the "
      "account, bet and spot after it and the command's input offset"),
-    ("settlement.log", "table id (partition: the input record's)", "bet-settlement",
+    (SETTLEMENT_LOG_TOPIC, "table id (partition: the input record's)", "bet-settlement",
      "bet-settlement's source of truth: chained entries of what each applied record "
      "changed (rounds' headers, bet entries, spot totals, chain watch) and publishes"),
-    ("dead.letters", "source topic and partition", "every service",
+    (DEAD_LETTERS_TOPIC, "source topic and partition", "every service",
      "records a service could not apply: where from, the error, the bytes or their digest"),
-    ("operator.actions", "table id", "operator",
+    (OPERATOR_ACTIONS_TOPIC, "table id", "operator",
      "each complaint filed, stamped with the platform's clock, and each use of an "
      "operator power the rules do not grant by themselves (a late complaint's window "
      "overridden): who, why, which round; the significant-event log lists the overrides"),
@@ -75,9 +109,8 @@ TOPIC_NAMES: tuple[str, ...] = tuple(name for name, *_ in _TOPICS)
 # reads them on the partition of its own log and no hop re-keys them: derived (their writer
 # publishes them from its own log's outbox), so neither events of their own nor archived
 # (the archive keeps the originals).
-ENDINGS_TOPIC = "wallet.endings"
 _ROUTED_TOPICS: tuple[tuple[str, str, str, str], ...] = (
-    (ENDINGS_TOPIC, "player id", "bet-settlement",
+    (WALLET_ENDINGS_TOPIC, "player id", "bet-settlement",
      "each bet's ending the wallet applies (a settlement, a void's refund, a rejection, a "
      "settlement reversed: the very records bets.settled and bets.decisions carry), keyed "
      "by player so the wallet reads it on the partition of the player's ledger"),
@@ -89,7 +122,7 @@ ROUTED_TOPICS: tuple[str, ...] = tuple(name for name, *_ in _ROUTED_TOPICS)
 # not events (no schema), not archived; compacted, a snapshot's writer tombstoning the one
 # before it, so each partition keeps about one or two.
 _SNAPSHOT_TOPICS: tuple[tuple[str, str, str, str], ...] = (
-    ("wallet.ledger.snapshots", "<ledger partition>/<snapshot id>/c/<n> (chunks), "
+    (WALLET_LEDGER_SNAPSHOTS_TOPIC, "<ledger partition>/<snapshot id>/c/<n> (chunks), "
      "<ledger partition>/m/<snapshot id> (manifest); partition: the ledger's", "wallet",
      "snapshots of wallet.ledger's folded partitions: chunks of at most 256 KB, then a "
      "manifest (their sha256, the stamp: head offset and id, end, input checkpoints)"),
@@ -175,7 +208,7 @@ def topic_catalogue(
 OWN_LOG: dict[str, str] = {"retention.ms": "-1", "retention.bytes": "-1",
                            "message.timestamp.type": "LogAppendTime"}
 SOURCE_OF_TRUTH: dict[str, dict[str, str]] = {
-    "evaluation.log": OWN_LOG,
-    "wallet.ledger": OWN_LOG,
-    "settlement.log": OWN_LOG,
+    EVALUATION_LOG_TOPIC: OWN_LOG,
+    WALLET_LEDGER_TOPIC: OWN_LOG,
+    SETTLEMENT_LOG_TOPIC: OWN_LOG,
 }

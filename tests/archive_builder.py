@@ -13,13 +13,13 @@ from croupier.services.infra.archive_store import ArchiveStore
 from croupier.services.operator.round_reader import partition_for
 from croupier.shared.events.bet_events import BetAccepted, BetPlaced
 from croupier.shared.events.wallet_events import tx_id
-from croupier.shared.topics import DEFAULT_PARTITIONS
+from croupier.shared.topics import BETS_PLACED_TOPIC, DEFAULT_PARTITIONS
 from tests.round_builder import RecordedRound
 
 
 def round_records(rec: RecordedRound) -> list[tuple[str, str, bytes, int]]:
     """(topic, key, value, timestamp ms) of a recorded round, its bets placed included."""
-    placed = [("bets.placed", d.table_id, BetPlaced(
+    placed = [(BETS_PLACED_TOPIC, d.table_id, BetPlaced(
         **d.model_dump(exclude={"type", "decided_at"}), debit_tx_id=tx_id("stake_debit", d.bet_id),
         placed_at=rec.t0 - timedelta(seconds=1)).model_dump_json().encode(),
         rec.t0 - timedelta(seconds=1)) for d in rec.decisions if isinstance(d, BetAccepted)]

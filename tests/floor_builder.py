@@ -46,7 +46,17 @@ from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
 from croupier.shared.settlement import Bet, settle
 from croupier.shared.simulate import deal_rounds
-from croupier.shared.topics import DEFAULT_PARTITIONS, ENDINGS_TOPIC
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    DEFAULT_PARTITIONS,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_ENDINGS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.event_keys import events_key
 
 BETS = ("banker", "player", "tie", "player_pair", "banker_pair")
@@ -101,16 +111,16 @@ class Floor:
     def _put(self, topic: str, key: str, record: BaseModel, at: datetime) -> None:
         value, ts = record.model_dump_json().encode(), int(at.timestamp() * 1000)
         self.records.append((topic, key.encode(), value, ts))
-        player = ending_of(record) if topic in ("bets.decisions", "bets.settled") else None
+        player = ending_of(record) if topic in (BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC) else None
         if player is not None:  # as bet-settlement's outbox: the ending, keyed by player
-            self.records.append((ENDINGS_TOPIC, player.encode(), value, ts))
+            self.records.append((WALLET_ENDINGS_TOPIC, player.encode(), value, ts))
 
     def _event(self, table: _Table, kind, at: datetime, **fields):
         table.seq += 1
         event = seal(kind, table_id=table.table_id, seq=table.seq, prev_hash=table.prev_hash,
                      occurred_at=at, key=events_key(), **fields)
         table.prev_hash = event.hash
-        self._put("table.events", table.table_id, event, at)
+        self._put(TABLE_EVENTS_TOPIC, table.table_id, event, at)
         return event
 
     def _tx(self, player: str, kind: str, amount: int, cause: str, at: datetime,
@@ -121,7 +131,7 @@ class Floor:
             tx_id=tx_id(kind, cause), player_id=player, kind=kind, amount=amount,
             balance_after=self.balances[player], currency=self.currency, cause_id=cause,
             table_id=table_id, round_id=round_id, occurred_at=at)
-        self._put("wallet.transactions", player, tx, at)
+        self._put(WALLET_TRANSACTIONS_TOPIC, player, tx, at)
         self._ledger_entry(tx, at)
 
     def _ledger_entry(self, tx: WalletTransaction, at: datetime) -> None:
@@ -141,7 +151,7 @@ class Floor:
                             tx_count=self.tx_counts[player]),
             tx=tx, published_through=-1, recorded_at=at)
         self.ledger_heads[partition] = entry.entry_id
-        self._put("wallet.ledger", player, entry, at)
+        self._put(WALLET_LEDGER_TOPIC, player, entry, at)
 
     def _table(self, table_id: str, at: datetime) -> _Table:
         if table_id not in self.tables:
@@ -178,19 +188,19 @@ class Floor:
             facts = dict(bet_id=bet_id, player_id=player, table_id=table_id, round_id=round_id,
                          bet=self.rng.choice(BETS), stake=stake, currency=currency)
             self._tx(player, "stake_debit", stake, bet_id, at, table_id, round_id)
-            self._put("bets.placed", table_id, BetPlaced(
+            self._put(BETS_PLACED_TOPIC, table_id, BetPlaced(
                 **facts, debit_tx_id=tx_id("stake_debit", bet_id), placed_at=at), at)
             if self.rejected_every and i % self.rejected_every == self.rejected_every - 1:
-                self._put("bets.decisions", table_id, BetRejected(
+                self._put(BETS_DECISIONS_TOPIC, table_id, BetRejected(
                     **facts, reason_code="over_limit", message="over the table limit",
                     decided_at=at), at)
                 self._tx(player, "bet_refund", stake, bet_id, at, table_id, round_id)
             else:
                 decision = BetAccepted(**facts, decided_at=at)
                 accepted.append(decision)
-                self._put("bets.decisions", table_id, decision, at)
+                self._put(BETS_DECISIONS_TOPIC, table_id, decision, at)
         self._event(table, BettingClosed, closes, round_id=round_id, reason="timer")
-        self._put("bets.decisions", table_id, RoundManifest(
+        self._put(BETS_DECISIONS_TOPIC, table_id, RoundManifest(
             table_id=table_id, round_id=round_id, bet_count=len(accepted),
             total_stake=sum(d.stake for d in accepted),
             digest=manifest_digest(d.bet_id for d in accepted), closed_at=closes), closes)
@@ -208,13 +218,13 @@ class Floor:
             shoe_id=f"{table_id}-s1", profile=self.profile_name, dealer=self.dealer,
             cards=tuple(cards), completed_seq=completed.seq, completed_hash=completed.hash,
             occurred_at=at, result=outcome)
-        self._put("round.results", table_id, result, at)
+        self._put(ROUND_RESULTS_TOPIC, table_id, result, at)
         settled_at = at + timedelta(milliseconds=200)
         paid_at = at + timedelta(milliseconds=400)
         payouts = []
         for n, d in enumerate(accepted):
             s = settle(Bet(bet=d.bet, position=d.position, stake=d.stake), outcome, self.profile)
-            self._put("bets.settled", table_id, BetSettled(
+            self._put(BETS_SETTLED_TOPIC, table_id, BetSettled(
                 **d.model_dump(exclude={"type", "decided_at"}), settlement_id=settlement_id(d.bet_id),
                 outcome=s.outcome, returned=s.returned, cause=result.result_id,
                 settled_at=settled_at, last_of_round=n == len(accepted) - 1), settled_at)

@@ -40,6 +40,14 @@ from croupier.shared.events.wallet_events import WalletTransaction, tx_id
 from croupier.shared.profile import load_profile, pinned, shipped_digest
 from croupier.shared.rounds import evaluate_round
 from croupier.shared.settlement import Bet, settle
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_SETTLED_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_OPERATOR_CALLS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.event_keys import events_key
 
 T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
@@ -255,22 +263,22 @@ class RecordedRound:
 
     def records(self) -> list[tuple[str, str, bytes, datetime]]:
         """(topic, key, value, timestamp) of every record, as the services would produce them."""
-        out = [("table.events", self.table_id, e.model_dump_json().encode(), e.occurred_at)
+        out = [(TABLE_EVENTS_TOPIC, self.table_id, e.model_dump_json().encode(), e.occurred_at)
                for e in self.events]
         done = getattr(self, "_completed_at", None) or self.events[-1].occurred_at
-        out.append(("round.results", self.table_id, self.result.model_dump_json().encode(), done))
-        out += [("round.results", self.table_id, r.model_dump_json().encode(), r.occurred_at)
+        out.append((ROUND_RESULTS_TOPIC, self.table_id, self.result.model_dump_json().encode(), done))
+        out += [(ROUND_RESULTS_TOPIC, self.table_id, r.model_dump_json().encode(), r.occurred_at)
                 for r in self.corrected_results]
-        out += [("bets.decisions", self.table_id, d.model_dump_json().encode(), self.t0)
+        out += [(BETS_DECISIONS_TOPIC, self.table_id, d.model_dump_json().encode(), self.t0)
                 for d in self.decisions]
-        out += [("bets.settled", self.table_id, s.model_dump_json().encode(),
+        out += [(BETS_SETTLED_TOPIC, self.table_id, s.model_dump_json().encode(),
                  s.reversed_at if s.type == "settlement_reversed" else
                  s.settled_at if s.settlement_id.startswith("annul-refund:")
                  or s.cause != self.result.result_id else done)
                 for s in self.settlements]
-        out += [("wallet.transactions", tx.player_id, tx.model_dump_json().encode(),
+        out += [(WALLET_TRANSACTIONS_TOPIC, tx.player_id, tx.model_dump_json().encode(),
                  tx.occurred_at) for tx in self.wallet]
-        out += [("wallet.operator_calls", c.request.player_id, c.model_dump_json().encode(),
+        out += [(WALLET_OPERATOR_CALLS_TOPIC, c.request.player_id, c.model_dump_json().encode(),
                  c.answer.answered_at) for c in self.operator_calls]
         return out
 

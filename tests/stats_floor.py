@@ -10,6 +10,7 @@ from datetime import datetime, timedelta
 from croupier.shared.events.canonical import GENESIS_HASH
 from croupier.shared.events.rejections import InputRefused
 from croupier.shared.events.table import RoundOpened, RoundVoided, TableEventBase, seal
+from croupier.shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.archive_builder import round_records
 from tests.event_keys import events_key
 from tests.round_builder import RecordedRound
@@ -77,12 +78,12 @@ def refusal(table_id: str, input_id: str, at: datetime, code: str) -> Record:
     refused = InputRefused(rejection_id=f"rej-{input_id}", table_id=table_id,
                            input_id=input_id, command="scan_card", reason_code=code,
                            message=f"refused: {code}", received_at=at)
-    return ("dealer.rejections", table_id, refused.model_dump_json().encode(),
+    return (DEALER_REJECTIONS_TOPIC, table_id, refused.model_dump_json().encode(),
             int(at.timestamp() * 1000))
 
 
 def _event(e: TableEventBase) -> Record:
-    return ("table.events", e.table_id, e.model_dump_json().encode(),
+    return (TABLE_EVENTS_TOPIC, e.table_id, e.model_dump_json().encode(),
             int(e.occurred_at.timestamp() * 1000))
 
 

@@ -19,6 +19,7 @@ from aiokafka.structs import TopicPartition
 from kafka import KafkaConsumer
 
 from croupier.services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
+from croupier.shared.topics import BETS_PLACED_TOPIC
 
 LIMIT_BYTES = 64 * 1024
 
@@ -93,7 +94,7 @@ def records_per_bet(counts: dict[str, int]) -> dict | None:
     (funded bets, plus a few intake marks per round: the figure is a slight underestimate).
     Each topic's share, so a before/after comparison shows where records went."""
     platform = {t: n for t, n in counts.items() if not t.startswith("bench-pipe-")}
-    bets = platform.get("bets.placed", 0)
+    bets = platform.get(BETS_PLACED_TOPIC, 0)
     if not bets:
         return None
     return {"bets": bets, "records": sum(platform.values()),

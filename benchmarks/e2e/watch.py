@@ -18,8 +18,14 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
 from croupier.services.infra.kafka_security import OPERATOR, aiokafka_options
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_SETTLED_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 
-TOPICS = ("table.events", "bets.decisions", "bets.settled", "wallet.transactions")
+TOPICS = (TABLE_EVENTS_TOPIC, BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, WALLET_TRANSACTIONS_TOPIC)
 CREDIT_KINDS = ("payout", "bet_refund")
 
 
@@ -121,17 +127,17 @@ class LogWatcher:
         if track is None:
             return
         kind = doc.get("type")
-        if topic == "table.events":
+        if topic == TABLE_EVENTS_TOPIC:
             if kind == "round_completed":
                 track.completed_ms = ts
-        elif topic == "bets.decisions":
+        elif topic == BETS_DECISIONS_TOPIC:
             if kind == "bet_accepted":
                 track.accepted.add(doc["bet_id"])
             elif kind == "bet_rejected":
                 track.rejected[doc["bet_id"]] = doc.get("reason_code", "?")
-        elif topic == "bets.settled" and kind == "bet_settled":
+        elif topic == BETS_SETTLED_TOPIC and kind == "bet_settled":
             track.settled[doc["bet_id"]] = (ts, doc["returned"], doc["settlement_id"])
-        elif topic == "wallet.transactions":
+        elif topic == WALLET_TRANSACTIONS_TOPIC:
             if doc.get("kind") in CREDIT_KINDS:
                 track.credits[doc["cause_id"]] = ts
             elif doc.get("kind") == "stake_debit":

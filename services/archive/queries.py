@@ -45,6 +45,16 @@ from croupier.services.archive.store_ops import PartitionIndex, archived_partiti
 from croupier.services.infra.archive_store import ArchiveStore
 from croupier.services.infra.log_reader import log_reader
 from croupier.shared.events.wallet_events import CREDITS
+from croupier.shared.topics import (
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    DEALER_REJECTIONS_TOPIC,
+    OPERATOR_ACTIONS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 
 RECALL_FIRST_WINDOW_MS = 7 * 86_400_000  # recall looks this far back first, then 8x further
 ROUND_SLACK_MS = 15 * 60_000  # a round's records lie within this of its first bet's
@@ -231,11 +241,11 @@ class ArchiveQueries:
     def recall(self, player_id: str, limit: int = 10) -> dict[str, Any]:
         if not 1 <= limit <= 100:
             raise ValueError(f"limit must be between 1 and 100, got {limit}")
-        topics = ("bets.placed", "bets.settled", "round.results", "wallet.transactions",
-                  "table.events")
+        topics = (BETS_PLACED_TOPIC, BETS_SETTLED_TOPIC, ROUND_RESULTS_TOPIC, WALLET_TRANSACTIONS_TOPIC,
+                  TABLE_EVENTS_TOPIC)
         # the newest rounds first: a window back from the archive's newest bet, 8 times wider
         # each try, until it holds `limit` rounds or the whole archive
-        latest = self.latest_ms("bets.placed")
+        latest = self.latest_ms(BETS_PLACED_TOPIC)
         window = RECALL_FIRST_WINDOW_MS
         while True:
             since = None if latest is None else latest - window
@@ -285,7 +295,7 @@ class ArchiveQueries:
                              f"{since.isoformat()}")
         lo, hi = int(since.timestamp() * 1000), int(until.timestamp() * 1000)
         # the range's files, and a day either side for the bets its movements pay or debit
-        self.need(("wallet.transactions", "bets.placed", "bets.settled"),
+        self.need((WALLET_TRANSACTIONS_TOPIC, BETS_PLACED_TOPIC, BETS_SETTLED_TOPIC),
                   since_ms=lo - DAY_MS, until_ms=hi + DAY_MS)
         moves = self.rows("""
             WITH w AS (SELECT topic_partition, "offset", v,
@@ -320,8 +330,8 @@ class ArchiveQueries:
     def events(self, since: datetime | None = None, until: datetime | None = None,
                large_win: int = LARGE_WIN_DEFAULT, table_id: str | None = None
                ) -> list[dict[str, Any]]:
-        self.need(("table.events", "bets.settled", "dead.letters", "dealer.rejections",
-                   "operator.actions"))
+        self.need((TABLE_EVENTS_TOPIC, BETS_SETTLED_TOPIC, DEAD_LETTERS_TOPIC, DEALER_REJECTIONS_TOPIC,
+                   OPERATOR_ACTIONS_TOPIC))
         lo = int(since.timestamp() * 1000) if since else 0
         hi = int(until.timestamp() * 1000) if until else 2**62
         sql = f"""
@@ -428,7 +438,7 @@ class ArchiveQueries:
         the shoe's round ids): bets settled, stake, returned and the realised RTP, voided and
         annulled bets left out as in `realised_rtp`. Amounts per currency, in minor units."""
         lo = int(since.timestamp() * 1000) if since else None
-        self.need(("bets.placed", "bets.settled"), since_ms=lo)
+        self.need((BETS_PLACED_TOPIC, BETS_SETTLED_TOPIC), since_ms=lo)
         placed = self.rows("""
             SELECT round_id, json_extract_string(v, '$.currency') AS currency, count(*) AS bets,
                    sum(CAST(json_extract(v, '$.stake') AS BIGINT)) AS stake
@@ -468,7 +478,7 @@ class ArchiveQueries:
         """Per table, profile (and version), dealer, day and bet: bets, stake, returned, the
         realised RTP beside the exact one, and `z`, the distance in standard errors. Voided
         and annulled bets (refunded, or whose settlement was reversed) take no part."""
-        self.need(("bets.settled", "round.results"))
+        self.need((BETS_SETTLED_TOPIC, ROUND_RESULTS_TOPIC))
         lo = int(since.timestamp() * 1000) if since else 0
         hi = int(until.timestamp() * 1000) if until else 2**62
         rows = self.rows("""

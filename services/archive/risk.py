@@ -23,6 +23,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from croupier.shared.opposites import shipped_opposites
+from croupier.shared.topics import BETS_PLACED_TOPIC
 
 if TYPE_CHECKING:
     from croupier.services.archive.queries import ArchiveQueries
@@ -73,7 +74,7 @@ def opposite_pairs(queries: ArchiveQueries, since: datetime | None = None,
                          f"{since.isoformat()}")
     lo = int(since.timestamp() * 1000) if since else None
     hi = int(until.timestamp() * 1000) if until else None
-    queries.need(("bets.placed",), since_ms=lo, until_ms=hi)
+    queries.need((BETS_PLACED_TOPIC,), since_ms=lo, until_ms=hi)
     pairs = shipped_opposites()
     rows = queries.rows(_SQL, {
         "lo": lo if lo is not None else 0, "hi": hi if hi is not None else 2**62,

@@ -26,6 +26,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from croupier.shared.events.rejections import NOT_THE_DEALERS
+from croupier.shared.topics import BETS_SETTLED_TOPIC, DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 
 if TYPE_CHECKING:
     from croupier.services.archive.queries import ArchiveQueries
@@ -202,7 +203,7 @@ def read_stats(q: ArchiveQueries, since: datetime | None, until: datetime | None
     if hi <= lo:
         raise ValueError(f"the range's end {until} is not after its start {since}")
     # the rounds' later records (voids, corrections, settlements) lie after `from`
-    q.need(("table.events", "dealer.rejections", "bets.settled"),
+    q.need((TABLE_EVENTS_TOPIC, DEALER_REJECTIONS_TOPIC, BETS_SETTLED_TOPIC),
            since_ms=lo - DEALER_LOOK_BACK_MS if since else None)
     window = {"lo": lo, "hi": hi}
     dealt = [DealtRound(**row) for row in q.rows(f"""

@@ -23,7 +23,7 @@ from faust import web
 
 from croupier.services.bet_settlement import decision_metrics
 from croupier.services.bet_settlement.records import SettlementRecords
-from croupier.services.bet_settlement.settlement_fold import LOG_TOPIC, SETTLEMENT_FOLD
+from croupier.services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
 from croupier.services.infra import metrics, observability
 from croupier.services.infra.clock import SystemClock
 from croupier.services.infra.faust_app import make_app
@@ -31,6 +31,12 @@ from croupier.services.infra.kernel import OwnLog, run_own_log
 from croupier.services.infra.observability import health_problems
 from croupier.services.infra.settings import Settings, get_settings
 from croupier.shared.events.settlement_log import SettlementEntry
+from croupier.shared.topics import (
+    BETS_PLACED_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    SETTLEMENT_LOG_TOPIC,
+    TABLE_EVENTS_TOPIC,
+)
 
 clock = SystemClock()
 
@@ -54,7 +60,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     decision_metrics.init_metrics()
     # the writer's name is unique to this process's life, so no two lives share an entry id
     writer = f"{settings.instance}-bet-settlement-{settings.worker_id}-{uuid.uuid4().hex[:8]}"
-    own = OwnLog("bet-settlement", LOG_TOPIC, SETTLEMENT_FOLD,
+    own = OwnLog("bet-settlement", SETTLEMENT_LOG_TOPIC, SETTLEMENT_FOLD,
                  SettlementEntry.model_validate_json,
                  lambda entry: entry.table_id.encode(), writer)
     records = SettlementRecords(settings.table_events_key_bytes,
@@ -64,7 +70,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     return app
 
 
-INPUTS = ("bets.placed", "table.events", "round.results")  # co-partitioned: by table
+INPUTS = (BETS_PLACED_TOPIC, TABLE_EVENTS_TOPIC, ROUND_RESULTS_TOPIC)  # co-partitioned: by table
 
 
 async def settlement_agent() -> None:  # a task (build_app registers it)

@@ -43,6 +43,7 @@ from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.settlement_log import PendingRounds, RoundHeader
 from croupier.shared.events.sources import InputRef
 from croupier.shared.events.table import RoundVoided, TableEventBase, parse_table_event
+from croupier.shared.topics import BETS_PLACED_TOPIC, ROUND_RESULTS_TOPIC
 
 log = logging.getLogger("croupier.bet_settlement")
 SERVICE = "bet-settlement"
@@ -119,7 +120,7 @@ class SettlementRecords:
     def change_of(self, look: Lookups, topic: str, raw: bytes, reply: Reply, now: datetime,
                   published_at: datetime | None = None) -> Change:
         """What the record changes; raises if it cannot be applied."""
-        if topic == "bets.placed":
+        if topic == BETS_PLACED_TOPIC:
             record = BET_INTAKE.validate_json(raw)
             change = Change(record.table_id)
             if isinstance(record, IntakeMark):
@@ -133,7 +134,7 @@ class SettlementRecords:
                       lambda h, b: round_book.place(h, b, bet, now,
                                                     head.seq if head is not None else None))
             return _with_pending(change, look)
-        if topic == "round.results":
+        if topic == ROUND_RESULTS_TOPIC:
             result = RoundResultPublished.model_validate_json(raw)
             flagged = look.watch(result.table_id).flagged
             if flagged is not None:  # dead-lettered: an operator re-drives it after review

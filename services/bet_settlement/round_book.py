@@ -87,6 +87,7 @@ from croupier.shared.settlement import (
     validate_bet,
     validate_in_round,
 )
+from croupier.shared.topics import BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC
 
 log = logging.getLogger(__name__)
 Output = tuple[str, str, BaseModel]  # topic, key, record
@@ -147,8 +148,8 @@ def _reject(bet: BetPlaced, code: str, message: str, now: datetime) -> BetReject
 
 
 def _out(record: BaseModel, table_id: str) -> Output:
-    topic = "bets.settled" if isinstance(record, BetSettled | SettlementReversed) \
-        else "bets.decisions"
+    topic = BETS_SETTLED_TOPIC if isinstance(record, BetSettled | SettlementReversed) \
+        else BETS_DECISIONS_TOPIC
     return topic, table_id, record
 
 

@@ -49,9 +49,12 @@ from croupier.shared.events.settlement_log import (
     SpotWrite,
 )
 from croupier.shared.events.sources import InputRef
-from croupier.shared.topics import ENDINGS_TOPIC
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_SETTLED_TOPIC,
+    WALLET_ENDINGS_TOPIC,
+)
 
-LOG_TOPIC = "settlement.log"
 Record = tuple[str, bytes, bytes]
 BET_FIELDS: tuple[BetField, ...] = ("decision", "settlement", "reversal", "refund")
 
@@ -67,8 +70,8 @@ def pending_key(table_id: str) -> str:
 
 
 def topic_of(record: BaseModel) -> str:
-    return "bets.settled" if isinstance(record, BetSettled | SettlementReversed) \
-        else "bets.decisions"
+    return BETS_SETTLED_TOPIC if isinstance(record, BetSettled | SettlementReversed) \
+        else BETS_DECISIONS_TOPIC
 
 
 def ending_of(record: BaseModel) -> str | None:
@@ -108,7 +111,7 @@ class SettlementFold:
             out.append((topic_of(record), entry.table_id.encode(), value))
             # the same record to the wallet, on its player's partition: no forwarder hop
             if (player := ending_of(record)) is not None:
-                out.append((ENDINGS_TOPIC, player.encode(), value))
+                out.append((WALLET_ENDINGS_TOPIC, player.encode(), value))
         return out
 
 

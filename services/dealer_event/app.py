@@ -30,10 +30,10 @@ from croupier.services.infra.faust_app import make_app, topic
 from croupier.services.infra.kernel import consume
 from croupier.services.infra.log_reader import read_range
 from croupier.services.infra.settings import Settings, get_settings
+from croupier.shared.topics import DEALER_INPUTS_TOPIC, TABLE_EVENTS_TOPIC
 
 log = logging.getLogger(__name__)
 
-INPUTS = "dealer.inputs"
 clock = SystemClock()
 
 # Built by build_app when the worker starts (importing this module builds nothing):
@@ -52,7 +52,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     # partitions in seconds instead of waiting a minute for the dead member to time out.
     app = make_app("dealer-event", settings, persistent=False, broker_session_timeout=8,
                    broker_heartbeat_interval=1)
-    inputs_topic = topic(app, INPUTS)
+    inputs_topic = topic(app, DEALER_INPUTS_TOPIC)
     observability.install(app, "dealer-event", settings)
     init_metrics()
     runtime = DealerRuntime(machine_config(settings), clock, partial(publish_placed, app),
@@ -68,7 +68,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
 
 def owned_partitions() -> frozenset[int]:
     """The partitions of dealer.inputs this worker's consumer is assigned now."""
-    return frozenset(tp.partition for tp in assignment_of(app) if tp.topic == INPUTS)
+    return frozenset(tp.partition for tp in assignment_of(app) if tp.topic == DEALER_INPUTS_TOPIC)
 
 
 async def _rebuild(partitions) -> Rebuilt:
@@ -80,7 +80,7 @@ async def _rebuild(partitions) -> Rebuilt:
 
 async def _read_events(partition: int, start: int, stop: int) -> list[tuple[int, bytes]]:
     """Records of table.events (the writer's check that its batch landed as chained)."""
-    records = await asyncio.to_thread(read_range, settings.bootstrap_servers, "table.events",
+    records = await asyncio.to_thread(read_range, settings.bootstrap_servers, TABLE_EVENTS_TOPIC,
                                       partition, start, stop, principal="dealer-event")
     return [(r.offset, r.value) for r in records]
 
@@ -91,7 +91,7 @@ async def drop_tables_on_revoke(partitions: set[int]) -> None:
 
 def rebuild_on_assign(partitions: set[int]) -> None:
     log.info("assigned partition(s) %s of %s: rebuilding their tables", sorted(partitions),
-             INPUTS)
+             DEALER_INPUTS_TOPIC)
     runtime.on_assigned()
 
 
@@ -108,7 +108,7 @@ async def decide_batch(events) -> None:
 
 
 async def dealer_inputs() -> None:  # a task (build_app registers it): the kernel's loop
-    await consume(app, [INPUTS], resume_at, until_applied(decide_batch, "deciding inputs"),
+    await consume(app, [DEALER_INPUTS_TOPIC], resume_at, until_applied(decide_batch, "deciding inputs"),
                   drop_tables_on_revoke, rebuild_on_assign)
 
 
@@ -129,12 +129,12 @@ async def betting_timer() -> None:  # a timer (build_app registers it)
 def input_partition(table_id: str) -> int | None:
     """The partition of dealer.inputs (and of table.events) that holds `table_id`."""
     try:
-        return app.producer.key_partition(INPUTS, table_id.encode()).partition
+        return app.producer.key_partition(DEALER_INPUTS_TOPIC, table_id.encode()).partition
     except Exception:  # no metadata yet: the waiter is then answered by decision or timeout
         return None
 
 
 async def forward(raw: bytes, table_id: str) -> None:
     """The HTTP door puts what it received on `dealer.inputs`, like any device would."""
-    await app.producer.send_and_wait(INPUTS, table_id.encode(), raw, None, None, None)
+    await app.producer.send_and_wait(DEALER_INPUTS_TOPIC, table_id.encode(), raw, None, None, None)
 

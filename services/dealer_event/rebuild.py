@@ -28,6 +28,7 @@ from croupier.shared.events.event_auth import VOID, ChainHead, auth_problem, voi
 from croupier.shared.events.rejections import InputRefused
 from croupier.shared.events.sources import InputPosition
 from croupier.shared.events.table import parse_table_event
+from croupier.shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -186,9 +187,9 @@ def rebuild(bootstrap: str, partitions: Iterable[int] | None = None,
     inputs: Checkpoints = {}
     ends: dict[int, int] = {}
     fold_events(states, ((r.key, r.value) for r in read_to_end(
-        bootstrap, "table.events", partitions=wanted, principal=principal, ends_out=ends)),
+        bootstrap, TABLE_EVENTS_TOPIC, partitions=wanted, principal=principal, ends_out=ends)),
                 events_key, accept_unsigned, inputs)
-    fold_rejections(states, (r.value for r in read_to_end(bootstrap, "dealer.rejections",
+    fold_rejections(states, (r.value for r in read_to_end(bootstrap, DEALER_REJECTIONS_TOPIC,
                                                           partitions=wanted,
                                                           principal=principal)), inputs)
     if wanted is not None:  # an input keyed under another partition's table: not ours

@@ -56,6 +56,7 @@ from croupier.shared.events.table import (
     event_auth,
 )
 from croupier.shared.profile import ProfileError, load_profile
+from croupier.shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -360,14 +361,14 @@ class DealerRuntime:
         for event in events:
             if key is not None:  # authenticated: consumers refuse an event without it
                 event = event.model_copy(update={"auth": event_auth(key, event.hash)})
-            plan.records.append(("table.events", table_id.encode(),
+            plan.records.append((TABLE_EVENTS_TOPIC, table_id.encode(),
                                  event.model_dump_json().encode()))
             plan.events.append((event, state))
 
     def _refuse(self, plan: _Plan, parsed: Parsed, refusal: InputRefusal, raw: bytes,
                 ref: InputPosition | None = None) -> dict:
         record = make_rejection(parsed, refusal, raw, self.clock.now(), ref)
-        plan.records.append(("dealer.rejections", record.table_id.encode(),
+        plan.records.append((DEALER_REJECTIONS_TOPIC, record.table_id.encode(),
                              record.model_dump_json().encode()))
         known = parsed.table_id in plan.states or parsed.table_id in self.tables
         plan.refused.append((parsed.table_id if known else metrics.UNKNOWN_TABLE, parsed,
@@ -403,7 +404,7 @@ class DealerRuntime:
             return None
         ours: dict[int, list[int]] = {}
         for (topic, _, _), (partition, offset) in zip(plan.records, placed, strict=True):
-            if topic == "table.events":
+            if topic == TABLE_EVENTS_TOPIC:
                 ours.setdefault(partition, []).append(offset)
         moved = [p for p, offsets in ours.items()
                  if not landed_clean(self.events_end.get(p), offsets)]

@@ -25,7 +25,7 @@ import faust
 from faust import web
 
 from croupier.services.game_evaluation.decisions import Evaluations
-from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD, EVALUATION_LOG_TOPIC
+from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD
 from croupier.services.infra import observability
 from croupier.services.infra.consumer import assignment_of, owners_of
 from croupier.services.infra.faust_app import make_app
@@ -33,6 +33,7 @@ from croupier.services.infra.kernel import OwnLog, run_own_log
 from croupier.services.infra.observability import health_problems
 from croupier.services.infra.settings import Settings, get_settings
 from croupier.shared.events.evaluation_log import EvaluationEntry
+from croupier.shared.topics import EVALUATION_LOG_TOPIC, TABLE_EVENTS_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +67,7 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
 async def evaluate() -> None:  # a task (build_app registers it)
     """A batch at a time, on the kernel: decide every table event, write its entry, verify
     and fold the entries, publish their results, then count them."""
-    await run_own_log(app, ["table.events"], own, evaluations.decide, evaluations.answer)
+    await run_own_log(app, [TABLE_EVENTS_TOPIC], own, evaluations.decide, evaluations.answer)
 
 
 class HealthView(web.View):  # GET /health (build_app registers it)
@@ -77,7 +78,7 @@ class HealthView(web.View):  # GET /health (build_app registers it)
         owners = owners_of(app)
         joined = owners is not None and not owners.rebalancing
         partitions = sorted(tp.partition for tp in assignment_of(app)
-                            if tp.topic == "table.events") if joined else []
+                            if tp.topic == TABLE_EVENTS_TOPIC) if joined else []
         recovered = joined and set(partitions) <= own.owned
         problems = health_problems(app) if joined else ["not in the consumer group yet"]
         if joined and not recovered:

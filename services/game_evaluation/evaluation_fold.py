@@ -22,18 +22,18 @@ from typing import Any
 from croupier.services.game_evaluation.evaluator import (
     EvaluationState,
     Observation,
-    TableFlagged,
+    flagged_view,
     observe_verified,
 )
 from croupier.services.infra.dead_letters import record_of
 from croupier.services.infra.own_log import Record, Writes
 from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.evaluation_log import EvaluationEntry
+from croupier.shared.events.event_auth import TableFlagged
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.sources import InputRef
 from croupier.shared.events.table import TableEventBase
-
-EVALUATION_LOG_TOPIC = "evaluation.log"
+from croupier.shared.topics import ROUND_RESULTS_TOPIC
 
 
 def state_key(table_id: str) -> str:
@@ -55,7 +55,7 @@ class EvaluationFold:
     def outputs(self, entry: EvaluationEntry) -> list[Record]:
         out: list[Record] = []
         if entry.result is not None:
-            out.append(("round.results", entry.result.table_id.encode(),
+            out.append((ROUND_RESULTS_TOPIC, entry.result.table_id.encode(),
                         entry.result.model_dump_json().encode()))
         if entry.dead_letter is not None:
             out.append(record_of(entry.dead_letter))
@@ -96,6 +96,6 @@ def step(kv: Mapping[str, Any], event: TableEventBase, key: bytes,
     try:
         seen: Observation = observe_verified(before, event, key, accept_unsigned)
     except TableFlagged as flagged:  # refused: its table flagged, nothing else moves
-        return Step(before=before, after=flagged.view, flagged=flagged)
+        return Step(before=before, after=flagged_view(before, flagged), flagged=flagged)
     return Step(before=before, after=seen.view, result=seen.result, problems=seen.problems,
                 void=seen.void)

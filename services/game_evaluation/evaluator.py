@@ -16,7 +16,13 @@ from pydantic import BaseModel, ConfigDict
 from croupier.shared.cards import parse_card
 from croupier.shared.events.evaluation_log import EvaluationState as EvaluationState
 from croupier.shared.events.evaluation_log import RoundView as RoundView
-from croupier.shared.events.event_auth import ChainHead, TableEventRefused, verify_next
+from croupier.shared.events.event_auth import (
+    ChainHead,
+    TableEventRefused,
+    TableFlagged,
+    TableWatch,
+    verify_next,
+)
 from croupier.shared.events.results import ResultCorrection, RoundResultPublished, result_id
 from croupier.shared.events.table import (
     CardDealt,
@@ -41,12 +47,9 @@ class Observation(BaseModel):
     void: str | None = None  # skipped as a lost race (event_auth.VOID): why
 
 
-class TableFlagged(Exception):
-    """An event refused (dead-letter it); `view` is the table's view, now flagged."""
-
-    def __init__(self, view: EvaluationState, refused: TableEventRefused) -> None:
-        super().__init__(str(refused))
-        self.view, self.refused = view, refused
+def flagged_view(view: EvaluationState, flagged: TableFlagged) -> EvaluationState:
+    """The table's view once `flagged` refused an event of it (dead-letter the event)."""
+    return view.model_copy(update={"flagged": flagged.watch.flagged})
 
 
 def observe_verified(view: EvaluationState, event: TableEventBase, key: bytes,
@@ -62,8 +65,7 @@ def observe_verified(view: EvaluationState, event: TableEventBase, key: bytes,
         verdict = verify_next(event, head, key, accept_unsigned=accept_unsigned,
                               check_order=view.flagged is None)
     except TableEventRefused as refused:
-        raise TableFlagged(view.model_copy(update={"flagged": view.flagged or str(refused)}),
-                           refused) from refused
+        raise TableFlagged(TableWatch(head, view.flagged or str(refused)), refused) from refused
     if verdict == "seen":
         return Observation(view=view)
     if verdict == "void":  # a lost race: skipped, counted, never flagged; a void tip

@@ -16,9 +16,9 @@ from croupier.services.infra import metrics
 from croupier.services.infra.batching import Record, processing
 from croupier.shared.events.dead_letters import KEEP_VALUE_BYTES, DeadLetter, dead_letter_id
 from croupier.shared.events.event_auth import VOID
+from croupier.shared.topics import DEAD_LETTERS_TOPIC
 
 log = logging.getLogger("croupier.dead_letters")
-TOPIC = "dead.letters"
 ERROR_CHARS = 2000
 
 
@@ -46,7 +46,7 @@ def dead_letter(service: str, topic: str, partition: int, offset: int, key: obje
 
 def record_of(letter: DeadLetter) -> Record:
     key = f"{letter.topic}:{letter.partition}".encode()
-    return TOPIC, key, letter.model_dump_json().encode()
+    return DEAD_LETTERS_TOPIC, key, letter.model_dump_json().encode()
 
 
 def give_up_on(service: str, event: faust.EventT, error: BaseException, now: datetime
@@ -65,7 +65,7 @@ def note_dead_letter(letter: DeadLetter) -> None:
     metrics.DEAD_LETTERS.labels(letter.service, letter.topic, letter.error_type).inc()
     log.error("%s could not apply %s[%d]@%d (%s: %s); written to %s as %s", letter.service,
               letter.topic, letter.partition, letter.offset, letter.error_type,
-              letter.error[:300], TOPIC, letter.dead_letter_id)
+              letter.error[:300], DEAD_LETTERS_TOPIC, letter.dead_letter_id)
 
 
 def apply_each(service: str, events: Iterable[faust.EventT],

@@ -29,7 +29,25 @@ import ssl
 from pathlib import Path
 
 from croupier.services.infra.service_table import SERVICE_NAMES
-from croupier.shared.topics import CATALOGUE_NAMES
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    CATALOGUE_NAMES,
+    DEAD_LETTERS_TOPIC,
+    DEALER_INPUTS_TOPIC,
+    DEALER_REJECTIONS_TOPIC,
+    EVALUATION_LOG_TOPIC,
+    OPERATOR_ACTIONS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    SETTLEMENT_LOG_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_ENDINGS_TOPIC,
+    WALLET_LEDGER_SNAPSHOTS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    WALLET_OPERATOR_CALLS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 
 SERVICE_PRINCIPALS = SERVICE_NAMES  # croupier.services.infra.service_table
 TABLE_DEVICE = "table-device"
@@ -43,44 +61,44 @@ LOCAL_SECRET_FILE = "kafka-local-secret"
 WRITERS: dict[str, tuple[str, ...]] = {
     # dealer-event also puts what POST /inputs receives on dealer.inputs (it then decides
     # it like any device input), so it is the one service that writes it besides devices
-    "dealer.inputs": (TABLE_DEVICE, "dealer-event"),
-    "table.events": ("dealer-event",),
-    "dealer.rejections": ("dealer-event",),
-    "round.results": ("game-evaluation",),
-    "bets.placed": ("wallet",),
-    "bets.decisions": ("bet-settlement",),
-    "bets.settled": ("bet-settlement",),
-    "wallet.endings": ("bet-settlement",),
-    "wallet.transactions": ("wallet",),
-    "wallet.operator_calls": ("wallet",),
-    "evaluation.log": ("game-evaluation",),
-    "wallet.ledger": ("wallet",),
-    "settlement.log": ("bet-settlement",),
-    "wallet.ledger.snapshots": ("wallet",),  # its ledger's snapshots (a cache, compacted)
+    DEALER_INPUTS_TOPIC: (TABLE_DEVICE, "dealer-event"),
+    TABLE_EVENTS_TOPIC: ("dealer-event",),
+    DEALER_REJECTIONS_TOPIC: ("dealer-event",),
+    ROUND_RESULTS_TOPIC: ("game-evaluation",),
+    BETS_PLACED_TOPIC: ("wallet",),
+    BETS_DECISIONS_TOPIC: ("bet-settlement",),
+    BETS_SETTLED_TOPIC: ("bet-settlement",),
+    WALLET_ENDINGS_TOPIC: ("bet-settlement",),
+    WALLET_TRANSACTIONS_TOPIC: ("wallet",),
+    WALLET_OPERATOR_CALLS_TOPIC: ("wallet",),
+    EVALUATION_LOG_TOPIC: ("game-evaluation",),
+    WALLET_LEDGER_TOPIC: ("wallet",),
+    SETTLEMENT_LOG_TOPIC: ("bet-settlement",),
+    WALLET_LEDGER_SNAPSHOTS_TOPIC: ("wallet",),  # its ledger's snapshots (a cache, compacted)
     # each service writes what it could not apply; the operator re-drives as admin
-    "dead.letters": ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
+    DEAD_LETTERS_TOPIC: ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
     # the operator's tools record each complaint filed and each use of an override here
-    "operator.actions": (OPERATOR,),
+    OPERATOR_ACTIONS_TOPIC: (OPERATOR,),
 }
 
 # topic -> the services that read it (consume, or rebuild their state from it)
 READERS: dict[str, tuple[str, ...]] = {
-    "dealer.inputs": ("dealer-event",),
-    "table.events": ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
-    "dealer.rejections": ("dealer-event",),
-    "round.results": ("bet-settlement",),
-    "bets.placed": ("bet-settlement",),
-    "bets.decisions": (),  # the operator reads it (replay, rebuild, reconcile)
-    "bets.settled": (),  # likewise
-    "wallet.endings": ("wallet",),
-    "wallet.transactions": (),
-    "wallet.operator_calls": (),  # the operator reads it (croupier reconcile)
-    "evaluation.log": ("game-evaluation",),  # its own state: folded on every assignment
-    "wallet.ledger": ("wallet",),  # its own state: folded on every assignment
-    "settlement.log": ("bet-settlement",),  # likewise
-    "wallet.ledger.snapshots": ("wallet",),  # read back before folding its ledger's tail
-    "dead.letters": (),  # the operator reads it (croupier dead-letters)
-    "operator.actions": (),  # the operator reads it (the significant-event log)
+    DEALER_INPUTS_TOPIC: ("dealer-event",),
+    TABLE_EVENTS_TOPIC: ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
+    DEALER_REJECTIONS_TOPIC: ("dealer-event",),
+    ROUND_RESULTS_TOPIC: ("bet-settlement",),
+    BETS_PLACED_TOPIC: ("bet-settlement",),
+    BETS_DECISIONS_TOPIC: (),  # the operator reads it (replay, rebuild, reconcile)
+    BETS_SETTLED_TOPIC: (),  # likewise
+    WALLET_ENDINGS_TOPIC: ("wallet",),
+    WALLET_TRANSACTIONS_TOPIC: (),
+    WALLET_OPERATOR_CALLS_TOPIC: (),  # the operator reads it (croupier reconcile)
+    EVALUATION_LOG_TOPIC: ("game-evaluation",),  # its own state: folded on every assignment
+    WALLET_LEDGER_TOPIC: ("wallet",),  # its own state: folded on every assignment
+    SETTLEMENT_LOG_TOPIC: ("bet-settlement",),  # likewise
+    WALLET_LEDGER_SNAPSHOTS_TOPIC: ("wallet",),  # read back before folding its ledger's tail
+    DEAD_LETTERS_TOPIC: (),  # the operator reads it (croupier dead-letters)
+    OPERATOR_ACTIONS_TOPIC: (),  # the operator reads it (the significant-event log)
 }
 
 assert set(WRITERS) == set(READERS) == set(CATALOGUE_NAMES), "every topic has its rights"

@@ -351,12 +351,12 @@ def outputs_acked(state: PartitionState, through: int) -> None:
         state.unpublished = [(o, e) for o, e in state.unpublished if o > through]
 
 
-Position = Callable[[TP], Awaitable["int | None"]]  # where an input partition resumes
+ResumeAt = Callable[[TP], Awaitable["int | None"]]  # where an input partition resumes
 ApplyBatch = Callable[[Sequence[Any]], Awaitable[None]]
 Hook = Callable[[set[int]], "Awaitable[None] | None"]
 
 
-async def consume(app: faust.App, topics: Sequence[str], position: Position,
+async def consume(app: faust.App, topics: Sequence[str], position: ResumeAt,
                   apply: ApplyBatch, revoked: Hook, assigned: Hook | None = None,
                   max_records: int = BATCH_MAX) -> None:
     """The kernel's consume loop, under every consuming path of a service: each input
@@ -489,7 +489,7 @@ async def run_own_log(app: faust.App, topics: Sequence[str], own: OwnLog, decide
     await consume(app, topics, position, apply, own.revoke, max_records=max_records)
 
 
-async def _position(consumer: Any, owners: Owners, position: Position, service: str) -> None:
+async def _position(consumer: Any, owners: Owners, position: ResumeAt, service: str) -> None:
     """Position each held input partition not yet ready where `position` says (a broker
     failing this is retried on the next turn; the partition stays paused meanwhile)."""
     for tp in sorted(owners.held - owners.ready):

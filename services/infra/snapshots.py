@@ -50,6 +50,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 from croupier.services.infra.own_log import Logged, PartitionState
+from croupier.shared.topics import snapshot_topic
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +66,6 @@ class SnapshotError(Exception):
 
 class SnapshotCoverageError(SnapshotError):
     """A field of `PartitionState` with no known serialisation in `SPECIAL_FIELDS`."""
-
-
-def snapshot_topic(own_log_topic: str) -> str:
-    return f"{own_log_topic}.snapshots"
 
 
 # ----------------------------------------------------------------- the service's codec

@@ -9,8 +9,7 @@ from kafka.errors import KafkaError
 from croupier.services.infra.kafka_clients import durable_producer
 from croupier.services.infra.kafka_security import OPERATOR, credentials
 from croupier.shared.events.operator_actions import OperatorAction
-
-TOPIC = "operator.actions"
+from croupier.shared.topics import OPERATOR_ACTIONS_TOPIC
 
 
 class ActionNotRecorded(RuntimeError):
@@ -28,12 +27,12 @@ def record_action(bootstrap: str, action: OperatorAction, settings) -> tuple[int
     try:
         producer = durable_producer(bootstrap, OPERATOR, settings)
         try:
-            sent = producer.send(TOPIC, key=action.table_id.encode(),
+            sent = producer.send(OPERATOR_ACTIONS_TOPIC, key=action.table_id.encode(),
                                  value=action.model_dump_json().encode())
             where = sent.get(timeout=30)
         finally:
             producer.close()
     except KafkaError as exc:
         raise ActionNotRecorded(f"{action.type} was not used: its record could not be written "
-                                f"to {TOPIC} ({type(exc).__name__}: {exc})") from exc
+                                f"to {OPERATOR_ACTIONS_TOPIC} ({type(exc).__name__}: {exc})") from exc
     return where.partition, where.offset

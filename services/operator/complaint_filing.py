@@ -23,12 +23,7 @@ from pydantic import ValidationError
 
 from croupier.services.infra.archive_store import archive_from_settings
 from croupier.services.infra.log_reader import LogReadError, read_archive_then_log
-from croupier.services.operator.actions import (
-    TOPIC,
-    ActionNotRecorded,
-    operator_name,
-    record_action,
-)
+from croupier.services.operator.actions import ActionNotRecorded, operator_name, record_action
 from croupier.services.operator.complaints import (
     Complaint,
     ComplaintError,
@@ -39,6 +34,7 @@ from croupier.services.operator.replay_service import parse_time
 from croupier.services.operator.round_reader import RoundNotFoundError, RoundReader
 from croupier.shared.events.operator_actions import ComplaintFiled
 from croupier.shared.events.registry import topic_adapter
+from croupier.shared.topics import OPERATOR_ACTIONS_TOPIC
 
 COMPLAINT_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex: what filing gives
 
@@ -119,8 +115,8 @@ def find_complaint(bootstrap: str, complaint_id: str, settings: Any) -> Complain
     if COMPLAINT_ID.fullmatch(complaint_id) is None:
         raise ComplaintError("bad_id", f"{complaint_id[:80]!r} is not a complaint id (filing "
                                        "gives 32 lowercase hex digits)")
-    parse, needle = topic_adapter(TOPIC).validate_json, complaint_id.encode()
-    for rec in read_archive_then_log(bootstrap, TOPIC, archive_from_settings(settings)):
+    parse, needle = topic_adapter(OPERATOR_ACTIONS_TOPIC).validate_json, complaint_id.encode()
+    for rec in read_archive_then_log(bootstrap, OPERATOR_ACTIONS_TOPIC, archive_from_settings(settings)):
         if not rec.value or needle not in rec.value:
             continue
         try:
@@ -129,5 +125,5 @@ def find_complaint(bootstrap: str, complaint_id: str, settings: Any) -> Complain
             continue
         if isinstance(action, ComplaintFiled) and action.complaint_id == complaint_id:
             return action
-    raise ComplaintNotFoundError(f"no complaint {complaint_id} on {TOPIC}: file it first "
+    raise ComplaintNotFoundError(f"no complaint {complaint_id} on {OPERATOR_ACTIONS_TOPIC}: file it first "
                                  "(POST /complaints, croupier complaint file)")

@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 
 from pydantic import TypeAdapter
 
-from croupier.services.infra.dead_letters import TOPIC
 from croupier.services.infra.kafka_clients import durable_producer
 from croupier.services.infra.kafka_security import ADMIN
 from croupier.services.infra.log_reader import read_to_end
 from croupier.shared.events.dead_letters import DeadLetter, DeadLetterRedriven, DeadLettersRecord
+from croupier.shared.topics import DEAD_LETTERS_TOPIC
 
 _RECORD: TypeAdapter[DeadLetter | DeadLetterRedriven] = TypeAdapter(DeadLettersRecord)
 
@@ -36,7 +36,7 @@ class DeadLetters:
 def read_dead_letters(bootstrap: str) -> DeadLetters:
     """Raises LogReadError when the log cannot be read."""
     found = DeadLetters()
-    for record in read_to_end(bootstrap, TOPIC):
+    for record in read_to_end(bootstrap, DEAD_LETTERS_TOPIC):
         item = _RECORD.validate_json(record.value)
         if isinstance(item, DeadLetter):
             found.letters[item.dead_letter_id] = item
@@ -61,7 +61,7 @@ def redrive(bootstrap: str, letter: DeadLetter, by: str, reason: str = "",
         done = DeadLetterRedriven(dead_letter_id=letter.dead_letter_id, topic=letter.topic,
                                   partition=where.partition, offset=where.offset, by=by,
                                   reason=reason[:2000], occurred_at=now or datetime.now(UTC))
-        producer.send(TOPIC, key=f"{letter.topic}:{letter.partition}".encode(),
+        producer.send(DEAD_LETTERS_TOPIC, key=f"{letter.topic}:{letter.partition}".encode(),
                       value=done.model_dump_json().encode()).get(timeout=30)
     finally:
         producer.close()

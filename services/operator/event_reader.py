@@ -16,12 +16,22 @@ from croupier.services.infra.archive_store import ArchiveStore
 from croupier.services.infra.log_reader import read_archive_then_log
 from croupier.services.operator.audit import Books
 from croupier.shared.events.registry import topic_adapter
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    WALLET_OPERATOR_CALLS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 
-BOOK_TOPICS = ("round.results", "bets.placed", "bets.decisions", "bets.settled",
-               "wallet.transactions", "wallet.operator_calls")
+BOOK_TOPICS = (ROUND_RESULTS_TOPIC, BETS_PLACED_TOPIC, BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC,
+               WALLET_TRANSACTIONS_TOPIC, WALLET_OPERATOR_CALLS_TOPIC)
 PARSERS: dict[str, Callable[[bytes], Any]] = {
     topic: topic_adapter(topic).validate_json
-    for topic in ("table.events", *BOOK_TOPICS, "wallet.ledger", "wallet.operator_calls")
+    for topic in (TABLE_EVENTS_TOPIC, *BOOK_TOPICS, WALLET_LEDGER_TOPIC, WALLET_OPERATOR_CALLS_TOPIC)
 }
 
 

@@ -34,6 +34,7 @@ from croupier.shared.events.table import (
 )
 from croupier.shared.profile import ProfileError, check_pin
 from croupier.shared.rounds import RoundError, evaluate_round
+from croupier.shared.topics import TABLE_EVENTS_TOPIC, WALLET_LEDGER_TOPIC
 
 Progress = Callable[[str, int, int], None]
 
@@ -146,8 +147,8 @@ def ledger_balances(bootstrap: str, progress: Progress | None = None,
     fold = WalletFold(Settings().wallet_state_window())
     states: dict[int, PartitionState] = {}
     problems: list[str] = []
-    step = (lambda d, t: progress("wallet.ledger", d, t)) if progress else None
-    for rec in read_topic(bootstrap, "wallet.ledger", step, archive):
+    step = (lambda d, t: progress(WALLET_LEDGER_TOPIC, d, t)) if progress else None
+    for rec in read_topic(bootstrap, WALLET_LEDGER_TOPIC, step, archive):
         state = states.setdefault(rec.partition, PartitionState(rec.partition))
         if isinstance(rec.value, Unparsed):
             problems.append(f"unreadable ledger entry at partition {rec.partition} offset "
@@ -168,8 +169,8 @@ def rebuild(bootstrap: str, live_balances: Callable[[list[str]], dict[str, int |
     events_by_table: dict[str, list[TableEventBase]] = defaultdict(list)
     differences: list[str] = []
     table_events = 0
-    step = (lambda d, t: progress("table.events", d, t)) if progress else None
-    for rec in read_topic(bootstrap, "table.events", step, archive):
+    step = (lambda d, t: progress(TABLE_EVENTS_TOPIC, d, t)) if progress else None
+    for rec in read_topic(bootstrap, TABLE_EVENTS_TOPIC, step, archive):
         if isinstance(rec.value, Unparsed):
             differences.append(f"unreadable table event at partition {rec.partition} offset "
                                f"{rec.offset}: {rec.value.error[:120]}")

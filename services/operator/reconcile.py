@@ -34,13 +34,14 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, computed_field
+from pydantic import AwareDatetime, computed_field
 
 from croupier.shared.events.operator_wallet import (
     CallKind,
     OperatorCallRecord,
     OperatorTransaction,
 )
+from croupier.shared.models import FrozenModel
 
 DifferenceName = Literal[
     # per transaction
@@ -66,11 +67,7 @@ IDS_PER_DIFFERENCE = 20  # a net difference names at most this many transactions
 NOT_FOUND = "transaction_not_found"
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class Unreadable(_Model):
+class Unreadable(FrozenModel):
     """A record of croupier's topic that is not an `OperatorCallRecord` (where, and why;
     `at`: the log's timestamp of it, so a window names only the ones near it)."""
 
@@ -79,7 +76,7 @@ class Unreadable(_Model):
     at: AwareDatetime | None = None
 
 
-class Difference(_Model):
+class Difference(FrozenModel):
     """One difference, with the ids to check: `transaction_ids` names the transactions (a
     per-transaction difference: its own id; a net difference: those whose part differs)."""
 
@@ -113,7 +110,7 @@ class Difference(_Model):
         return text
 
 
-class NetRow(_Model):
+class NetRow(FrozenModel):
     """The net money one UTC day moved in one currency, as each side says (minor units,
     in the players' favour)."""
 
@@ -124,7 +121,7 @@ class NetRow(_Model):
     transactions: int
 
 
-class ReconcileReport(_Model):
+class ReconcileReport(FrozenModel):
     since: AwareDatetime | None
     until: AwareDatetime | None
     player: str | None

@@ -24,12 +24,12 @@ from croupier.services.infra.settings import Settings
 from croupier.services.operator.reconcile import ReconcileReport, Unreadable, reconcile
 from croupier.services.operator.replay_service import parse_time
 from croupier.shared.events.operator_wallet import (
-    OPERATOR_CALLS_TOPIC,
     OperatorCallRecord,
     OperatorTransaction,
     TransactionsPage,
     signature_headers,
 )
+from croupier.shared.topics import WALLET_OPERATOR_CALLS_TOPIC
 
 PAGE_SIZE = 1000
 
@@ -40,7 +40,7 @@ class ReconcileSourceError(RuntimeError):
 
 
 def read_operator_calls(bootstrap: str, archive: ArchiveStore | None = None,
-                        principal: str = OPERATOR, topic: str = OPERATOR_CALLS_TOPIC
+                        principal: str = OPERATOR, topic: str = WALLET_OPERATOR_CALLS_TOPIC
                         ) -> Iterator[OperatorCallRecord | Unreadable]:
     """Every record of croupier's calls to the operator's wallet, the archive's then the
     log's; a record that does not parse is an `Unreadable` naming where it is."""
@@ -101,10 +101,10 @@ def _guarded(calls: Iterable[OperatorCallRecord | Unreadable]
     try:
         yield from calls
     except LogReadError as exc:
-        raise ReconcileSourceError(f"reading {OPERATOR_CALLS_TOPIC}: {exc}") from exc
+        raise ReconcileSourceError(f"reading {WALLET_OPERATOR_CALLS_TOPIC}: {exc}") from exc
     except KafkaError as exc:
         raise ReconcileSourceError(
-            f"reading {OPERATOR_CALLS_TOPIC}: the broker: {type(exc).__name__}: {exc}") from exc
+            f"reading {WALLET_OPERATOR_CALLS_TOPIC}: the broker: {type(exc).__name__}: {exc}") from exc
 
 
 def run_reconcile(settings: Settings, since: datetime | None, until: datetime | None,

@@ -68,6 +68,7 @@ from croupier.shared.profile import (
 from croupier.shared.rounds import AnyResult, RoundError, evaluate_round
 from croupier.shared.settlement import Bet, settle
 from croupier.shared.shoe_history import ShoeHistory, ShoeRoads, fold_shoes, shoe_roads
+from croupier.shared.topics import ROUND_RESULTS_TOPIC, TABLE_EVENTS_TOPIC
 
 Decision = BetAccepted | BetRejected
 
@@ -411,7 +412,7 @@ def _chain_breaks(events: Sequence[TableEventBase], anchor: TableEventBase | Non
 def _check_opened(story: _RoundStory, round_id: str, diffs: list[Difference]) -> None:
     """A round that never opened in the window read has nothing to be replayed against."""
     if story.opened is None:
-        diffs.append(Difference(where="table.events", expected=f"round {round_id} opened",
+        diffs.append(Difference(where=TABLE_EVENTS_TOPIC, expected=f"round {round_id} opened",
                                 recorded="no round_opened event in the log window"))
 
 
@@ -675,13 +676,13 @@ def _compare_result(recomputed: AnyResult | None, result: RoundResultPublished |
                     voided: RoundVoided | None, diffs: list[Difference]) -> None:
     if voided:
         if result is not None:
-            diffs.append(Difference(where="round.results", expected="no result for a voided round",
+            diffs.append(Difference(where=ROUND_RESULTS_TOPIC, expected="no result for a voided round",
                                     recorded=f"result {result.result_id}"))
         return
     if recomputed is None:
         return
     if result is None:
-        diffs.append(Difference(where="round.results", expected="one result",
+        diffs.append(Difference(where=ROUND_RESULTS_TOPIC, expected="one result",
                                 recorded="no result published"))
         return
     _compare_fields(result.result_id, recomputed, result, diffs)

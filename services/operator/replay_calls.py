@@ -32,13 +32,13 @@ from pydantic import BaseModel
 from croupier.services.operator.replay_difference import Difference
 from croupier.shared.events.operator_wallet import CallKind, OperatorCallRecord, transaction_id_of
 from croupier.shared.events.wallet_events import WalletTransaction, tx_id
+from croupier.shared.topics import WALLET_OPERATOR_CALLS_TOPIC
 
 # how long after its cause a call may still be unanswered before its absence is a
 # difference: the caller retries with backoff capped at 30 s (operator_wallet_retry_max_
 # seconds), so about 20 more deliveries; the reader reads `wallet.operator_calls` this much
 # further past the round than the other money topics, for the answers that took that long
 OWED_WINDOW = timedelta(minutes=10)
-TOPIC = "wallet.operator_calls"
 CallState = Literal["ok", "refused", "no_answer", "owed", "missing"]
 
 
@@ -164,7 +164,7 @@ def _answer_text(record: OperatorCallRecord) -> str:
 
 
 def _where(transaction_id: str) -> str:
-    return f"{TOPIC} {transaction_id}"
+    return f"{WALLET_OPERATOR_CALLS_TOPIC} {transaction_id}"
 
 
 def check_bet(player_id: str, bet_id: str, currency: str, wanted: Sequence[WantedCall],

@@ -63,7 +63,7 @@ from croupier.shared.events.bet_events import (
     RoundManifest,
     SettlementReversed,
 )
-from croupier.shared.events.operator_wallet import OPERATOR_CALLS_TOPIC, OperatorCallRecord
+from croupier.shared.events.operator_wallet import OperatorCallRecord
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.table import (
     RoundAnnulled,
@@ -75,6 +75,14 @@ from croupier.shared.events.table import (
     TableEventBase,
 )
 from croupier.shared.events.wallet_events import WalletTransaction
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_SETTLED_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_OPERATOR_CALLS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 
 LEAD = timedelta(minutes=2)      # read this long before the round's time
 START_SLACK = timedelta(seconds=5)  # money topics: from this long before the round's first event
@@ -167,7 +175,7 @@ class RoundReader:
         resumes just its partitions, so no read waits for a metadata refresh."""
         if self._assigned:
             return
-        self._partitions("table.events")
+        self._partitions(TABLE_EVENTS_TOPIC)
         self._assigned = [TopicPartition(topic, p) for topic in PARSERS
                           for p in self._partition_ids[topic]]
         self.consumer.assign(self._assigned)
@@ -349,7 +357,7 @@ class RoundReader:
                 ended = True
             return False
 
-        return self.scan("table.events", table_id, start, stop)
+        return self.scan(TABLE_EVENTS_TOPIC, table_id, start, stop)
 
     def _read_money(self, records: RoundRecords, player_id: str | None) -> None:
         """The round's result, decisions, settlements and wallet movements: one read of the
@@ -392,8 +400,8 @@ class RoundReader:
                 later += 1
             return later >= KEEP_COMPLETED or ts > until_ms
 
-        window = Window("table.events", [self._tp("table.events", table_id).partition], stop, keep)
-        found = self.read_windows([window], last.occurred_at)["table.events"]
+        window = Window(TABLE_EVENTS_TOPIC, [self._tp(TABLE_EVENTS_TOPIC, table_id).partition], stop, keep)
+        found = self.read_windows([window], last.occurred_at)[TABLE_EVENTS_TOPIC]
         return [e for e in found if isinstance(e, RoundCorrected) and e.round_id == round_id
                 and e.seq > last.seq]
 
@@ -413,15 +421,15 @@ class RoundReader:
             return key == table_key and (needle is None or needle in value)
 
         windows = [Window(topic, [self._tp(topic, table_id).partition], past_end, of_table_round)
-                   for topic in ("round.results", "bets.decisions", "bets.settled")]
+                   for topic in (ROUND_RESULTS_TOPIC, BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC)]
         owed_ms = end_ms + int(OWED_WINDOW.total_seconds() * 1000)
 
         def past_owed(_value: Any, ts: int) -> bool:
             return ts > owed_ms
 
-        windows.append(self._player_window("wallet.transactions", past_end, needle, player_id))
-        if self._partition_ids.get(OPERATOR_CALLS_TOPIC):
-            windows.append(self._player_window(OPERATOR_CALLS_TOPIC, past_owed, needle,
+        windows.append(self._player_window(WALLET_TRANSACTIONS_TOPIC, past_end, needle, player_id))
+        if self._partition_ids.get(WALLET_OPERATOR_CALLS_TOPIC):
+            windows.append(self._player_window(WALLET_OPERATOR_CALLS_TOPIC, past_owed, needle,
                                                player_id))
         return windows
 
@@ -446,9 +454,9 @@ class RoundReader:
             return key == wanted and b"round_annulled" in value and (
                 needle is None or needle in value)
 
-        window = Window("table.events", [self._tp("table.events", table_id).partition],
+        window = Window(TABLE_EVENTS_TOPIC, [self._tp(TABLE_EVENTS_TOPIC, table_id).partition],
                         lambda _v, ts: ts > until_ms, keep)
-        found = self.read_windows([window], last.occurred_at)["table.events"]
+        found = self.read_windows([window], last.occurred_at)[TABLE_EVENTS_TOPIC]
         return next((e for e in found if isinstance(e, RoundAnnulled)
                      and e.round_id == round_id and e.seq > last.seq), None)
 
@@ -483,7 +491,7 @@ class RoundReader:
             next_round = isinstance(value, RoundOpened) and value.round_id != round_id
             return next_round or ts > ended_ms + slack_ms
 
-        return self.scan("table.events", table_id, start, stop)
+        return self.scan(TABLE_EVENTS_TOPIC, table_id, start, stop)
 
 
 def _keep_round_events(records: RoundRecords, events: list[Any], opened: int) -> None:
@@ -509,16 +517,16 @@ def _keep_round_money(records: RoundRecords, found: dict[str, list[Any]],
     def of_round(value: Any) -> bool:
         return getattr(value, "round_id", None) == round_id
 
-    results = [r for r in found["round.results"] if of_round(r)]
+    results = [r for r in found[ROUND_RESULTS_TOPIC] if of_round(r)]
     records.result = next((r for r in results if r.correction is None), None)
     records.corrected_results = [r for r in results if r.correction is not None]
-    records.decisions = [d for d in found["bets.decisions"] if of_round(d)]
-    records.settlements = [s for s in found["bets.settled"] if of_round(s)]
-    records.wallet = [tx for tx in found["wallet.transactions"]
+    records.decisions = [d for d in found[BETS_DECISIONS_TOPIC] if of_round(d)]
+    records.settlements = [s for s in found[BETS_SETTLED_TOPIC] if of_round(s)]
+    records.wallet = [tx for tx in found[WALLET_TRANSACTIONS_TOPIC]
                       if isinstance(tx, WalletTransaction) and of_round(tx)
                       and tx.table_id in (records.table_id, None)
                       and (player_id is None or tx.player_id == player_id)]
-    records.operator_calls = [c for c in found.get(OPERATOR_CALLS_TOPIC, [])
+    records.operator_calls = [c for c in found.get(WALLET_OPERATOR_CALLS_TOPIC, [])
                               if isinstance(c, OperatorCallRecord)
                               and c.request.round_id == round_id
                               and c.request.table_id == records.table_id

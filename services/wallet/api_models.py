@@ -8,21 +8,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
 from croupier.services.wallet.commands import Amount
+from croupier.shared.bets import Position
 from croupier.shared.currency import check_currency
-from croupier.shared.events.bet_events import Position
 from croupier.shared.events.ids import BetId, PlayerId, RequestId, RoundId, TableId
 from croupier.shared.events.wallet_events import WalletTransaction
+from croupier.shared.models import FrozenModel
 from croupier.shared.shoe_history import ShoeRoads
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class CreateAccountRequest(_Body):
+class CreateAccountRequest(FrozenModel):
     player_id: PlayerId
     currency: str = Field(min_length=3, max_length=3, pattern=r"^[A-Z]{3}$", description=(
         "An ISO 4217 code the platform knows (shared/currency.py): its minor units say "
@@ -34,12 +31,12 @@ class CreateAccountRequest(_Body):
         return check_currency(code)
 
 
-class MovementRequest(_Body):
+class MovementRequest(FrozenModel):
     request_id: RequestId = Field(description="Idempotency key chosen by the operator.")
     amount: Amount
 
 
-class PlaceBetRequest(_Body):
+class PlaceBetRequest(FrozenModel):
     bet_id: BetId = Field(description="Client-chosen idempotency key (use a UUID).")
     table_id: TableId
     round_id: RoundId
@@ -52,7 +49,7 @@ class PlaceBetRequest(_Body):
         "sent with the bet's debit and checked by the operator's wallet."))
 
 
-class AccountResponse(_Body):
+class AccountResponse(FrozenModel):
     player_id: str
     currency: str
     balance: int = Field(description="Minor units. Seamless mode: the balance the "
@@ -62,12 +59,12 @@ class AccountResponse(_Body):
         "Seamless mode: croupier's net of the player's movements at its tables."))
 
 
-class MovementResponse(_Body):
+class MovementResponse(FrozenModel):
     transaction: WalletTransaction
     balance: int
 
 
-class PlacedBet(_Body):
+class PlacedBet(FrozenModel):
     bet_id: str
     table_id: str
     round_id: str
@@ -77,14 +74,14 @@ class PlacedBet(_Body):
     placed_at: str
 
 
-class PlaceBetResponse(_Body):
+class PlaceBetResponse(FrozenModel):
     bet: PlacedBet
     debit_tx_id: str
     balance_after: int
     currency: str
 
 
-class TransactionsPage(_Body):
+class TransactionsPage(FrozenModel):
     items: list[WalletTransaction]
     next_after: int | None = Field(description="Pass as `after` for the next page; "
                                                 "null at the end.")
@@ -97,13 +94,13 @@ class TransactionsPage(_Body):
         "holds the player's whole history."))
 
 
-class TokenResponse(_Body):
+class TokenResponse(FrozenModel):
     player_id: str
     token: str
     expires_at: datetime = Field(description="Ask for a new token before this time.")
 
 
-class OfferedBet(_Body):
+class OfferedBet(FrozenModel):
     min_stake: int | None = Field(description=(
         "In minor units of the asked currency (`?currency=`), or of any currency at a table "
         "with one set of limits; null when the body holds several currencies' limits (see "
@@ -113,12 +110,12 @@ class OfferedBet(_Body):
     positions: list[Position]
 
 
-class StakeLimitsBody(_Body):
+class StakeLimitsBody(FrozenModel):
     min_stake: int
     max_stake: int
 
 
-class CurrencyLimitsBody(_Body):
+class CurrencyLimitsBody(FrozenModel):
     """A table's limits and chips in one currency, in that currency's minor units."""
 
     currency: str | None = Field(description=(
@@ -128,7 +125,7 @@ class CurrencyLimitsBody(_Body):
     bets: dict[str, StakeLimitsBody]
 
 
-class TableRestriction(_Body):
+class TableRestriction(FrozenModel):
     """A limit on who may place some of the table's bets, which the table shows as a sign."""
 
     code: Literal["tiger_needs_main_bet"] = Field(description=(
@@ -142,7 +139,7 @@ class TableRestriction(_Body):
     source: str = Field(description="The operator sheet and clause it comes from.")
 
 
-class CurrentRound(_Body):
+class CurrentRound(FrozenModel):
     table_id: str
     round_id: str
     status: str
@@ -163,7 +160,7 @@ class CurrentRound(_Body):
         "nothing is restricted."))
 
 
-class TableSummary(_Body):
+class TableSummary(FrozenModel):
     table_id: str
     current_round: str | None = Field(description="The table's newest round (null: none yet).")
     round_status: str | None = Field(description="open, closed, completed or voided.")
@@ -178,11 +175,11 @@ class TableSummary(_Body):
         "every currency offered."))
 
 
-class Tables(_Body):
+class Tables(FrozenModel):
     tables: list[TableSummary]
 
 
-class ErrorDetail(_Body):
+class ErrorDetail(FrozenModel):
     code: str = Field(description="Machine-readable: unknown_round, round_closed, "
                                   "bet_not_offered, bad_position, below_minimum, "
                                   "above_maximum, spot_maximum, needs_main_bet, "
@@ -191,11 +188,11 @@ class ErrorDetail(_Body):
     message: str
 
 
-class ErrorResponse(_Body):
+class ErrorResponse(FrozenModel):
     error: ErrorDetail
 
 
-class Health(_Body):
+class Health(FrozenModel):
     status: str
 
 

@@ -50,14 +50,19 @@ from croupier.services.wallet import handlers, money_metrics
 from croupier.services.wallet.batches import CommandBatches
 from croupier.services.wallet.commands import Envelope, OperatorAnswered
 from croupier.services.wallet.intake_marks import IntakeMarks
-from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WalletFold
+from croupier.services.wallet.ledger_fold import WalletFold
 from croupier.services.wallet.operator_calls import CallerSettings, OperatorCaller
 from croupier.services.wallet.seamless import SeamlessRules
 from croupier.services.wallet.snapshot_codec import WALLET_CODEC
 from croupier.services.wallet.store import Store
-from croupier.services.wallet.table_views import TABLE_EVENTS, TableViews
+from croupier.services.wallet.table_views import TableViews
 from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import ENDINGS_TOPIC
+from croupier.shared.topics import (
+    TABLE_EVENTS_TOPIC,
+    WALLET_ENDINGS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    wallet_commands_topic,
+)
 
 clock = SystemClock()
 
@@ -93,14 +98,14 @@ def build_app(service_settings: Settings | None = None) -> faust.App:
     observability.install(app, "wallet", settings, invariants=metrics.WALLET_INVARIANTS)
     money_metrics.init_metrics()
 
-    COMMANDS_TOPIC = f"{settings.instance}-wallet-commands"
+    COMMANDS_TOPIC = wallet_commands_topic(settings.instance)
     commands_topic = app.topic(COMMANDS_TOPIC, key_type=bytes, value_type=bytes,
                                internal=True, partitions=settings.topic_partitions)
     # the writer's name is unique to this process's life, so no two lives share an entry id
     writer = f"{settings.instance}-wallet-{settings.worker_id}-{uuid.uuid4().hex[:8]}"
-    own = OwnLog("wallet", LEDGER_TOPIC, fold, LedgerEntry.model_validate_json,
+    own = OwnLog("wallet", WALLET_LEDGER_TOPIC, fold, LedgerEntry.model_validate_json,
                  lambda entry: entry.account.player_id.encode(), writer)
-    own.snapshots = SnapshotStore(LEDGER_TOPIC, WALLET_CODEC, writer,
+    own.snapshots = SnapshotStore(WALLET_LEDGER_TOPIC, WALLET_CODEC, writer,
                                   every_entries=settings.snapshot_every_entries,
                                   every_seconds=settings.snapshot_every_seconds)
     store = Store(own, partition_of(settings.topic_partitions))
@@ -138,7 +143,7 @@ async def accounts_agent() -> None:  # a task (build_app registers it)
     """A batch at a time, on the kernel: decide every command, write its ledger entry,
     verify and fold the entries, publish their outputs, then answer (a 201 means "debited
     and in the log")."""
-    await run_own_log(app, [COMMANDS_TOPIC, ENDINGS_TOPIC], own, batches.decide,
+    await run_own_log(app, [COMMANDS_TOPIC, WALLET_ENDINGS_TOPIC], own, batches.decide,
                       batches.answer, lock=batches.lock)
 
 
@@ -147,7 +152,7 @@ async def follow_table_events() -> None:  # a task (build_app registers it)
     async def apply(batch) -> None:
         table_views.apply_batch(batch)
 
-    await follow(app, TABLE_EVENTS, table_views.since_ms, apply, table_views.caught_up)
+    await follow(app, TABLE_EVENTS_TOPIC, table_views.since_ms, apply, table_views.caught_up)
 
 
 async def send_answer(answered: OperatorAnswered) -> None:

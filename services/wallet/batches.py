@@ -29,7 +29,7 @@ from croupier.services.wallet.ledger_fold import Lookups
 from croupier.services.wallet.seamless import SeamlessRules
 from croupier.shared.events.operator_wallet import OperatorCall
 from croupier.shared.events.sources import InputRef
-from croupier.shared.topics import ENDINGS_TOPIC
+from croupier.shared.topics import WALLET_ENDINGS_TOPIC
 
 log = logging.getLogger("croupier.wallet")
 RETRY = handlers.Answer.error(503, "rebalancing", "another worker applied this command; "
@@ -113,7 +113,7 @@ def envelope_of(event: faust.EventT) -> Envelope | None:
     """The command a record of the wallet's inputs carries: an HTTP request's envelope on
     the commands topic, or a bet's ending bet-settlement put on wallet.endings (None for a
     record there that moves no money). Raises on a record that is neither."""
-    if event.message.topic == ENDINGS_TOPIC:
+    if event.message.topic == WALLET_ENDINGS_TOPIC:
         command = ending_command(event.value)
         return None if command is None else Envelope(command=command)
     return ENVELOPE.validate_json(event.value)

@@ -13,11 +13,11 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from croupier.shared.bets import Position
 from croupier.shared.events.bet_events import (
     BetAccepted,
     BetRejected,
     BetSettled,
-    Position,
     RoundManifest,
     SettlementReversed,
 )

@@ -15,6 +15,7 @@ from croupier.services.infra.clock import Clock
 from croupier.services.infra.consumer import settling
 from croupier.services.infra.settings import Settings
 from croupier.shared.events.bet_events import IntakeMark
+from croupier.shared.topics import BETS_PLACED_TOPIC
 
 log = logging.getLogger("croupier.wallet")
 MARK_TRIES = 20
@@ -55,7 +56,7 @@ class IntakeMarks:
                               partition_count=settings.topic_partitions,
                               worker=f"{settings.instance}-wallet-{settings.worker_id}",
                               through=self.clock.now())
-            await publish_all(self.app, [("bets.placed", table_id.encode(),
+            await publish_all(self.app, [(BETS_PLACED_TOPIC, table_id.encode(),
                                           mark.model_dump_json().encode())])
 
     def schedule(self, table_id: str, round_id: str) -> None:

@@ -33,7 +33,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from croupier.services.infra.own_log import Record, Writes
-from croupier.shared.events.operator_wallet import OPERATOR_CALLS_TOPIC, OperatorCall
+from croupier.shared.events.operator_wallet import OperatorCall
 from croupier.shared.events.sources import InputRef
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.events.wallet_ledger import (
@@ -43,8 +43,12 @@ from croupier.shared.events.wallet_ledger import (
     LedgerEntry,
     SpotTotal,
 )
+from croupier.shared.topics import (
+    BETS_PLACED_TOPIC,
+    WALLET_OPERATOR_CALLS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 
-LEDGER_TOPIC = "wallet.ledger"
 MIN_WINDOW = timedelta(hours=24)  # the dispute window: a round is corrected within 24 h
 
 
@@ -133,12 +137,12 @@ class WalletFold:
     def outputs(self, entry: LedgerEntry) -> list[Record]:
         out: list[Record] = []
         if entry.tx is not None:
-            out.append(("wallet.transactions", entry.tx.player_id.encode(),
+            out.append((WALLET_TRANSACTIONS_TOPIC, entry.tx.player_id.encode(),
                         entry.tx.model_dump_json().encode()))
         if entry.placed is not None:
-            out.append(("bets.placed", entry.placed.table_id.encode(),
+            out.append((BETS_PLACED_TOPIC, entry.placed.table_id.encode(),
                         entry.placed.model_dump_json().encode()))
-        out += [(OPERATOR_CALLS_TOPIC, entry.account.player_id.encode(),
+        out += [(WALLET_OPERATOR_CALLS_TOPIC, entry.account.player_id.encode(),
                  call.record().model_dump_json().encode())
                 for call in entry.calls if not call.pending]
         return out

@@ -15,7 +15,6 @@ from croupier.services.wallet.rounds_view import TableRounds, fold_checked
 from croupier.shared.events.table import BettingClosed, parse_table_event
 
 log = logging.getLogger("croupier.wallet")
-TABLE_EVENTS = "table.events"
 VIEW_HORIZON_S = 3600  # a worker starts folding table.events from this long ago
 
 

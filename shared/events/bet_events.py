@@ -10,21 +10,10 @@ import hashlib
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 
-from croupier.shared.bets import Position as BetPosition
+from croupier.shared.bets import Position
 from croupier.shared.events.ids import BetId
-
-
-def _no_lookalike(value: object) -> object:
-    """`true` and `1.0` equal 1 in Python and would pass as position 1: refused."""
-    if isinstance(value, bool | float):
-        raise ValueError('a position is 1, 2, 3 or "banker", not a boolean or a decimal')
-    return value
-
-
-# the positions of croupier.shared.bets, with lookalikes refused at the event boundary
-Position = Annotated[BetPosition, BeforeValidator(_no_lookalike)]
 
 
 def settlement_id(bet_id: str, correction: int = 0) -> str:

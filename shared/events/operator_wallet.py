@@ -31,14 +31,14 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, Field
 
 from croupier.shared.events.canonical import hmac_hex, same_digest
+from croupier.shared.models import FrozenModel
 
 CallKind = Literal["debit", "credit", "rollback"]
 KEY_ID_HEADER = "X-Croupier-Key-Id"
 SIGNATURE_HEADER = "X-Croupier-Signature"
-OPERATOR_CALLS_TOPIC = "wallet.operator_calls"
 
 # the definitive refusals an operator's wallet may answer (4xx), and the HTTP status each
 # is answered to the player with when it refuses a debit
@@ -66,11 +66,7 @@ ErrorCode = Literal["insufficient_funds", "player_blocked", "wrong_currency",
                     "transaction_conflict", "bad_request", "bad_signature"]
 
 
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class WalletRequest(_Model):
+class WalletRequest(FrozenModel):
     """The body of a debit, credit or rollback (the same shape for all three)."""
 
     transaction_id: str = Field(min_length=1, max_length=200, description=(
@@ -98,7 +94,7 @@ class WalletRequest(_Model):
         return self.model_dump_json(exclude_none=True).encode()
 
 
-class WalletResponse(_Model):
+class WalletResponse(FrozenModel):
     """The operator's answer: `ok` with the balance after, or `error` with a code."""
 
     status: Literal["ok", "error"]
@@ -115,7 +111,7 @@ class WalletResponse(_Model):
 Outcome = Literal["ok", "refused", "no_answer"]
 
 
-class OperatorAnswer(_Model):
+class OperatorAnswer(FrozenModel):
     """What came of one call: a yes, a definitive no, or no answer (timeout, 5xx, drop)."""
 
     outcome: Outcome
@@ -137,7 +133,7 @@ class OperatorAnswer(_Model):
         return self.definitive and self.error_code not in NOT_TAKEN_UP
 
 
-class OperatorCall(_Model):
+class OperatorCall(FrozenModel):
     """A call croupier owes the operator's wallet, as its ledger keeps it: pending while
     `answer` is None (owed: driven again by whichever worker owns the player), then with
     its definitive answer (or, for a debit, the answer that never came)."""
@@ -158,7 +154,7 @@ class OperatorCall(_Model):
         return OperatorCallRecord(request=self.request, answer=self.answer)
 
 
-class OperatorCallRecord(_Model):
+class OperatorCallRecord(FrozenModel):
     """One answered call, on `wallet.operator_calls` keyed by player: what croupier asked
     and what the operator said (reconciliation and replay read these)."""
 
@@ -200,7 +196,7 @@ def verify(body: bytes, key_id: str | None, signature: str | None,
 TransactionStatus = Literal["applied", "rolled_back"]
 
 
-class OperatorTransaction(_Model):
+class OperatorTransaction(FrozenModel):
     """One transaction as the operator's wallet reports it (`GET {base}/transactions`,
     signed like the calls, over the body-less query string): what reconciliation compares
     croupier's calls with. A rollback of a transaction the operator never recorded is
@@ -223,7 +219,7 @@ class OperatorTransaction(_Model):
     recorded_at: AwareDatetime
 
 
-class TransactionsPage(_Model):
+class TransactionsPage(FrozenModel):
     """A page of the operator's transactions, oldest first; ask again `after` the last."""
 
     transactions: list[OperatorTransaction]

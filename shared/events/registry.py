@@ -24,24 +24,40 @@ from croupier.shared.events.settlement_log import SettlementEntry
 from croupier.shared.events.table import TableEvent
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.events.wallet_ledger import LedgerEntry
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    DEALER_INPUTS_TOPIC,
+    DEALER_REJECTIONS_TOPIC,
+    EVALUATION_LOG_TOPIC,
+    OPERATOR_ACTIONS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    SETTLEMENT_LOG_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    WALLET_OPERATOR_CALLS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 
 # topic -> what one record of it is: a model, or a discriminated union of models. The one
 # map of which events travel where; readers parse through `topic_adapter`.
 TOPIC_TYPES: dict[str, Any] = {
-    "dealer.inputs": DealerInput,
-    "table.events": TableEvent,
-    "dealer.rejections": InputRefused,
-    "round.results": RoundResultPublished,
-    "bets.placed": BetIntake,  # funded bets and the wallet's intake marks
-    "bets.decisions": BetDecision,
-    "bets.settled": BetEnding,  # settlements and their reversals
-    "wallet.transactions": WalletTransaction,
-    "wallet.operator_calls": OperatorCallRecord,
-    "evaluation.log": EvaluationEntry,
-    "wallet.ledger": LedgerEntry,
-    "settlement.log": SettlementEntry,
-    "dead.letters": DeadLettersRecord,  # dead letters and their re-drives
-    "operator.actions": OperatorAction,  # the operator's uses of what the rules do not do
+    DEALER_INPUTS_TOPIC: DealerInput,
+    TABLE_EVENTS_TOPIC: TableEvent,
+    DEALER_REJECTIONS_TOPIC: InputRefused,
+    ROUND_RESULTS_TOPIC: RoundResultPublished,
+    BETS_PLACED_TOPIC: BetIntake,  # funded bets and the wallet's intake marks
+    BETS_DECISIONS_TOPIC: BetDecision,
+    BETS_SETTLED_TOPIC: BetEnding,  # settlements and their reversals
+    WALLET_TRANSACTIONS_TOPIC: WalletTransaction,
+    WALLET_OPERATOR_CALLS_TOPIC: OperatorCallRecord,
+    EVALUATION_LOG_TOPIC: EvaluationEntry,
+    WALLET_LEDGER_TOPIC: LedgerEntry,
+    SETTLEMENT_LOG_TOPIC: SettlementEntry,
+    DEAD_LETTERS_TOPIC: DeadLettersRecord,  # dead letters and their re-drives
+    OPERATOR_ACTIONS_TOPIC: OperatorAction,  # the operator's uses of what the rules do not do
 }
 
 

@@ -43,7 +43,17 @@ from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.events.wallet_ledger import LedgerEntry
-from tests.crashsim.pipeline import COMMANDS, PARTITIONS, SETTLEMENT_LOG, STAGES, Sim
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    SETTLEMENT_LOG_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
+from tests.crashsim.pipeline import COMMANDS, PARTITIONS, STAGES, Sim
 from tests.crashsim.world import baccarat, returned
 
 Problems = list[str]
@@ -76,7 +86,7 @@ class Ledger:
     """The wallet's valid ledger, read independently of the wallet's fold."""
 
     def __init__(self, sim: Sim, problems: Problems) -> None:
-        self.entries = valid_entries(sim, "wallet.ledger", LedgerEntry.model_validate_json)
+        self.entries = valid_entries(sim, WALLET_LEDGER_TOPIC, LedgerEntry.model_validate_json)
         self.txs: dict[str, tuple[WalletTransaction, LedgerEntry]] = {}
         self.offset: dict[str, int] = {}  # tx id -> its valid entry's offset
         self.accounts: dict[str, Any] = {}
@@ -234,7 +244,7 @@ def check_bets(sim: Sim, ledger: Ledger, problems: Problems) -> None:
     sent = {r.command.bet_id: r.command for r in sim.requests
             if isinstance(r.command, PlaceBet)}
     decisions: dict[str, set[str]] = defaultdict(set)
-    for _, _, value in values(sim, "bets.decisions"):
+    for _, _, value in values(sim, BETS_DECISIONS_TOPIC):
         record = json.loads(value)
         if "bet_id" in record:
             decisions[record["bet_id"]].add(value.decode())
@@ -288,7 +298,7 @@ def check_bets(sim: Sim, ledger: Ledger, problems: Problems) -> None:
 def check_outputs(sim: Sim, ledger: Ledger, problems: Problems) -> None:
     """wallet.transactions: each valid movement, nothing else; bets.placed: the debits."""
     published: dict[str, str] = {}
-    for _, _, value in values(sim, "wallet.transactions"):
+    for _, _, value in values(sim, WALLET_TRANSACTIONS_TOPIC):
         tx = WalletTransaction.model_validate_json(value)
         if published.setdefault(tx.tx_id, value.decode()) != value.decode():
             problems.append(f"once: {tx.tx_id} published with two contents")
@@ -296,7 +306,7 @@ def check_outputs(sim: Sim, ledger: Ledger, problems: Problems) -> None:
         problems.append(f"decided: {tx_id} is in the ledger, never published")
     for tx_id in published.keys() - ledger.txs.keys():
         problems.append(f"once: {tx_id} published, but no valid entry (a zombie's output)")
-    placed = {bet.bet_id for bet in (_bet_placed(v) for _, _, v in values(sim, "bets.placed"))
+    placed = {bet.bet_id for bet in (_bet_placed(v) for _, _, v in values(sim, BETS_PLACED_TOPIC))
               if bet is not None}
     debited = {tx.cause_id for tx, _ in ledger.txs.values() if tx.kind == "stake_debit"}
     if placed != debited:
@@ -313,7 +323,7 @@ def _bet_placed(value: bytes) -> BetPlaced | None:
 def check_results(sim: Sim, problems: Problems) -> None:
     """Each completed round's result is what its cards say, once; none for a void."""
     results: dict[str, set[str]] = defaultdict(set)
-    for _, _, value in values(sim, "round.results"):
+    for _, _, value in values(sim, ROUND_RESULTS_TOPIC):
         results[RoundResultPublished.model_validate_json(value).round_id].add(value.decode())
     for table in sim.tables:
         for rnd in table.rounds:
@@ -341,9 +351,9 @@ def check_dead_letters(sim: Sim, problems: Problems) -> None:
     """Every record nobody can apply is dead-lettered by every service that reads it."""
     letters = {(letter.service, letter.topic, letter.partition, letter.offset)
                for letter in (DeadLetter.model_validate_json(v)
-                              for _, _, v in values(sim, "dead.letters"))}
+                              for _, _, v in values(sim, DEAD_LETTERS_TOPIC))}
     readers = {topic: [s.name for s in STAGES if topic in s.inputs]
-               for topic in ("table.events", COMMANDS, "bets.placed")}
+               for topic in (TABLE_EVENTS_TOPIC, COMMANDS, BETS_PLACED_TOPIC)}
     for topic, p, o in sim.garbage:
         for service in readers[topic]:
             if (service, topic, p, o) not in letters:
@@ -422,8 +432,8 @@ def late_verdicts(sim: Sim) -> dict[str, bool]:
     for p in range(PARTITIONS):
         rounds: dict[str, _Round] = defaultdict(_Round)
         placed: set[str] = set()
-        for topic, offset in applied_order(sim, SETTLEMENT_LOG, p):
-            if topic == "table.events":
+        for topic, offset in applied_order(sim, SETTLEMENT_LOG_TOPIC, p):
+            if topic == TABLE_EVENTS_TOPIC:
                 event = sim.dealt.get((p, offset))
                 round_id = getattr(event, "round_id", None)
                 if event is None or round_id is None:
@@ -445,7 +455,7 @@ def late_verdicts(sim: Sim) -> dict[str, bool]:
             value = _record(sim, topic, p, offset)
             if value is None:
                 continue
-            if topic == "round.results":
+            if topic == ROUND_RESULTS_TOPIC:
                 rnd = rounds[value["round_id"]]
                 if rnd.status != "over":
                     if rnd.status == "open":
@@ -454,7 +464,7 @@ def late_verdicts(sim: Sim) -> dict[str, bool]:
                     for bet_id, _ in rnd.waiting if rnd.status == "pending" else ():
                         verdicts[bet_id] = True
                     rnd.status = "over"
-            elif topic == "bets.placed" and value.get("type") == "bet_placed":
+            elif topic == BETS_PLACED_TOPIC and value.get("type") == "bet_placed":
                 bet_id = value["bet_id"]
                 if bet_id in placed:
                     continue  # seen again: decided the first time
@@ -488,7 +498,7 @@ def check_late(sim: Sim, problems: Problems) -> None:
     round closed is accepted, and none placed in time is rejected as late (`round_closed`,
     or `unknown_round`: its round was open when it was read)."""
     verdicts = late_verdicts(sim)
-    for _, _, value in values(sim, "bets.decisions"):
+    for _, _, value in values(sim, BETS_DECISIONS_TOPIC):
         decision = json.loads(value)
         late = verdicts.get(decision.get("bet_id", ""))
         if late is None:

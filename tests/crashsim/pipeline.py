@@ -41,17 +41,13 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 
 from croupier.services.bet_settlement.records import SettlementRecords
-from croupier.services.bet_settlement.settlement_fold import LOG_TOPIC as SETTLEMENT_LOG
 from croupier.services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
 from croupier.services.game_evaluation.decisions import Evaluations
-from croupier.services.game_evaluation.evaluation_fold import (
-    EVALUATION_FOLD,
-    EVALUATION_LOG_TOPIC,
-)
+from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD
 from croupier.services.infra.kernel import Answer, Decide, LostPartition, OwnLog, until_applied
 from croupier.services.infra.own_log import Landed, Logged
 from croupier.services.infra.replies import Replies
-from croupier.services.infra.snapshots import SnapshotStore, copy_state, snapshot_topic
+from croupier.services.infra.snapshots import SnapshotStore, copy_state
 from croupier.services.wallet import handlers
 from croupier.services.wallet.batches import CommandBatches
 from croupier.services.wallet.commands import (
@@ -63,20 +59,34 @@ from croupier.services.wallet.commands import (
     PlaceBet,
     Withdraw,
 )
-from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WalletFold, pending_calls
+from croupier.services.wallet.ledger_fold import WalletFold, pending_calls
 from croupier.services.wallet.seamless import SeamlessRules
 from croupier.services.wallet.snapshot_codec import WALLET_CODEC
 from croupier.shared.events.evaluation_log import EvaluationEntry
 from croupier.shared.events.operator_wallet import OperatorAnswer, OperatorCall
 from croupier.shared.events.settlement_log import SettlementEntry
 from croupier.shared.events.wallet_ledger import LedgerEntry
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    EVALUATION_LOG_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    SETTLEMENT_LOG_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_ENDINGS_TOPIC,
+    WALLET_LEDGER_SNAPSHOTS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    WALLET_OPERATOR_CALLS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.crashsim.consume import Consumer
 from tests.crashsim.kafka_model import Kafka
 from tests.crashsim.world import TABLE_KEY, OperatorWallet, Table
 
 PARTITIONS = 2
 COMMANDS = "wallet-commands"
-ENDINGS = "wallet.endings"  # bet-settlement's endings, keyed by player
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
 WINDOW = timedelta(hours=24)  # the wallet's state window (the smallest it takes)
 AHEAD = timedelta(hours=30)  # a clock reset into the future: more than the window
@@ -151,7 +161,7 @@ def _evaluation(sim: Sim, worker: Worker) -> Service:
 
 
 def _settlement(sim: Sim, worker: Worker) -> Service:
-    own: OwnLog = OwnLog("bet-settlement", SETTLEMENT_LOG, SETTLEMENT_FOLD,
+    own: OwnLog = OwnLog("bet-settlement", SETTLEMENT_LOG_TOPIC, SETTLEMENT_FOLD,
                          SettlementEntry.model_validate_json, lambda e: e.table_id.encode(),
                          worker.name)
     records = SettlementRecords(TABLE_KEY, False, worker.clock)
@@ -159,10 +169,10 @@ def _settlement(sim: Sim, worker: Worker) -> Service:
 
 
 def _wallet(sim: Sim, worker: Worker) -> Service:
-    own: OwnLog = OwnLog("wallet", LEDGER_TOPIC, WalletFold(WINDOW),
+    own: OwnLog = OwnLog("wallet", WALLET_LEDGER_TOPIC, WalletFold(WINDOW),
                          LedgerEntry.model_validate_json,
                          lambda e: e.account.player_id.encode(), worker.name)
-    own.snapshots = SnapshotStore(LEDGER_TOPIC, WALLET_CODEC, worker.name,
+    own.snapshots = SnapshotStore(WALLET_LEDGER_TOPIC, WALLET_CODEC, worker.name,
                                   every_entries=1 << 30, every_seconds=1e12)
     replies = RecordingReplies(sim, worker)
     if sim.seamless:
@@ -174,15 +184,16 @@ def _wallet(sim: Sim, worker: Worker) -> Service:
     return Service(own, batches.decide, batches.answer)
 
 
-EVALUATION = Stage("game-evaluation", ("table.events",), EVALUATION_LOG_TOPIC,
+EVALUATION = Stage("game-evaluation", (TABLE_EVENTS_TOPIC,), EVALUATION_LOG_TOPIC,
                    EvaluationEntry.model_validate_json, _evaluation,
-                   ("round.results", "dead.letters"))
-SETTLEMENT = Stage("bet-settlement", ("bets.placed", "table.events", "round.results"),
-                   SETTLEMENT_LOG, SettlementEntry.model_validate_json, _settlement,
-                   ("bets.decisions", "bets.settled", ENDINGS, "dead.letters"))
-WALLET = Stage("wallet", (COMMANDS, ENDINGS), LEDGER_TOPIC, LedgerEntry.model_validate_json, _wallet,
-               ("wallet.transactions", "bets.placed", "wallet.operator_calls",
-                "dead.letters"))
+                   (ROUND_RESULTS_TOPIC, DEAD_LETTERS_TOPIC))
+SETTLEMENT = Stage("bet-settlement", (BETS_PLACED_TOPIC, TABLE_EVENTS_TOPIC, ROUND_RESULTS_TOPIC),
+                   SETTLEMENT_LOG_TOPIC, SettlementEntry.model_validate_json, _settlement,
+                   (BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, WALLET_ENDINGS_TOPIC, DEAD_LETTERS_TOPIC))
+WALLET = Stage("wallet", (COMMANDS, WALLET_ENDINGS_TOPIC), WALLET_LEDGER_TOPIC,
+               LedgerEntry.model_validate_json, _wallet,
+               (WALLET_TRANSACTIONS_TOPIC, BETS_PLACED_TOPIC, WALLET_OPERATOR_CALLS_TOPIC,
+                DEAD_LETTERS_TOPIC))
 STAGES = (EVALUATION, SETTLEMENT, WALLET)
 # dealer-event: its pure machine decides every table event (world.Table), its runtime is not
 # a stage yet
@@ -342,7 +353,7 @@ class Sim:
         topics = {t for s in STAGES for t in (*s.inputs, s.log_topic, *s.outputs)}
         for topic in sorted(topics):
             self.kafka.create(topic, PARTITIONS)
-        self.kafka.create(snapshot_topic(LEDGER_TOPIC), PARTITIONS, compacted=True)
+        self.kafka.create(WALLET_LEDGER_SNAPSHOTS_TOPIC, PARTITIONS, compacted=True)
         self.tick = 0
         self.micro = 0
         self.steps: list[str] = []
@@ -403,7 +414,7 @@ class Sim:
             events = table.finish(self.now(), self.config.annul_p) if finish else table.step(
                 self.now(), annul_p=self.config.annul_p)
             for event in events:
-                p, o = self.outside("table.events", table.table_id.encode(),
+                p, o = self.outside(TABLE_EVENTS_TOPIC, table.table_id.encode(),
                                     event.model_dump_json().encode())
                 self.dealt[(p, o)] = event
                 self.note(f"dealer {event.type} {getattr(event, 'round_id', '')} "
@@ -413,9 +424,9 @@ class Sim:
         """A record nobody can apply: unparseable, or a table event keyed to the wrong
         partition (its table's chain is on the other one)."""
         rng = self.rng
-        kind = rng.choice(["table.events", COMMANDS, "bets.placed"])
+        kind = rng.choice([TABLE_EVENTS_TOPIC, COMMANDS, BETS_PLACED_TOPIC])
         p = rng.randrange(PARTITIONS)
-        if kind == "table.events" and rng.random() < 0.5 and self.tables[0].seq:
+        if kind == TABLE_EVENTS_TOPIC and rng.random() < 0.5 and self.tables[0].seq:
             table = rng.choice(self.tables)
             value = b'{"type": "card_dealt", "table_id": "' + table.table_id.encode() + b'"}'
         else:
@@ -489,7 +500,7 @@ class Sim:
     def told(self, reply: str, answer: handlers.Answer, worker: str) -> None:
         request = self.by_reply.get(reply)
         if request is not None:
-            end = self.kafka.end(LEDGER_TOPIC, partition_of(request.command.player_id.encode()))
+            end = self.kafka.end(WALLET_LEDGER_TOPIC, partition_of(request.command.player_id.encode()))
             request.answers.append((reply, answer, worker, end))
 
     def republish_endings(self) -> None:
@@ -497,8 +508,8 @@ class Sim:
         recovering from an old outbox would publish them: new records the wallet must
         recognise as endings it applied."""
         for p in range(PARTITIONS):
-            for _, key, value in self.kafka.read(ENDINGS, p):
-                self.outside(ENDINGS, key, value)
+            for _, key, value in self.kafka.read(WALLET_ENDINGS_TOPIC, p):
+                self.outside(WALLET_ENDINGS_TOPIC, key, value)
         self.note("bet-settlement: every ending again (an outbox republished)")
 
     def operator_answer(self, call: OperatorCall, outcome: str, code: str | None,

@@ -39,13 +39,20 @@ from croupier.services.infra.log_reader import read_to_end
 from croupier.services.infra.settings import NODE_PORT_STEP, Settings
 from croupier.services.simulators import players as players_module
 from croupier.services.simulators.tables.transport import HttpTransport
+from croupier.shared.topics import (
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.e2e.platform_support import platform_settings, settle_and_rebuild
 from tests.ports import free_stepped_ports
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[2]
 NODES = 3
-WATCHED = ("wallet.ledger", "table.events")
+WATCHED = (WALLET_LEDGER_TOPIC, TABLE_EVENTS_TOPIC)
 WARM_UP_S = 6.0
 AFTER_KILL_S = 8.0
 # a service finds a partition's new leader on its next metadata refresh, and a consumer
@@ -289,19 +296,19 @@ def test_a_node_was_killed_and_every_node_restarted_under_load(run):
 
 def test_every_acknowledged_bet_deposit_and_input_is_in_the_log_exactly_once(run, cluster):
     seen = run[0]
-    placed = Counter(v["bet_id"] for v in _values(cluster.bootstrap, "bets.placed")
+    placed = Counter(v["bet_id"] for v in _values(cluster.bootstrap, BETS_PLACED_TOPIC)
                      if v.get("type") == "bet_placed")
     answered = {b for b, status in seen.bets.items() if status == 201}
     assert not [b for b in answered if placed[b] != 1], \
         {b: placed[b] for b in answered if placed[b] != 1}
     assert not [b for b, n in placed.items() if n > 1]
-    txs = Counter(v["tx_id"] for v in _values(cluster.bootstrap, "wallet.transactions")
+    txs = Counter(v["tx_id"] for v in _values(cluster.bootstrap, WALLET_TRANSACTIONS_TOPIC)
                   if "tx_id" in v)
     deposited = {r for r, status in seen.deposits.items() if status < 300}
     assert not [r for r in deposited if txs[f"deposit:{r}"] != 1], \
         {r: txs[f"deposit:{r}"] for r in deposited if txs[f"deposit:{r}"] != 1}
     assert not [t for t, n in txs.items() if n > 1]
-    events = _values(cluster.bootstrap, "table.events")
+    events = _values(cluster.bootstrap, TABLE_EVENTS_TOPIC)
     assert not [e for e, n in Counter(v.get("event_id") for v in events).items()
                 if e is not None and n > 1]
     with_events = {v.get("input_id") for v in events}
@@ -339,7 +346,7 @@ def test_topics_check_shows_no_drift_and_names_a_drifted_config(run, cluster, sh
         and "replication 3" in checked.stdout, checked.stdout + checked.stderr
     admin = kafka_clients.admin_client(cluster.bootstrap, ADMIN)
     try:
-        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "bets.settled",
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, BETS_SETTLED_TOPIC,
                                             configs={"min.insync.replicas": ("SET", "1")})],
                             incremental=True)
         deadline = time.monotonic() + 15

@@ -26,6 +26,7 @@ from croupier.services.infra.dead_letters import dead_letter, record_of
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.processes import ServiceProcess, operator_api_process, service_env
 from croupier.services.operator.console_session import COOKIE
+from croupier.shared.topics import DEALER_INPUTS_TOPIC
 from tests.browser_screenshot import chromium_binary
 from tests.e2e.platform_support import platform_settings
 from tests.floor_builder import Floor
@@ -69,7 +70,7 @@ def console(platform_kafka, tmp_path_factory):
     start = datetime.now(UTC) - timedelta(minutes=20)
     played = [floor.play_round(table, 8, players, start + timedelta(seconds=40 * i))
               for i in range(12)]
-    letter = dead_letter("dealer-event", "dealer.inputs", 0, 7, b"T", b'{"not": "an input"}',
+    letter = dead_letter("dealer-event", DEALER_INPUTS_TOPIC, 0, 7, b"T", b'{"not": "an input"}',
                          ValueError("no such command"), datetime.now(UTC))
     floor.produce(platform_kafka)
     producer = KafkaProducer(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))

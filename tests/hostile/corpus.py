@@ -6,9 +6,18 @@ import base64
 import json
 from pathlib import Path
 
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    DEALER_INPUTS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+)
+
 HERE = Path(__file__).resolve().parent
-RECORD_FILES = ("dealer.inputs", "table.events", "round.results", "bets.placed",
-                "bets.decisions", "bets.settled", "wallet.commands")
+RECORD_FILES = (DEALER_INPUTS_TOPIC, TABLE_EVENTS_TOPIC, ROUND_RESULTS_TOPIC, BETS_PLACED_TOPIC,
+                BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, "wallet.commands")
 
 
 def _load(path: Path) -> list[dict]:

@@ -71,6 +71,14 @@ from croupier.shared.events.table import (
 )
 from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    DEALER_INPUTS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+)
 
 HERE = Path(__file__).resolve().parent
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)
@@ -438,7 +446,7 @@ def mutate(r: Records, base: dict, key: bytes, handled: dict[str, list[str]],
 
 
 def dealer_inputs() -> Records:
-    r = Records("dealer.inputs", "dealer.inputs")
+    r = Records(DEALER_INPUTS_TOPIC, DEALER_INPUTS_TOPIC)
     handled = {"dealer-event": ["dead_letter", "refused"]}
     secret = DEV.table_signing_secret
 
@@ -512,7 +520,7 @@ def chain(table: str, *steps):
 
 
 def table_events() -> Records:
-    r = Records("table.events", "table.events")
+    r = Records(TABLE_EVENTS_TOPIC, TABLE_EVENTS_TOPIC)
     dead = {"game-evaluation": DEAD, "bet-settlement": DEAD}
     forged = {"game-evaluation": ["ignored", "dead_letter"],
               "bet-settlement": ["ignored", "dead_letter"]}
@@ -590,7 +598,7 @@ def result_record(table: str, round_id: str, profile: str = "sbo-baccarat",
 
 
 def round_results() -> Records:
-    r = Records("round.results", "round.results")
+    r = Records(ROUND_RESULTS_TOPIC, ROUND_RESULTS_TOPIC)
     dead = {"bet-settlement": DEAD}
     maybe = {"bet-settlement": ["dead_letter", "ignored"]}
     base = result_record("hx-rr-t1", "hx-rr-r1")
@@ -625,7 +633,7 @@ def bet_fields(i: int, table: str = "hx-bp-t1", **over) -> dict:
 
 
 def bets_placed() -> Records:
-    r = Records("bets.placed", "bets.placed")
+    r = Records(BETS_PLACED_TOPIC, BETS_PLACED_TOPIC)
     dead = {"bet-settlement": DEAD}
     may = {"bet-settlement": ["dead_letter", "refused", "ignored"]}
     base = json.loads(BetPlaced(**bet_fields(0), debit_tx_id="stake_debit:hx-bp-b0",
@@ -674,7 +682,7 @@ def endings(topic: str) -> Records:
     r = Records(topic, topic)
     dead = {"wallet": DEAD}
     may = {"wallet": ["dead_letter", "ignored"]}
-    if topic == "bets.decisions":
+    if topic == BETS_DECISIONS_TOPIC:
         rej = BetRejected(**bet_fields(0, "hx-en-t1"), reason_code="round_closed",
                           message="late", decided_at=T0)
         base = json.loads(rej.model_dump_json())
@@ -694,7 +702,7 @@ def endings(topic: str) -> Records:
     mutate(r, base, b"hx-en-t1", may, {
         "stake": [0, -1, "1", None, 10**400], "player_id": [None, 5], "bet_id": [None, 5],
         **({"returned": [-1, "2000", None, 1.5, 10**400],
-            "outcome": ["jackpot", None]} if topic == "bets.settled" else
+            "outcome": ["jackpot", None]} if topic == BETS_SETTLED_TOPIC else
            {"reason_code": [None, 5], "decided_at": ["0001", None]})}, "ending")
     for name, model in valid:
         for i in range(5):
@@ -775,7 +783,7 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
 def main() -> None:
     write_jsonl(HERE / "http.jsonl", http_cases())
     for records in (dealer_inputs(), table_events(), round_results(), bets_placed(),
-                    endings("bets.decisions"), endings("bets.settled"), wallet_commands()):
+                    endings(BETS_DECISIONS_TOPIC), endings(BETS_SETTLED_TOPIC), wallet_commands()):
         write_jsonl(HERE / "records" / f"{records.name}.jsonl", records.cases)
     for path in sorted(HERE.rglob("*.jsonl")):
         print(f"{path.relative_to(HERE)}: {sum(1 for _ in path.open())} cases")

@@ -37,7 +37,16 @@ from croupier.shared.events.table import (
 from croupier.shared.profile import load_profile, pinned
 from croupier.shared.rounds import evaluate_round
 from croupier.shared.simulate import deal_rounds
-from croupier.shared.topics import topic_catalogue
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_ENDINGS_TOPIC,
+    topic_catalogue,
+    wallet_commands_topic,
+)
 from tests.conftest import free_port, instance_for
 from tests.event_keys import events_key
 
@@ -162,7 +171,7 @@ class Platform(WalletPlayers):
         """What the topics say of each bet (placed, decided, settled), then the tails of
         both services' logs: the message of a wait for a settlement that timed out."""
         lines = []
-        for topic in ("bets.placed", "bets.decisions", "bets.settled"):
+        for topic in (BETS_PLACED_TOPIC, BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC):
             for record in read_topic(self.bootstrap, topic):
                 if record.get("bet_id") in bet_ids:
                     lines.append(f"{topic}: {record['bet_id']} {record['type']} "
@@ -174,9 +183,9 @@ class Platform(WalletPlayers):
 
 def consumed_topics(instance: str) -> dict[str, tuple[str, ...]]:
     """The consumer group of each money service and the topics its agents read."""
-    reads = [("bet-settlement", "bets.placed"), ("bet-settlement", "table.events"),
-             ("bet-settlement", "round.results"), ("wallet", "wallet.endings"),
-             ("wallet", f"{instance}-wallet-commands")]
+    reads = [("bet-settlement", BETS_PLACED_TOPIC), ("bet-settlement", TABLE_EVENTS_TOPIC),
+             ("bet-settlement", ROUND_RESULTS_TOPIC), ("wallet", WALLET_ENDINGS_TOPIC),
+             ("wallet", wallet_commands_topic(instance))]
     groups: dict[str, tuple[str, ...]] = {}
     for service, topic in reads:
         group = group_reading(instance, service, topic)
@@ -257,7 +266,7 @@ class ScriptedTable:
         event = seal(event_type, table_id=self.table_id, seq=self.seq, prev_hash=self.prev_hash,
                      occurred_at=datetime.now(UTC), key=events_key(), **fields)
         self.prev_hash = event.hash
-        self.producer.send("table.events", key=self.table_id.encode(),
+        self.producer.send(TABLE_EVENTS_TOPIC, key=self.table_id.encode(),
                            value=event.model_dump_json().encode())
         self.producer.flush()
         return event
@@ -294,7 +303,7 @@ class ScriptedTable:
         return published
 
     def publish_result(self, published: RoundResultPublished) -> None:
-        self.producer.send("round.results", key=self.table_id.encode(),
+        self.producer.send(ROUND_RESULTS_TOPIC, key=self.table_id.encode(),
                            value=published.model_dump_json().encode())
         self.producer.flush()
 

@@ -32,7 +32,13 @@ from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.table import parse_table_event
 from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
-from croupier.shared.topics import topic_catalogue
+from croupier.shared.topics import (
+    DEALER_REJECTIONS_TOPIC,
+    EVALUATION_LOG_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    topic_catalogue,
+)
 from tests.conftest import free_port, instance_for
 
 
@@ -133,7 +139,7 @@ def check_results_match_rules(bootstrap: str, tables: dict[str, str]) -> int:
 
 def table_events(bootstrap: str, tables: set[str]) -> dict[str, list]:
     out: dict[str, list] = defaultdict(list)
-    for record in read_to_end(bootstrap, "table.events"):
+    for record in read_to_end(bootstrap, TABLE_EVENTS_TOPIC):
         if record.key is not None and record.key.decode() in tables:
             event = parse_table_event(record.value)
             out[event.table_id].append(event)
@@ -145,7 +151,7 @@ def fold_evaluation_log(bootstrap: str) -> tuple[dict[str, Any], list[Evaluation
     every partition from its start), and its valid entries."""
     states: dict[int, PartitionState] = {}
     valid: list[EvaluationEntry] = []
-    for record in read_to_end(bootstrap, "evaluation.log"):
+    for record in read_to_end(bootstrap, EVALUATION_LOG_TOPIC):
         state = states.setdefault(record.partition, PartitionState(record.partition))
         entry = EvaluationEntry.model_validate_json(record.value)
         if fold_entry(state, record.offset, entry, EVALUATION_FOLD, broker_time(record.timestamp)):
@@ -155,13 +161,13 @@ def fold_evaluation_log(bootstrap: str) -> tuple[dict[str, Any], list[Evaluation
 
 def rejections(bootstrap: str, tables: set[str]) -> list[InputRefused]:
     return [InputRefused.model_validate_json(r.value)
-            for r in read_to_end(bootstrap, "dealer.rejections")
+            for r in read_to_end(bootstrap, DEALER_REJECTIONS_TOPIC)
             if r.key is not None and r.key.decode() in tables]
 
 
 def results(bootstrap: str, tables: set[str]) -> list[RoundResultPublished]:
     return [RoundResultPublished.model_validate_json(r.value)
-            for r in read_to_end(bootstrap, "round.results")
+            for r in read_to_end(bootstrap, ROUND_RESULTS_TOPIC)
             if r.key is not None and r.key.decode() in tables]
 
 

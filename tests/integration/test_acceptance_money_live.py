@@ -12,6 +12,12 @@ import pytest
 
 from croupier.shared.events.bet_events import BetPlaced
 from croupier.shared.events.table import RoundAnnulled
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.integration.money_support import (
     RUN,
     ScriptedTable,
@@ -28,13 +34,13 @@ platform = money_platform_fixture("acceptance-home")
 
 
 def decisions(platform, table, round_id) -> dict[str, dict]:
-    return {d["bet_id"]: d for d in read_topic(platform.bootstrap, "bets.decisions")
+    return {d["bet_id"]: d for d in read_topic(platform.bootstrap, BETS_DECISIONS_TOPIC)
             if d.get("table_id") == table.table_id and d.get("round_id") == round_id
             and d["type"] in ("bet_accepted", "bet_rejected")}
 
 
 def manifests(platform, table, round_id) -> list[dict]:
-    return [d for d in read_topic(platform.bootstrap, "bets.decisions")
+    return [d for d in read_topic(platform.bootstrap, BETS_DECISIONS_TOPIC)
             if d["type"] == "round_manifest" and d["table_id"] == table.table_id
             and d["round_id"] == round_id]
 
@@ -46,7 +52,7 @@ def inject_bet(platform, table, round_id, bet_id, placed_at, stake=1000, bet="pl
     record = BetPlaced(bet_id=bet_id, player_id=f"{player}-{RUN}", table_id=table.table_id,
                        round_id=round_id, bet=bet, stake=stake, currency=currency,
                        debit_tx_id=f"stake_debit:{bet_id}", placed_at=placed_at)
-    platform.producer.send("bets.placed", key=table.table_id.encode(),
+    platform.producer.send(BETS_PLACED_TOPIC, key=table.table_id.encode(),
                            value=record.model_dump_json().encode())
     platform.producer.flush()
 
@@ -175,7 +181,7 @@ def test_issue12_a_bet_counts_by_its_time_not_by_arrival_live(platform):
                    closes_at - timedelta(milliseconds=100))
         table.close("t1")
         wait_for(lambda: any(r["type"] == "intake_mark" and r["round_id"] == "t1"
-                             for r in read_topic(platform.bootstrap, "bets.placed")),
+                             for r in read_topic(platform.bootstrap, BETS_PLACED_TOPIC)),
                  "the wallet's intake mark")
     finally:
         platform.settlement.start()
@@ -196,7 +202,7 @@ def test_issue12_a_bet_counts_by_its_time_not_by_arrival_live(platform):
     assert decisions(platform, table, "t1")[f"too-late-{RUN}"]["reason_code"] == "round_closed"
     table.complete("t1")
     wait_for(lambda: any(s["bet_id"] == bet_id for s in read_topic(platform.bootstrap,
-                                                                    "bets.settled")),
+                                                                    BETS_SETTLED_TOPIC)),
              "bob's bet settled", 60)
 
 
@@ -216,7 +222,7 @@ def test_seed000_004_annulled_round_reverses_payouts_and_refunds_stakes_live(pla
     table.complete("a1")
 
     def settled() -> list[dict]:
-        return [s for s in read_topic(platform.bootstrap, "bets.settled")
+        return [s for s in read_topic(platform.bootstrap, BETS_SETTLED_TOPIC)
                 if s["table_id"] == table.table_id and s["round_id"] == "a1"]
     wait_for(lambda: len(settled()) == 3, "the round settled",
              explain=lambda: platform.bets_story(set(bet_ids.values())))
@@ -250,7 +256,7 @@ def test_seed000_004_annulled_round_reverses_payouts_and_refunds_stakes_live(pla
             "bet_settled", "settlement_reversed", "bet_settled"]  # in the log, in that order
 
     txs: dict[str, dict] = {}
-    for tx in read_topic(platform.bootstrap, "wallet.transactions"):
+    for tx in read_topic(platform.bootstrap, WALLET_TRANSACTIONS_TOPIC):
         if tx["player_id"] in players.values():
             txs.setdefault(tx["tx_id"], tx)
     for bet, player_id in players.items():

@@ -13,7 +13,14 @@ import pytest
 
 from croupier.services.archive.verify import verify
 from croupier.services.infra.archive_store import open_store
-from croupier.shared.topics import TOPIC_NAMES
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    DEALER_REJECTIONS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    TOPIC_NAMES,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.integration.archive_support import (
     archive_once,
     archived_records,
@@ -26,7 +33,7 @@ from tests.integration.replay_support import apply_topics, croupier
 
 pytestmark = pytest.mark.kafka
 
-TOPICS = ("bets.placed", "wallet.transactions", "table.events")
+TOPICS = (BETS_PLACED_TOPIC, WALLET_TRANSACTIONS_TOPIC, TABLE_EVENTS_TOPIC)
 
 
 def produce_steadily(bootstrap: str, stop: threading.Event, run: str) -> int:
@@ -99,7 +106,7 @@ def test_kill_9_leaves_no_gap_and_no_duplicate(topics, archive_url, tmp_path):
 
 def test_a_tampered_archive_is_named_from_the_command_line(topics, archive_url):
     """A changed file, a missing file and two swapped segments, each named by verify."""
-    topic = "bets.decisions"
+    topic = BETS_DECISIONS_TOPIC
     prod = producer(topics)
     for n in range(500):
         prod.send(topic, key=b"T1", value=json.dumps({"n": n}).encode(), partition=1)
@@ -136,7 +143,7 @@ def test_offsets_that_aged_out_before_they_were_archived_stay_on_record(topics, 
 
     from croupier.services.infra import topic_admin
 
-    topic = "dealer.rejections"
+    topic = DEALER_REJECTIONS_TOPIC
     prod = producer(topics)
 
     def send(count: int) -> None:

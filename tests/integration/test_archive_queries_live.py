@@ -15,6 +15,7 @@ import pytest
 
 from croupier.services.infra.auth import Authenticator
 from croupier.services.infra.settings import Settings
+from croupier.shared.topics import TABLE_EVENTS_TOPIC
 from tests.archive_builder import round_records
 from tests.integration.archive_support import producer
 from tests.integration.replay_support import apply_topics, croupier, operator_api_process
@@ -87,7 +88,7 @@ def test_recall_statement_and_events_from_the_command_line(topics, played):
     rows = list(csv.DictReader(io.StringIO(events.stdout)))
     annulled = [r for r in rows if r["kind"] == "round_annulled"]
     assert len(annulled) == 1 and annulled[0]["who"] == "Sari"
-    assert annulled[0]["topic"] == "table.events" and annulled[0]["offset"].isdigit()
+    assert annulled[0]["topic"] == TABLE_EVENTS_TOPIC and annulled[0]["offset"].isdigit()
     assert {r["kind"] for r in rows} >= {"round_annulled", "settlement_reversed"}
 
 

@@ -24,6 +24,7 @@ from croupier.shared.events.inputs import (
 from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
 from croupier.shared.settlement import Bet, settle
+from croupier.shared.topics import BETS_SETTLED_TOPIC
 from tests.integration.money_support import WalletAt, read_topic, wait_for
 from tests.integration.tables_live_support import (
     HandDriver,
@@ -76,7 +77,7 @@ class _Round:
         player's balance is the deposit plus what came back less the stakes."""
         def settled() -> dict[str, tuple[str, int]]:
             return {s["bet_id"]: (s["outcome"], s["returned"])
-                    for s in read_topic(bootstrap, "bets.settled")
+                    for s in read_topic(bootstrap, BETS_SETTLED_TOPIC)
                     if s["table_id"] == self.table_id and s.get("type") == "bet_settled"}
 
         def balanced() -> bool:

@@ -18,6 +18,7 @@ import pytest
 
 from croupier.services.infra.log_reader import read_to_end
 from croupier.services.infra.settings import Settings
+from croupier.shared.topics import OPERATOR_ACTIONS_TOPIC
 from tests.integration.replay_support import (
     apply_topics,
     croupier,
@@ -56,7 +57,7 @@ def body_of(rec: RecordedRound, player: str, **extra: str) -> dict[str, str]:
 
 def filed_records(bootstrap: str) -> dict[str, dict]:
     """Every `complaint_filed` record on operator.actions, by complaint id."""
-    values = (json.loads(r.value) for r in read_to_end(bootstrap, "operator.actions"))
+    values = (json.loads(r.value) for r in read_to_end(bootstrap, OPERATOR_ACTIONS_TOPIC))
     return {v["complaint_id"]: v for v in values if v["type"] == "complaint_filed"}
 
 
@@ -119,13 +120,13 @@ def test_seed002_keluhan_a_late_complaint_is_refused_and_its_override_recorded_w
     uses = [e for e in json.loads(listed.stdout) if e["kind"] == "complaint_window_overridden"]
     assert len(uses) == 2 and {e["round_id"] for e in uses} == {late.round_id}
     assert all(e["who"] and e["why"].startswith("regulator asked (complaint of carol-")
-               and e["topic"] == "operator.actions" for e in uses)
+               and e["topic"] == OPERATOR_ACTIONS_TOPIC for e in uses)
     # and every complaint itself, each under its id, late ones saying so
     filed = {e["why"].split()[1]: e for e in json.loads(listed.stdout)
              if e["kind"] == "complaint_filed"}
     assert set(ids) <= set(filed), filed
     assert all(filed[i]["round_id"] == late.round_id and filed[i]["who"]
-               and filed[i]["topic"] == "operator.actions"
+               and filed[i]["topic"] == OPERATOR_ACTIONS_TOPIC
                and f"of {player}" in filed[i]["why"]
                and "late, overridden: regulator asked" in filed[i]["why"] for i in ids)
     # its report opens by its id with the setting off again: judged once, when it was filed

@@ -19,6 +19,14 @@ from croupier.services.infra.log_reader import read_to_end
 from croupier.services.simulators.tables.driver import SimConfig
 from croupier.services.simulators.tables.run import run_tables
 from croupier.shared.events.dead_letters import DeadLetter
+from croupier.shared.topics import (
+    BETS_PLACED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    DEALER_INPUTS_TOPIC,
+    DEALER_REJECTIONS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+)
 from tests.integration.money_support import read_topic, wait_for
 from tests.integration.tables_live_support import (
     check_results_match_rules,
@@ -67,24 +75,24 @@ def test_poison_records_are_dead_lettered_and_the_tables_play_on(services, platf
                            profile="no-such-profile", round_id="R-forged")
     deep = b"[" * 100_000 + b"]" * 100_000
     poison = [
-        ("dealer.inputs", b"PX-1", deep),
-        ("table.events", b"PX-2", b"\x00\x01 seventeen bytes"),
-        ("table.events", b"PX-3", deep),
-        ("round.results", b"PX-5", json.dumps(unknown_profile).encode()),
-        ("bets.placed", b"PX-4", b'{"type": "bet_placed", "stake": 1e309}'),
+        (DEALER_INPUTS_TOPIC, b"PX-1", deep),
+        (TABLE_EVENTS_TOPIC, b"PX-2", b"\x00\x01 seventeen bytes"),
+        (TABLE_EVENTS_TOPIC, b"PX-3", deep),
+        (ROUND_RESULTS_TOPIC, b"PX-5", json.dumps(unknown_profile).encode()),
+        (BETS_PLACED_TOPIC, b"PX-4", b'{"type": "bet_placed", "stake": 1e309}'),
     ]
     where = _poison(platform_kafka, poison)
 
-    expected = {("game-evaluation", "table.events", b"PX-2"),
-                ("game-evaluation", "table.events", b"PX-3"),
-                ("bet-settlement", "table.events", b"PX-2"),
-                ("bet-settlement", "table.events", b"PX-3"),
-                ("bet-settlement", "round.results", b"PX-5"),
-                ("bet-settlement", "bets.placed", b"PX-4")}
+    expected = {("game-evaluation", TABLE_EVENTS_TOPIC, b"PX-2"),
+                ("game-evaluation", TABLE_EVENTS_TOPIC, b"PX-3"),
+                ("bet-settlement", TABLE_EVENTS_TOPIC, b"PX-2"),
+                ("bet-settlement", TABLE_EVENTS_TOPIC, b"PX-3"),
+                ("bet-settlement", ROUND_RESULTS_TOPIC, b"PX-5"),
+                ("bet-settlement", BETS_PLACED_TOPIC, b"PX-4")}
 
     def letters() -> dict[tuple, DeadLetter]:
         found = {}
-        for raw in read_topic(platform_kafka, "dead.letters"):
+        for raw in read_topic(platform_kafka, DEAD_LETTERS_TOPIC):
             letter = DeadLetter.model_validate(raw)
             for service, topic, key in expected:
                 if (letter.service, letter.topic) == (service, topic) and \
@@ -97,22 +105,22 @@ def test_poison_records_are_dead_lettered_and_the_tables_play_on(services, platf
     except AssertionError as timed_out:
         raise AssertionError(f"not dead-lettered: {expected - set(letters())}") from timed_out
     found = letters()
-    assert found[("game-evaluation", "table.events", b"PX-3")].value_b64 is None  # digest only
+    assert found[("game-evaluation", TABLE_EVENTS_TOPIC, b"PX-3")].value_b64 is None  # digest only
     # a dealer input nested 100,000 deep is an input refused with its reason, not a hang
     wait_for(lambda: any(r.get("reason_code") == "malformed_input" and "too deep" in r["message"]
-                         for r in read_topic(platform_kafka, "dealer.rejections")),
+                         for r in read_topic(platform_kafka, DEALER_REJECTIONS_TOPIC)),
              "the deep input refused", 60)
-    assert found[("bet-settlement", "round.results", b"PX-5")].value_b64 is not None
+    assert found[("bet-settlement", ROUND_RESULTS_TOPIC, b"PX-5")].value_b64 is not None
 
     for proc in services.values():
         assert httpx.get(f"{proc.base_url}/health", timeout=10).status_code == 200, proc.label
 
     # finding 2: a restart rebuilds the tables from a log holding those records (and a
     # schema-valid round_opened for a table with no shoe): only their tables are out of play
-    opened = next(json.loads(r.value) for r in read_to_end(platform_kafka, "table.events")
+    opened = next(json.loads(r.value) for r in read_to_end(platform_kafka, TABLE_EVENTS_TOPIC)
                   if r.key == table.encode() and b'"round_opened"' in r.value)
     opened.update(table_id="PX-6", seq=1, event_id="PX-6:1")
-    _poison(platform_kafka, [("table.events", b"PX-6", json.dumps(opened).encode())])
+    _poison(platform_kafka, [(TABLE_EVENTS_TOPIC, b"PX-6", json.dumps(opened).encode())])
     dealer = services["dealer-event"]
     dealer.stop()
     dealer.start().wait_ready(90)

@@ -21,6 +21,7 @@ from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.settings import Settings
 from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound
 from croupier.shared.events.table import BettingClosed, seal
+from croupier.shared.topics import DEALER_INPUTS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.conftest import instance_for
 from tests.integration.tables_live_support import (
     HandDriver,
@@ -63,10 +64,10 @@ def test_an_input_the_group_committed_past_is_still_decided_after_restart(
     skipped = hand.make.make(CloseBetting, round_id="R1", role="supervisor",
                              reason_text="test: the input the commit skipped")
     producer = KafkaProducer(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))
-    meta = producer.send("dealer.inputs", key=hand.table_id.encode(),
+    meta = producer.send(DEALER_INPUTS_TOPIC, key=hand.table_id.encode(),
                          value=skipped.model_dump_json().encode()).get(timeout=30)
     producer.close()
-    tp = TopicPartition("dealer.inputs", meta.partition)
+    tp = TopicPartition(DEALER_INPUTS_TOPIC, meta.partition)
     commit_past(platform_kafka, f"{instance_for(home)}-dealer-event", tp, meta.offset + 1)
 
     dealer.start()
@@ -101,7 +102,7 @@ def test_a_batch_that_lands_after_a_rivals_event_is_answered_resend_never_its_ou
                   prev_hash=head.hash, occurred_at=datetime.now(UTC), round_id="R1",
                   reason="timer", key=Settings().table_events_key_bytes)
     producer = KafkaProducer(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))
-    producer.send("table.events", key=hand.table_id.encode(),
+    producer.send(TABLE_EVENTS_TOPIC, key=hand.table_id.encode(),
                   value=zombie.model_dump_json().encode()).get(timeout=30)
     producer.close()
 

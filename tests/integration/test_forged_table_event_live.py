@@ -18,6 +18,12 @@ from croupier.services.operator.replay_service import ReplayRequest, run_replay
 from croupier.shared.cards import parse_card
 from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.table import CardDealt, RoundCompleted, TableClosed, TableReopened, seal
+from croupier.shared.topics import (
+    BETS_SETTLED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+)
 from tests.conftest import free_port
 from tests.integration.money_support import (
     OPERATOR,
@@ -89,7 +95,7 @@ def test_a_forged_card_is_dead_lettered_flags_the_table_and_is_never_settled_on(
     forged = seal(CardDealt, table_id=table.table_id, seq=table.seq + 1,
                   prev_hash=table.prev_hash, occurred_at=datetime.now(UTC), round_id=r1,
                   card=parse_card(FORGED), shoe_position=3, round_position=3)
-    sent = platform.producer.send("table.events", key=table.table_id.encode(),
+    sent = platform.producer.send(TABLE_EVENTS_TOPIC, key=table.table_id.encode(),
                                   value=forged.model_dump_json().encode()).get(timeout=30)
     _deal(table, r1, [REAL], start=3)  # the real card, at the same seq
     table.emit(RoundCompleted, round_id=r1,
@@ -97,10 +103,10 @@ def test_a_forged_card_is_dead_lettered_flags_the_table_and_is_never_settled_on(
 
     def letters() -> set[str]:
         found = set()
-        for raw in read_topic(platform_kafka, "dead.letters"):
+        for raw in read_topic(platform_kafka, DEAD_LETTERS_TOPIC):
             letter = DeadLetter.model_validate(raw)
             if (letter.topic, letter.partition, letter.offset) == \
-                    ("table.events", sent.partition, sent.offset):
+                    (TABLE_EVENTS_TOPIC, sent.partition, sent.offset):
                 assert "unsigned" in letter.error, letter.error
                 found.add(letter.service)
         return found
@@ -108,9 +114,9 @@ def test_a_forged_card_is_dead_lettered_flags_the_table_and_is_never_settled_on(
     wait_for(lambda: letters() == {"game-evaluation", "bet-settlement"},
              "the forged card dead-lettered by game-evaluation and bet-settlement", 90)
     time.sleep(8)  # the real card and the completion come after it: give them time
-    assert _round_records(platform_kafka, "round.results", r1) == [], \
+    assert _round_records(platform_kafka, ROUND_RESULTS_TOPIC, r1) == [], \
         "a result was published for a flagged table"
-    assert _round_records(platform_kafka, "bets.settled", r1) == [], \
+    assert _round_records(platform_kafka, BETS_SETTLED_TOPIC, r1) == [], \
         "a bet was settled on a flagged table"
     assert platform.balance(banker) == platform.balance(punter) == 90_000
 
@@ -142,8 +148,8 @@ def test_a_forged_card_is_dead_lettered_flags_the_table_and_is_never_settled_on(
              "a bet accepted on the reopened table", 30)
     table.close(r3)
     _deal(table, r3, [*FIRST_CARDS, REAL])
-    wait_for(lambda: len(_round_records(platform_kafka, "bets.settled", r3)) == 1,
+    wait_for(lambda: len(_round_records(platform_kafka, BETS_SETTLED_TOPIC, r3)) == 1,
              "the reopened table's round settled", 90)
-    (settled,) = _round_records(platform_kafka, "bets.settled", r3)
+    (settled,) = _round_records(platform_kafka, BETS_SETTLED_TOPIC, r3)
     assert settled["outcome"] == "win"
-    assert _round_records(platform_kafka, "bets.settled", r1) == []
+    assert _round_records(platform_kafka, BETS_SETTLED_TOPIC, r1) == []

@@ -39,6 +39,18 @@ from croupier.services.infra.table_keys import table_key
 from croupier.services.operator.rebuild import rebuild
 from croupier.services.operator.wallet_client import live_balances
 from croupier.shared.events.inputs import DEALER_INPUT, NewShoe, OpenRound
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    DEALER_INPUTS_TOPIC,
+    DEALER_REJECTIONS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_ENDINGS_TOPIC,
+    wallet_commands_topic,
+)
 from tests.conftest import free_port, instance_for
 from tests.hostile import corpus
 from tests.integration.tables_live_support import (
@@ -49,11 +61,11 @@ from tests.integration.tables_live_support import (
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[2]
 HTTP_TIMEOUT_S = 12.0  # dealer-event answers 202 "queued" after 10 s; nothing may take longer
-WALLET_READS = {"bets.decisions": "wallet.endings", "bets.settled": "wallet.endings"}
+WALLET_READS = {BETS_DECISIONS_TOPIC: WALLET_ENDINGS_TOPIC, BETS_SETTLED_TOPIC: WALLET_ENDINGS_TOPIC}
 CONSUMERS = {  # topic -> services whose consumer group reads it
-    "dealer.inputs": ["dealer-event"], "table.events": ["game-evaluation", "bet-settlement"],
-    "round.results": ["bet-settlement"], "bets.placed": ["bet-settlement"],
-    "bets.decisions": ["wallet"], "bets.settled": ["wallet"], "wallet.commands": ["wallet"],
+    DEALER_INPUTS_TOPIC: ["dealer-event"], TABLE_EVENTS_TOPIC: ["game-evaluation", "bet-settlement"],
+    ROUND_RESULTS_TOPIC: ["bet-settlement"], BETS_PLACED_TOPIC: ["bet-settlement"],
+    BETS_DECISIONS_TOPIC: ["wallet"], BETS_SETTLED_TOPIC: ["wallet"], "wallet.commands": ["wallet"],
 }
 
 
@@ -91,7 +103,7 @@ class Context:
         run = uuid.uuid4().hex[:6]
         self.table, self.round = f"hx-live-{run}", f"hx-live-{run}-r1"
         self.values = {"RUN": run, "OPERATOR": settings.operator_token, "TABLE": self.table,
-                       "ROUND": self.round, "COMMANDS": f"{settings.instance}-wallet-commands"}
+                       "ROUND": self.round, "COMMANDS": wallet_commands_topic(settings.instance)}
         wallet = httpx.Client(base_url=stack.url("wallet"), timeout=30)
         operator = {"Authorization": f"Bearer {settings.operator_token}"}
         for role in ("PLAYER", "OTHER"):
@@ -202,18 +214,18 @@ def _consumed_past(bootstrap: str, instance: str, produced) -> list[str]:
 
 def _dead_letters(bootstrap: str) -> set[tuple[str, str, int, int]]:
     return {(d["service"], d["topic"], d["partition"], d["offset"])
-            for d in (json.loads(r.value) for r in read_to_end(bootstrap, "dead.letters"))}
+            for d in (json.loads(r.value) for r in read_to_end(bootstrap, DEAD_LETTERS_TOPIC))}
 
 
 def _refusals(bootstrap: str) -> tuple[set[str], set[str], set[str]]:
     """dealer.rejections: input ids and raw texts; bets.decisions: rejected bet ids."""
     input_ids, raws, bets = set(), set(), set()
-    for r in read_to_end(bootstrap, "dealer.rejections"):
+    for r in read_to_end(bootstrap, DEALER_REJECTIONS_TOPIC):
         data = json.loads(r.value)
         raws.add(data.get("raw", ""))
         if data.get("input_id"):
             input_ids.add(data["input_id"])
-    for r in read_to_end(bootstrap, "bets.decisions"):
+    for r in read_to_end(bootstrap, BETS_DECISIONS_TOPIC):
         try:
             data = json.loads(r.value)
         except Exception:  # noqa: BLE001 - the corpus's own garbage (deep nesting too)
@@ -235,11 +247,11 @@ def _outcomes(bootstrap: str, produced) -> dict[str, dict[str, str]]:
                 continue
             ref = case.get("ref") or {}
             refused = False
-            if case["topic_name"] == "dealer.inputs":
+            if case["topic_name"] == DEALER_INPUTS_TOPIC:
                 text = (corpus.record_value(case) or b"").decode("utf-8", "replace")
                 refused = ref.get("input_id") in input_ids or any(
                     raw and text.startswith(raw) for raw in raws) or (text == "" and "" in raws)
-            elif case["topic_name"] == "bets.placed":
+            elif case["topic_name"] == BETS_PLACED_TOPIC:
                 refused = ref.get("bet_id") in bet_ids
             out[case["id"]][service] = "refused" if refused else "ignored"
     return out

@@ -10,6 +10,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from croupier.services.infra.kafka_security import OPERATOR as OPERATOR_PRINCIPAL
 from croupier.services.infra.kafka_security import kafka_python_options
+from croupier.shared.topics import DEALER_INPUTS_TOPIC
 from tests.integration.money_support import OPERATOR, RUN
 from tests.integration.tables_live_support import running_services
 
@@ -34,13 +35,13 @@ def _end_offsets(bootstrap: str, topic: str) -> dict:
 
 
 def test_an_input_over_the_limit_is_refused_before_anything_is_written(doors, platform_kafka):
-    before = _end_offsets(platform_kafka, "dealer.inputs")
+    before = _end_offsets(platform_kafka, DEALER_INPUTS_TOPIC)
     for _ in range(5):
         r = doors["dealer-event"].post("/inputs", content=b"x" * (17 * 1024))
         assert r.status_code == 413 and r.json()["reason_code"] == "body_too_large"
     chunked = doors["dealer-event"].post("/inputs", content=iter([b"y" * 10_000] * 3))
     assert chunked.status_code == 413
-    assert _end_offsets(platform_kafka, "dealer.inputs") == before
+    assert _end_offsets(platform_kafka, DEALER_INPUTS_TOPIC) == before
 
 
 @pytest.mark.parametrize("body", [b"[" * 8000 + b"]" * 8000, b'{"a":' * 2000 + b"1" + b"}" * 2000,

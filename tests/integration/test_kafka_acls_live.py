@@ -22,7 +22,15 @@ from croupier.services.infra.kafka_security import (
     secured,
 )
 from croupier.services.infra.settings import Settings
-from croupier.shared.topics import topic_catalogue
+from croupier.shared.topics import (
+    BETS_SETTLED_TOPIC,
+    DEALER_INPUTS_TOPIC,
+    OPERATOR_ACTIONS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+    topic_catalogue,
+)
 
 pytestmark = [
     pytest.mark.kafka,
@@ -70,15 +78,15 @@ OTHERS_THAN_DEALER_EVENT = ("wallet", "game-evaluation", "bet-settlement", TABLE
 @pytest.mark.parametrize("principal", OTHERS_THAN_DEALER_EVENT)
 def test_the_broker_refuses_a_forged_table_event_from_any_other_principal(
         bootstrap: str, principal: str) -> None:
-    assert refused(bootstrap, principal, "table.events")
+    assert refused(bootstrap, principal, TABLE_EVENTS_TOPIC)
 
 
 def test_dealer_event_writes_table_events(bootstrap: str) -> None:
-    produce(bootstrap, "dealer-event", "table.events")
+    produce(bootstrap, "dealer-event", TABLE_EVENTS_TOPIC)
 
 
-@pytest.mark.parametrize("topic", ["round.results", "wallet.transactions", "dealer.inputs",
-                                   "bets.settled", "operator.actions"])
+@pytest.mark.parametrize("topic", [ROUND_RESULTS_TOPIC, WALLET_TRANSACTIONS_TOPIC, DEALER_INPUTS_TOPIC,
+                                   BETS_SETTLED_TOPIC, OPERATOR_ACTIONS_TOPIC])
 def test_every_topic_is_written_by_its_owners_only(bootstrap: str, topic: str) -> None:
     owners = set(WRITERS[topic])
     for principal in PRINCIPALS:
@@ -100,7 +108,7 @@ def test_the_operator_reads_every_topic_and_writes_only_its_overrides(bootstrap:
     finally:
         consumer.close()
     for topic in WRITERS:
-        if topic == "operator.actions":  # each use of an override (issue 19), nothing else
+        if topic == OPERATOR_ACTIONS_TOPIC:  # each use of an override (issue 19), nothing else
             produce(bootstrap, OPERATOR, topic)
         else:
             assert refused(bootstrap, OPERATOR, topic), topic
@@ -112,7 +120,7 @@ def test_a_client_without_credentials_is_refused(bootstrap: str) -> None:
                                  request_timeout_ms=5_000, bootstrap_timeout_ms=5_000,
                                  security_protocol="PLAINTEXT")
         try:
-            producer.send("table.events", key=b"T-forged", value=b"{}").get(timeout=10)
+            producer.send(TABLE_EVENTS_TOPIC, key=b"T-forged", value=b"{}").get(timeout=10)
         finally:
             producer.close(timeout=2)
 
@@ -124,7 +132,7 @@ def test_a_wrong_password_is_refused(bootstrap: str) -> None:
                                  request_timeout_ms=5_000, bootstrap_timeout_ms=5_000,
                                  **options)
         try:
-            producer.send("table.events", key=b"T-forged", value=b"{}").get(timeout=10)
+            producer.send(TABLE_EVENTS_TOPIC, key=b"T-forged", value=b"{}").get(timeout=10)
         finally:
             producer.close(timeout=2)
 
@@ -137,8 +145,8 @@ def test_the_table_simulator_writes_dealer_inputs_as_a_table_device(bootstrap: s
     producer = transport._producer
     try:
         assert producer.config["sasl_plain_username"] == TABLE_DEVICE
-        producer.send("dealer.inputs", key=b"T-device", value=b"{}").get(timeout=30)
+        producer.send(DEALER_INPUTS_TOPIC, key=b"T-device", value=b"{}").get(timeout=30)
         with pytest.raises(TopicAuthorizationFailedError):
-            producer.send("table.events", key=b"T-device", value=b"{}").get(timeout=30)
+            producer.send(TABLE_EVENTS_TOPIC, key=b"T-device", value=b"{}").get(timeout=30)
     finally:
         producer.close(timeout=5)

@@ -12,7 +12,7 @@ import pytest
 
 from croupier.services.infra.local_broker import JARS_MARKER, jars_dir
 from croupier.services.infra.settings import Settings
-from croupier.shared.topics import CATALOGUE_NAMES
+from croupier.shared.topics import CATALOGUE_NAMES, TABLE_EVENTS_TOPIC
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.kafka
@@ -93,4 +93,4 @@ def test_external_cluster_is_used_and_no_broker_is_started(tmp_path, kafka_boots
     assert "external kafka" in up.stdout and "ready" in up.stdout
     assert not (tmp_path / "kafka").exists(), "no local broker data may be created"
     described = croupier("topics", "describe", env=env)
-    assert described.returncode == 0 and "table.events" in described.stdout
+    assert described.returncode == 0 and TABLE_EVENTS_TOPIC in described.stdout

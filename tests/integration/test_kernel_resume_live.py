@@ -22,6 +22,7 @@ from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.log_reader import read_to_end
 from croupier.services.wallet.commands import CreateAccount, Deposit, Envelope
 from croupier.shared.events.wallet_ledger import LedgerEntry
+from croupier.shared.topics import WALLET_LEDGER_TOPIC, wallet_commands_topic
 from tests.conftest import instance_for
 from tests.integration.tables_live_support import commit_past, running_services
 
@@ -54,7 +55,7 @@ def send(bootstrap: str, topic: str, command) -> tuple[int, int]:
 def deposits(bootstrap: str, player: str) -> list[str]:
     """The deposits the ledger applied for `player`, in order (one entry each)."""
     out = []
-    for record in read_to_end(bootstrap, "wallet.ledger", principal=ADMIN):
+    for record in read_to_end(bootstrap, WALLET_LEDGER_TOPIC, principal=ADMIN):
         entry = LedgerEntry.model_validate_json(record.value)
         if entry.account.player_id == player and entry.tx is not None \
                 and entry.tx.kind == "deposit":
@@ -73,7 +74,7 @@ def wait_deposits(bootstrap: str, player: str, wanted: int, why: str) -> list[st
 def test_a_command_the_group_committed_past_is_applied_once_after_restart(
         services, platform_kafka, home):
     wallet, player = services["wallet"], f"p-{uuid.uuid4().hex[:6]}"
-    commands = f"{instance_for(home)}-wallet-commands"
+    commands = wallet_commands_topic(instance_for(home))
     send(platform_kafka, commands, CreateAccount(player_id=player, currency="IDR"))
     send(platform_kafka, commands, Deposit(player_id=player, request_id="d1", amount=100))
     wait_deposits(platform_kafka, player, 1, "a running wallet")

@@ -21,6 +21,7 @@ from croupier.services.operator.event_reader import read_books
 from croupier.shared.events.bet_events import manifest_digest
 from croupier.shared.profile import load_profile
 from croupier.shared.settlement import Bet, settle
+from croupier.shared.topics import BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, SETTLEMENT_LOG_TOPIC
 from tests.integration.money_support import ScriptedTable, money_platform_fixture, read_topic
 
 pytestmark = pytest.mark.kafka
@@ -88,14 +89,14 @@ def test_a_2000_bet_round_settles_by_the_rules_with_bounded_records(platform):
     ids = {b["bet_id"] for b in placed}
 
     def accepted() -> set[str]:
-        return {d["bet_id"] for d in read_topic(platform.bootstrap, "bets.decisions")
+        return {d["bet_id"] for d in read_topic(platform.bootstrap, BETS_DECISIONS_TOPIC)
                 if d["type"] == "bet_accepted" and d["table_id"] == table.table_id}
     wait_until(lambda: ids <= accepted(), "every bet accepted", 180)
     table.close("big1")
     published = table.complete("big1")
 
     def settled() -> list[dict]:
-        return [s for s in read_topic(platform.bootstrap, "bets.settled")
+        return [s for s in read_topic(platform.bootstrap, BETS_SETTLED_TOPIC)
                 if s["table_id"] == table.table_id and s["round_id"] == "big1"]
     wait_until(lambda: {s["bet_id"] for s in settled()} >= ids, "every bet settled", 180)
 
@@ -113,7 +114,7 @@ def test_a_2000_bet_round_settles_by_the_rules_with_bounded_records(platform):
     assert sum(s["last_of_round"] for s in records) == 1
 
     # the manifest: every bet, the total stake, the digest of the accepted ids
-    manifests = [d for d in read_topic(platform.bootstrap, "bets.decisions")
+    manifests = [d for d in read_topic(platform.bootstrap, BETS_DECISIONS_TOPIC)
                  if d["type"] == "round_manifest" and d["table_id"] == table.table_id]
     assert len(manifests) == 1
     assert (manifests[0]["bet_count"], manifests[0]["total_stake"], manifests[0]["digest"]) == (
@@ -143,8 +144,8 @@ def test_a_2000_bet_round_settles_by_the_rules_with_bounded_records(platform):
     admin.close()
     assert changelogs == [], changelogs
     sizes = {topic: largest_record(platform.bootstrap, topic)
-             for topic in ["bets.decisions", "bets.settled", "settlement.log"]}
+             for topic in [BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, SETTLEMENT_LOG_TOPIC]}
     assert all(largest < MAX_RECORD for _, largest in sizes.values()), sizes
     # the result's entries: the round's 2,000 settled bet entries, cut into chunks
-    assert sizes["settlement.log"][0] >= len(ids) + len(ids) // 200, sizes
-    assert sizes["bets.settled"][0] >= len(ids), sizes
+    assert sizes[SETTLEMENT_LOG_TOPIC][0] >= len(ids) + len(ids) // 200, sizes
+    assert sizes[BETS_SETTLED_TOPIC][0] >= len(ids), sizes

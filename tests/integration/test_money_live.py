@@ -15,6 +15,14 @@ from croupier.services.infra.settings import Settings
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.profile import load_profile
 from croupier.shared.settlement import Bet, settle
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.integration.money_support import (
     OPERATOR,
     RUN,
@@ -47,7 +55,7 @@ def ledger(bootstrap: str) -> dict[str, dict]:
     """Distinct wallet transactions of this run by tx key; a redelivered duplicate must be
     identical in effect (same kind, amount, balance after)."""
     txs: dict[tuple[str, str], dict] = {}
-    for tx in read_topic(bootstrap, "wallet.transactions"):
+    for tx in read_topic(bootstrap, WALLET_TRANSACTIONS_TOPIC):
         if RUN not in tx["player_id"]:
             continue
         key = (tx["player_id"], tx["tx_id"])
@@ -61,10 +69,10 @@ def ledger(bootstrap: str) -> dict[str, dict]:
 
 def bet_endings(bootstrap: str) -> dict[tuple[str, str], set[str]]:
     endings: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for d in read_topic(bootstrap, "bets.decisions"):
+    for d in read_topic(bootstrap, BETS_DECISIONS_TOPIC):
         if d["type"] == "bet_rejected" and RUN in d["player_id"]:
             endings[(d["player_id"], d["bet_id"])].add("rejected")
-    for s in read_topic(bootstrap, "bets.settled"):
+    for s in read_topic(bootstrap, BETS_SETTLED_TOPIC):
         if RUN in s["player_id"]:
             ending = "voided" if s["outcome"] == "void_refund" else "settled"
             endings[(s["player_id"], s["bet_id"])].add(ending)
@@ -91,7 +99,7 @@ def check_invariants(platform: Platform) -> None:
     for tx in txs.values():
         total[tx["kind"]] += tx["amount"]
     settled = {(s["player_id"], s["settlement_id"]): s
-               for s in read_topic(platform.bootstrap, "bets.settled")
+               for s in read_topic(platform.bootstrap, BETS_SETTLED_TOPIC)
                if RUN in s["player_id"] and s["outcome"] != "void_refund"}
     house = sum(s["stake"] - s["returned"] for s in settled.values())
     assert total["stake_debit"] - total["payout"] - total["bet_refund"] == house
@@ -105,7 +113,7 @@ def all_ended(platform: Platform) -> bool:
 
 
 def settled_records(bootstrap: str, round_ids: set[str]) -> list[dict]:
-    return [s for s in read_topic(bootstrap, "bets.settled") if s["round_id"] in round_ids
+    return [s for s in read_topic(bootstrap, BETS_SETTLED_TOPIC) if s["round_id"] in round_ids
             and RUN in s["player_id"]]
 
 
@@ -208,7 +216,7 @@ def _place_round(platform, table, round_id, players, bets) -> list[dict]:
         assert r.status_code == 201, r.text
         placed.append({**r.json()["bet"], "player_id": player_id})
     ids = {b["bet_id"] for b in placed}
-    wait_for(lambda: ids <= {d["bet_id"] for d in read_topic(platform.bootstrap, "bets.decisions")
+    wait_for(lambda: ids <= {d["bet_id"] for d in read_topic(platform.bootstrap, BETS_DECISIONS_TOPIC)
                              if d["type"] == "bet_accepted"}, f"{round_id} bets accepted")
     return placed
 
@@ -255,7 +263,7 @@ def test_rounds_settle_by_the_rule_engine_and_voids_refund(platform, bac, tf):
     void_records = settled_records(platform.bootstrap, {"t2"})
     assert sorted((s["outcome"], s["returned"]) for s in void_records) == sorted(
         ("void_refund", b["stake"]) for b in voided)
-    manifests = [d for d in read_topic(platform.bootstrap, "bets.decisions")
+    manifests = [d for d in read_topic(platform.bootstrap, BETS_DECISIONS_TOPIC)
                  if d["type"] == "round_manifest" and d["table_id"] == tf.table_id
                  and d["round_id"] == "t1"]
     assert len({m["digest"] for m in manifests}) == 1
@@ -264,10 +272,10 @@ def test_rounds_settle_by_the_rule_engine_and_voids_refund(platform, bac, tf):
     # each funded bet names the RoundOpened its door saw, so bet-settlement waits for that
     # event however late it reads it (and rejects a bet whose round never opened there)
     opening = {(e["table_id"], e["round_id"]): e["seq"]
-               for e in read_topic(platform.bootstrap, "table.events")
+               for e in read_topic(platform.bootstrap, TABLE_EVENTS_TOPIC)
                if e["type"] == "round_opened" and e["table_id"] == tf.table_id}
     named = {b["bet_id"]: b.get("opened_seq") for b in read_topic(platform.bootstrap,
-                                                                     "bets.placed")
+                                                                     BETS_PLACED_TOPIC)
              if b["type"] == "bet_placed" and b["table_id"] == tf.table_id}
     for bet in placed + voided:
         if bet["table_id"] == tf.table_id:
@@ -294,15 +302,15 @@ def test_redelivery_moves_no_money(platform, bac):
     before = {p: platform.balance(p) for p in platform.tokens}
     tx_count = len(ledger(platform.bootstrap))
     redelivered = Counter()
-    for name in ("bets.decisions", "bets.settled", "bets.placed", "round.results"):
+    for name in (BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, BETS_PLACED_TOPIC, ROUND_RESULTS_TOPIC):
         for record in read_topic(platform.bootstrap, name):
             if record.get("table_id", "").endswith(RUN):
                 platform.producer.send(name, key=record["table_id"].encode(),
                                        value=json.dumps(record).encode())
                 redelivered[name] += 1
     platform.producer.flush()
-    assert all(redelivered[name] for name in ("bets.decisions", "bets.settled", "bets.placed",
-                                              "round.results")), redelivered
+    assert all(redelivered[name] for name in (BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, BETS_PLACED_TOPIC,
+                                              ROUND_RESULTS_TOPIC)), redelivered
     # not a fixed sleep: both services have provably applied every redelivered record (and
     # whatever they re-published) before "nothing changed" is asserted
     platform.wait_applied()

@@ -27,13 +27,13 @@ from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.settings import Settings
 from croupier.shared.events.operator_wallet import (
     KEY_ID_HEADER,
-    OPERATOR_CALLS_TOPIC,
     SIGNATURE_HEADER,
     OperatorCallRecord,
     OperatorTransaction,
     TransactionsPage,
     verify,
 )
+from croupier.shared.topics import WALLET_OPERATOR_CALLS_TOPIC
 from tests.ports import free_port
 from tests.unit.test_reconcile import call, op
 
@@ -124,7 +124,7 @@ def written(platform_kafka: str) -> list[OperatorCallRecord]:
     written (keyed by player)."""
     admin = KafkaAdminClient(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))
     try:
-        admin.create_topics([NewTopic(OPERATOR_CALLS_TOPIC, 3, 1)])
+        admin.create_topics([NewTopic(WALLET_OPERATOR_CALLS_TOPIC, 3, 1)])
         if kafka_security.secured(Settings()):  # the catalogue's ACLs: operator reads it
             kafka_security.apply_acls(admin, None)
     finally:
@@ -133,7 +133,7 @@ def written(platform_kafka: str) -> list[OperatorCallRecord]:
     producer = KafkaProducer(bootstrap_servers=platform_kafka, acks="all",
                              **kafka_python_options(ADMIN))
     for record in calls:
-        producer.send(OPERATOR_CALLS_TOPIC, key=record.request.player_id.encode(),
+        producer.send(WALLET_OPERATOR_CALLS_TOPIC, key=record.request.player_id.encode(),
                       value=record.model_dump_json().encode())
     producer.flush()
     producer.close()

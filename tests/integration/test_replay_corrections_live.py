@@ -25,6 +25,7 @@ from croupier.shared.events.inputs import (
 from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
 from croupier.shared.settlement import Bet, settle
+from croupier.shared.topics import BETS_SETTLED_TOPIC, WALLET_TRANSACTIONS_TOPIC
 from tests.integration.money_support import WalletAt, read_topic, wait_for
 from tests.integration.tables_live_support import HandDriver, table_and_money_fixture
 
@@ -73,7 +74,7 @@ def test_seed004_s5_a_correction_turns_a_banker_win_into_a_player_win_moves_exac
                              if p == player)
 
     def settled() -> list[dict]:
-        return [s for s in read_topic(platform_kafka, "bets.settled")
+        return [s for s in read_topic(platform_kafka, BETS_SETTLED_TOPIC)
                 if s["table_id"] == table_id]
 
     wait_for(lambda: len(settled()) == len(bets) and all(
@@ -92,7 +93,7 @@ def test_seed004_s5_a_correction_turns_a_banker_win_into_a_player_win_moves_exac
             after[b] - before[b] for b, (p, _, _) in bets.items() if p == player)
 
     txs: dict[str, dict] = {}
-    for tx in read_topic(platform_kafka, "wallet.transactions"):
+    for tx in read_topic(platform_kafka, WALLET_TRANSACTIONS_TOPIC):
         if tx["player_id"] in (alice, bob):
             txs.setdefault(tx["tx_id"], tx)
     reversals = [tx for tx in txs.values() if tx["kind"] == "payout_reversal"]

@@ -12,6 +12,14 @@ import pytest
 
 from croupier.services.infra.auth import Authenticator
 from croupier.services.infra.settings import Settings
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_SETTLED_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_OPERATOR_CALLS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.browser_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from tests.integration.replay_support import (
     apply_topics,
@@ -115,7 +123,7 @@ def popular(platform_kafka):
     target = floor.play_round(f"P{run}", 300, players, start + timedelta(seconds=40))
     after = floor.play_round(f"P{run}", 40, players[-40:], start + timedelta(seconds=80))
     wallet_of_round = sum(1 for topic, _, value, _ in floor.records
-                          if topic == "wallet.transactions" and target.round_id.encode() in value)
+                          if topic == WALLET_TRANSACTIONS_TOPIC and target.round_id.encode() in value)
     floor.produce(platform_kafka)
     return target, wallet_of_round, (before, after)
 
@@ -143,12 +151,12 @@ def test_a_round_of_many_players_reads_the_wallet_once(platform_kafka, popular):
     # each topic's window is read once, not once per player (table.events twice: the round,
     # then past its end for corrections after the fact; wallet.operator_calls too, empty in
     # transfer mode)
-    assert dict(reader.window_reads) == {"table.events": 2} | {topic: 1 for topic in (
-        "round.results", "bets.decisions", "bets.settled", "wallet.transactions",
-        "wallet.operator_calls")}
+    assert dict(reader.window_reads) == {TABLE_EVENTS_TOPIC: 2} | {topic: 1 for topic in (
+        ROUND_RESULTS_TOPIC, BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, WALLET_TRANSACTIONS_TOPIC,
+        WALLET_OPERATOR_CALLS_TOPIC)}
     # one pass over the window: read per player, the 150 players' partitions (4) would
     # have been read 150 times, about 37 times the round's wallet records
-    assert reader.records_by_topic["wallet.transactions"] < 2 * wallet_of_round
+    assert reader.records_by_topic[WALLET_TRANSACTIONS_TOPIC] < 2 * wallet_of_round
 
 
 def test_one_players_replay_reads_only_that_players_partition(platform_kafka, popular):
@@ -158,7 +166,7 @@ def test_one_players_replay_reads_only_that_players_partition(platform_kafka, po
     assert report.verdict == "MATCH", report.differences[:5]
     assert {b.player_id for b in report.bets} == {player} and len(report.bets) == 2
     assert {tx.player_id for tx in rec.wallet} == {player}
-    assert reader.window_reads["wallet.transactions"] == 1
+    assert reader.window_reads[WALLET_TRANSACTIONS_TOPIC] == 1
 
 
 def test_the_neighbouring_rounds_replay_on_their_own(platform_kafka, popular):

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
+from croupier.shared.topics import BETS_PLACED_TOPIC
 from tests.integration.archive_support import archive_once
 from tests.integration.money_support import (
     OPERATOR,
@@ -54,11 +55,11 @@ def played(platform, tmp_path_factory):
         table.complete(round_id)
         if i == 1:
             wait_for(lambda: bet_ids <= {b.get("bet_id") for b in
-                                         read_topic(platform.bootstrap, "bets.placed")},
+                                         read_topic(platform.bootstrap, BETS_PLACED_TOPIC)},
                      "the first rounds' bets on bets.placed")
             archive_once(platform.bootstrap, url)
     wait_for(lambda: bet_ids <= {b.get("bet_id") for b in
-                                 read_topic(platform.bootstrap, "bets.placed")},
+                                 read_topic(platform.bootstrap, BETS_PLACED_TOPIC)},
              "every bet on bets.placed")
     return table, (alice, bob, carol), started, {"CROUPIER_ARCHIVE_URL": url}
 

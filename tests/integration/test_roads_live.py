@@ -11,6 +11,7 @@ from kafka import KafkaProducer
 
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.operator.replay_service import ReplayRequest, run_replay
+from croupier.shared.topics import TABLE_EVENTS_TOPIC
 from tests.integration.replay_support import apply_topics
 from tests.shoe_builder import BANKER, PAIRS, PLAYER, TIE, Table
 
@@ -29,7 +30,7 @@ def test_a_replay_draws_its_shoe_from_the_shoe_start_through_the_round(platform_
     table.play(PLAYER)
     producer = KafkaProducer(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))
     for event in table.events:
-        producer.send("table.events", key=table.table_id.encode(),
+        producer.send(TABLE_EVENTS_TOPIC, key=table.table_id.encode(),
                       value=event.model_dump_json().encode(),
                       timestamp_ms=int(event.occurred_at.timestamp() * 1000))
     producer.flush()

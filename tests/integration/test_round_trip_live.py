@@ -9,14 +9,14 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
 from croupier.services.infra import topic_admin
 from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.shared.topics import topic_catalogue
+from croupier.shared.topics import DEALER_REJECTIONS_TOPIC, topic_catalogue
 
 pytestmark = pytest.mark.kafka
 
 
 def _consume(bootstrap: str, group: str, want: int, tables: set[str]) -> list:
     consumer = KafkaConsumer(
-        "dealer.rejections", bootstrap_servers=bootstrap, group_id=group,
+        DEALER_REJECTIONS_TOPIC, bootstrap_servers=bootstrap, group_id=group,
         **kafka_python_options(ADMIN),
         auto_offset_reset="earliest", enable_auto_commit=False, consumer_timeout_ms=8000,
     )
@@ -42,7 +42,7 @@ def test_keyed_records_round_trip_in_order_and_the_group_remembers(kafka_bootstr
     producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, **kafka_python_options(ADMIN))
     for seq in range(10):
         for table in sorted(tables):
-            producer.send("dealer.rejections", key=table.encode(), value=f"{table}:{seq}".encode())
+            producer.send(DEALER_REJECTIONS_TOPIC, key=table.encode(), value=f"{table}:{seq}".encode())
     producer.flush()
     producer.close()
 
@@ -59,6 +59,6 @@ def test_keyed_records_round_trip_in_order_and_the_group_remembers(kafka_bootstr
     consumer = KafkaConsumer(bootstrap_servers=kafka_bootstrap, group_id=group,
                              **kafka_python_options(ADMIN))
     partition = got[0].partition
-    committed = consumer.committed(TopicPartition("dealer.rejections", partition))
+    committed = consumer.committed(TopicPartition(DEALER_REJECTIONS_TOPIC, partition))
     consumer.close()
     assert committed is not None and committed > got[0].offset

@@ -25,6 +25,7 @@ from croupier.services.operator.reconcile_sources import run_reconcile
 from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
 from croupier.shared.cards import parse_cards
 from croupier.shared.events.table import RoundAnnulled, RoundCorrected
+from croupier.shared.topics import BETS_SETTLED_TOPIC
 from tests.conftest import free_port, instance_for
 from tests.integration.money_support import (
     OPERATOR,
@@ -111,7 +112,7 @@ def players(platform, operator):
 
 
 def settled_returns(bootstrap: str, bet_ids: set[str]) -> dict[str, int]:
-    return {s["bet_id"]: s["returned"] for s in read_topic(bootstrap, "bets.settled")
+    return {s["bet_id"]: s["returned"] for s in read_topic(bootstrap, BETS_SETTLED_TOPIC)
             if s.get("type") == "bet_settled" and s["bet_id"] in bet_ids}
 
 
@@ -352,7 +353,7 @@ def test_a_corrected_result_reaches_the_operator_as_calls_of_its_own(platform, b
     resettled = {f"credit:settle:{b}:c1" for b in bet_of.values()}
     wait_for(lambda: resettled <= set(operator_money(client, fay)),
              "the corrected settlements credited at the operator", 60)
-    again = {s["bet_id"]: s["returned"] for s in read_topic(platform.bootstrap, "bets.settled")
+    again = {s["bet_id"]: s["returned"] for s in read_topic(platform.bootstrap, BETS_SETTLED_TOPIC)
              if s.get("settlement_id") in {f"settle:{b}:c1" for b in bet_of.values()}}
     assert again[losing] == 0 and again[winning] > 5000  # the other side's win, as corrected
     wait_for(lambda: client.balance(fay) == 40_000 - 10_000 + again[winning],

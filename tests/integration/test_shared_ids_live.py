@@ -14,6 +14,7 @@ import pytest
 from croupier.services.operator.rebuild import rebuild
 from croupier.services.operator.wallet_client import live_balances
 from croupier.shared.events.wallet_events import WalletTransaction
+from croupier.shared.topics import BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, WALLET_TRANSACTIONS_TOPIC
 from tests.integration.money_support import (
     OPERATOR,
     RUN,
@@ -79,20 +80,20 @@ def test_two_players_share_a_request_id_and_a_bet_id_and_rebuild_agrees(platform
 
     def settled() -> set[tuple[str, str, str]]:
         return {(s["player_id"], s["table_id"], s["bet_id"])
-                for s in read_topic(platform.bootstrap, "bets.settled")}
+                for s in read_topic(platform.bootstrap, BETS_SETTLED_TOPIC)}
     wanted = {(alice, one.table_id, same), (alice, one.table_id, cross),
               (bob, two.table_id, cross)}
     wait_for(lambda: wanted <= settled(), "every accepted bet settled", 90)
     # a record published again (bet-settlement's outbox after a retried batch) is the same
     # record: consumers dedupe on it, and so does this count
     rejected = {(d["player_id"], d["bet_id"], d["reason_code"])
-                for d in read_topic(platform.bootstrap, "bets.decisions")
+                for d in read_topic(platform.bootstrap, BETS_DECISIONS_TOPIC)
                 if d["type"] == "bet_rejected"}
     assert rejected == {(bob, same, "duplicate_bet_id")}
 
     # each player is paid what the rule engine says for their own bets, into their own account
     settlements = {(s["player_id"], s["table_id"], s["settlement_id"]): s
-                   for s in read_topic(platform.bootstrap, "bets.settled")}
+                   for s in read_topic(platform.bootstrap, BETS_SETTLED_TOPIC)}
     paid = {s["player_id"]: 0 for s in settlements.values()}
     for s in settlements.values():
         paid[s["player_id"]] += s["returned"]
@@ -102,7 +103,7 @@ def test_two_players_share_a_request_id_and_a_bet_id_and_rebuild_agrees(platform
                 and platform.balance(bob) == DEPOSIT - 2_000 + paid[bob])
     wait_for(balances_settled, "payouts credited to their own players")
     txs = [(t["player_id"], t["tx_id"]) for t in read_topic(platform.bootstrap,
-                                                             "wallet.transactions")]
+                                                             WALLET_TRANSACTIONS_TOPIC)]
     assert (alice, "deposit:dep-1") in txs and (bob, "deposit:dep-1") in txs
 
     wallet = platform.wallet.base_url
@@ -120,7 +121,7 @@ def test_an_account_named_dot_dot_in_the_log_cannot_crash_rebuild(platform):
     forged = WalletTransaction(tx_id="deposit:dep-1", player_id="..", kind="deposit",
                                amount=7, balance_after=7, currency="IDR", cause_id="dep-1",
                                occurred_at=datetime.now(UTC))
-    platform.producer.send("wallet.transactions", key=b"..",
+    platform.producer.send(WALLET_TRANSACTIONS_TOPIC, key=b"..",
                            value=forged.model_dump_json().encode())
     platform.producer.flush()
     wallet = platform.wallet.base_url

@@ -31,10 +31,10 @@ from croupier.services.infra.kernel import KafkaLogIO, OwnLog
 from croupier.services.infra.log_reader import read_to_end
 from croupier.services.infra.processes import ServiceProcess
 from croupier.services.infra.snapshots import SnapshotStore
-from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WALLET_FOLD
+from croupier.services.wallet.ledger_fold import WALLET_FOLD
 from croupier.services.wallet.snapshot_codec import WALLET_CODEC
 from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import topic_catalogue
+from croupier.shared.topics import WALLET_LEDGER_SNAPSHOTS_TOPIC, WALLET_LEDGER_TOPIC, topic_catalogue
 from tests.conftest import free_port, instance_for
 from tests.integration.money_support import wait_for
 from tests.integration.test_wallet_scale_live import (
@@ -47,7 +47,6 @@ from tests.integration.test_wallet_scale_live import (
 from tests.ledger_builder import Ledger
 
 pytestmark = pytest.mark.kafka
-SNAPSHOTS = "wallet.ledger.snapshots"
 PARTITION = 1
 
 
@@ -56,7 +55,8 @@ def bootstrap(platform_kafka: str) -> str:
     admin = topic_admin.admin_client(platform_kafka)
     try:
         topic_admin.apply(admin, topic_catalogue(), acls_for="snaptest")
-        configs = topic_admin.describe(admin, [SNAPSHOTS])[SNAPSHOTS].configs
+        described = topic_admin.describe(admin, [WALLET_LEDGER_SNAPSHOTS_TOPIC])
+        configs = described[WALLET_LEDGER_SNAPSHOTS_TOPIC].configs
     finally:
         admin.close()
     assert configs["cleanup.policy"] == "compact"
@@ -93,7 +93,7 @@ def write_ledger(bootstrap: str, entries) -> None:
                              **kafka_python_options("wallet"))
     try:
         for e in entries:
-            producer.send(LEDGER_TOPIC, key=e.account.player_id.encode(),
+            producer.send(WALLET_LEDGER_TOPIC, key=e.account.player_id.encode(),
                           value=e.model_dump_json().encode(), partition=PARTITION)
         producer.flush(30)
     finally:
@@ -101,11 +101,11 @@ def write_ledger(bootstrap: str, entries) -> None:
 
 
 def worker(io: Any, writer: str, snapshots: bool = True) -> OwnLog:
-    own: OwnLog = OwnLog("wallet", LEDGER_TOPIC, WALLET_FOLD, LedgerEntry.model_validate_json,
+    own: OwnLog = OwnLog("wallet", WALLET_LEDGER_TOPIC, WALLET_FOLD, LedgerEntry.model_validate_json,
                          lambda e: e.account.player_id.encode(), writer)
     own.io = io
     if snapshots:
-        own.snapshots = SnapshotStore(LEDGER_TOPIC, WALLET_CODEC, writer, every_entries=1000)
+        own.snapshots = SnapshotStore(WALLET_LEDGER_TOPIC, WALLET_CODEC, writer, every_entries=1000)
     return own
 
 
@@ -156,7 +156,7 @@ def test_a_new_worker_recovers_from_the_snapshot_and_the_tail_as_the_full_fold(b
             second = await snapshot_now(heir)
             assert second.tombstones == first.manifest.chunks + 1
             live: dict[bytes, bytes | None] = {}
-            for _, key, value in await io.read_keyed(SNAPSHOTS, PARTITION):
+            for _, key, value in await io.read_keyed(WALLET_LEDGER_SNAPSHOTS_TOPIC, PARTITION):
                 assert key is not None
                 live[key] = value
             kept = {k for k, v in live.items() if v is not None}
@@ -203,5 +203,5 @@ def test_a_wallet_process_snapshots_its_ledger_and_recovers_from_it_on_restart(
 
 
 def manifests(bootstrap: str) -> list[bytes]:
-    return [r.key for r in read_to_end(bootstrap, SNAPSHOTS, principal=ADMIN)
+    return [r.key for r in read_to_end(bootstrap, WALLET_LEDGER_SNAPSHOTS_TOPIC, principal=ADMIN)
             if r.key and b"/m/" in r.key and r.value is not None]

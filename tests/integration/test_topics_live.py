@@ -9,8 +9,10 @@ from kafka.admin import ConfigResource, ConfigResourceType
 
 from croupier.services.infra import topic_admin
 from croupier.shared.topics import (
+    BETS_SETTLED_TOPIC,
     DAY_MS,
     SOURCE_OF_TRUTH,
+    TABLE_EVENTS_TOPIC,
     RetentionTooShortError,
     topic_catalogue,
 )
@@ -56,28 +58,28 @@ def test_apply_aligns_a_config_changed_behind_its_back(admin):
     catalogue = topic_catalogue()
     topic_admin.apply(admin, catalogue)
     admin.alter_configs(
-        [ConfigResource(ConfigResourceType.TOPIC, "bets.settled",
+        [ConfigResource(ConfigResourceType.TOPIC, BETS_SETTLED_TOPIC,
                         configs={"retention.ms": ("SET", str(3 * DAY_MS))})],
         incremental=True,
     )
     # KRaft applies a config change in the controller and the broker learns it a moment
     # later: wait until the broker describes it, so apply sees what an operator changed
     deadline = time.monotonic() + 15
-    while topic_admin.describe(admin, ["bets.settled"])["bets.settled"].configs[
+    while topic_admin.describe(admin, [BETS_SETTLED_TOPIC])[BETS_SETTLED_TOPIC].configs[
             "retention.ms"] != str(3 * DAY_MS):
         assert time.monotonic() < deadline, "the broker never described the changed config"
         time.sleep(0.2)
     report = topic_admin.apply(admin, catalogue)
     assert report.configs_changed == {
-        "bets.settled": {"retention.ms": (str(3 * DAY_MS), catalogue[0].configs["retention.ms"])}
+        BETS_SETTLED_TOPIC: {"retention.ms": (str(3 * DAY_MS), catalogue[0].configs["retention.ms"])}
     }
     assert not topic_admin.apply(admin, catalogue).changed
 
 
 def test_retention_below_a_day_is_refused_and_nothing_changes(admin):
     topic_admin.apply(admin, topic_catalogue())
-    before = topic_admin.describe(admin, ["table.events"])["table.events"].configs["retention.ms"]
+    before = topic_admin.describe(admin, [TABLE_EVENTS_TOPIC])[TABLE_EVENTS_TOPIC].configs["retention.ms"]
     with pytest.raises(RetentionTooShortError, match="below 24 hours"):
         topic_admin.apply(admin, topic_catalogue(retention_ms=DAY_MS - 1))
-    after = topic_admin.describe(admin, ["table.events"])["table.events"].configs["retention.ms"]
+    after = topic_admin.describe(admin, [TABLE_EVENTS_TOPIC])[TABLE_EVENTS_TOPIC].configs["retention.ms"]
     assert after == before

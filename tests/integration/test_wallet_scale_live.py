@@ -20,7 +20,14 @@ from croupier.services.infra.processes import ServiceProcess
 from croupier.services.infra.routing import FORWARDED_HEADER
 from croupier.services.infra.settings import Settings
 from croupier.shared.events.bet_events import BetRejected
-from croupier.shared.topics import ENDINGS_TOPIC, topic_catalogue
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    WALLET_ENDINGS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+    topic_catalogue,
+)
 from tests.conftest import free_port, instance_for
 from tests.integration.money_support import ScriptedTable, wait_for
 
@@ -125,8 +132,8 @@ def test_one_player_with_5000_lifetime_bets_keeps_records_small(platform_kafka, 
                                    reason_code="round_closed", message="scripted",
                                    decided_at=now)
             value = rejected.model_dump_json().encode()  # as bet-settlement's outbox
-            catalogue.send("bets.decisions", key=table.table_id.encode(), value=value)
-            catalogue.send(ENDINGS_TOPIC, key=player.encode(), value=value)
+            catalogue.send(BETS_DECISIONS_TOPIC, key=table.table_id.encode(), value=value)
+            catalogue.send(WALLET_ENDINGS_TOPIC, key=player.encode(), value=value)
         catalogue.flush()
         wait_for(lambda: balance()["balance"] == LIFETIME_BETS * STAKE, "every stake refunded",
                  120)
@@ -144,10 +151,10 @@ def test_one_player_with_5000_lifetime_bets_keeps_records_small(platform_kafka, 
         wallet.stop()
     # the ledger is the wallet's whole state: kept, never deleted by time
     admin = topic_admin.admin_client(platform_kafka)
-    ledger = topic_admin.describe(admin, ["wallet.ledger"])["wallet.ledger"].configs
+    ledger = topic_admin.describe(admin, [WALLET_LEDGER_TOPIC])[WALLET_LEDGER_TOPIC].configs
     admin.close()
     assert ledger["cleanup.policy"] == "delete" and ledger["retention.ms"] == "-1", ledger
-    for topic in ["wallet.ledger", "wallet.transactions", "bets.placed"]:
+    for topic in [WALLET_LEDGER_TOPIC, WALLET_TRANSACTIONS_TOPIC, BETS_PLACED_TOPIC]:
         sizes = record_sizes(platform_kafka, topic, player)
         assert len(sizes) >= LIFETIME_BETS, (topic, len(sizes))
         first, last = max(sizes[100:200]), max(sizes[-100:])

@@ -9,6 +9,7 @@ from croupier.services.dealer_event.table_machine import MachineConfig
 from croupier.services.infra.clock import ManualClock
 from croupier.services.simulators.tables.inputs import InputFactory
 from croupier.shared.events.inputs import CloseBetting
+from croupier.shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.unit.table_machine_support import key_for
 
 PARTITIONS = {"A": 0, "B": 1, "C": 0}  # table -> partition (all three topics)
@@ -52,7 +53,7 @@ class FakeLog:
 
     async def read_events(self, partition: int, start: int, stop: int
                           ) -> list[tuple[int, bytes]]:
-        values = self.in_partition("table.events", partition)
+        values = self.in_partition(TABLE_EVENTS_TOPIC, partition)
         return list(enumerate(values))[start:stop]
 
     async def rebuild(self, partitions):
@@ -61,9 +62,9 @@ class FakeLog:
                 partitions is None or PARTITIONS[k.decode()] in partitions)]
         states: dict = {}
         inputs: dict = {}
-        fold_events(states, mine("table.events"), self.events_key, inputs=inputs)
-        fold_rejections(states, [v for _, v in mine("dealer.rejections")], inputs)
-        ends = {p: len(self.in_partition("table.events", p)) for p in set(PARTITIONS.values())
+        fold_events(states, mine(TABLE_EVENTS_TOPIC), self.events_key, inputs=inputs)
+        fold_rejections(states, [v for _, v in mine(DEALER_REJECTIONS_TOPIC)], inputs)
+        ends = {p: len(self.in_partition(TABLE_EVENTS_TOPIC, p)) for p in set(PARTITIONS.values())
                 if partitions is None or p in partitions}
         return Rebuilt(states, inputs, ends)
 
@@ -88,7 +89,7 @@ class World:
         return inp.model_dump_json().encode(), PARTITIONS[table]
 
     def events(self, table: str) -> list[bytes]:
-        return [v for t, k, v in self.log.records if t == "table.events" and k == table.encode()]
+        return [v for t, k, v in self.log.records if t == TABLE_EVENTS_TOPIC and k == table.encode()]
 
 
 def close(w: World, round_id: str) -> tuple[bytes, int]:

@@ -12,11 +12,12 @@ from __future__ import annotations
 import asyncio
 
 from croupier.services.bet_settlement.records import SettlementRecords
-from croupier.services.bet_settlement.settlement_fold import LOG_TOPIC, SETTLEMENT_FOLD
+from croupier.services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
 from croupier.services.infra import kernel
 from croupier.services.infra.clock import Clock
 from croupier.services.infra.own_log import Landed, Logged
 from croupier.shared.events.settlement_log import SettlementEntry
+from croupier.shared.topics import SETTLEMENT_LOG_TOPIC
 from tests.event_keys import events_key
 from tests.unit.agent_loop_support import APPENDED, Broker, Event
 
@@ -30,7 +31,7 @@ class LogBroker(Broker):
         self.fail_after: int | None = None  # entries accepted before the "crash"
 
     async def send(self, topic, partition, records):
-        assert topic == LOG_TOPIC
+        assert topic == SETTLEMENT_LOG_TOPIC
         offsets = []
         part = self.log.setdefault(partition, [])
         for _key, value in records:
@@ -43,7 +44,7 @@ class LogBroker(Broker):
         return offsets
 
     async def read(self, topic, partition, start):
-        values = self.log.get(partition, []) if topic == LOG_TOPIC else []
+        values = self.log.get(partition, []) if topic == SETTLEMENT_LOG_TOPIC else []
         return [Logged(o, values[o], APPENDED) for o in range(start, len(values))], len(values)
 
     async def end(self, topic, partition):
@@ -59,7 +60,7 @@ class LogBroker(Broker):
 
 def own_log(broker: LogBroker, writer: str = "w0") -> kernel.OwnLog:
     """An OwnLog whose log is `broker.log`."""
-    own = kernel.OwnLog("bet-settlement", LOG_TOPIC, SETTLEMENT_FOLD,
+    own = kernel.OwnLog("bet-settlement", SETTLEMENT_LOG_TOPIC, SETTLEMENT_FOLD,
                         SettlementEntry.model_validate_json,
                         lambda entry: entry.table_id.encode(), writer)
     own.io = broker

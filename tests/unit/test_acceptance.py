@@ -22,6 +22,7 @@ from croupier.shared.events.table import BettingClosed, RoundAnnulled, RoundOpen
 from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
 from croupier.shared.simulate import deal_rounds
+from croupier.shared.topics import BETS_SETTLED_TOPIC
 from tests.unit.round_book_support import NOW, event, kinds, placed
 from tests.unit.wallet_support import Ledger, fold_all
 
@@ -272,7 +273,7 @@ def test_seed000_004_annulment_reverses_every_settlement_then_refunds_the_stake(
     annulled_state, out = round_book.on_table_event(state, annulled(), later)
     records = [r for _, _, r in out]
     assert [type(r).__name__ for r in records] == ["SettlementReversed", "BetSettled"] * 3
-    assert {topic for topic, _, _ in out} == {"bets.settled"}
+    assert {topic for topic, _, _ in out} == {BETS_SETTLED_TOPIC}
     for original, reversal, refund in zip(originals, records[::2], records[1::2], strict=True):
         assert isinstance(reversal, SettlementReversed)
         assert (reversal.reversal_id, reversal.settlement_id, reversal.amount) == (

@@ -24,12 +24,11 @@ from croupier.services.infra.archive_store import (
     ObjectExistsError,
     open_store,
 )
-
-TOPIC = "bets.placed"
+from croupier.shared.topics import BETS_PLACED_TOPIC
 
 
 def records(start: int, count: int, partition: int = 0, step: int = 1) -> list[ArchivedRecord]:
-    return [ArchivedRecord(TOPIC, partition, start + i * step, 1_700_000_000_000 + start + i,
+    return [ArchivedRecord(BETS_PLACED_TOPIC, partition, start + i * step, 1_700_000_000_000 + start + i,
                            f"T{i % 3}".encode(), json.dumps({"n": start + i}).encode(),
                            (("h", b"v"),) if i % 2 else ())
             for i in range(count)]
@@ -39,21 +38,21 @@ def records(start: int, count: int, partition: int = 0, step: int = 1) -> list[A
 def archive(tmp_path):
     """Three segments of partition 0 and one of partition 1."""
     store = DirectoryStore(tmp_path / "archive")
-    head = head_of(store, TOPIC, 0)
+    head = head_of(store, BETS_PLACED_TOPIC, 0)
     for start in (0, 10, 20):
         _, head = write_segment(store, head, start, start + 10, records(start, 10))
-    write_segment(store, head_of(store, TOPIC, 1), 0, 5, records(0, 5, partition=1))
+    write_segment(store, head_of(store, BETS_PLACED_TOPIC, 1), 0, 5, records(0, 5, partition=1))
     return store
 
 
 def problems(store) -> list[str]:
-    return verify(store, [TOPIC]).problems
+    return verify(store, [BETS_PLACED_TOPIC]).problems
 
 
 def test_a_segment_reads_back_byte_for_byte():
     recs = records(100, 50, step=2)  # offsets may skip (transaction markers)
-    data, manifest = encode_segment(TOPIC, 0, 100, 200, recs, None)
-    assert decode_segment(TOPIC, data) == recs
+    data, manifest = encode_segment(BETS_PLACED_TOPIC, 0, 100, 200, recs, None)
+    assert decode_segment(BETS_PLACED_TOPIC, data) == recs
     assert manifest.file_sha256 == sha256(data) and manifest.record_count == 50
     assert (manifest.first_offset, manifest.last_offset, manifest.end_offset) == (100, 198, 200)
     assert manifest.prev_manifest_sha256 is None
@@ -62,32 +61,32 @@ def test_a_segment_reads_back_byte_for_byte():
 
 def test_records_out_of_order_or_outside_the_segment_are_refused():
     with pytest.raises(ArchiveFormatError, match="out of order"):
-        encode_segment(TOPIC, 0, 0, 10, list(reversed(records(0, 3))), None)
+        encode_segment(BETS_PLACED_TOPIC, 0, 0, 10, list(reversed(records(0, 3))), None)
     with pytest.raises(ArchiveFormatError, match="outside"):
-        encode_segment(TOPIC, 0, 0, 2, records(0, 3), None)
+        encode_segment(BETS_PLACED_TOPIC, 0, 0, 2, records(0, 3), None)
     with pytest.raises(ArchiveFormatError, match="in a segment of"):
-        encode_segment(TOPIC, 1, 0, 10, records(0, 3), None)
+        encode_segment(BETS_PLACED_TOPIC, 1, 0, 10, records(0, 3), None)
 
 
 def test_the_position_comes_from_the_archive_and_the_chain_holds(archive):
-    head = head_of(archive, TOPIC, 0)
+    head = head_of(archive, BETS_PLACED_TOPIC, 0)
     assert head.end_offset == 30
-    report = verify(archive, [TOPIC])
+    report = verify(archive, [BETS_PLACED_TOPIC])
     assert report.ok, report.problems
     assert (report.segments, report.records) == (4, 35)
-    assert [r.offset for r in read_archived(archive, TOPIC, 0, 5, 25)] == list(range(5, 25))
+    assert [r.offset for r in read_archived(archive, BETS_PLACED_TOPIC, 0, 5, 25)] == list(range(5, 25))
     with pytest.raises(ValueError, match="the archive ends at 30"):
         write_segment(archive, head, 31, 40, records(31, 9))
 
 
 def test_reading_by_time_starts_at_the_segment_holding_that_time(archive):
     at = 1_700_000_000_000 + 15
-    got = [r.offset for r in read_archived(archive, TOPIC, 0, from_timestamp_ms=at)]
+    got = [r.offset for r in read_archived(archive, BETS_PLACED_TOPIC, 0, from_timestamp_ms=at)]
     assert got[0] <= 15 and got[-1] == 29 and got[0] >= 0
 
 
 def test_a_changed_file_is_named(archive):
-    path = archive.root / TOPIC / "p0000" / "00000000000000000010.parquet"
+    path = archive.root / BETS_PLACED_TOPIC / "p0000" / "00000000000000000010.parquet"
     data = bytearray(path.read_bytes())
     data[len(data) // 2] ^= 0xFF
     path.write_bytes(bytes(data))
@@ -96,13 +95,13 @@ def test_a_changed_file_is_named(archive):
 
 
 def test_a_missing_file_is_named(archive):
-    (archive.root / TOPIC / "p0000" / "00000000000000000020.parquet").unlink()
+    (archive.root / BETS_PLACED_TOPIC / "p0000" / "00000000000000000020.parquet").unlink()
     found = problems(archive)
     assert len(found) == 1 and "00000000000000000020.parquet: missing" in found[0]
 
 
 def test_a_missing_segment_is_a_gap_and_a_broken_chain(archive):
-    folder = archive.root / TOPIC / "p0000"
+    folder = archive.root / BETS_PLACED_TOPIC / "p0000"
     for suffix in (".parquet", ".manifest.json"):
         (folder / f"00000000000000000010{suffix}").unlink()
     found = "\n".join(problems(archive))
@@ -111,7 +110,7 @@ def test_a_missing_segment_is_a_gap_and_a_broken_chain(archive):
 
 
 def test_a_missing_first_segment_is_named(archive):
-    folder = archive.root / TOPIC / "p0000"
+    folder = archive.root / BETS_PLACED_TOPIC / "p0000"
     for suffix in (".parquet", ".manifest.json"):
         (folder / f"00000000000000000000{suffix}").unlink()
     found = problems(archive)
@@ -119,7 +118,7 @@ def test_a_missing_first_segment_is_named(archive):
 
 
 def test_reordered_segments_are_named(archive):
-    folder = archive.root / TOPIC / "p0000"
+    folder = archive.root / BETS_PLACED_TOPIC / "p0000"
     a, b = "00000000000000000000", "00000000000000000010"
     for suffix in (".parquet", ".manifest.json"):
         (folder / f"{a}{suffix}").rename(folder / f"x{suffix}")
@@ -133,7 +132,7 @@ def test_reordered_segments_are_named(archive):
 def test_a_rewritten_manifest_breaks_the_chain_after_it(archive):
     """Changing a file and its manifest's hash to match still leaves the next manifest
     pointing at the old manifest."""
-    folder = archive.root / TOPIC / "p0000"
+    folder = archive.root / BETS_PLACED_TOPIC / "p0000"
     path = folder / "00000000000000000010.manifest.json"
     manifest = Manifest.model_validate_json(path.read_bytes())
     forged = manifest.model_copy(update={"record_count": 9})
@@ -144,35 +143,35 @@ def test_a_rewritten_manifest_breaks_the_chain_after_it(archive):
 
 
 def test_a_manifest_moved_to_another_partition_is_named(archive):
-    src = archive.root / TOPIC / "p0001"
-    dst = archive.root / TOPIC / "p0002"
+    src = archive.root / BETS_PLACED_TOPIC / "p0001"
+    dst = archive.root / BETS_PLACED_TOPIC / "p0002"
     shutil.copytree(src, dst)
     found = "\n".join(problems(archive))
     assert "p0002/00000000000000000000.manifest.json: describes bets.placed[1]" in found
 
 
 def test_a_file_left_by_a_kill_is_a_note_and_is_written_again(archive):
-    head = head_of(archive, TOPIC, 0)
-    leftover = archive.root / TOPIC / "p0000" / "00000000000000000030.parquet"
+    head = head_of(archive, BETS_PLACED_TOPIC, 0)
+    leftover = archive.root / BETS_PLACED_TOPIC / "p0000" / "00000000000000000030.parquet"
     leftover.write_bytes(b"half a file")
-    report = verify(archive, [TOPIC])
+    report = verify(archive, [BETS_PLACED_TOPIC])
     assert report.ok and "without its manifest at the partition's end" in report.notes[0]
     write_segment(archive, head, 30, 35, records(30, 5))
-    assert verify(archive, [TOPIC]).ok and not verify(archive, [TOPIC]).notes
-    stray = archive.root / TOPIC / "p0000" / "00000000000000000012.parquet"
+    assert verify(archive, [BETS_PLACED_TOPIC]).ok and not verify(archive, [BETS_PLACED_TOPIC]).notes
+    stray = archive.root / BETS_PLACED_TOPIC / "p0000" / "00000000000000000012.parquet"
     stray.write_bytes(b"x")
     assert any("a file no manifest describes" in p for p in problems(archive))
 
 
 def test_a_manifest_is_written_once(archive):
-    stale = head_of(archive, TOPIC, 1)
-    stale = stale.__class__(TOPIC, 1, 0, None)
+    stale = head_of(archive, BETS_PLACED_TOPIC, 1)
+    stale = stale.__class__(BETS_PLACED_TOPIC, 1, 0, None)
     with pytest.raises(ObjectExistsError, match="already exists"):
         write_segment(archive, stale, 0, 5, records(0, 5, partition=1))
 
 
 def test_nothing_aged_out_of_the_log_unarchived(archive):
-    report = verify(archive, [TOPIC], log_starts=lambda _t: {0: 25, 1: 7, 2: 3})
+    report = verify(archive, [BETS_PLACED_TOPIC], log_starts=lambda _t: {0: 25, 1: 7, 2: 3})
     assert report.problems == [
         "bets.placed[1]: offsets 5..6 are neither archived nor in the log any more "
         "(aged out before archived)",

@@ -9,6 +9,7 @@ import pytest
 
 from croupier.services.archive.queries import ArchiveQueries
 from croupier.services.infra.archive_store import DirectoryStore
+from croupier.shared.topics import OPERATOR_ACTIONS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.archive_builder import archive_records, archive_rounds
 from tests.round_builder import RecordedRound
 
@@ -87,7 +88,7 @@ def test_the_event_log_names_the_annulment_its_reversals_and_large_wins(archived
     assert len(annulled) == 1
     assert annulled[0]["who"] == "Sari" and annulled[0]["round_id"] == "R11"
     assert annulled[0]["why"].startswith("card_exposed: a card was exposed")
-    assert annulled[0]["topic"] == "table.events" and annulled[0]["offset"] >= 0
+    assert annulled[0]["topic"] == TABLE_EVENTS_TOPIC and annulled[0]["offset"] >= 0
     reversed_ = [e for e in events if e["kind"] == "settlement_reversed"]
     assert len(reversed_) == sum(1 for s in rounds[11].settlements
                                  if s.type == "settlement_reversed")
@@ -112,7 +113,7 @@ def test_seed002_keluhan_each_late_complaint_override_is_a_significant_event(tmp
     assert override is not None
     uses = [override_record(complaint, T0, override, "operator", T0 + timedelta(hours=30, minutes=m),
                             f"use-{m}") for m in (1, 2)]
-    archive_records(store, [("operator.actions", u.table_id, u.model_dump_json().encode(),
+    archive_records(store, [(OPERATOR_ACTIONS_TOPIC, u.table_id, u.model_dump_json().encode(),
                               int(u.occurred_at.timestamp() * 1000)) for u in uses])
     queries = ArchiveQueries(store)
     try:
@@ -121,7 +122,7 @@ def test_seed002_keluhan_each_late_complaint_override_is_a_significant_event(tmp
         queries.close()
     assert len(found) == 2
     assert {(e["table_id"], e["round_id"], e["who"], e["topic"]) for e in found} == {
-        ("T1", "R1", "operator", "operator.actions")}
+        ("T1", "R1", "operator", OPERATOR_ACTIONS_TOPIC)}
     assert found[0]["why"] == "regulator asked (complaint of alice filed 30 h after the round)"
 
 

@@ -14,7 +14,7 @@ from croupier.services.infra.local_broker import cluster_nodes
 from croupier.services.infra.processes import service_env
 from croupier.services.infra.settings import Settings
 from croupier.services.infra.topic_admin import TopicState, differences
-from croupier.shared.topics import CATALOGUE_NAMES, min_insync_replicas, topic_catalogue
+from croupier.shared.topics import BETS_SETTLED_TOPIC, CATALOGUE_NAMES, min_insync_replicas, topic_catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -113,7 +113,7 @@ def test_a_stack_hands_the_cluster_size_to_its_processes():
 
 
 def test_differences_name_each_drift_by_topic():
-    [spec] = [t for t in topic_catalogue(replication=3) if t.name == "bets.settled"]
+    [spec] = [t for t in topic_catalogue(replication=3) if t.name == BETS_SETTLED_TOPIC]
     ok = TopicState(spec.name, spec.partitions, dict(spec.configs), replication=3)
     assert differences((spec,), {spec.name: ok}) == []
     assert differences((spec,), {}) == ["bets.settled: missing"]

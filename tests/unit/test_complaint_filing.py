@@ -25,6 +25,7 @@ from croupier.services.operator.http_api import make_app
 from croupier.services.operator.replay_service import parse_time
 from croupier.shared.events.operator_actions import ComplaintFiled, ComplaintWindowOverridden
 from croupier.shared.events.registry import topic_adapter
+from croupier.shared.topics import OPERATOR_ACTIONS_TOPIC
 
 T0 = datetime(2026, 11, 30, 8, 30, tzinfo=UTC)
 BODY = {"player_id": "alice", "played_at": "2026-11-30T08:31:00Z", "dealer": "Ana",
@@ -68,7 +69,7 @@ def test_a_complaint_in_time_is_recorded_within_the_window_and_an_override_reaso
     assert (filed.type, filed.complaint_id, filed.within_window, filed.override) == (
         "complaint_filed", "c1", True, None)
     assert filed.filed_at == T0 + timedelta(hours=23) and filed.round_opened_at == T0
-    assert topic_adapter("operator.actions").validate_json(filed.model_dump_json()) == filed
+    assert topic_adapter(OPERATOR_ACTIONS_TOPIC).validate_json(filed.model_dump_json()) == filed
 
 
 def test_seed002_keluhan_a_late_complaint_is_refused_unless_an_allowed_override_is_recorded():

@@ -16,6 +16,7 @@ from croupier.services.infra import metrics
 from croupier.services.infra.batching import until_applied
 from croupier.services.infra.dead_letters import apply_each
 from croupier.shared.events.dead_letters import KEEP_VALUE_BYTES, DeadLetter
+from croupier.shared.topics import DEAD_LETTERS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.unit.agent_loop_support import Message
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -23,7 +24,7 @@ NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 class Event:
     def __init__(self, offset: int, value: bytes | None, key: bytes | None = b"T1") -> None:
-        self.message = Message("table.events", 2, offset, key, value)
+        self.message = Message(TABLE_EVENTS_TOPIC, 2, offset, key, value)
         self.value = value
 
 
@@ -36,23 +37,23 @@ def parse_and_echo(event: Event) -> list[tuple[str, bytes, bytes]]:
 
 
 def letters(records) -> list[DeadLetter]:
-    return [DeadLetter.model_validate_json(v) for t, _, v in records if t == "dead.letters"]
+    return [DeadLetter.model_validate_json(v) for t, _, v in records if t == DEAD_LETTERS_TOPIC]
 
 
 def test_poison_records_are_dead_lettered_and_the_good_ones_applied():
     deep = b"[" * 100_000 + b"]" * 100_000  # RecursionError in the parser (issue 11, 1)
     batch = [Event(10, b'{"ok": 1}'), Event(11, deep), Event(12, b"\x00garbage bytes\xff"),
              Event(13, b'{"profile": "no-such-profile"}'), Event(14, None), Event(15, b'{"ok": 2}')]
-    before = metrics.DEAD_LETTERS.labels("svc", "table.events", "RecursionError")._value.get()
+    before = metrics.DEAD_LETTERS.labels("svc", TABLE_EVENTS_TOPIC, "RecursionError")._value.get()
     records = apply_each("svc", batch, parse_and_echo, lambda: NOW)
     assert [v for t, _, v in records if t == "out"] == [b'{"ok": 1}', b'{"ok": 2}']
     dead = letters(records)
     assert [d.offset for d in dead] == [11, 12, 13, 14]
-    assert all(d.topic == "table.events" and d.partition == 2 and d.service == "svc"
+    assert all(d.topic == TABLE_EVENTS_TOPIC and d.partition == 2 and d.service == "svc"
                for d in dead)
     assert dead[0].dead_letter_id == "svc:table.events:2:11"
     assert dead[2].error_type == "LookupError" and "no-such-profile" in dead[2].error
-    assert metrics.DEAD_LETTERS.labels("svc", "table.events", "RecursionError")._value.get() \
+    assert metrics.DEAD_LETTERS.labels("svc", TABLE_EVENTS_TOPIC, "RecursionError")._value.get() \
         == before + 1
 
 

@@ -22,6 +22,7 @@ from croupier.shared.events.inputs import NewShoe, OpenRound
 from croupier.shared.events.rejections import InputRefused
 from croupier.shared.events.sources import InputPosition
 from croupier.shared.events.table import ShoeStarted, parse_table_event, seal
+from croupier.shared.topics import DEALER_INPUTS_TOPIC, DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.unit.dealer_runtime_support import World, close
 
 
@@ -34,16 +35,16 @@ def checkpoints(records, events_key: bytes | None = None) -> Checkpoints:
     """The rebuild's fold of every partition of table.events and dealer.rejections."""
     inputs: Checkpoints = {}
     states: dict = {}
-    fold_events(states, [(k, v) for t, k, v in records if t == "table.events"], events_key,
+    fold_events(states, [(k, v) for t, k, v in records if t == TABLE_EVENTS_TOPIC], events_key,
                 inputs=inputs)
-    fold_rejections(states, [v for t, k, v in records if t == "dealer.rejections"], inputs)
+    fold_rejections(states, [v for t, k, v in records if t == DEALER_REJECTIONS_TOPIC], inputs)
     return inputs
 
 
 def refs(records) -> list[tuple[str, InputPosition | None]]:
     out = []
     for topic, _, value in records:
-        record = (parse_table_event(value) if topic == "table.events"
+        record = (parse_table_event(value) if topic == TABLE_EVENTS_TOPIC
                   else InputRefused.model_validate_json(value))
         out.append((topic, record.input_ref))
     return out
@@ -73,10 +74,10 @@ def test_every_record_names_its_input_and_how_far_its_partition_was_decided():
     two_batches(w)
     named = refs(w.log.records)
     assert all(ref is not None for _, ref in named)
-    assert ("dealer.rejections", InputPosition(partition=1, offset=0, decided_through=-1)) \
+    assert (DEALER_REJECTIONS_TOPIC, InputPosition(partition=1, offset=0, decided_through=-1)) \
         in named
-    assert ("table.events", InputPosition(partition=0, offset=4, decided_through=2)) in named
-    assert ("dealer.rejections", InputPosition(partition=1, offset=2, decided_through=1)) \
+    assert (TABLE_EVENTS_TOPIC, InputPosition(partition=0, offset=4, decided_through=2)) in named
+    assert (DEALER_REJECTIONS_TOPIC, InputPosition(partition=1, offset=2, decided_through=1)) \
         in named
 
 
@@ -104,7 +105,7 @@ def test_a_worker_skips_what_the_log_decided_and_decides_the_rest():
     assert reports[:2] == [None, None], "decided by the log: skipped, nothing written again"
     assert reports[2]["status"] == "refused"  # R1 is in progress on C
     assert refs(w.log.records[written:]) == [
-        ("dealer.rejections", InputPosition(partition=0, offset=6, decided_through=2))]
+        (DEALER_REJECTIONS_TOPIC, InputPosition(partition=0, offset=6, decided_through=2))]
     assert fresh.runtime.inputs[0] == InputCheckpoint(6, set())
 
 
@@ -118,7 +119,7 @@ def test_a_batch_cut_between_the_topics_decides_again_only_what_is_missing():
 
     async def torn(records) -> None:
         for record in records:
-            (lost if record[0] == "dealer.rejections" else w.log.records).append(record)
+            (lost if record[0] == DEALER_REJECTIONS_TOPIC else w.log.records).append(record)
         raise ConnectionError("broker gone")
 
     publish, w.runtime._publish_all = w.runtime._publish_all, torn
@@ -128,7 +129,7 @@ def test_a_batch_cut_between_the_topics_decides_again_only_what_is_missing():
         asyncio.run(w.runtime.handle_batch(batch))
     except ConnectionError:
         pass
-    assert [r[0] for r in lost] == ["dealer.rejections"]
+    assert [r[0] for r in lost] == [DEALER_REJECTIONS_TOPIC]
     inputs = checkpoints(w.log.records)
     assert inputs[1] == InputCheckpoint(2, {4}) and inputs[1].resume_at() == 3
 
@@ -139,7 +140,7 @@ def test_a_batch_cut_between_the_topics_decides_again_only_what_is_missing():
     # answered: the waiters are answered only after every ack)
     assert reports[0]["reason_code"] == "round_in_progress" and reports[1] is None
     assert refs(w.log.records[written:]) == [
-        ("dealer.rejections", InputPosition(partition=1, offset=3, decided_through=2))]
+        (DEALER_REJECTIONS_TOPIC, InputPosition(partition=1, offset=3, decided_through=2))]
 
 
 def test_records_from_before_the_field_existed_fall_back_to_the_groups_commit():
@@ -149,7 +150,7 @@ def test_records_from_before_the_field_existed_fall_back_to_the_groups_commit():
     asyncio.run(w.runtime.handle_batch([
         w.raw("A", NewShoe, shoe_id="S1", profile="sbo-baccarat"),
         w.raw("B", OpenRound, round_id="R1", dealer="Ayu")]))  # no offsets: as old records
-    assert refs(w.log.records) == [("table.events", None), ("dealer.rejections", None)]
+    assert refs(w.log.records) == [(TABLE_EVENTS_TOPIC, None), (DEALER_REJECTIONS_TOPIC, None)]
     assert checkpoints(w.log.records) == {}
     assert InputCheckpoint().resume_at() is None
 
@@ -162,7 +163,7 @@ def test_records_from_before_the_field_existed_fall_back_to_the_groups_commit():
     real = getattr(dealer_app, "runtime", None)
     dealer_app.runtime = Runtime()  # type: ignore[assignment]
     try:
-        at = {p: asyncio.run(dealer_app.resume_at(TP("dealer.inputs", p))) for p in (0, 1, 2)}
+        at = {p: asyncio.run(dealer_app.resume_at(TP(DEALER_INPUTS_TOPIC, p))) for p in (0, 1, 2)}
     finally:
         if real is None:
             del dealer_app.runtime
@@ -170,11 +171,11 @@ def test_records_from_before_the_field_existed_fall_back_to_the_groups_commit():
             dealer_app.runtime = real
     assert at == {0: 3, 1: None, 2: None}
     # the kernel's loop: None is the group's commit where there is one, else the start
-    consumer = PositionedConsumer({"dealer.inputs": {1: 7}})
-    owners = Owners("http://h:1", "g", held={TP("dealer.inputs", p) for p in (0, 1, 2)})
+    consumer = PositionedConsumer({DEALER_INPUTS_TOPIC: {1: 7}})
+    owners = Owners("http://h:1", "g", held={TP(DEALER_INPUTS_TOPIC, p) for p in (0, 1, 2)})
     asyncio.run(kernel._position(consumer, owners, dealer_app_at(at), "dealer-event"))
-    assert consumer.seeks == {("dealer.inputs", 0): 3, ("dealer.inputs", 1): 7,
-                              ("dealer.inputs", 2): 0}
+    assert consumer.seeks == {(DEALER_INPUTS_TOPIC, 0): 3, (DEALER_INPUTS_TOPIC, 1): 7,
+                              (DEALER_INPUTS_TOPIC, 2): 0}
     assert owners.ready == owners.held and consumer.resumed == set(consumer.seeks)
 
 
@@ -212,5 +213,5 @@ def test_a_forged_event_moves_no_checkpoint():
                   occurred_at=datetime(2024, 1, 1, tzinfo=UTC), key=b"x" * 32, shoe_id="S1",
                   profile="sbo-baccarat", decks=8,
                   input_ref=InputPosition(partition=0, offset=999, decided_through=998))
-    records = [("table.events", b"A", e.model_dump_json().encode()) for e in (genuine, forged)]
+    records = [(TABLE_EVENTS_TOPIC, b"A", e.model_dump_json().encode()) for e in (genuine, forged)]
     assert checkpoints(records, events_key=key) == {0: InputCheckpoint(3, {4})}

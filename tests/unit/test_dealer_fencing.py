@@ -14,16 +14,16 @@ from croupier.services.bet_settlement.settlement_fold import Lookups
 from croupier.services.dealer_event.rebuild import fold_events
 from croupier.services.dealer_event.runtime import LOST_RACE
 from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
-from croupier.services.game_evaluation.evaluator import TableFlagged as EvaluationFlagged
 from croupier.services.infra.clock import ManualClock
 from croupier.services.operator.audit import Books
 from croupier.services.operator.rebuild import _rounds_from_table_events
 from croupier.services.operator.replay import replay_round
 from croupier.services.wallet.table_views import TableViews
 from croupier.shared.events.chain import follow_chain
-from croupier.shared.events.event_auth import VOID
+from croupier.shared.events.event_auth import VOID, TableFlagged
 from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound, VoidRound
 from croupier.shared.events.table import VoidReason, parse_table_event, seal
+from croupier.shared.topics import DEAD_LETTERS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.unit.agent_loop_support import Event
 from tests.unit.dealer_runtime_support import PARTITIONS, World
 from tests.unit.settlement_log_support import LogBroker, Worker
@@ -188,8 +188,8 @@ def test_game_evaluation_follows_the_winner_and_flags_nothing():
 def _settle(raws):
     worker = Worker(LogBroker(), ManualClock(), key=KEY, accept_unsigned=False)
     for offset, raw in enumerate(raws):
-        worker.apply([Event("table.events", offset, b"A", raw)])
-    letters = [v for t, _, v in worker.broker.published if t == "dead.letters"]
+        worker.apply([Event(TABLE_EVENTS_TOPIC, offset, b"A", raw)])
+    letters = [v for t, _, v in worker.broker.published if t == DEAD_LETTERS_TOPIC]
     return worker, letters
 
 
@@ -278,7 +278,7 @@ def long_race() -> tuple[list[bytes], list[bytes], World]:
     def zombie_writes(n: int) -> None:
         for _ in range(n):
             zombie.append(_zombie_next(zombie[-1]))
-            owner.log._append([("table.events", b"A", zombie[-1])])
+            owner.log._append([(TABLE_EVENTS_TOPIC, b"A", zombie[-1])])
 
     async def go():
         zombie_writes(2)
@@ -364,7 +364,7 @@ def test_a_gap_another_writer_left_puts_the_table_out_of_play_for_the_owner_too(
     head = parse_table_event(table_events(owner)[-1])
     fields = head.model_dump(exclude={"hash", "auth", "type", "event_id", "seq", "prev_hash"})
     gap = seal(type(head), **{**fields, "seq": head.seq + 2, "prev_hash": "e" * 64}, key=KEY)
-    owner.log._append([("table.events", b"A", gap.model_dump_json().encode())])
+    owner.log._append([(TABLE_EVENTS_TOPIC, b"A", gap.model_dump_json().encode())])
 
     async def go():
         items, _ = inputs(owner, (6, VoidRound, dict(round_id="R1",
@@ -374,7 +374,7 @@ def test_a_gap_another_writer_left_puts_the_table_out_of_play_for_the_owner_too(
         await owner.runtime.ensure_ready()
     run(go())
     assert owner.runtime.tables["A"].corrupt
-    with pytest.raises(EvaluationFlagged, match="out of order"):
+    with pytest.raises(TableFlagged, match="out of order"):
         _evaluate(table_events(owner))
 
 
@@ -388,7 +388,7 @@ def test_a_forged_event_off_the_chain_still_flags():
                   key=b"not-the-key")
     raws = [*table_events(r.owner), forged.model_dump_json().encode()]
     view, _ = _evaluate(raws[:-1])
-    with pytest.raises(EvaluationFlagged, match="forged"):
+    with pytest.raises(TableFlagged, match="forged"):
         observe_verified(view, forged, KEY)
     assert _views(raws).flagged is not None
     _, letters = _settle(raws)

@@ -13,13 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from croupier.services.game_evaluation.decisions import Evaluations
-from croupier.services.game_evaluation.evaluation_fold import (
-    EVALUATION_FOLD,
-    EVALUATION_LOG_TOPIC,
-    state_key,
-    state_of,
-    step,
-)
+from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD, state_key, state_of, step
 from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
 from croupier.services.infra import metrics
 from croupier.services.infra.kernel import OwnLog, apply_batch
@@ -28,12 +22,16 @@ from croupier.shared.cards import parse_card
 from croupier.shared.events.evaluation_log import EvaluationEntry
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.table import CardDealt, RoundOpened, parse_table_event
+from croupier.shared.topics import (
+    DEAD_LETTERS_TOPIC,
+    EVALUATION_LOG_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+)
 from tests.crashsim.consume import Event
 from tests.crashsim.consume import Message as SimMessage
 from tests.unit.agent_loop_support import APPENDED
 from tests.unit.test_table_event_auth import FORGED, KEY, REAL, T0, Chain, opened_round
-
-EVENTS = "table.events"
 
 
 @dataclass
@@ -72,10 +70,10 @@ class MemoryIO:
 
     def results(self) -> list[RoundResultPublished]:
         return [RoundResultPublished.model_validate_json(v)
-                for topic, _, v in self.published if topic == "round.results"]
+                for topic, _, v in self.published if topic == ROUND_RESULTS_TOPIC]
 
     def dead_letters(self) -> list[bytes]:
-        return [v for topic, _, v in self.published if topic == "dead.letters"]
+        return [v for topic, _, v in self.published if topic == DEAD_LETTERS_TOPIC]
 
 
 def worker(io: MemoryIO, name: str = "w1") -> tuple[OwnLog, Evaluations]:
@@ -87,7 +85,7 @@ def worker(io: MemoryIO, name: str = "w1") -> tuple[OwnLog, Evaluations]:
 
 
 def records(values: list[bytes], first: int = 0) -> list[Event]:
-    return [Event(Message(EVENTS, 0, first + i, v)) for i, v in enumerate(values)]
+    return [Event(Message(TABLE_EVENTS_TOPIC, 0, first + i, v)) for i, v in enumerate(values)]
 
 
 def run(own: OwnLog, evaluations: Evaluations, events: list[Event], batch: int = 3) -> None:
@@ -134,7 +132,7 @@ def test_the_state_rebuilt_from_the_entries_equals_the_live_one():
     rebuilt, _ = worker(io, "w2")
     state = asyncio.run(rebuilt.recover(0))
     assert state.kv == live.states[0].kv
-    assert state.resume_at(EVENTS, 0) == len(chain.events)
+    assert state.resume_at(TABLE_EVENTS_TOPIC, 0) == len(chain.events)
     # and so does the one fold run over the entries by hand
     by_hand: PartitionState = PartitionState(0)
     for offset, entry in enumerate(io.entries()):
@@ -162,7 +160,7 @@ def test_a_result_is_published_exactly_from_its_entry():
     with_result = [e for e in io.entries() if e.result is not None]
     assert [e.result.round_id for e in with_result] == ["R1", "R2"]
     assert io.results() == [e.result for e in with_result]
-    published = [r for r in io.published if r[0] == "round.results"]
+    published = [r for r in io.published if r[0] == ROUND_RESULTS_TOPIC]
     assert published == [r for e in io.entries() for r in EVALUATION_FOLD.outputs(e)]
     assert all(EVALUATION_FOLD.outputs(e) == [] for e in io.entries() if e.result is None)
     assert results_counted() - before == 2
@@ -218,7 +216,7 @@ def test_a_forged_event_is_dead_lettered_from_the_entry_that_flags_its_table():
     # the dead letter is the entry's output: a crash before it was sent loses nothing
     assert flagged.dead_letter is not None and flagged.dead_letter.offset == 6
     assert EVALUATION_FOLD.outputs(flagged) == [r for r in io.published
-                                                if r[0] == "dead.letters"]
+                                                if r[0] == DEAD_LETTERS_TOPIC]
     assert flagged.state.last_seq == chain.events[-2].seq  # the forgery moved nothing
     assert io.results() == []  # the real card completes the round on a flagged table
     assert state_of(own.states[0].kv, "T1").flagged

@@ -20,6 +20,7 @@ from croupier.shared.events import ids
 from croupier.shared.events.bet_events import BetAccepted, BetRejected, RoundManifest, manifest_digest
 from croupier.shared.events.inputs import ScanCard
 from croupier.shared.events.wallet_events import WalletTransaction, tx_id
+from croupier.shared.topics import TABLE_EVENTS_TOPIC, WALLET_LEDGER_TOPIC
 from tests.unit.audit_support import Ledger
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -202,7 +203,7 @@ def ledger_of(books: Books) -> list:
                 account=Account(player_id=player, currency=tx.currency,
                                 balance=tx.balance_after, tx_count=seq),
                 tx=tx, published_through=-1, recorded_at=NOW)
-            records.append(LogRecord("wallet.ledger", 0, offset, 0, entry))
+            records.append(LogRecord(WALLET_LEDGER_TOPIC, 0, offset, 0, entry))
             prev = entry.entry_id
     return records
 
@@ -212,7 +213,7 @@ def _rebuild_with(monkeypatch, books: Books, live: dict[str, int]):
 
     ledger = ledger_of(books)
     monkeypatch.setattr(rb, "read_topic", lambda bootstrap, topic, *a, **k: iter(
-        ledger if topic == "wallet.ledger" else ()))
+        ledger if topic == WALLET_LEDGER_TOPIC else ()))
     monkeypatch.setattr(rb, "read_books", lambda *a, **k: (books, []))
     asked: list[str] = []
 
@@ -246,7 +247,7 @@ def test_rebuild_names_a_player_whose_ledger_and_transactions_disagree(monkeypat
         update={"account": entry.account.model_copy(
             update={"balance": entry.account.balance + 1})}))
     monkeypatch.setattr(rb, "read_topic", lambda bootstrap, topic, *a, **k: iter(
-        ledger if topic == "wallet.ledger" else ()))
+        ledger if topic == WALLET_LEDGER_TOPIC else ()))
     monkeypatch.setattr(rb, "read_books", lambda *a, **k: (shared_ids.books, []))
     report = rb.rebuild("unused:9092", lambda players: {"alice": 100_950, "bob": 50_000})
     assert report.differences == ["player bob: wallet.transactions add up to 50000, the fold "
@@ -298,8 +299,8 @@ def test_a_round_whose_cards_give_no_result_is_a_difference_not_a_crash(monkeypa
     books = Books()
     books.add(rec.result)
     monkeypatch.setattr(rb, "read_topic", lambda bootstrap, topic, *a, **k: iter(
-        [LogRecord("table.events", 0, i, 0, e) for i, e in enumerate(events)]
-        if topic == "table.events" else []))
+        [LogRecord(TABLE_EVENTS_TOPIC, 0, i, 0, e) for i, e in enumerate(events)]
+        if topic == TABLE_EVENTS_TOPIC else []))
     monkeypatch.setattr(rb, "read_books", lambda *a, **k: (books, []))
     report = rb.rebuild("unused:9092", lambda players: {})
     assert any(d.startswith("T1/R1: its cards give no result") for d in report.differences)

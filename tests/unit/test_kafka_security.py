@@ -9,7 +9,21 @@ import pytest
 
 from croupier.services.infra import kafka_security as ks
 from croupier.services.infra.settings import Settings
-from croupier.shared.topics import topic_catalogue
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    DEALER_INPUTS_TOPIC,
+    DEALER_REJECTIONS_TOPIC,
+    OPERATOR_ACTIONS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_ENDINGS_TOPIC,
+    WALLET_LEDGER_SNAPSHOTS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+    topic_catalogue,
+)
 
 
 def settings(tmp_path, **kw) -> Settings:
@@ -26,23 +40,23 @@ def writers_of(topic: str) -> set[str]:
 
 
 def test_only_the_owner_writes_each_topic() -> None:
-    assert writers_of("table.events") == {"dealer-event"}
-    assert writers_of("dealer.rejections") == {"dealer-event"}
-    assert writers_of("round.results") == {"game-evaluation"}
-    assert writers_of("bets.placed") == {"wallet"}
-    assert writers_of("wallet.transactions") == {"wallet"}
-    assert writers_of("bets.decisions") == {"bet-settlement"}
-    assert writers_of("bets.settled") == {"bet-settlement"}
+    assert writers_of(TABLE_EVENTS_TOPIC) == {"dealer-event"}
+    assert writers_of(DEALER_REJECTIONS_TOPIC) == {"dealer-event"}
+    assert writers_of(ROUND_RESULTS_TOPIC) == {"game-evaluation"}
+    assert writers_of(BETS_PLACED_TOPIC) == {"wallet"}
+    assert writers_of(WALLET_TRANSACTIONS_TOPIC) == {"wallet"}
+    assert writers_of(BETS_DECISIONS_TOPIC) == {"bet-settlement"}
+    assert writers_of(BETS_SETTLED_TOPIC) == {"bet-settlement"}
     # devices; and dealer-event, which puts what POST /inputs receives on the topic
-    assert writers_of("dealer.inputs") == {"table-device", "dealer-event"}
+    assert writers_of(DEALER_INPUTS_TOPIC) == {"table-device", "dealer-event"}
 
 
 def test_the_catalogue_names_the_same_writers() -> None:
     for spec in topic_catalogue():
-        if spec.name == "dead.letters":  # "every service": each writes what it gives up on
+        if spec.name == DEAD_LETTERS_TOPIC:  # "every service": each writes what it gives up on
             assert writers_of(spec.name) == {"dealer-event", "game-evaluation",
                                              "bet-settlement", "wallet"}
-        elif spec.name != "dealer.inputs":
+        elif spec.name != DEALER_INPUTS_TOPIC:
             assert writers_of(spec.name) == {spec.writer}, spec.name
 
 
@@ -50,9 +64,9 @@ def test_the_operator_and_devices_write_nothing_else() -> None:
     for who, rtype, _ptype, name, op in rights():
         if who == ks.OPERATOR:  # it records its overrides, and writes nothing else
             assert op in {"READ", "DESCRIBE"} or (rtype, name, op) == (
-                "TOPIC", "operator.actions", "WRITE"), (rtype, name, op)
+                "TOPIC", OPERATOR_ACTIONS_TOPIC, "WRITE"), (rtype, name, op)
         if who == ks.TABLE_DEVICE:
-            assert (rtype, name) == ("TOPIC", "dealer.inputs") and op in {"WRITE", "DESCRIBE"}
+            assert (rtype, name) == ("TOPIC", DEALER_INPUTS_TOPIC) and op in {"WRITE", "DESCRIBE"}
 
 
 def test_the_operator_reads_every_topic() -> None:
@@ -75,10 +89,10 @@ def test_a_service_owns_its_group_and_private_topics_by_prefix_only() -> None:
 def test_services_read_what_they_consume() -> None:
     table = rights()
     for service, topics in {
-        "dealer-event": ("dealer.inputs", "table.events", "dealer.rejections"),
-        "game-evaluation": ("table.events",),
-        "bet-settlement": ("bets.placed", "table.events", "round.results"),
-        "wallet": ("wallet.endings", "table.events", "wallet.ledger.snapshots"),
+        "dealer-event": (DEALER_INPUTS_TOPIC, TABLE_EVENTS_TOPIC, DEALER_REJECTIONS_TOPIC),
+        "game-evaluation": (TABLE_EVENTS_TOPIC,),
+        "bet-settlement": (BETS_PLACED_TOPIC, TABLE_EVENTS_TOPIC, ROUND_RESULTS_TOPIC),
+        "wallet": (WALLET_ENDINGS_TOPIC, TABLE_EVENTS_TOPIC, WALLET_LEDGER_SNAPSHOTS_TOPIC),
     }.items():
         for topic in topics:
             assert (service, "TOPIC", "LITERAL", topic, "READ") in table

@@ -10,6 +10,7 @@ import json
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
 from croupier.services.infra.consumer import Owners, OwnersAssignor, assign
+from croupier.shared.topics import BETS_PLACED_TOPIC, TABLE_EVENTS_TOPIC
 
 
 class Cluster:
@@ -20,24 +21,24 @@ class Cluster:
         return set(range(self.partitions[topic])) if topic in self.partitions else None
 
 
-def member(url: str, topics=("bets.placed", "table.events")) -> ConsumerProtocolMemberMetadata:
+def member(url: str, topics=(BETS_PLACED_TOPIC, TABLE_EVENTS_TOPIC)) -> ConsumerProtocolMemberMetadata:
     return ConsumerProtocolMemberMetadata(0, list(topics), json.dumps({"url": url}).encode())
 
 
 def test_partition_p_of_every_input_goes_to_one_worker_and_all_learn_the_map():
-    cluster = Cluster({"bets.placed": 4, "table.events": 4})
+    cluster = Cluster({BETS_PLACED_TOPIC: 4, TABLE_EVENTS_TOPIC: 4})
     members = {"m-b": member("http://h:8203"), "m-a": member("http://h:8103")}
     out = assign(cluster, members)
     held = {m: {t: ps for t, ps in a.assignment} for m, a in out.items()}
     for m in members:
-        assert held[m]["bets.placed"] == held[m]["table.events"]  # co-partitioned
-    assert sorted(held["m-a"]["bets.placed"] + held["m-b"]["bets.placed"]) == [0, 1, 2, 3]
+        assert held[m][BETS_PLACED_TOPIC] == held[m][TABLE_EVENTS_TOPIC]  # co-partitioned
+    assert sorted(held["m-a"][BETS_PLACED_TOPIC] + held["m-b"][BETS_PLACED_TOPIC]) == [0, 1, 2, 3]
     maps = {a.user_data for a in out.values()}
     assert len(maps) == 1  # every member gets the same whole map
     table = json.loads(maps.pop())
     for m, url in (("m-a", "http://h:8103"), ("m-b", "http://h:8203")):
-        assert [int(p) for p, u in table["table.events"].items() if u == url] == \
-            held[m]["table.events"]
+        assert [int(p) for p, u in table[TABLE_EVENTS_TOPIC].items() if u == url] == \
+            held[m][TABLE_EVENTS_TOPIC]
 
 
 def test_the_assignment_depends_on_the_urls_not_the_member_ids():

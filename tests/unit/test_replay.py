@@ -20,6 +20,14 @@ from croupier.services.operator.report_render import to_html, to_json, to_text
 from croupier.shared.cards import parse_card
 from croupier.shared.events.bet_events import BetSettled, SettlementReversed
 from croupier.shared.events.registry import topic_adapter
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_SETTLED_TOPIC,
+    OPERATOR_ACTIONS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.round_builder import T0, RecordedRound
 
 
@@ -164,7 +172,7 @@ def test_seed002_keluhan_the_override_with_the_setting_is_recorded_as_a_signific
         "complaint_window_overridden", "operator", "regulator asked")
     assert (record.table_id, record.round_id, record.player_id) == ("T1", "R1", "alice")
     assert record.late_seconds == 25 * 3600 and record.occurred_at == now
-    assert topic_adapter("operator.actions").validate_json(record.model_dump_json()) == record
+    assert topic_adapter(OPERATOR_ACTIONS_TOPIC).validate_json(record.model_dump_json()) == record
 
 
 def _floor_round(bets: int, players: int):
@@ -183,30 +191,30 @@ def _floor_round(bets: int, players: int):
 
 def test_a_round_of_two_thousand_bets_replays_to_match_and_renders():
     played, parsed = _floor_round(2_000, 1_000)
-    wallet = [tx for tx in parsed["wallet.transactions"] if tx.round_id == played.round_id]
-    report = replay_round("T9", played.round_id, parsed["table.events"], None,
-                          parsed["round.results"][0], parsed["bets.decisions"],
-                          parsed["bets.settled"], wallet)
+    wallet = [tx for tx in parsed[WALLET_TRANSACTIONS_TOPIC] if tx.round_id == played.round_id]
+    report = replay_round("T9", played.round_id, parsed[TABLE_EVENTS_TOPIC], None,
+                          parsed[ROUND_RESULTS_TOPIC][0], parsed[BETS_DECISIONS_TOPIC],
+                          parsed[BETS_SETTLED_TOPIC], wallet)
     assert report.verdict == "MATCH", report.differences[:5]
     assert len(report.bets) == 2_000 and all(b.wallet for b in report.bets)
     assert sum(b.decision.startswith("rejected") for b in report.bets) == 40
     text, page, data = to_text(report), to_html(report), to_json(report)
     assert "VERDICT: MATCH" in text and text.count("\n      wallet: ") >= 2_000
     assert page.count("<tr><td>T9-r1-b") == 2_000 and '"verdict": "MATCH"' in data
-    one = replay_round("T9", played.round_id, parsed["table.events"], None,
-                       parsed["round.results"][0], parsed["bets.decisions"],
-                       parsed["bets.settled"], [tx for tx in wallet if tx.player_id == "p3"],
+    one = replay_round("T9", played.round_id, parsed[TABLE_EVENTS_TOPIC], None,
+                       parsed[ROUND_RESULTS_TOPIC][0], parsed[BETS_DECISIONS_TOPIC],
+                       parsed[BETS_SETTLED_TOPIC], [tx for tx in wallet if tx.player_id == "p3"],
                        player_id="p3")
     assert one.verdict == "MATCH" and {b.bet_id for b in one.bets} == {"T9-r1-b3", "T9-r1-b1003"}
 
 
 def test_a_missing_payout_among_thousands_is_named():
     played, parsed = _floor_round(2_000, 1_000)
-    wallet = [tx for tx in parsed["wallet.transactions"] if tx.round_id == played.round_id]
+    wallet = [tx for tx in parsed[WALLET_TRANSACTIONS_TOPIC] if tx.round_id == played.round_id]
     dropped = next(tx for tx in wallet if tx.kind == "payout")
-    report = replay_round("T9", played.round_id, parsed["table.events"], None,
-                          parsed["round.results"][0], parsed["bets.decisions"],
-                          parsed["bets.settled"], [tx for tx in wallet if tx is not dropped])
+    report = replay_round("T9", played.round_id, parsed[TABLE_EVENTS_TOPIC], None,
+                          parsed[ROUND_RESULTS_TOPIC][0], parsed[BETS_DECISIONS_TOPIC],
+                          parsed[BETS_SETTLED_TOPIC], [tx for tx in wallet if tx is not dropped])
     assert [d.where for d in report.differences] == [f"wallet.transactions {dropped.tx_id}"]
 
 

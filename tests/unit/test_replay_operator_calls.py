@@ -16,6 +16,13 @@ from croupier.shared.events.operator_wallet import (
     OperatorCallRecord,
     WalletRequest,
 )
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_SETTLED_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    WALLET_OPERATOR_CALLS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.round_builder import T0, RecordedRound
 
 LONG_AFTER = T0 + timedelta(days=2)
@@ -366,20 +373,20 @@ def test_the_calls_are_read_on_every_partition_until_the_owed_window_has_passed(
     end_ms = int(T0.timestamp() * 1000)
     owed_ms = end_ms + int(OWED_WINDOW.total_seconds() * 1000)
     windows = {w.topic: w for w in _reader({}).money_windows("T1", "R1", end_ms, None)}
-    calls = windows["wallet.operator_calls"]
+    calls = windows[WALLET_OPERATOR_CALLS_TOPIC]
     assert calls.partitions == [0, 1, 2, 3]
     assert not calls.stop(None, owed_ms) and calls.stop(None, owed_ms + 1)
-    assert windows["wallet.transactions"].stop(None, end_ms + 1)  # the movements' window is shorter
+    assert windows[WALLET_TRANSACTIONS_TOPIC].stop(None, end_ms + 1)  # the movements' window is shorter
     assert calls.keep(b"alice", b'{"round_id":"R1"}') and not calls.keep(b"alice", b'{"R2"}')
     one = {w.topic: w for w in _reader({}).money_windows("T1", "R1", end_ms, "alice")}
-    assert len(one["wallet.operator_calls"].partitions) == 1
-    assert not one["wallet.operator_calls"].keep(b"bob", b'{"round_id":"R1"}')
+    assert len(one[WALLET_OPERATOR_CALLS_TOPIC].partitions) == 1
+    assert not one[WALLET_OPERATOR_CALLS_TOPIC].keep(b"bob", b'{"round_id":"R1"}')
 
 
 def test_a_broker_without_the_calls_topic_is_read_without_it():
-    reader = _reader({"wallet.operator_calls": []})
+    reader = _reader({WALLET_OPERATOR_CALLS_TOPIC: []})
     topics = [w.topic for w in reader.money_windows("T1", "R1", 0, None)]
-    assert "wallet.operator_calls" not in topics and "wallet.transactions" in topics
+    assert WALLET_OPERATOR_CALLS_TOPIC not in topics and WALLET_TRANSACTIONS_TOPIC in topics
 
 
 def test_only_the_rounds_calls_are_kept():
@@ -389,8 +396,8 @@ def test_only_the_rounds_calls_are_kept():
     calls = rec.seamless()
     other = calls[0].model_copy(update={"request": calls[0].request.model_copy(
         update={"round_id": "R2"})})
-    found = {"round.results": [], "bets.decisions": [], "bets.settled": [],
-             "wallet.transactions": [], "wallet.operator_calls": [*calls, other]}
+    found = {ROUND_RESULTS_TOPIC: [], BETS_DECISIONS_TOPIC: [], BETS_SETTLED_TOPIC: [],
+             WALLET_TRANSACTIONS_TOPIC: [], WALLET_OPERATOR_CALLS_TOPIC: [*calls, other]}
     records = RoundRecords("T1", "R1")
     _keep_round_money(records, found, None)
     assert records.operator_calls == calls
@@ -403,7 +410,7 @@ def test_the_calls_parse_as_the_wallet_publishes_them():
 
     rec = RecordedRound()
     calls = rec.seamless()
-    parsed = [PARSERS[t](v) for t, _, v, _ in rec.records() if t == "wallet.operator_calls"]
+    parsed = [PARSERS[t](v) for t, _, v, _ in rec.records() if t == WALLET_OPERATOR_CALLS_TOPIC]
     assert parsed == calls
 
 
@@ -423,7 +430,7 @@ def test_a_rounds_calls_aged_out_of_the_log_are_read_from_the_archive(tmp_path):
     reader.archive = store
     end_ms = int(_ended_at(rec).timestamp() * 1000)
     [window] = [w for w in reader.money_windows("T1", "R1", end_ms, None)
-                if w.topic == "wallet.operator_calls"]
+                if w.topic == WALLET_OPERATOR_CALLS_TOPIC]
     kept: list = []
     for p in window.partitions:  # the log's first offset past every archived one: aged out
         reader._take_archived(TopicPartition(window.topic, p), window, rec.t0, 10**6, 10**6,

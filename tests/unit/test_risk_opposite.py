@@ -15,6 +15,7 @@ from croupier.services.archive.queries import ArchiveQueries
 from croupier.services.infra.archive_store import DirectoryStore
 from croupier.services.operator.risk_views import opposite_handler
 from croupier.shared.events.bet_events import BetPlaced
+from croupier.shared.topics import BETS_PLACED_TOPIC
 from tests.archive_builder import archive_records
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -29,7 +30,7 @@ def placed(player: str, table: str, round_no: int, bet: str, stake: int, currenc
     record = BetPlaced(bet_id=bet_id, player_id=player, table_id=table,
                        round_id=f"{table}-R{round_no}", bet=bet, stake=stake, currency=currency,
                        position=position, debit_tx_id=f"stake_debit:{bet_id}", placed_at=at)
-    return "bets.placed", table, record.model_dump_json().encode(), int(at.timestamp() * 1000)
+    return BETS_PLACED_TOPIC, table, record.model_dump_json().encode(), int(at.timestamp() * 1000)
 
 
 def pairs_of(tmp_path, records, **kwargs) -> list[dict]:

@@ -20,11 +20,8 @@ from croupier.services.wallet.commands import (
 )
 from croupier.services.wallet.ledger_fold import WalletFold, pending_calls
 from croupier.services.wallet.seamless import SeamlessRules
-from croupier.shared.events.operator_wallet import (
-    OPERATOR_CALLS_TOPIC,
-    OperatorAnswer,
-    OperatorCallRecord,
-)
+from croupier.shared.events.operator_wallet import OperatorAnswer, OperatorCallRecord
+from croupier.shared.topics import BETS_PLACED_TOPIC, WALLET_OPERATOR_CALLS_TOPIC
 from tests.unit.wallet_support import NOW, Ledger, bet, fold_all
 
 RULES = SeamlessRules()
@@ -73,14 +70,14 @@ def test_a_bet_is_a_pending_debit_answered_201_only_on_the_operators_yes(ledger)
     assert call.reply_id == "r1" and call.request.session_token == "sess-1"
     assert (call.request.amount, call.request.currency, call.request.round_id,
             call.request.bet_id) == (3000, "IDR", "R1", "b1")
-    assert ledger.bet_of("b1").status == "debiting" and not ledger.published("bets.placed")
+    assert ledger.bet_of("b1").status == "debiting" and not ledger.published(BETS_PLACED_TOPIC)
     done = ledger.answer("debit:b1", balance=7_000)
     assert (done.answer.status, done.reply_to) == (201, "r1")
     assert done.answer.body["balance_after"] == 7_000
     assert ledger.bet_of("b1").status == "placed" and ledger.owed() == {}
-    assert len(ledger.published("bets.placed")) == 1
+    assert len(ledger.published(BETS_PLACED_TOPIC)) == 1
     records = [OperatorCallRecord.model_validate_json(v)
-               for v in ledger.published(OPERATOR_CALLS_TOPIC)]
+               for v in ledger.published(WALLET_OPERATOR_CALLS_TOPIC)]
     assert [(r.request.transaction_id, r.answer.outcome) for r in records] == [("debit:b1", "ok")]
     # croupier's account keeps its net at the tables; the balance is the operator's
     assert (ledger.account.balance, ledger.account.operator_balance) == (-3000, 7_000)
@@ -97,7 +94,7 @@ def test_a_refused_debit_answers_its_named_error_and_frees_the_spot(ledger, code
     assert ledger.bet_of("b1").status == "debit_failed" and set(ledger.spots.values()) == {0}
     retry = ledger.send(bet(operator_session="sess-1"), reply_id="r2")
     assert (retry.answer.status, retry.answer.body["error"]["code"]) == (status, code)
-    assert retry.change is None and not ledger.published("bets.placed")
+    assert retry.change is None and not ledger.published(BETS_PLACED_TOPIC)
 
 
 def test_a_debit_never_answered_is_refused_504_and_rolled_back(ledger):

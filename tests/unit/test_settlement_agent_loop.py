@@ -19,6 +19,15 @@ from croupier.services.infra.clock import ManualClock
 from croupier.shared.events.bet_events import BetPlaced
 from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.wallet_events import tx_id
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_ENDINGS_TOPIC,
+)
 from tests.round_builder import RecordedRound
 from tests.unit.agent_loop_support import Event
 from tests.unit.settlement_log_support import LogBroker, Worker, patch_kernel
@@ -58,13 +67,13 @@ def round_records(rec: RecordedRound, poison: bytes | None = None) -> list[Event
     table.events, the bets on bets.placed (`poison` among them if given), the close, the
     deal, and the result on round.results. Each topic's offsets count from 0."""
     opened, dealt = rec.events[:2], rec.events[2:]
-    ordered = [("table.events", e.model_dump_json().encode()) for e in opened]
-    bets = [("bets.placed", placed(rec, *b).model_dump_json().encode()) for b in rec.bets]
+    ordered = [(TABLE_EVENTS_TOPIC, e.model_dump_json().encode()) for e in opened]
+    bets = [(BETS_PLACED_TOPIC, placed(rec, *b).model_dump_json().encode()) for b in rec.bets]
     if poison is not None:
-        bets.insert(1, ("bets.placed", poison))
+        bets.insert(1, (BETS_PLACED_TOPIC, poison))
     ordered += bets
-    ordered += [("table.events", e.model_dump_json().encode()) for e in dealt]
-    ordered.append(("round.results", rec.result.model_dump_json().encode()))
+    ordered += [(TABLE_EVENTS_TOPIC, e.model_dump_json().encode()) for e in dealt]
+    ordered.append((ROUND_RESULTS_TOPIC, rec.result.model_dump_json().encode()))
     offsets: dict[str, int] = {}
     events = []
     for topic, value in ordered:
@@ -74,8 +83,8 @@ def round_records(rec: RecordedRound, poison: bytes | None = None) -> list[Event
 
 
 def decisions(broker: LogBroker) -> list[dict]:
-    return [json.loads(v) for t, _, v in broker.published if t in ("bets.decisions",
-                                                                   "bets.settled")]
+    return [json.loads(v) for t, _, v in broker.published if t in (BETS_DECISIONS_TOPIC,
+                                                                   BETS_SETTLED_TOPIC)]
 
 
 def expected(rec: RecordedRound) -> list[tuple]:
@@ -99,11 +108,11 @@ def test_a_round_read_in_one_batch_is_decided_then_settled_by_the_rules(rec, wor
     assert summary(decisions(broker)) == expected(rec)
     assert [o for _, _, o, _ in expected(rec)[-3:]] == ["win", "lose", "win"]  # not vacuous
     assert broker.kinds() == ["publish", "flush"]  # everything a batch decided, sent together
-    assert {t for t, _, _ in broker.published} == {"bets.decisions", "bets.settled",
-                                                    "wallet.endings"}
+    assert {t for t, _, _ in broker.published} == {BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC,
+                                                    WALLET_ENDINGS_TOPIC}
     # each settlement again on wallet.endings, keyed by its player (the wallet's partition)
-    settled = [v for t, _, v in broker.published if t == "bets.settled"]
-    endings = [(k, v) for t, k, v in broker.published if t == "wallet.endings"]
+    settled = [v for t, _, v in broker.published if t == BETS_SETTLED_TOPIC]
+    endings = [(k, v) for t, k, v in broker.published if t == WALLET_ENDINGS_TOPIC]
     assert sorted(v for _, v in endings if v in settled) == sorted(settled) and settled
     assert all(k == json.loads(v)["player_id"].encode() for k, v in endings)
 
@@ -123,10 +132,10 @@ def test_a_poison_record_is_dead_lettered_and_the_round_still_settles(rec, worke
     worker.apply(round_records(rec, poison=b'{"type": "bet_placed", "stake": "lots"'))
     assert summary(decisions(broker)) == expected(rec)
     (letter,) = [DeadLetter.model_validate_json(v) for t, _, v in broker.published
-                 if t == "dead.letters"]
-    assert (letter.service, letter.topic, letter.offset) == ("bet-settlement", "bets.placed", 1)
+                 if t == DEAD_LETTERS_TOPIC]
+    assert (letter.service, letter.topic, letter.offset) == ("bet-settlement", BETS_PLACED_TOPIC, 1)
     # the kernel sends a batch's dead letters with its entries, before their outputs
-    assert broker.topics().index("dead.letters") == 0
+    assert broker.topics().index(DEAD_LETTERS_TOPIC) == 0
 
 
 def test_a_redelivered_batch_publishes_nothing_again_and_changes_no_state(rec, worker, broker):

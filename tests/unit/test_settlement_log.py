@@ -24,6 +24,14 @@ from croupier.services.infra.own_log import PartitionState, fold_entry
 from croupier.shared.events.bet_events import BetSettled
 from croupier.shared.events.settlement_log import BETS_PER_ENTRY, ENTRY_BYTES, SettlementEntry
 from croupier.shared.events.table import RoundAnnulled, RoundOpened, seal
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    SETTLEMENT_LOG_TOPIC,
+    TABLE_EVENTS_TOPIC,
+)
 from tests.round_builder import RecordedRound
 from tests.unit.agent_loop_support import Event
 from tests.unit.round_book_support import NOW, PROFILE, opened, placed, result
@@ -53,13 +61,13 @@ class Feed:
 
 def settled(broker: LogBroker) -> list[BetSettled]:
     return [BetSettled.model_validate_json(v) for t, _, v in broker.published
-            if t == "bets.settled"]
+            if t == BETS_SETTLED_TOPIC]
 
 
 def big_round(worker: Worker, feed: Feed, bets: int) -> None:
     """Round R1 of table T1 opened and `bets` bets of distinct players accepted."""
-    worker.apply([feed("table.events", opened())])
-    records = [feed("bets.placed", placed(f"b{i}", player=f"p{i}", stake=1000))
+    worker.apply([feed(TABLE_EVENTS_TOPIC, opened())])
+    records = [feed(BETS_PLACED_TOPIC, placed(f"b{i}", player=f"p{i}", stake=1000))
                for i in range(bets)]
     for start in range(0, bets, 500):
         worker.apply(records[start:start + 500])
@@ -70,7 +78,7 @@ def test_a_round_rebuilt_from_its_entries_alone_equals_the_live_one(broker):
     worker = Worker(broker, ManualClock(rec.t0 + timedelta(minutes=1)))
     records = round_records(rec)
     annul = rec.annul()
-    records.append(Event("table.events", records[-2].message.offset + 1, b"T1",
+    records.append(Event(TABLE_EVENTS_TOPIC, records[-2].message.offset + 1, b"T1",
                          annul.model_dump_json().encode()))
     for record in records:
         worker.apply([record])
@@ -83,8 +91,8 @@ def test_a_round_rebuilt_from_its_entries_alone_equals_the_live_one(broker):
     for offset, entry in enumerate(broker.entries()):
         assert fold_entry(state, offset, entry, SETTLEMENT_FOLD)
     assert state.kv == live
-    assert state.inputs == {("table.events", 0): annul.seq - 1, ("bets.placed", 0): 2,
-                            ("round.results", 0): 0}
+    assert state.inputs == {(TABLE_EVENTS_TOPIC, 0): annul.seq - 1, (BETS_PLACED_TOPIC, 0): 2,
+                            (ROUND_RESULTS_TOPIC, 0): 0}
 
 
 def test_a_10000_bet_settlement_is_chunked_under_1_mb_per_entry(broker):
@@ -93,7 +101,7 @@ def test_a_10000_bet_settlement_is_chunked_under_1_mb_per_entry(broker):
     big_round(worker, feed, 10_000)
     before = len(broker.log[0])
     broker.steps.clear()
-    worker.apply([feed("round.results", result())])
+    worker.apply([feed(ROUND_RESULTS_TOPIC, result())])
     raw = broker.log[0][before:]
     entries = [SettlementEntry.model_validate_json(v) for v in raw]
     assert sum(len(e.bets) for e in entries) == 10_000
@@ -116,13 +124,13 @@ def test_a_record_whose_entries_landed_in_part_is_decided_again_without_double_s
     worker = Worker(broker, ManualClock(NOW + timedelta(minutes=1)))
     feed = Feed()
     big_round(worker, feed, 1_000)
-    the_result = feed("round.results", result())
+    the_result = feed(ROUND_RESULTS_TOPIC, result())
     broker.fail_after = 2  # two of the result's entries reach the log, then it dies
     with pytest.raises(ConnectionError):
         worker.apply([the_result])
     partial = broker.entries()[-2:]
     assert [(e.source.topic, e.source.part, e.source.last) for e in partial] == [
-        ("round.results", 0, False), ("round.results", 1, False)]
+        (ROUND_RESULTS_TOPIC, 0, False), (ROUND_RESULTS_TOPIC, 1, False)]
     assert settled(broker) == []  # nothing of a record is published before all of it landed
 
     broker.fail_after = None
@@ -142,7 +150,7 @@ def test_a_record_whose_entries_landed_in_part_is_decided_again_without_double_s
     header = Lookups(again.kv()).header("T1", "R1")
     assert header is not None and header.status == "settled"
     assert rebuilt(broker) == again.kv()
-    assert again.own.states[0].resume_at("round.results", 0) == the_result.message.offset + 1
+    assert again.own.states[0].resume_at(ROUND_RESULTS_TOPIC, 0) == the_result.message.offset + 1
     # and settled once for good: read once more, nothing is settled again
     broker.steps.clear()
     again.apply([the_result])
@@ -161,16 +169,16 @@ def test_an_annulment_of_a_large_round_is_chunked_and_publishes_each_reversal_th
     worker = Worker(broker, ManualClock(NOW + timedelta(minutes=1)))
     feed = Feed()
     big_round(worker, feed, 600)
-    worker.apply([feed("round.results", result())])
+    worker.apply([feed(ROUND_RESULTS_TOPIC, result())])
     before = len(broker.log[0])
     broker.steps.clear()
     annul = seal(RoundAnnulled, table_id="T1", seq=2, prev_hash=opened().hash,
                  occurred_at=NOW, round_id="R1", reason_code="card_exposed",
                  reason_text="exposed", supervisor="Sari")
-    worker.apply([feed("table.events", annul)])
+    worker.apply([feed(TABLE_EVENTS_TOPIC, annul)])
     raw = broker.log[0][before:]
     assert len(raw) > 1 and max(len(v) for v in raw) < 64 * 1024
-    out = [json.loads(v) for t, _, v in broker.published if t == "bets.settled"]
+    out = [json.loads(v) for t, _, v in broker.published if t == BETS_SETTLED_TOPIC]
     assert [r["type"] for r in out] == ["settlement_reversed", "bet_settled"] * 600
     assert [r["bet_id"] for r in out[::2]] == [r["bet_id"] for r in out[1::2]]
     assert len({r["bet_id"] for r in out}) == 600
@@ -183,15 +191,15 @@ def test_bets_read_before_their_round_opened_wait_in_the_log_then_are_decided_or
         broker):
     worker = Worker(broker, ManualClock(NOW + timedelta(minutes=1)))
     feed = Feed()
-    worker.apply([feed("bets.placed", placed("early", round_id="R0")),
-                  feed("bets.placed", placed("b1"))])
+    worker.apply([feed(BETS_PLACED_TOPIC, placed("early", round_id="R0")),
+                  feed(BETS_PLACED_TOPIC, placed("b1"))])
     assert Lookups(worker.kv()).pending("T1") == ("R0", "R1")
-    worker.apply([feed("table.events", opened())])  # R1 opens: R0 never will
+    worker.apply([feed(TABLE_EVENTS_TOPIC, opened())])  # R1 opens: R0 never will
     look = Lookups(rebuilt(broker))
     assert look.pending("T1") == ()
     assert look.header("T1", "R0").status == "unknown"  # type: ignore[union-attr]
     decided = {r["bet_id"]: r.get("reason_code", r["type"]) for r in (
-        json.loads(v) for t, _, v in broker.published if t == "bets.decisions")}
+        json.loads(v) for t, _, v in broker.published if t == BETS_DECISIONS_TOPIC)}
     assert decided == {"early": "unknown_round", "b1": "bet_accepted"}
     assert rebuilt(broker) == worker.kv()
 
@@ -207,20 +215,20 @@ def test_a_bet_read_before_an_older_rounds_opening_waits_for_its_own(broker):
     two = seal(RoundOpened, table_id="T1", seq=2, prev_hash=one.hash, occurred_at=NOW,
                round_id="R2", shoe_id="s1", round_number=2, dealer="D", profile=PROFILE,
                betting_closes_at=NOW + timedelta(seconds=30))
-    worker.apply([feed("bets.placed", placed("b2", round_id="R2").model_copy(
+    worker.apply([feed(BETS_PLACED_TOPIC, placed("b2", round_id="R2").model_copy(
                       update={"opened_seq": 2})),
-                  feed("bets.placed", placed("ghost", round_id="R9").model_copy(
+                  feed(BETS_PLACED_TOPIC, placed("ghost", round_id="R9").model_copy(
                       update={"opened_seq": 2})),
-                  feed("table.events", one)])
+                  feed(TABLE_EVENTS_TOPIC, one)])
     look = Lookups(rebuilt(broker))
     assert look.pending("T1") == ("R2", "R9"), "R1's opening is older than both"
-    worker.apply([feed("table.events", two),
-                  feed("bets.placed", placed("late", round_id="R8").model_copy(
+    worker.apply([feed(TABLE_EVENTS_TOPIC, two),
+                  feed(BETS_PLACED_TOPIC, placed("late", round_id="R8").model_copy(
                       update={"opened_seq": 2}))])
     look = Lookups(rebuilt(broker))
     assert look.pending("T1") == ()
     decided = {r["bet_id"]: r.get("reason_code", r["type"]) for r in (
-        json.loads(v) for t, _, v in broker.published if t == "bets.decisions")}
+        json.loads(v) for t, _, v in broker.published if t == BETS_DECISIONS_TOPIC)}
     assert decided == {"b2": "bet_accepted", "ghost": "unknown_round", "late": "unknown_round"}
     assert rebuilt(broker) == worker.kv()
 
@@ -233,7 +241,7 @@ class _Reads(LogBroker):
         self.input_reads: list[tuple[str, int]] = []
 
     async def read(self, topic, partition, start):
-        if topic != "settlement.log":
+        if topic != SETTLEMENT_LOG_TOPIC:
             self.input_reads.append((topic, start))
         return await super().read(topic, partition, start)
 
@@ -248,16 +256,16 @@ def test_records_that_write_nothing_are_not_read_again_and_the_next_entry_logs_t
     worker = Worker(broker, ManualClock(NOW + timedelta(minutes=1)))
     feed = Feed()
     first = opened()
-    worker.apply([feed("table.events", first)])
+    worker.apply([feed(TABLE_EVENTS_TOPIC, first)])
     entries = len(broker.log[0])
-    worker.apply([feed("table.events", first), feed("table.events", first)])  # seen again
+    worker.apply([feed(TABLE_EVENTS_TOPIC, first), feed(TABLE_EVENTS_TOPIC, first)])  # seen again
     assert len(broker.log[0]) == entries, "a record seen again writes nothing"
     state = worker.own.states[0]
-    assert state.resume_at("table.events", 0) == 3 and state.inputs[("table.events", 0)] == 0
-    worker.apply([feed("table.events", first)])  # offset 3: no gap to fill
+    assert state.resume_at(TABLE_EVENTS_TOPIC, 0) == 3 and state.inputs[(TABLE_EVENTS_TOPIC, 0)] == 0
+    worker.apply([feed(TABLE_EVENTS_TOPIC, first)])  # offset 3: no gap to fill
     assert broker.input_reads == []
-    worker.apply([feed("bets.placed", placed("b1"))])
+    worker.apply([feed(BETS_PLACED_TOPIC, placed("b1"))])
     assert [(r.topic, r.offset) for r in broker.entries()[-1].also_decided] == [
-        ("table.events", 3)]
+        (TABLE_EVENTS_TOPIC, 3)]
     folded = asyncio.run(own_log(broker, "rebuilder").recover(0))
-    assert folded.resume_at("table.events", 0) == 4 and folded.passed == {}
+    assert folded.resume_at(TABLE_EVENTS_TOPIC, 0) == 4 and folded.passed == {}

@@ -27,16 +27,15 @@ from croupier.services.infra.snapshots import (
     copy_state,
     decode,
     encode,
-    snapshot_topic,
 )
-from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WALLET_FOLD, WalletFold
+from croupier.services.wallet.ledger_fold import WALLET_FOLD, WalletFold
 from croupier.services.wallet.snapshot_codec import WALLET_CODEC
 from croupier.shared.events.sources import InputRef
 from croupier.shared.events.wallet_ledger import LedgerEntry
+from croupier.shared.topics import BETS_SETTLED_TOPIC, WALLET_LEDGER_SNAPSHOTS_TOPIC, WALLET_LEDGER_TOPIC
 from tests.ledger_builder import COMMANDS, Ledger
 from tests.unit.agent_loop_support import APPENDED
 
-SNAPSHOTS = snapshot_topic(LEDGER_TOPIC)
 PARSE = LedgerEntry.model_validate_json
 
 
@@ -77,11 +76,11 @@ class MemoryKafka:
 
     def write_ledger(self, entries, partition: int = 0) -> None:
         for e in entries:
-            self.append(LEDGER_TOPIC, partition, e.account.player_id.encode(),
+            self.append(WALLET_LEDGER_TOPIC, partition, e.account.player_id.encode(),
                         e.model_dump_json().encode())
 
     def snapshot_records(self, partition: int = 0):
-        return self._part(SNAPSHOTS, partition)
+        return self._part(WALLET_LEDGER_SNAPSHOTS_TOPIC, partition)
 
 
 def full_fold(kafka: MemoryKafka, partition: int = 0) -> PartitionState:
@@ -91,11 +90,11 @@ def full_fold(kafka: MemoryKafka, partition: int = 0) -> PartitionState:
 
 
 def worker(kafka: MemoryKafka, writer: str, snapshots: bool = True, **store) -> OwnLog:
-    own: OwnLog = OwnLog("wallet", LEDGER_TOPIC, WALLET_FOLD, PARSE,
+    own: OwnLog = OwnLog("wallet", WALLET_LEDGER_TOPIC, WALLET_FOLD, PARSE,
                          lambda e: e.account.player_id.encode(), writer)
     own.io = kafka  # type: ignore[assignment]
     if snapshots:
-        own.snapshots = SnapshotStore(LEDGER_TOPIC, WALLET_CODEC, writer, **store)
+        own.snapshots = SnapshotStore(WALLET_LEDGER_TOPIC, WALLET_CODEC, writer, **store)
     return own
 
 
@@ -108,7 +107,7 @@ def folded(entries, fold=WALLET_FOLD) -> PartitionState:
 
 def round_trip(state: PartitionState, **kw) -> PartitionState:
     encoded = encode(state, WALLET_CODEC, **kw)
-    manifest = build_manifest(LEDGER_TOPIC, state.partition, "s1", "w", encoded)
+    manifest = build_manifest(WALLET_LEDGER_TOPIC, state.partition, "s1", "w", encoded)
     return decode(manifest, encoded.chunks, WALLET_CODEC)
 
 
@@ -116,8 +115,8 @@ def state_with_every_field_set() -> PartitionState:
     ledger = Ledger(players=10)
     state = folded(ledger.entries(30), WalletFold(timedelta(days=1)))  # a clock, deadlines
     state.partition = 3
-    state.inputs[("bets.settled", 2)] = 41
-    state.passed[("bets.settled", 2)] = 44  # decided, wrote nothing: this worker's memory
+    state.inputs[(BETS_SETTLED_TOPIC, 2)] = 41
+    state.passed[(BETS_SETTLED_TOPIC, 2)] = 44  # decided, wrote nothing: this worker's memory
     state.published_through = 20
     state.unpublished = [(o, e) for o, e in enumerate(Ledger("u").entries(3), start=21)]
     state.void = 2
@@ -136,7 +135,7 @@ def test_a_state_with_every_field_set_round_trips():
     assert any(k.startswith("b/") for k in state.kv) and any(k.startswith("s/") for k in state.kv)
     back = round_trip(state)
     assert back == dataclasses.replace(state, passed={})  # not the log's word: not kept
-    assert back.resume_at("bets.settled", 2) == 42  # so decided again after a restore
+    assert back.resume_at(BETS_SETTLED_TOPIC, 2) == 42  # so decided again after a restore
     assert list(back.kv) == list(state.kv)  # and in the same order
 
 
@@ -177,7 +176,7 @@ def test_a_field_with_no_serialisation_fails_the_coverage_check_loudly():
 
 
 def test_a_snapshot_written_before_the_expiry_fields_existed_is_not_used():
-    old = build_manifest(LEDGER_TOPIC, 0, "s0", "w", encode(PartitionState(0), WALLET_CODEC))
+    old = build_manifest(WALLET_LEDGER_TOPIC, 0, "s0", "w", encode(PartitionState(0), WALLET_CODEC))
     fields = {k: v for k, v in old.fields.items() if k != "clock"}
     older = old.model_copy(update={"fields": fields})
     with pytest.raises(SnapshotError):
@@ -217,7 +216,7 @@ async def snapshot_if_due(own: OwnLog):
 
 
 def write_snapshot(kafka: MemoryKafka, writer: str, state: PartitionState) -> Any:
-    store = SnapshotStore(LEDGER_TOPIC, WALLET_CODEC, writer)
+    store = SnapshotStore(WALLET_LEDGER_TOPIC, WALLET_CODEC, writer)
     return asyncio.run(store.write(kafka, copy_state(state))).manifest  # type: ignore[arg-type]
 
 
@@ -230,11 +229,11 @@ def test_a_corrupt_chunk_falls_back_to_the_older_snapshot_then_to_the_full_fold(
     assert newer.chunks > 1
     kafka.write_ledger(ledger.entries(10))
     # a chunk of the newer one rewritten under its key (compaction keeps the last value)
-    kafka.append(SNAPSHOTS, 0, newer.chunk_key(1), b"a/x\t{}\n")
+    kafka.append(WALLET_LEDGER_SNAPSHOTS_TOPIC, 0, newer.chunk_key(1), b"a/x\t{}\n")
     used, refused = recovered_as_full_fold(kafka)
     assert used == older and "sha256" in refused[0]
     # the older one loses a chunk (a tombstone): nothing usable, folded from 0
-    kafka.append(SNAPSHOTS, 0, older.chunk_key(0), None)
+    kafka.append(WALLET_LEDGER_SNAPSHOTS_TOPIC, 0, older.chunk_key(0), None)
     used, refused = recovered_as_full_fold(kafka)
     assert used is None and "missing" in refused[1]
 
@@ -254,7 +253,7 @@ def test_a_snapshot_whose_head_is_not_in_the_log_is_refused_and_the_log_folded_f
     kafka = MemoryKafka()
     kafka.write_ledger(Ledger("before").entries(200))
     write_snapshot(kafka, "a", full_fold(kafka))
-    kafka.parts[(LEDGER_TOPIC, 0)] = []
+    kafka.parts[(WALLET_LEDGER_TOPIC, 0)] = []
     kafka.write_ledger(Ledger("after").entries(260))
     used, refused = recovered_as_full_fold(kafka)
     assert used is None and "lost branch" in refused[0]
@@ -306,7 +305,7 @@ def test_a_snapshot_is_taken_only_of_an_owned_partition_and_then_tombstones_the_
 
 def test_a_snapshot_is_due_after_n_entries_or_after_some_time_with_something_new():
     now = [0.0]
-    store = SnapshotStore(LEDGER_TOPIC, WALLET_CODEC, "w", every_entries=1000,
+    store = SnapshotStore(WALLET_LEDGER_TOPIC, WALLET_CODEC, "w", every_entries=1000,
                           every_seconds=300, clock=lambda: now[0])
     state = folded(Ledger().entries(10))
     assert not store.due(state)
@@ -326,8 +325,8 @@ def test_chunks_a_crash_left_without_their_manifest_are_tombstoned_by_the_next_s
     # a writer killed after two chunks, before its manifest
     cut = [(b"0/dead.1/c/0", b"a/x\t{}\n"), (b"0/dead.1/c/1", b"a/y\t{}\n")]
     for key, value in cut:
-        kafka.append(SNAPSHOTS, 0, key, value)
-    kafka.append(SNAPSHOTS, 0, b"0/m/bogus", b"not a manifest")
+        kafka.append(WALLET_LEDGER_SNAPSHOTS_TOPIC, 0, key, value)
+    kafka.append(WALLET_LEDGER_SNAPSHOTS_TOPIC, 0, b"0/m/bogus", b"not a manifest")
     kafka.write_ledger(ledger.entries(200))
     heir = worker(kafka, "heir", every_entries=100)
     assert asyncio.run(heir.recover(0)) == full_fold(kafka)

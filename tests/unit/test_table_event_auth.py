@@ -12,8 +12,11 @@ import pytest
 from croupier.services.bet_settlement.settlement_fold import Lookups
 from croupier.services.dealer_event.rebuild import fold_events
 from croupier.services.dealer_event.runtime import machine_config
-from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
-from croupier.services.game_evaluation.evaluator import TableFlagged as EvaluationFlagged
+from croupier.services.game_evaluation.evaluator import (
+    EvaluationState,
+    flagged_view,
+    observe_verified,
+)
 from croupier.services.infra.clock import SystemClock
 from croupier.services.infra.settings import Settings
 from croupier.services.operator.replay import replay_round
@@ -45,6 +48,12 @@ from croupier.shared.events.table import (
 )
 from croupier.shared.profile import load_profile
 from croupier.shared.rounds import evaluate_round
+from croupier.shared.topics import (
+    BETS_SETTLED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+)
 from tests.round_builder import RecordedRound
 from tests.unit.agent_loop_support import Event
 from tests.unit.settlement_log_support import LogBroker, Worker, patch_kernel, rebuilt
@@ -218,12 +227,14 @@ def test_game_evaluation_refuses_a_forged_card_and_flags_the_table():
     view, _ = _evaluate(chain.events)
     for forged in (chain.card(FORGED, 3, append=False),
                    chain.card(FORGED, 3, key=OTHER, append=False)):
-        with pytest.raises(EvaluationFlagged) as refused:
+        with pytest.raises(TableFlagged) as refused:
             observe_verified(view, forged, KEY)
-        assert refused.value.view.flagged and refused.value.view.last_seq == view.last_seq
-    flagged_view = refused.value.view
+        watch = refused.value.watch
+        assert watch.flagged and watch.head is not None and watch.head.seq == view.last_seq
+    flagged = flagged_view(view, refused.value)
+    assert flagged.flagged and flagged.last_seq == view.last_seq
     # the real card continues the chain, but the flagged table gets no result
-    seen = observe_verified(flagged_view, chain.card(REAL, 3), KEY)
+    seen = observe_verified(flagged, chain.card(REAL, 3), KEY)
     assert seen.result is None and seen.view.flagged
     assert any("flagged" in p for p in seen.problems)
 
@@ -231,7 +242,7 @@ def test_game_evaluation_refuses_a_forged_card_and_flags_the_table():
 def test_game_evaluation_refuses_an_authentic_gap_and_an_altered_event():
     chain = opened_round()
     view, _ = _evaluate(chain.events[:4])
-    with pytest.raises(EvaluationFlagged, match="out of order"):  # seq 5 missing: a gap
+    with pytest.raises(TableFlagged, match="out of order"):  # seq 5 missing: a gap
         observe_verified(view, chain.events[5], KEY)
     fork = chain.events[4].model_copy(update={"prev_hash": "1" * 64})
     fork = fork.model_copy(update={"hash": fork.computed_hash()})
@@ -243,10 +254,10 @@ def test_game_evaluation_refuses_an_authentic_gap_and_an_altered_event():
     unsigned_view = EvaluationState(table_id="T1")
     for event in unsigned.events[:4]:
         unsigned_view = observe_verified(unsigned_view, event, KEY, accept_unsigned=True).view
-    with pytest.raises(EvaluationFlagged, match="out of order"):  # unsigned: a break
+    with pytest.raises(TableFlagged, match="out of order"):  # unsigned: a break
         observe_verified(unsigned_view, unsigned.events[5], KEY, accept_unsigned=True)
     altered = chain.events[4].model_copy(update={"card": parse_card("AS")})
-    with pytest.raises(EvaluationFlagged, match="altered"):
+    with pytest.raises(TableFlagged, match="altered"):
         observe_verified(view, altered, KEY)
 
 
@@ -276,31 +287,31 @@ def _send(worker: Worker, topic: str, record) -> list[DeadLetter]:
     worker.broker.steps.clear()
     worker.apply([Event(topic, offset, b"T1", record.model_dump_json().encode())])
     return [DeadLetter.model_validate_json(v) for t, _, v in worker.broker.published
-            if t == "dead.letters"]
+            if t == DEAD_LETTERS_TOPIC]
 
 
 def test_bet_settlement_refuses_a_forged_event_flags_the_table_and_settles_nothing(worker):
     chain = opened_round()
     for event in chain.events:
-        assert _send(worker, "table.events", event) == []
+        assert _send(worker, TABLE_EVENTS_TOPIC, event) == []
     forged = chain.card(FORGED, 3, append=False)
-    (letter,) = _send(worker, "table.events", forged)
-    assert (letter.error_type, letter.topic) == ("TableEventRefused", "table.events")
+    (letter,) = _send(worker, TABLE_EVENTS_TOPIC, forged)
+    assert (letter.error_type, letter.topic) == ("TableEventRefused", TABLE_EVENTS_TOPIC)
     assert "unsigned" in letter.error
     assert Lookups(worker.kv()).watch("T1").flagged  # in the log: a restart keeps the flag
     assert Lookups(rebuilt(worker.broker)).watch("T1").flagged
-    assert _send(worker, "table.events", chain.card(REAL, 3)) == []
+    assert _send(worker, TABLE_EVENTS_TOPIC, chain.card(REAL, 3)) == []
     result = _result(chain, ["8H", "KD", "KC", FORGED])
-    (letter,) = _send(worker, "round.results", result)
+    (letter,) = _send(worker, ROUND_RESULTS_TOPIC, result)
     assert letter.error_type == "TableIsFlagged"
-    assert not [t for t, _, _ in worker.broker.published if t == "bets.settled"]
+    assert not [t for t, _, _ in worker.broker.published if t == BETS_SETTLED_TOPIC]
 
 
 def test_bet_settlement_flags_an_authentic_gap(worker):
     chain = opened_round()
     for event in chain.events[:3]:
-        assert _send(worker, "table.events", event) == []
-    assert len(_send(worker, "table.events", chain.events[4])) == 1, "seq 4 missing: flagged"
+        assert _send(worker, TABLE_EVENTS_TOPIC, event) == []
+    assert len(_send(worker, TABLE_EVENTS_TOPIC, chain.events[4])) == 1, "seq 4 missing: flagged"
     watch = Lookups(worker.kv()).watch("T1")
     assert watch.flagged and "out of order" in watch.flagged and watch.head.seq == 3
 

@@ -12,7 +12,6 @@ import pytest
 from croupier.services.bet_settlement.settlement_fold import watch_of
 from croupier.services.dealer_event.rebuild import fold_events
 from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
-from croupier.services.game_evaluation.evaluator import TableFlagged as EvaluationFlagged
 from croupier.services.wallet.rounds_view import TableRounds, fold_checked
 from croupier.shared.events.chain import follow_chain
 from croupier.shared.events.evaluation_log import EvaluationEntry
@@ -69,7 +68,7 @@ def test_game_evaluation_flags_a_gap():
     view = EvaluationState(table_id="T1")
     for event in events[:2]:
         view = observe_verified(view, event, KEY).view
-    with pytest.raises(EvaluationFlagged, match="out of order"):
+    with pytest.raises(TableFlagged, match="out of order"):
         observe_verified(view, events[2], KEY)
 
 

@@ -35,9 +35,15 @@ from croupier.services.infra.own_log import (
 from croupier.services.infra.replies import Replies
 from croupier.services.wallet.batches import CommandBatches
 from croupier.services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
-from croupier.services.wallet.ledger_fold import LEDGER_TOPIC, WALLET_FOLD, Lookups, account_key
+from croupier.services.wallet.ledger_fold import WALLET_FOLD, Lookups, account_key
 from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.wallet_ledger import LedgerEntry
+from croupier.shared.topics import (
+    BETS_PLACED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.unit.agent_loop_support import Event
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -149,9 +155,9 @@ def test_a_batchs_commands_are_applied_in_the_order_they_were_sent(batches, repl
     answers, outputs, step = run(batches, replies, state, batch)
     assert [a.status for a in answers] == [201, 201, 201, 402, 201, 201]
     assert balance(state) == 5_000 - 4_000 + 3_000 - 2_000
-    assert [tx["kind"] for tx in on(outputs, "wallet.transactions")] == [
+    assert [tx["kind"] for tx in on(outputs, WALLET_TRANSACTIONS_TOPIC)] == [
         "deposit", "stake_debit", "deposit", "stake_debit"]
-    assert [b["bet_id"] for b in on(outputs, "bets.placed")] == ["b1", "b3"]
+    assert [b["bet_id"] for b in on(outputs, BETS_PLACED_TOPIC)] == ["b1", "b3"]
     # one entry per command that changed anything, chained in the order sent
     entries = step.batch.entries
     assert [e.source.offset for e in entries] == [0, 1, 2, 4, 5]
@@ -191,7 +197,7 @@ def test_an_unreadable_command_is_dead_lettered_and_the_rest_of_the_batch_applie
     answers, outputs, step = run(batches, replies, state, batch)
     assert [None if a is None else a.status for a in answers] == [201, None, 201]
     assert balance(state) == 2_500
-    (letter,) = [DeadLetter.model_validate(d) for d in on(step.dead, "dead.letters")]
+    (letter,) = [DeadLetter.model_validate(d) for d in on(step.dead, DEAD_LETTERS_TOPIC)]
     assert (letter.service, letter.topic, letter.offset) == ("wallet", COMMANDS, 1)
     unreadable = step.decided[1][1]
     assert unreadable.entries == [] and unreadable.reply is None  # no entry, no answer
@@ -210,7 +216,7 @@ def test_a_command_that_fails_to_apply_is_dead_lettered_answered_500_and_others_
     assert answers[1].body["error"]["code"] == "command_failed"
     assert state.kv[account_key("p2")] == {"balance": "corrupt"}  # nothing written for it
     assert balance(state) == 2_500
-    (letter,) = [DeadLetter.model_validate(d) for d in on(step.dead, "dead.letters")]
+    (letter,) = [DeadLetter.model_validate(d) for d in on(step.dead, DEAD_LETTERS_TOPIC)]
     assert letter.offset == 1
     assert [e.source.offset for e in step.batch.entries] == [0, 2]
 
@@ -237,7 +243,7 @@ def test_a_retry_in_the_same_batch_reads_what_the_first_attempt_wrote(batches, r
     answers, outputs, step = run(batches, replies, state, commands(
         CreateAccount(player_id="p1", currency="IDR"), deposit, deposit))
     assert [a.status for a in answers] == [201, 201, 200]
-    assert len(step.batch.entries) == 2 and len(on(outputs, "wallet.transactions")) == 1
+    assert len(step.batch.entries) == 2 and len(on(outputs, WALLET_TRANSACTIONS_TOPIC)) == 1
     assert balance(state) == 1_000
 
 
@@ -351,7 +357,7 @@ class FakeIO:
         return len(self.records) - 1
 
     async def send(self, topic, partition, records):
-        assert (topic, partition) == (LEDGER_TOPIC, 0)
+        assert (topic, partition) == (WALLET_LEDGER_TOPIC, 0)
         while self.foreign:
             self.append(self.foreign.pop(0))
         return [Landed(o, self.appended[o]) for o in (self.append(v) for _, v in records)]
@@ -382,7 +388,7 @@ def io() -> FakeIO:
 
 @pytest.fixture
 def own(io) -> OwnLog:
-    log = OwnLog("wallet", LEDGER_TOPIC, WALLET_FOLD, LedgerEntry.model_validate_json,
+    log = OwnLog("wallet", WALLET_LEDGER_TOPIC, WALLET_FOLD, LedgerEntry.model_validate_json,
                  lambda e: e.account.player_id.encode(), "w0")
     log.io = io
     return log
@@ -406,8 +412,8 @@ def test_the_kernel_answers_only_after_the_entries_outputs_are_published(
     assert [a.status for a in answers] == [201, 201, 201]
     ((_, outputs, answered_then),) = io.steps  # one publish for the batch...
     assert answered_then == 0  # ... and nobody was answered before it returned
-    assert [t for t, _, _ in outputs] == ["wallet.transactions", "wallet.transactions",
-                                          "bets.placed"]
+    assert [t for t, _, _ in outputs] == [WALLET_TRANSACTIONS_TOPIC, WALLET_TRANSACTIONS_TOPIC,
+                                          BETS_PLACED_TOPIC]
     assert [e.command for e in io.entries()] == ["create_account", "deposit", "place_bet"]
     state = own.states[0]
     assert (state.head, state.published_through, state.unpublished) == (2, 2, [])
@@ -439,14 +445,14 @@ def test_a_worker_recovering_a_partition_folds_it_and_publishes_its_outbox_again
     kernel_batch(own, io, batches, replies, commands(
         CreateAccount(player_id="p1", currency="IDR"),
         Deposit(player_id="p1", request_id="d1", amount=500)))
-    heir = OwnLog("wallet", LEDGER_TOPIC, WALLET_FOLD, LedgerEntry.model_validate_json,
+    heir = OwnLog("wallet", WALLET_LEDGER_TOPIC, WALLET_FOLD, LedgerEntry.model_validate_json,
                   lambda e: e.account.player_id.encode(), "heir")
     heir.io = io
     io.steps.clear()
     state = asyncio.run(heir.recover(0))
     assert balance(state) == 500 and state.resume_at(COMMANDS, 0) == 2
     # the entries carry published_through as their writer knew it (-1: nothing yet)
-    assert [t for t, _, _ in io.published] == ["wallet.transactions"]
+    assert [t for t, _, _ in io.published] == [WALLET_TRANSACTIONS_TOPIC]
     assert state.published_through == state.head == 1 and state.unpublished == []
 
 
@@ -472,7 +478,7 @@ def test_the_kernel_decides_again_when_another_writer_came_in_between(
     assert (state.head, state.void, balance(state)) == (1, 1, 700)
     # the zombie's movement is published once (the recovery's outbox), ours never
     assert [json.loads(v)["tx_id"] for t, _, v in io.published
-            if t == "wallet.transactions"] == ["deposit:d1"]
+            if t == WALLET_TRANSACTIONS_TOPIC] == ["deposit:d1"]
     # ... and its retry is answered as the log says: the deposit, once
     (retry,) = kernel_batch(own, io, batches, replies, commands(
         Deposit(player_id="p1", request_id="d1", amount=700), first_offset=2))

@@ -35,6 +35,7 @@ from croupier.shared.events.bet_events import (
 from croupier.shared.events.operator_wallet import OperatorAnswer
 from croupier.shared.events.sources import InputRef
 from croupier.shared.events.wallet_ledger import LedgerEntry
+from croupier.shared.topics import BETS_PLACED_TOPIC, WALLET_TRANSACTIONS_TOPIC
 from tests.unit.wallet_support import NOW, Ledger, bet, fold_all
 
 
@@ -54,8 +55,8 @@ def test_bet_debits_once_and_a_retry_gets_the_same_answer(ledger):
     assert first.answer.body == retry.answer.body and ledger.account.balance == 7000
     # the retry writes nothing: its records were published from the first entry (outbox)
     assert retry.change is None and retry.txs == [] and ledger.last_entry() is placed_entry
-    assert [t for t, _, _ in WALLET_FOLD.outputs(placed_entry)] == ["wallet.transactions",
-                                                                    "bets.placed"]
+    assert [t for t, _, _ in WALLET_FOLD.outputs(placed_entry)] == [WALLET_TRANSACTIONS_TOPIC,
+                                                                    BETS_PLACED_TOPIC]
     assert ledger.run(handlers.place_bet, bet(stake=4000)).answer.status == 409
 
 

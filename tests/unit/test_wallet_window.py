@@ -38,18 +38,11 @@ from croupier.services.wallet.commands import (
     PlaceBet,
     ReverseSettlement,
 )
-from croupier.services.wallet.ledger_fold import (
-    LEDGER_TOPIC,
-    Lookups,
-    WalletFold,
-    account_key,
-    bet_key,
-    tx_id_key,
-    tx_key,
-)
+from croupier.services.wallet.ledger_fold import Lookups, WalletFold, account_key, bet_key, tx_id_key, tx_key
 from croupier.shared.events.sources import InputRef
 from croupier.shared.events.wallet_events import tx_id
 from croupier.shared.events.wallet_ledger import LedgerEntry
+from croupier.shared.topics import DEAD_LETTERS_TOPIC, WALLET_LEDGER_TOPIC
 from tests.unit.test_wallet_agent_loop import FakeIO, commands, kernel_batch
 from tests.unit.test_wallet_handlers import _random_command
 from tests.unit.wallet_support import NOW, Ledger, fold_all
@@ -208,7 +201,7 @@ class Wallet:
         self.replies, self.clock = Replies(), ManualClock(NOW)
         self.io = FakeIO(broker=self.clock.now)  # the broker's clock: the worker's, unless
         # a test gives the worker another
-        self.own = OwnLog("wallet", LEDGER_TOPIC, FOLD, LedgerEntry.model_validate_json,
+        self.own = OwnLog("wallet", WALLET_LEDGER_TOPIC, FOLD, LedgerEntry.model_validate_json,
                           lambda e: e.account.player_id.encode(), "w0")
         self.own.io = self.io
         self.batches = CommandBatches(self.replies, self.clock)
@@ -235,12 +228,12 @@ class Wallet:
         return Lookups(self.state.kv).account("p1").balance
 
     def dead_letters(self) -> list[dict]:
-        return [json.loads(v) for t, _, v in self.io.published if t == "dead.letters"]
+        return [json.loads(v) for t, _, v in self.io.published if t == DEAD_LETTERS_TOPIC]
 
 
     def refold(self) -> PartitionState:
         """The ledger folded by a worker starting on an empty disk (a rebuild)."""
-        fresh = OwnLog("wallet", LEDGER_TOPIC, FOLD, LedgerEntry.model_validate_json,
+        fresh = OwnLog("wallet", WALLET_LEDGER_TOPIC, FOLD, LedgerEntry.model_validate_json,
                        lambda e: e.account.player_id.encode(), "w9")
         fresh.io = self.io
         return asyncio.run(fresh.recover(0))

@@ -3,17 +3,15 @@ a player's state, a change to it, a session issued. Money is integer minor units
 
 from __future__ import annotations
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, Field
+
+from croupier.shared.models import FrozenModel
 
 DEV_ADMIN_TOKEN = "croupier-dev-operator-wallet-admin"
 YEAR = 366 * 86_400.0
 
 
-class _Body(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-
-class PlayerUpdate(_Body):
+class PlayerUpdate(FrozenModel):
     """`PUT /admin/players/{player_id}`: create (currency needed) or change a player; a
     field left out keeps its value (a new player starts at balance 0, not blocked)."""
 
@@ -22,14 +20,14 @@ class PlayerUpdate(_Body):
     blocked: bool | None = Field(default=None, strict=True)
 
 
-class PlayerView(_Body):
+class PlayerView(FrozenModel):
     player_id: str
     currency: str
     balance: int = Field(strict=True)
     blocked: bool
 
 
-class SessionRequest(_Body):
+class SessionRequest(FrozenModel):
     """`POST /admin/players/{player_id}/sessions`: a session token valid `ttl_seconds`
     (negative: already expired, for tests); `token` to choose it, else a random one."""
 
@@ -37,7 +35,7 @@ class SessionRequest(_Body):
     token: str | None = Field(default=None, min_length=1, max_length=200)
 
 
-class SessionView(_Body):
+class SessionView(FrozenModel):
     token: str
     player_id: str
     expires_at: AwareDatetime

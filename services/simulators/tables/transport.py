@@ -10,6 +10,7 @@ import httpx
 
 from croupier.services.infra.http_retry import with_retry
 from croupier.shared.events.inputs import InputBase
+from croupier.shared.topics import DEALER_INPUTS_TOPIC
 
 
 class Transport(Protocol):
@@ -49,7 +50,7 @@ class KafkaTransport:
 
     async def send(self, inp: InputBase) -> dict:
         def _send() -> None:
-            self._producer.send("dealer.inputs", key=inp.table_id.encode(),
+            self._producer.send(DEALER_INPUTS_TOPIC, key=inp.table_id.encode(),
                                 value=inp.model_dump_json().encode()).get(timeout=30)
 
         await asyncio.to_thread(_send)
