@@ -14,9 +14,8 @@ import asyncio
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from types import ModuleType, SimpleNamespace
+from types import SimpleNamespace
 
-import faust
 from faust.types import TP
 
 from croupier.services.infra import batching
@@ -120,17 +119,9 @@ async def _nothing_committed() -> dict:
     return {}
 
 
-def built_app(service: ModuleType) -> faust.App:
-    """A service's app (`croupier.services.<svc>.app`), built once, as its worker does when it starts
-    (importing the module builds nothing)."""
-    if not hasattr(service, "app"):
-        service.build_app()
-    return service.app
-
-
 def run_agent(monkeypatch, agent, app_id: str, broker: Broker, events: list[Event],
               timeout_s: float = 10.0) -> None:
-    """Run the agent's own body (the function `build_app` registers, or a Faust agent's
+    """Run the agent's own body (the function a bootstrap registers, or a Faust agent's
     `fun`) over `events` until the stream ends. The group's committed offsets are none (a
     fresh group): nothing asks a broker."""
     monkeypatch.setattr(batching, "committed_offsets", lambda app, service: _nothing_committed)
