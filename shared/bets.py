@@ -11,15 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Literal, NamedTuple
+from typing import Annotated, Literal, NamedTuple, Protocol
 
 from pydantic import BeforeValidator
 
 from croupier.shared.baccarat import BaccaratResult
 from croupier.shared.triple_face import HandName, TripleFaceResult
-
-if TYPE_CHECKING:
-    from croupier.shared.profile import BaccaratProfile, Profile
 
 Outcome = Literal["win", "lose", "push"]
 
@@ -87,11 +84,20 @@ def hand_name(position: Position) -> HandName:
 
 # --- baccarat -----------------------------------------------------------------
 
-def _player(r: BaccaratResult, profile: Profile) -> Resolution:
+class HasBankerMode(Protocol):
+    """What a rule reads of its table's profile (`croupier.shared.profile`): only the
+    banker's rule reads anything, the baccarat profile's banker mode (the rules know no
+    profile, so the profiles can read the rules)."""
+
+    @property
+    def banker_mode(self) -> Literal["commission", "no_commission"]: ...
+
+
+def _player(r: BaccaratResult, profile: object) -> Resolution:
     return _side_bet(r, "player") if r.winner != "tie" else PUSH
 
 
-def _banker(r: BaccaratResult, profile: BaccaratProfile) -> Resolution:
+def _banker(r: BaccaratResult, profile: HasBankerMode) -> Resolution:
     if r.winner == "tie":
         return PUSH
     if _banker_six(r) and profile.banker_mode == "no_commission":
@@ -103,7 +109,7 @@ def _side_bet(r: BaccaratResult, side: str) -> Resolution:
     return _win() if r.winner == side else LOSE
 
 
-def _tie(r: BaccaratResult, profile: Profile) -> Resolution:
+def _tie(r: BaccaratResult, profile: object) -> Resolution:
     return _win() if r.winner == "tie" else LOSE
 
 
@@ -112,7 +118,7 @@ def _banker_six(r: BaccaratResult) -> bool:
 
 
 def _dragon(side: Literal["player", "banker"]) -> Callable[..., Resolution]:
-    def resolve(r: BaccaratResult, profile: Profile) -> Resolution:
+    def resolve(r: BaccaratResult, profile: object) -> Resolution:
         if r.winner == "tie":
             return PUSH if r.player_natural and r.banker_natural else LOSE
         if r.winner != side:
@@ -124,51 +130,51 @@ def _dragon(side: Literal["player", "banker"]) -> Callable[..., Resolution]:
     return resolve
 
 
-def _fortune_six(r: BaccaratResult, profile: Profile) -> Resolution:
+def _fortune_six(r: BaccaratResult, profile: object) -> Resolution:
     if not _banker_six(r):
         return LOSE
     return _win("two_cards" if len(r.banker) == 2 else "three_cards")
 
 
 def _tiger_sized(cards: int) -> Callable[..., Resolution]:
-    def resolve(r: BaccaratResult, profile: Profile) -> Resolution:
+    def resolve(r: BaccaratResult, profile: object) -> Resolution:
         return _win() if _banker_six(r) and len(r.banker) == cards else LOSE
 
     return resolve
 
 
-def _super_six(r: BaccaratResult, profile: Profile) -> Resolution:
+def _super_six(r: BaccaratResult, profile: object) -> Resolution:
     return _win() if _banker_six(r) else LOSE
 
 
-def _tiger_tie(r: BaccaratResult, profile: Profile) -> Resolution:
+def _tiger_tie(r: BaccaratResult, profile: object) -> Resolution:
     return _win() if r.winner == "tie" and r.player_points == 6 else LOSE
 
 
 def _pair(side: Literal["player", "banker"]) -> Callable[..., Resolution]:
-    def resolve(r: BaccaratResult, profile: Profile) -> Resolution:
+    def resolve(r: BaccaratResult, profile: object) -> Resolution:
         return _win() if (r.player_pair if side == "player" else r.banker_pair) else LOSE
 
     return resolve
 
 
-def _tiger_pair(r: BaccaratResult, profile: Profile) -> Resolution:
+def _tiger_pair(r: BaccaratResult, profile: object) -> Resolution:
     if r.player_pair and r.banker_pair:
         return _win("twin" if r.player[0].rank == r.banker[0].rank else "double")
     return _win("single") if r.player_pair or r.banker_pair else LOSE
 
 
-def _big(r: BaccaratResult, profile: Profile) -> Resolution:
+def _big(r: BaccaratResult, profile: object) -> Resolution:
     return _win() if r.cards_dealt >= 5 else LOSE
 
 
-def _small(r: BaccaratResult, profile: Profile) -> Resolution:
+def _small(r: BaccaratResult, profile: object) -> Resolution:
     return _win() if r.cards_dealt == 4 else LOSE
 
 
 # --- Triple Face (position-taking rules get the chosen hand's name) ------------
 
-def _tf_win(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolution:
+def _tf_win(r: TripleFaceResult, hand: HandName, profile: object) -> Resolution:
     winner = r.winners[hand]
     if winner == "tie":
         return PUSH
@@ -177,7 +183,7 @@ def _tf_win(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolution
     return _win("win_on_6" if r.hands[hand].points == 6 else "win")
 
 
-def _tf_lose(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolution:
+def _tf_lose(r: TripleFaceResult, hand: HandName, profile: object) -> Resolution:
     winner = r.winners[hand]
     if winner == "tie":
         return PUSH
@@ -186,15 +192,15 @@ def _tf_lose(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolutio
     return _win("win_on_6" if r.hands["banker"].points == 6 else "win")
 
 
-def _tf_tie(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolution:
+def _tf_tie(r: TripleFaceResult, hand: HandName, profile: object) -> Resolution:
     return _win() if r.winners[hand] == "tie" else LOSE
 
 
-def _three_knights(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolution:
+def _three_knights(r: TripleFaceResult, hand: HandName, profile: object) -> Resolution:
     return _win() if r.hands[hand].pictures == 3 else LOSE
 
 
-def _pair_plus(r: TripleFaceResult, hand: HandName, profile: Profile) -> Resolution:
+def _pair_plus(r: TripleFaceResult, hand: HandName, profile: object) -> Resolution:
     category = r.hands[hand].pair_plus
     return LOSE if category == "nothing" else _win(category)
 
@@ -263,9 +269,10 @@ def resolve(
     rule: BetRule,
     result: BaccaratResult | TripleFaceResult,
     position: Position | None,
-    profile: Profile,
+    profile: object,
 ) -> Resolution:
-    """Apply `rule` to `result`; `position` is None for bets that take none."""
+    """Apply `rule` to `result`; `position` is None for bets that take none; `profile` is
+    the table's (`croupier.shared.profile.Profile`)."""
     if rule.positions:
         if position is None:
             raise ValueError(f"bet {rule.id!r} is placed on a position; none was given")

@@ -26,8 +26,7 @@ import json
 import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
-from functools import lru_cache
+from datetime import datetime
 from typing import Any
 
 import duckdb
@@ -41,6 +40,7 @@ from croupier.services.archive.segment import (
     SCHEMA,
     query_columns,
 )
+from croupier.services.archive.stats import exact_rtp_of, iso, read_stats
 from croupier.services.archive.store_ops import PartitionIndex, archived_partitions
 from croupier.services.infra.archive_store import ArchiveStore
 from croupier.services.infra.log_reader import log_reader
@@ -68,11 +68,6 @@ SIGNIFICANT_REFUSALS = ("unsigned", "bad_signature", "chain_corrupt", "role_not_
 
 def view_name(topic: str) -> str:
     return topic.replace(".", "_")
-
-
-def iso(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds") \
-        .replace("+00:00", "Z")
 
 
 class ArchiveQueries:
@@ -510,8 +505,6 @@ class ArchiveQueries:
               ) -> dict[str, Any]:
         """Per dealer and per table, of the rounds opened in `[since, until)`
         (`croupier.services.archive.stats`)."""
-        from croupier.services.archive.stats import read_stats
-
         return read_stats(self, since, until)
     # ---------------------------------------------------------------- opposite betting
     def opposite_pairs(self, since: datetime | None = None, until: datetime | None = None,
@@ -569,24 +562,13 @@ def _recalled_round(key: tuple[str, str], bets: list[dict[str, Any]],
     }
 
 
-@lru_cache(maxsize=64)
-def _exact(profile: str, version: int | None) -> dict[str, tuple[float, float]]:
-    """{bet: (exact RTP, variance per unit staked)} of a profile as released (enumerated
-    once per process: about half a second)."""
-    from croupier.shared.profile import load_profile
-    from croupier.shared.rtp import exact_rtp
-
-    report = exact_rtp(load_profile(profile, version))
-    return {bet: (float(b.rtp), float(b.variance)) for bet, b in report.bets.items()}
-
-
 def _with_exact_rtp(row: dict[str, Any]) -> dict[str, Any]:
     stake, returned = int(row["stake"]), int(row["returned"])
     out = {k: row[k] for k in ("day", "table_id", "profile", "version", "dealer", "bet",
                                "bets")}
     out.update(stake=stake, returned=returned,
                realised_rtp=round(returned / stake, 6) if stake else None)
-    exact = _exact(row["profile"], row["version"]).get(row["bet"]) if row["profile"] else None
+    exact = exact_rtp_of(row["profile"], row["version"]).get(row["bet"]) if row["profile"] else None
     if exact is None:
         return {**out, "exact_rtp": None, "z": None}
     rtp, variance = exact

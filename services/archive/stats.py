@@ -22,7 +22,8 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from croupier.shared.events.rejections import NOT_THE_DEALERS
@@ -30,6 +31,23 @@ from croupier.shared.topics import BETS_SETTLED_TOPIC, DEALER_REJECTIONS_TOPIC, 
 
 if TYPE_CHECKING:
     from croupier.services.archive.queries import ArchiveQueries
+
+
+def iso(ms: int) -> str:
+    return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds") \
+        .replace("+00:00", "Z")
+
+
+@lru_cache(maxsize=64)
+def exact_rtp_of(profile: str, version: int | None) -> dict[str, tuple[float, float]]:
+    """{bet: (exact RTP, variance per unit staked)} of a profile as released (enumerated
+    once per process: about half a second)."""
+    from croupier.shared.profile import load_profile
+    from croupier.shared.rtp import exact_rtp
+
+    report = exact_rtp(load_profile(profile, version))
+    return {bet: (float(b.rtp), float(b.variance)) for bet, b in report.bets.items()}
+
 
 # a gap this long between a round's end and the table's next round is a break (or the table
 # was closed): not time at the table
@@ -195,7 +213,6 @@ def table_figures(rounds: dict[str, int], bets: Sequence[dict[str, Any]], exact:
 def read_stats(q: ArchiveQueries, since: datetime | None, until: datetime | None
                ) -> dict[str, Any]:
     """`{"dealers": [...], "tables": [...]}` of the rounds opened in `[since, until)`."""
-    from croupier.services.archive.queries import _exact, iso
     from croupier.shared.profile import ProfileError
 
     lo = int(since.timestamp() * 1000) if since else 0
@@ -264,7 +281,7 @@ def read_stats(q: ArchiveQueries, since: datetime | None, until: datetime | None
 
     def exact(profile: str, version: int | None, bet: str) -> tuple[float, float] | None:
         try:
-            return _exact(profile, version).get(bet)
+            return exact_rtp_of(profile, version).get(bet)
         except ProfileError:  # a profile (or version) this build does not know: no theory
             return None
 

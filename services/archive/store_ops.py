@@ -8,8 +8,10 @@ exactly where the archive ends: no gap, no duplicate.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+
+from kafka.consumer.fetcher import ConsumerRecord
 
 from croupier.services.archive.segment import (
     MANIFEST_SUFFIX,
@@ -23,6 +25,8 @@ from croupier.services.archive.segment import (
     segment_stem,
 )
 from croupier.services.infra.archive_store import ArchiveStore
+from croupier.services.infra.kafka_security import OPERATOR
+from croupier.services.infra.log_reader import log_starts, read_to_end
 
 
 @dataclass(frozen=True)
@@ -175,3 +179,17 @@ def read_archived(store: ArchiveStore, topic: str, partition: int, start_offset:
                 return
             yield rec
         index.forget(i)
+
+
+def read_archive_then_log(bootstrap: str, topic: str, archive: ArchiveStore | None,
+                          progress: Callable[[int, int], None] | None = None,
+                          principal: str = OPERATOR
+                          ) -> Iterator[ConsumerRecord | ArchivedRecord]:
+    """Every record of `topic` the archive or the log holds, each once: partition by
+    partition, the archived records below the log's first offset, then the log (order
+    within a partition is the log's). Without an archive, `read_to_end`."""
+    if archive is not None:
+        starts = log_starts(bootstrap, topic, principal)
+        for partition in archived_partitions(archive, topic):
+            yield from read_archived(archive, topic, partition, 0, starts.get(partition))
+    yield from read_to_end(bootstrap, topic, progress, principal=principal)

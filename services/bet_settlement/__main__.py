@@ -1,9 +1,9 @@
 """`python -m croupier.services.bet_settlement worker -l info`"""
 
-from croupier.services.bet_settlement.app import build_app
+from croupier.services.bet_settlement.bootstrap import bootstrap
 from croupier.services.infra.private_topics import run_worker
 from croupier.services.infra.settings import get_settings
 
 if __name__ == "__main__":
     settings = get_settings()
-    run_worker(build_app(settings), settings)
+    run_worker(bootstrap(settings).app, settings)

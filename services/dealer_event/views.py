@@ -16,17 +16,19 @@ earlier attempt was applied).
 from __future__ import annotations
 
 import asyncio
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 import faust
 from aiohttp.web import BaseRequest
 from faust import web
 
-from croupier.services.dealer_event import app as d
 from croupier.services.dealer_event.input_parsing import parse_raw
 from croupier.services.dealer_event.runtime import LOST_RACE, MOVED
 from croupier.services.infra import routing
 from croupier.services.infra.observability import health_problems
+
+if TYPE_CHECKING:
+    from croupier.services.dealer_event.bootstrap import DealerEvent
 
 AUTH_CODES = frozenset({"unsigned", "bad_signature", "role_not_allowed"})
 
@@ -40,10 +42,16 @@ def http_status(report: dict) -> int:
     return 409 if code == "duplicate_input" else 422
 
 
-async def _elsewhere(view: web.View, request: web.Request, table_id: str,
+class DoorView(web.View):
+    """A page of the door, bound to the worker's `DealerEvent` by `register`."""
+    service: DealerEvent
+
+
+async def _elsewhere(view: DoorView, request: web.Request, table_id: str,
                      body: bytes | None = None) -> web.Response | None:
     """The owner's answer if another worker owns `table_id`, a 503 while nobody does,
     None if this worker owns it (`body`: the request's body, already read)."""
+    d = view.service
     try:
         owner = routing.owner_of(d.app, d.inputs_topic, table_id.encode())
     except routing.NoOwner as exc:
@@ -53,10 +61,9 @@ async def _elsewhere(view: web.View, request: web.Request, table_id: str,
     return await routing.forward(d.app, owner, request, view.web, body)
 
 
-async def _body_within_limit(request: web.Request) -> bytes | None:
-    """The body, or None when it is over `input_max_bytes` (checked before anything is
-    written to dealer.inputs: 20 posts of 1 MB used to write 18 MB in a second)."""
-    limit = d.settings.input_max_bytes
+async def _body_within_limit(request: web.Request, limit: int) -> bytes | None:
+    """The body, or None when it is over `limit` (`input_max_bytes`, checked before anything
+    is written to dealer.inputs: 20 posts of 1 MB used to write 18 MB in a second)."""
     # faust's web driver is aiohttp's: its requests stream (faust's Request ABC does not say)
     aio_request = cast(BaseRequest, request)
     if aio_request.content_length is not None and aio_request.content_length > limit:
@@ -70,9 +77,10 @@ async def _body_within_limit(request: web.Request) -> bytes | None:
     return b"".join(chunks)
 
 
-class InputsView(web.View):
+class InputsView(DoorView):
     async def post(self, request: web.Request) -> web.Response:
-        raw = await _body_within_limit(request)
+        d = self.service
+        raw = await _body_within_limit(request, d.settings.input_max_bytes)
         if raw is None:
             return self.json({"status": "refused", "reason_code": "body_too_large",
                               "message": f"an input is at most {d.settings.input_max_bytes} "
@@ -106,8 +114,9 @@ class InputsView(web.View):
         return self.json(report, status=http_status(report))
 
 
-class TablePage(web.View):
+class TablePage(DoorView):
     async def get(self, request: web.Request, table_id: str) -> web.Response:
+        d = self.service
         routed = await _elsewhere(self, request, table_id)
         if routed is not None:
             return routed
@@ -119,8 +128,9 @@ class TablePage(web.View):
         return self.json(state.summary())
 
 
-class HealthView(web.View):
+class HealthView(DoorView):
     async def get(self, request: web.Request) -> web.Response:
+        d = self.service
         partitions = d.runtime.partitions
         problems = [] if d.runtime.ready else ["rebuilding its tables from the log"]
         problems += [p for p in health_problems(d.app) if p.startswith("stalled")]
@@ -130,8 +140,8 @@ class HealthView(web.View):
                          status=503 if problems else 200)
 
 
-def register(app: faust.App) -> None:
-    """The door's routes on the worker's app (`croupier.services.dealer_event.app.build_app`)."""
-    app.page("/inputs")(InputsView)
-    app.page("/tables/{table_id}")(TablePage)
-    app.page("/health")(HealthView)
+def register(app: faust.App, service: DealerEvent) -> None:
+    """The door's routes on the worker's app, bound to `service` (the bootstrap calls it)."""
+    for path, view in (("/inputs", InputsView), ("/tables/{table_id}", TablePage),
+                       ("/health", HealthView)):
+        app.page(path)(type(view.__name__, (view,), {"service": service}))

@@ -11,6 +11,9 @@ instead of crashing the codec.
 from __future__ import annotations
 
 import socket
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 import faust
 from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Producer
@@ -123,3 +126,21 @@ def settings_of(app: AppT) -> Settings:
 def topic(app: faust.App, name: str) -> faust.TopicT:
     """A catalogue topic (created by `croupier topics apply`, never by the service)."""
     return app.topic(name, key_type=bytes, value_type=bytes, internal=False)
+
+
+def bound(fun: Callable[..., Awaitable[None]], *args: Any) -> Callable[[], Awaitable[None]]:
+    """`fun(*args)` as a task or timer takes it (no argument), under `fun`'s own name: a
+    service's loops are functions of the service object its bootstrap built, never of
+    module globals."""
+    async def run() -> None:
+        await fun(*args)
+
+    run.__module__, run.__name__, run.__qualname__ = fun.__module__, fun.__name__, fun.__qualname__
+    run.__doc__ = fun.__doc__
+    return run
+
+
+def writer_name(settings: Settings, service: str) -> str:
+    """The name an own log's entries are written under: unique to this process's life, so
+    no two lives of a worker share an entry id."""
+    return f"{settings.instance}-{service}-{settings.worker_id}-{uuid.uuid4().hex[:8]}"

@@ -20,7 +20,8 @@ from typing import Any, cast
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.errors import KafkaConnectionError, NodeNotReadyError
 
-from croupier.services.infra.kafka_security import kafka_python_options
+from croupier.services.infra.kafka_security import ADMIN, apply_acls, kafka_python_options, secured
+from croupier.services.infra.settings import get_settings
 
 DURABLE_PRODUCER: dict[str, Any] = {"acks": "all", "enable_idempotence": True}
 # kafka-python refreshes its metadata when a reconnect to a node fails, and spaces those
@@ -83,3 +84,16 @@ def admin_client(bootstrap: str, principal: str, *, client_id: str = "croupier-a
                               bootstrap_timeout_ms=int(timeout_s * 1000), **FAILOVER,
                               **kafka_python_options(principal, settings))
     return cast(KafkaAdminClient, ResilientAdmin(client))
+
+
+def ensure_acls(bootstrap: str, instance: str, settings=None) -> int:
+    """As the admin principal: the instance's ACLs, if the cluster is secured and the
+    settings ask us to manage them (an external cluster's own admins may not)."""
+    settings = settings or get_settings()
+    if not secured(settings) or not settings.kafka_manage_acls:
+        return 0
+    admin = admin_client(bootstrap, ADMIN, client_id="croupier-acls", settings=settings)
+    try:
+        return apply_acls(admin, instance)
+    finally:
+        admin.close()

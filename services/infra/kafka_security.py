@@ -283,20 +283,6 @@ def apply_acls(admin, instance: str | None) -> int:
     return len(acls)
 
 
-def ensure_acls(bootstrap: str, instance: str, settings=None) -> int:
-    """As the admin principal: the instance's ACLs, if the cluster is secured and the
-    settings ask us to manage them (an external cluster's own admins may not)."""
-    settings = settings or _settings()
-    if not secured(settings) or not settings.kafka_manage_acls:
-        return 0
-    from croupier.services.infra.kafka_clients import admin_client
-    admin = admin_client(bootstrap, ADMIN, client_id="croupier-acls", settings=settings)
-    try:
-        return apply_acls(admin, instance)
-    finally:
-        admin.close()
-
-
 # ---------------------------------------------------------------- the local broker
 
 def broker_security_properties(port: int, controller_port: int, passwords: dict[str, str]

@@ -282,7 +282,7 @@ class LocalBroker:
     def apply_acls(self) -> None:
         """The instance's ACLs, by the admin principal (idempotent: every start)."""
         if self.secured and self.instance:
-            kafka_security.ensure_acls(self.bootstrap, self.instance)
+            kafka_clients.ensure_acls(self.bootstrap, self.instance)
 
     def _metrics_agent(self) -> list[str]:
         """The JMX exporter flag, so Prometheus can scrape the broker; fetched once per machine."""
@@ -415,7 +415,7 @@ class LocalCluster:
         """The instance's ACLs, by the admin principal (cluster-wide metadata: once)."""
         first = self.nodes[0]
         if first.secured and first.instance:
-            kafka_security.ensure_acls(self.bootstrap, first.instance)
+            kafka_clients.ensure_acls(self.bootstrap, first.instance)
 
     def wait_brokers(self, timeout_s: float) -> None:
         """Until the cluster's metadata lists every node as a broker (a node answers an

@@ -1,7 +1,8 @@
 """Read a topic from the start of retention to the end offsets it had when the read started.
 
-With an archive (`read_archive_then_log`), from the start of the archive: what retention
-has deleted from a partition is read from the archive, the rest from the log.
+With an archive, from the start of the archive: the archive's
+`croupier.services.archive.store_ops.read_archive_then_log` reads what retention has deleted
+from a partition there and the rest here.
 
 The one way the platform reads a whole topic: dealer-event rebuilding its table
 states before it takes any input, the audit and `croupier rebuild`, and tests
@@ -13,17 +14,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from typing import TYPE_CHECKING
 
 from faust.types import TP
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
 from croupier.services.infra.kafka_security import OPERATOR, kafka_python_options
-
-if TYPE_CHECKING:
-    from croupier.services.archive.segment import ArchivedRecord
-    from croupier.services.infra.archive_store import ArchiveStore
 
 
 class LogReadError(RuntimeError):
@@ -107,22 +103,6 @@ def log_starts(bootstrap: str, topic: str, principal: str = OPERATOR) -> dict[in
         return {tp.partition: offset for tp, offset in consumer.beginning_offsets(tps).items()}
     finally:
         consumer.close()
-
-
-def read_archive_then_log(bootstrap: str, topic: str, archive: ArchiveStore | None,
-                          progress: Callable[[int, int], None] | None = None,
-                          principal: str = OPERATOR
-                          ) -> Iterator[ConsumerRecord | ArchivedRecord]:
-    """Every record of `topic` the archive or the log holds, each once: partition by
-    partition, the archived records below the log's first offset, then the log (order
-    within a partition is the log's). Without an archive, `read_to_end`."""
-    if archive is not None:
-        from croupier.services.archive.store_ops import archived_partitions, read_archived
-
-        starts = log_starts(bootstrap, topic, principal)
-        for partition in archived_partitions(archive, topic):
-            yield from read_archived(archive, topic, partition, 0, starts.get(partition))
-    yield from read_to_end(bootstrap, topic, progress, principal=principal)
 
 
 def read_range(bootstrap: str, topic: str, partition: int, start: int, stop: int,

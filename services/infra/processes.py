@@ -14,7 +14,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import httpx
 
@@ -22,8 +22,13 @@ from croupier.services.infra import service_table
 from croupier.services.infra.kafka_security import principal_env
 from croupier.services.infra.settings import Settings
 
-if TYPE_CHECKING:
-    from croupier.services.simulators.operator_wallet.faults import Faults
+
+class JsonModel(Protocol):
+    """A pydantic model as a process's environment carries it (the operator wallet's
+    `Faults`: infra knows no simulator)."""
+
+    def model_dump_json(self) -> str: ...
+
 
 # settings every service process must share with the demo driver
 SHARED_ENV = ("env", "instance", "home", "kafka_bootstrap_servers", "kafka_brokers",
@@ -181,7 +186,7 @@ def operator_api_process(settings: Settings, log_path: Path, env: dict[str, str]
 
 def operator_wallet_process(port: int, db: Path, log_path: Path, *,
                             keys: dict[str, str] | None = None,
-                            rollback_unknown: str = "not_found", faults: Faults | None = None,
+                            rollback_unknown: str = "not_found", faults: JsonModel | None = None,
                             env: dict[str, str] | None = None) -> ServiceProcess:
     """The reference operator wallet (`croupier operator-wallet serve`) on `port` over the
     SQLite database `db`; `keys` by key id (default croupier's development key k1). Its

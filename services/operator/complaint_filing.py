@@ -21,8 +21,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from croupier.services.archive.store_ops import read_archive_then_log
 from croupier.services.infra.archive_store import archive_from_settings
-from croupier.services.infra.log_reader import LogReadError, read_archive_then_log
+from croupier.services.infra.log_reader import LogReadError
 from croupier.services.operator.actions import ActionNotRecorded, operator_name, record_action
 from croupier.services.operator.complaints import (
     Complaint,

@@ -12,8 +12,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from croupier.services.archive.store_ops import read_archive_then_log
 from croupier.services.infra.archive_store import ArchiveStore
-from croupier.services.infra.log_reader import read_archive_then_log
 from croupier.services.operator.audit import Books
 from croupier.shared.events.registry import topic_adapter
 from croupier.shared.topics import (

@@ -17,9 +17,10 @@ import httpx
 from kafka.errors import KafkaError
 from pydantic import ValidationError
 
+from croupier.services.archive.store_ops import read_archive_then_log
 from croupier.services.infra.archive_store import ArchiveStore, archive_from_settings
 from croupier.services.infra.kafka_security import OPERATOR
-from croupier.services.infra.log_reader import LogReadError, read_archive_then_log
+from croupier.services.infra.log_reader import LogReadError
 from croupier.services.infra.settings import Settings
 from croupier.services.operator.reconcile import ReconcileReport, Unreadable, reconcile
 from croupier.services.operator.replay_service import parse_time

@@ -2,9 +2,9 @@
 
 from croupier.services.infra.private_topics import run_worker
 from croupier.services.infra.settings import get_settings
-from croupier.services.wallet import app as wallet
+from croupier.services.wallet.bootstrap import bootstrap
 
 if __name__ == "__main__":
     settings = get_settings()
-    app = wallet.build_app(settings)
-    run_worker(app, settings, extra=(wallet.COMMANDS_TOPIC,))
+    wallet = bootstrap(settings)
+    run_worker(wallet.app, settings, extra=(wallet.commands_topic_name,))

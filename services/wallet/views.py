@@ -15,7 +15,7 @@ import json
 import logging
 import re
 import uuid
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import faust
 from pydantic import BaseModel, ValidationError
@@ -25,7 +25,6 @@ from croupier.services.infra import routing
 from croupier.services.infra.auth import AuthError
 from croupier.services.infra.consumer import settling
 from croupier.services.infra.observability import health_problems
-from croupier.services.wallet import app as w
 from croupier.services.wallet import money_metrics
 from croupier.services.wallet.api_models import (
     CreateAccountRequest,
@@ -54,6 +53,9 @@ from croupier.services.wallet.rounds_view import (
     tables_body,
 )
 from croupier.shared.events.wallet_ledger import Account
+
+if TYPE_CHECKING:
+    from croupier.services.wallet.bootstrap import Wallet
 
 log = logging.getLogger("croupier.wallet.http")
 REPLY_TIMEOUT_S = 15.0
@@ -95,7 +97,7 @@ def _bad_id(error: ErrorDetails) -> bool:
                                   "string_too_long"))
 
 
-async def ask(env: Envelope) -> Answer:
+async def ask(w: Wallet, env: Envelope) -> Answer:
     reply_id = uuid.uuid4().hex
     env = env.model_copy(update={"reply_id": reply_id})
     future = w.replies.expect(reply_id)
@@ -117,7 +119,7 @@ class Elsewhere(Exception):
         self.owner = owner
 
 
-def here(player_id: str) -> None:
+def here(w: Wallet, player_id: str) -> None:
     """Return if this worker answers for `player_id`; raise Elsewhere or NoOwner."""
     owner = routing.owner_of(w.app, w.commands_topic, player_id.encode())
     if owner is not None:
@@ -126,7 +128,7 @@ def here(player_id: str) -> None:
         raise routing.NoOwner("this worker's partitions are being (re)assigned")
 
 
-def folded(player_id: str) -> Lookups:
+def folded(w: Wallet, player_id: str) -> Lookups:
     """The player's state here: 503 (never 404) while this worker has not folded the
     ledger partition of the player (a restart, a rebalance, another worker holding it)."""
     look = w.store.lookups(player_id)
@@ -138,10 +140,10 @@ def folded(player_id: str) -> Lookups:
 _ROUTES: list[tuple[str, type[faust.web.View]]] = []  # (path, page): `register` adds them
 
 
-def register(app: faust.App) -> None:
-    """The routes on the worker's app (`croupier.services.wallet.app.build_app`)."""
+def register(app: faust.App, service: Wallet) -> None:
+    """The routes on the worker's app, bound to `service` (the bootstrap calls it)."""
     for path, page in _ROUTES:
-        app.page(path)(page)
+        app.page(path)(type(page.__name__, (page,), {"service": service}))
 
 
 def route(path: str):
@@ -149,7 +151,7 @@ def route(path: str):
 
     def page_of(cls):
         class Page(faust.web.View):
-            pass
+            service: Wallet  # set by `register`
 
         for method in ("get", "post"):
             handler = getattr(cls, method, None)
@@ -158,12 +160,13 @@ def route(path: str):
 
             async def wrapped(self, request, _handler=handler, **params):
                 try:
-                    answer = await _handler(request, **params)
+                    answer = await _handler(self.service, request, **params)
                 except (Problem, AuthError) as exc:
                     answer = exc.answer if isinstance(exc, Problem) else Answer.error(
                         exc.status, exc.code, exc.message)
                 except Elsewhere as exc:
-                    return await routing.forward(w.app, exc.owner, request, self.web)
+                    return await routing.forward(self.service.app, exc.owner, request,
+                                                 self.web)
                 except routing.NoOwner as exc:
                     return routing.unavailable(self.web, str(exc))
                 if answer.status == 503:  # "retry": the same request id is safe
@@ -183,15 +186,15 @@ def authorization(request) -> str | None:
     return request.headers.get("Authorization")
 
 
-def account_or_404(player_id: str, checked: bool = False):
+def account_or_404(w: Wallet, player_id: str, checked: bool = False):
     """The player's account, answered by the worker that owns it (`checked`: here() was
     already asked)."""
     if not checked:
-        here(player_id)
+        here(w, player_id)
     # 404 only from a worker that holds the player's partition, folded: right after a
     # restart the router may name this worker before it has folded the partition, and an
     # account that exists must then be "retry", never "unknown"
-    account = folded(player_id).account(player_id)
+    account = folded(w, player_id).account(player_id)
     if account is None:
         raise Problem(*_error_args(no_account(player_id)))
     return account
@@ -204,7 +207,7 @@ def _error_args(answer: Answer) -> tuple[int, str, str]:
 @route("/health")
 class Health:
     @staticmethod
-    async def get(request):
+    async def get(w: Wallet, request):
         problems = health_problems(w.app)
         if not w.table_views.ready.is_set():
             problems.append("recovering: still reading table.events")
@@ -215,7 +218,7 @@ class Health:
 @route("/openapi.json")
 class OpenApi:
     @staticmethod
-    async def get(request):
+    async def get(w: Wallet, request):
         return Answer(200, openapi())
 
 
@@ -224,43 +227,43 @@ class OutboundOpenApi:
     """Seamless mode's outbound API: what the operator's wallet implements."""
 
     @staticmethod
-    async def get(request):
+    async def get(w: Wallet, request):
         return Answer(200, outbound_openapi())
 
 
 @route("/accounts")
 class Accounts:
     @staticmethod
-    async def post(request):
+    async def post(w: Wallet, request):
         w.auth.require_operator(authorization(request))
         body = await parse(request, CreateAccountRequest)
-        here(body.player_id)
-        return await ask(Envelope(command=CreateAccount(player_id=body.player_id,
+        here(w, body.player_id)
+        return await ask(w, Envelope(command=CreateAccount(player_id=body.player_id,
                                                         currency=body.currency)))
 
 
 @route("/accounts/{player_id}")
 class AccountView:
     @staticmethod
-    async def get(request, player_id):
+    async def get(w: Wallet, request, player_id):
         w.auth.require_operator(authorization(request))
-        return Answer(200, account_body(account_or_404(player_id)))
+        return Answer(200, account_body(account_or_404(w, player_id)))
 
 
 def _movement_route(path: str, command: type[Deposit] | type[Withdraw]) -> None:
     @route(path)
     class Movement:
         @staticmethod
-        async def post(request, player_id):
+        async def post(w: Wallet, request, player_id):
             w.auth.require_operator(authorization(request))
-            here(player_id)
+            here(w, player_id)
             body = await parse(request, MovementRequest)
             limit = w.settings.max_amount_minor_units
             if body.amount > limit:
                 raise Problem(422, "amount_too_large",
                               f"the amount is above the limit of {limit} minor units "
                               "(CROUPIER_MAX_AMOUNT_MINOR_UNITS)")
-            return await ask(Envelope(command=command(player_id=player_id,
+            return await ask(w, Envelope(command=command(player_id=player_id,
                                                       **body.model_dump())))
 
 
@@ -271,9 +274,9 @@ _movement_route("/accounts/{player_id}/withdrawals", Withdraw)
 @route("/players/{player_id}/token")
 class Token:
     @staticmethod
-    async def post(request, player_id):
+    async def post(w: Wallet, request, player_id):
         w.auth.require_operator(authorization(request))
-        account_or_404(player_id)
+        account_or_404(w, player_id)
         issued = w.auth.issue(player_id)
         return Answer(200, {"player_id": player_id, "token": issued.token,
                             "expires_at": issued.expires_at.isoformat()})
@@ -282,17 +285,17 @@ class Token:
 @route("/players/{player_id}/balance")
 class Balance:
     @staticmethod
-    async def get(request, player_id):
+    async def get(w: Wallet, request, player_id):
         w.auth.require_player(authorization(request), player_id, operator_may=True)
-        return Answer(200, account_body(account_or_404(player_id)))
+        return Answer(200, account_body(account_or_404(w, player_id)))
 
 
 @route("/players/{player_id}/transactions")
 class Transactions:
     @staticmethod
-    async def get(request, player_id):
+    async def get(w: Wallet, request, player_id):
         w.auth.require_player(authorization(request), player_id, operator_may=True)
-        account = account_or_404(player_id)
+        account = account_or_404(w, player_id)
         try:
             limit = int(request.query.get("limit", 100))
             after = int(request.query.get("after", 0))
@@ -300,7 +303,7 @@ class Transactions:
             raise Problem(422, "malformed_query", "limit and after must be integers") from None
         if not 1 <= limit <= MAX_PAGE or after < 0:
             raise Problem(422, "malformed_query", f"limit must be 1..{MAX_PAGE}, after >= 0")
-        return Answer(200, history_page(folded(player_id), account, after, limit))
+        return Answer(200, history_page(folded(w, player_id), account, after, limit))
 
 
 def history_page(look: Lookups, account: Account, after: int, limit: int) -> dict:
@@ -319,11 +322,11 @@ def history_page(look: Lookups, account: Account, after: int, limit: int) -> dic
 @route("/players/{player_id}/bets")
 class Bets:
     @staticmethod
-    async def post(request, player_id):
+    async def post(w: Wallet, request, player_id):
         w.auth.require_player(authorization(request), player_id)
-        here(player_id)  # before reading the body: the owner reads it
+        here(w, player_id)  # before reading the body: the owner reads it
         body = await parse(request, PlaceBetRequest)
-        account = account_or_404(player_id, checked=True)
+        account = account_or_404(w, player_id, checked=True)
         if not w.table_views.ready.is_set():
             raise routing.NoOwner("this worker is still reading table.events")
         # The door's verdict travels with the command: it binds only a bet id the ledger
@@ -343,7 +346,7 @@ class Bets:
         except BetRefused as exc:
             rules = {"door_refusal": DoorRefusal(status=exc.status, code=exc.code,
                                                  message=exc.message)}
-        answer = await ask(Envelope(command=PlaceBet(player_id=player_id, **body.model_dump(),
+        answer = await ask(w, Envelope(command=PlaceBet(player_id=player_id, **body.model_dump(),
                                                      **rules)))
         code = answer.body.get("error", {}).get("code") if answer.status >= 400 else None
         if code in (*money_metrics.DOOR_REASONS, "spot_maximum", "needs_main_bet"):
@@ -366,7 +369,7 @@ class TablesList:
     """Every table the worker's view of `table.events` holds (the operator's floor)."""
 
     @staticmethod
-    async def get(request):
+    async def get(w: Wallet, request):
         if not w.table_views.ready.is_set():
             raise routing.NoOwner("this worker is still reading table.events")
         return Answer(200, tables_body(w.table_views.views, asked_currency(request)))
@@ -375,7 +378,7 @@ class TablesList:
 @route("/tables/{table_id}/current-round")
 class CurrentRound:
     @staticmethod
-    async def get(request, table_id):
+    async def get(w: Wallet, request, table_id):
         view = w.table_views.get(table_id)
         if view is None:
             raise Problem(404, "unknown_table", f"unknown table {table_id!r}")
@@ -391,7 +394,7 @@ class Roads:
     of `table.events` (croupier.shared.shoe_history; docs/decisions/roads.md)."""
 
     @staticmethod
-    async def get(request, table_id):
+    async def get(w: Wallet, request, table_id):
         if not w.table_views.ready.is_set():  # roads of half the events are wrong roads
             raise routing.NoOwner("this worker is still reading table.events")
         try:

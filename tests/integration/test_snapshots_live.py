@@ -21,10 +21,10 @@ from aiokafka import AIOKafkaProducer
 from kafka import KafkaProducer
 
 from croupier.services.infra import topic_admin
+from croupier.services.infra.kafka_clients import ensure_acls
 from croupier.services.infra.kafka_security import (
     ADMIN,
     aiokafka_options,
-    ensure_acls,
     kafka_python_options,
 )
 from croupier.services.infra.kernel import KafkaLogIO, OwnLog

@@ -14,7 +14,8 @@ import pytest
 from kafka import KafkaProducer
 
 from croupier.services.infra import topic_admin
-from croupier.services.infra.kafka_security import ADMIN, ensure_acls, kafka_python_options
+from croupier.services.infra.kafka_clients import ensure_acls
+from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
 from croupier.services.infra.log_reader import read_to_end
 from croupier.services.infra.processes import ServiceProcess
 from croupier.services.infra.routing import FORWARDED_HEADER

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from types import SimpleNamespace
 
 from faust.types import TP
 
@@ -160,15 +161,9 @@ def test_records_from_before_the_field_existed_fall_back_to_the_groups_commit():
     class Runtime:
         resume_offsets = staticmethod(own)
 
-    real = getattr(dealer_app, "runtime", None)
-    dealer_app.runtime = Runtime()  # type: ignore[assignment]
-    try:
-        at = {p: asyncio.run(dealer_app.resume_at(TP(DEALER_INPUTS_TOPIC, p))) for p in (0, 1, 2)}
-    finally:
-        if real is None:
-            del dealer_app.runtime
-        else:
-            dealer_app.runtime = real
+    service = SimpleNamespace(runtime=Runtime())  # what resume_at reads of the DealerEvent
+    at = {p: asyncio.run(dealer_app.resume_at(service, TP(DEALER_INPUTS_TOPIC, p)))  # type: ignore[arg-type]
+          for p in (0, 1, 2)}
     assert at == {0: 3, 1: None, 2: None}
     # the kernel's loop: None is the group's commit where there is one, else the start
     consumer = PositionedConsumer({DEALER_INPUTS_TOPIC: {1: 7}})

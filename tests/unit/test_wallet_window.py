@@ -128,12 +128,11 @@ def test_a_window_under_a_day_is_refused():
 
 
 def test_the_wallet_refuses_to_start_with_a_window_under_a_day(monkeypatch):
-    from croupier.services.wallet import app
+    from croupier.services.wallet import bootstrap
 
-    monkeypatch.setattr(app, "settings", None, raising=False)  # restored afterwards
-    monkeypatch.setattr(app, "make_app", lambda *a, **k: pytest.fail("started anyway"))
+    monkeypatch.setattr(bootstrap, "make_app", lambda *a, **k: pytest.fail("started anyway"))
     with pytest.raises(InvalidSetting) as refused:
-        app.build_app(Settings(env="development", wallet_state_window_hours=12))
+        bootstrap.bootstrap(Settings(env="development", wallet_state_window_hours=12))
     assert "CROUPIER_WALLET_STATE_WINDOW_HOURS=12 is below 24 hours" in str(refused.value)
 
 
