@@ -43,7 +43,8 @@ from croupier.shared.events.dead_letters import DeadLetter
 from croupier.shared.events.results import RoundResultPublished
 from croupier.shared.events.wallet_events import WalletTransaction
 from croupier.shared.events.wallet_ledger import LedgerEntry
-from tests.crashsim.pipeline import COMMANDS, PARTITIONS, SETTLEMENT_LOG, STAGES, Sim
+from tests.crashsim.pipeline import Sim
+from tests.crashsim.stages import COMMANDS, PARTITIONS, SETTLEMENT_LOG, STAGES
 from tests.crashsim.world import baccarat, returned
 
 Problems = list[str]

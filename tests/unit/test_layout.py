@@ -24,6 +24,7 @@ PURE_CORES = {
     "dealer-event": ["croupier.services.dealer_event.admission",
                      "croupier.services.dealer_event.input_parsing",
                      "croupier.services.dealer_event.refusals", "croupier.services.dealer_event.state",
+                     "croupier.services.dealer_event.table_checks",
                      "croupier.services.dealer_event.table_machine"],
     "game-evaluation": ["croupier.services.game_evaluation.evaluator"],
     "bet-settlement": ["croupier.services.bet_settlement.round_book",
