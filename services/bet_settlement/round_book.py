@@ -51,6 +51,15 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
+from croupier.services.bet_settlement.settlement_terms import (
+    Amount,
+    annul_refund,
+    by_rules,
+    changed_by_correction,
+    settled_again_id,
+    take_back,
+    void_refund,
+)
 from croupier.shared.bets import MAIN_BETS
 from croupier.shared.events.bet_events import (
     BetAccepted,
@@ -61,9 +70,7 @@ from croupier.shared.events.bet_events import (
     IntakeMark,
     RoundManifest,
     SettlementReversed,
-    annul_refund_id,
     digest_add,
-    reversal_id,
     settlement_id,
 )
 from croupier.shared.events.results import RoundResultPublished
@@ -83,7 +90,6 @@ from croupier.shared.settlement import (
     Bet,
     BetError,
     needs_main_bet,
-    settle,
     validate_bet,
     validate_in_round,
 )
@@ -91,7 +97,7 @@ from croupier.shared.topics import BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC
 
 log = logging.getLogger(__name__)
 Output = tuple[str, str, BaseModel]  # topic, key, record
-Amounts = Callable[[BetPlaced], tuple[str, int]]  # a bet -> (outcome, amount returned)
+Amounts = Callable[[BetPlaced], Amount]  # a bet -> (outcome, amount returned)
 
 
 class RoundBets(Protocol):
@@ -420,7 +426,7 @@ def _void(w: _Writer, event: RoundVoided, now: datetime) -> None:
     w.give_up_if_pending(now)
     if h.status == "open":  # the bets that waited for the close are decided by the void
         w.cut(event.occurred_at, now)
-    w.settle_all(lambda bet: ("void_refund", bet.stake), "voided",
+    w.settle_all(void_refund, "voided",
                  f"void:{h.table_id}:{h.round_id}", now, result_at=event.occurred_at)
 
 
@@ -445,7 +451,7 @@ def _annul(w: _Writer, event: RoundAnnulled, now: datetime) -> None:
         if h.status == "open":
             w.cut(event.occurred_at, now)
         w.give_up_if_pending(now)
-        w.settle_all(lambda bet: ("void_refund", bet.stake), "voided", cause, now,
+        w.settle_all(void_refund, "voided", cause, now,
                      result_at=event.occurred_at)
         w.update(annulled_by=event.event_id)
         return
@@ -455,14 +461,15 @@ def _annul(w: _Writer, event: RoundAnnulled, now: datetime) -> None:
             continue
         seen += 1
         bet, original = entry.bet, entry.settlement
+        back, refunded = take_back(original.settlement_id, original.returned), annul_refund(bet)
         reversal = SettlementReversed(
-            **_facts(bet), reversal_id=reversal_id(original.settlement_id),
-            settlement_id=original.settlement_id, original_outcome=original.outcome,
-            amount=original.returned, reason_code=str(event.reason_code),
+            **_facts(bet), reversal_id=back.reversal_id,
+            settlement_id=back.settlement_id, original_outcome=original.outcome,
+            amount=back.amount, reason_code=str(event.reason_code),
             reason_text=event.reason_text, supervisor=event.supervisor, cause=cause,
             reversed_at=now)
-        refund = BetSettled(**_facts(bet), settlement_id=annul_refund_id(bet.bet_id),
-                            outcome="void_refund", returned=bet.stake, cause=cause,
+        refund = BetSettled(**_facts(bet), settlement_id=refunded.settlement_id,
+                            outcome=refunded.outcome, returned=refunded.returned, cause=cause,
                             settled_at=now, result_at=event.occurred_at,
                             last_of_round=seen == h.accepted)
         w.entries[bet.bet_id] = entry.model_copy(update={"reversal": reversal,
@@ -476,10 +483,8 @@ def _by_rules(profile_name: str, published: RoundResultPublished, version: int |
               ) -> Amounts:
     profile = round_profile(profile_name, version or published.profile_version)
 
-    def amounts(bet: BetPlaced) -> tuple[str, int]:
-        s = settle(Bet(bet=bet.bet, position=bet.position, stake=bet.stake),
-                   published.result, profile)
-        return s.outcome, s.returned
+    def amounts(bet: BetPlaced) -> Amount:
+        return by_rules(bet, published.result, profile)
     return amounts
 
 
@@ -532,16 +537,17 @@ def _correct(w: _Writer, published: RoundResultPublished, now: datetime) -> None
             continue
         bet = entry.bet
         outcome, returned = amounts(bet)
-        if (outcome, returned) == (original.outcome, original.returned):
+        if not changed_by_correction((original.outcome, original.returned), (outcome, returned)):
             continue
+        back = take_back(original.settlement_id, original.returned)
         w.publish(SettlementReversed(
-            **_facts(bet), reversal_id=reversal_id(original.settlement_id),
-            settlement_id=original.settlement_id, original_outcome=original.outcome,
-            amount=original.returned, reason_code=correction.reason_code,
+            **_facts(bet), reversal_id=back.reversal_id,
+            settlement_id=back.settlement_id, original_outcome=original.outcome,
+            amount=back.amount, reason_code=correction.reason_code,
             reason_text=correction.reason_text, supervisor=correction.supervisor,
             cause=published.result_id, reversed_at=now))
         again = BetSettled(**_facts(bet), outcome=outcome, returned=returned,
-                           settlement_id=settlement_id(bet.bet_id, correction.correction),
+                           settlement_id=settled_again_id(bet.bet_id, correction.correction),
                            cause=published.result_id, settled_at=now,
                            result_at=published.occurred_at)
         w.entries[bet.bet_id] = entry.model_copy(update={"settlement": again})
@@ -561,7 +567,7 @@ def conflicts(header: RoundHeader | None, bets: RoundBets,
         return []
     if isinstance(record, RoundResultPublished) and record.correction is not None:
         return []  # a correction is meant to settle differently (`_correct`)
-    amounts = ((lambda bet: ("void_refund", bet.stake)) if isinstance(record, RoundVoided)
+    amounts = (void_refund if isinstance(record, RoundVoided)
                else _by_rules(header.profile or record.profile, record, header.profile_version))
     return sorted(e.bet.bet_id for e in _Writer(header, bets).walk()
                   if e.settlement is not None and e.settlement.returned != amounts(e.bet)[1])

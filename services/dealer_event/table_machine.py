@@ -18,10 +18,21 @@ from croupier.services.dealer_event.admission import AdmissionPolicy, authentica
 from croupier.services.dealer_event.refusals import InputRefusal, Refused
 from croupier.services.dealer_event.state import (
     KEEP_COMPLETED,
-    ShoeState,
-    TableRound,
     TableState,
     fold_into,
+)
+from croupier.services.dealer_event.table_checks import (
+    _current_round,
+    _dealt_round,
+    _no_round_in_progress,
+    _not_abandoned,
+    _not_ended,
+    _not_in_shoe,
+    _round_shoe,
+    _round_status,
+    _shoe_in_play,
+    _shoe_playable,
+    _table_open,
 )
 from croupier.shared.cards import parse_card
 from croupier.shared.events.inputs import (
@@ -85,9 +96,6 @@ from croupier.shared.triple_face import dealing_order
 
 # who a void decided by the rule book itself is recorded under (no person decided it)
 BY_THE_RULES = "dealer-event"
-# what a closed table still takes: management's decisions, and its reopening
-_WHILE_CLOSED = frozenset({"reopen_table", "void_round", "annul_rounds", "correct_round",
-                           "end_shoe"})
 # a correction of a round completed longer ago than the dispute window (RULES §6: 24 hours)
 # names it with a reason code of its own
 CORRECTION_WINDOW = timedelta(hours=24)
@@ -457,12 +465,6 @@ def _void(em: _Emitter, round_id: str, reason: VoidReason, text: str, supervisor
         em.emit(TableClosed, reason_code=reason, reason_text=text, supervisor=supervisor)
 
 
-def _not_ended(round_id: str, status: str) -> None:
-    if status == "voided":
-        raise Refused("round_already_voided", f"round {round_id} was already voided")
-    if status == "annulled":
-        raise Refused("round_already_annulled", f"round {round_id} was already annulled")
-
 
 def _report_misdeal(em: _Emitter, inp: ReportMisdeal, config: MachineConfig) -> None:
     """Seed 001 voids every misdeal; seeds 000, 002 and 004 correct the layout."""
@@ -667,102 +669,6 @@ def _reopen_table(em: _Emitter, inp: ReopenTable, config: MachineConfig) -> None
     if em.state.closed is None:
         raise Refused("table_not_closed", f"table {em.state.table_id} is not closed")
     em.emit(TableReopened, reason_text=inp.reason_text, supervisor=inp.signer)
-
-
-# --- shared checks: each returns what it checked or raises Refused ----------------------
-
-def _table_open(state: TableState, inp: InputBase) -> None:
-    if state.closed is not None and inp.command not in _WHILE_CLOSED:
-        raise Refused("table_closed", f"table {state.table_id} is closed ({state.closed}); "
-                                      "a supervisor reopens it (reopen_table)")
-
-
-def _not_abandoned(state: TableState, inp: InputBase) -> None:
-    """An input for the round the platform abandoned is refused by that name: the round
-    ended without it and its stakes went back (docs/decisions/abandoned-rounds.md)."""
-    rnd, round_id = state.round, getattr(inp, "round_id", None)
-    if rnd is not None and rnd.abandoned and round_id == rnd.round_id:
-        raise Refused("round_abandoned", f"round {round_id} was voided by the platform: no "
-                                         "input came for CROUPIER_ROUND_ABANDON_SECONDS and "
-                                         "its stakes were returned; open a new round")
-
-
-def _shoe_in_play(state: TableState) -> ShoeState:
-    if state.shoe is None:
-        raise Refused("no_shoe", f"table {state.table_id} has no shoe in play; "
-                                 "a supervisor starts one with new_shoe")
-    return state.shoe
-
-
-def _shoe_playable(state: TableState) -> ShoeState:
-    """The shoe in play, if a round may start from it."""
-    shoe = _shoe_in_play(state)
-    if shoe.start_burn_pending:
-        raise Refused("shoe_needs_first_card_burn", f"shoe {shoe.shoe_id} starts with its "
-                                                    "first card turned and burned "
-                                                    "(shoe_first_card)")
-    if shoe.finished:
-        raise Refused("shoe_finished", f"the cut card ended shoe {shoe.shoe_id}; "
-                                       "start a new shoe")
-    return shoe
-
-
-def _round_shoe(state: TableState) -> ShoeState:
-    """The shoe the table's round (or an open round) is dealt from. A shoe's end clears the
-    round with it, so a round without a shoe is a broken state, not a refusal."""
-    if state.shoe is None:
-        raise ValueError(f"table {state.table_id}: a round in play without a shoe")
-    return state.shoe
-
-
-def _no_round_in_progress(state: TableState) -> None:
-    rnd = state.round
-    if rnd is not None and rnd.in_progress:
-        raise Refused("round_in_progress", f"round {rnd.round_id} is in progress; "
-                                           "complete or void it first")
-
-
-def _round_status(state: TableState, round_id: str) -> str:
-    """What became of `round_id` on this table (open, completed, voided or annulled)."""
-    status = state.round_status.get(round_id)
-    if status is None:
-        raise _round_not_found(state, round_id)
-    return status
-
-
-def _dealt_round(state: TableState, round_id: str, allow_betting: bool = False) -> TableRound:
-    """`round_id` is the table's current round: being dealt (or betting), or just complete."""
-    status = _round_status(state, round_id)
-    _not_ended(round_id, status)
-    rnd = state.round
-    phases = ("betting", "dealing", "complete") if allow_betting else ("dealing", "complete")
-    if rnd is None or rnd.round_id != round_id or rnd.phase not in phases:
-        raise Refused("round_not_in_progress", f"round {round_id} is not the round on the "
-                                               f"table (it is {status})")
-    return rnd
-
-
-def _current_round(state: TableState, round_id: str, allow_complete: bool = False
-                   ) -> TableRound:
-    if round_id not in state.round_status:
-        raise _round_not_found(state, round_id)
-    rnd = state.round
-    ok_phases = ("betting", "dealing", "complete") if allow_complete else ("betting", "dealing")
-    if rnd is None or rnd.round_id != round_id or rnd.phase not in ok_phases:
-        status = state.round_status[round_id]
-        raise Refused("round_not_in_progress", f"round {round_id} is not in progress "
-                                               f"(it is {status})")
-    return rnd
-
-
-def _round_not_found(state: TableState, round_id: str) -> Refused:
-    return Refused("round_not_found", f"table {state.table_id} has no round {round_id}")
-
-
-def _not_in_shoe(card: str, shoe_id: str) -> Refused:
-    return Refused("card_not_in_shoe", f"card {card} is not in shoe {shoe_id}: every copy "
-                                       "of it has already left the shoe (double scan or "
-                                       "foreign card)")
 
 
 _DECIDE: dict[type[InputBase], Callable[..., None]] = {

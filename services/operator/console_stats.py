@@ -12,6 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from croupier.services.operator.console_floor import Query
+from croupier.services.operator.console_pages import HOURS_REFUSED, hours_asked
 
 MARK_Z = 3.0  # |z| at least this: the table's row is marked
 
@@ -23,13 +24,9 @@ def add_stats_page(app: web.Application, prefix: str, query: Query,
 
     async def stats(request: web.Request) -> web.Response:
         session = session_of(request)
-        try:
-            hours = float(request.query.get("hours", "24"))
-            if not 0 < hours <= 24 * 90:
-                raise ValueError
-        except ValueError:
-            return page("refused.html", session, 422,
-                        message="hours must be a number of hours above 0, at most 2160")
+        hours = hours_asked(request)
+        if hours is None:
+            return page("refused.html", session, 422, message=HOURS_REFUSED)
         since = datetime.now(UTC) - timedelta(hours=hours)
         problems = []
         try:

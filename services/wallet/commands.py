@@ -144,6 +144,12 @@ _ENDING_RECORD: TypeAdapter[BetAccepted | BetRejected | RoundManifest | BetSettl
               Field(discriminator="type")])
 
 
+def ending_of(outcome: str) -> Literal["settled", "voided"]:
+    """The wallet's ending of a bet-settlement settlement: a `void_refund` ends the bet
+    voided (its stake refunded), any other outcome settles it (its return paid)."""
+    return "voided" if outcome == "void_refund" else "settled"
+
+
 def ending_command(raw: bytes) -> EndBet | ReverseSettlement | None:
     """The wallet's side of a bet-settlement record (read by its parsed type, never by
     searching its bytes): refund or pay, or nothing to do."""
@@ -154,7 +160,7 @@ def ending_command(raw: bytes) -> EndBet | ReverseSettlement | None:
                                  settlement_id=record.settlement_id, amount=record.amount,
                                  table_id=record.table_id, round_id=record.round_id)
     if isinstance(record, BetSettled):
-        ending = "voided" if record.outcome == "void_refund" else "settled"
+        ending = ending_of(record.outcome)
         return EndBet(player_id=record.player_id, bet_id=record.bet_id, ending=ending,
                       returned=record.returned, settlement_id=record.settlement_id,
                       table_id=record.table_id, round_id=record.round_id,

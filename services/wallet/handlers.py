@@ -39,7 +39,7 @@ from croupier.services.wallet.ledger import (
 from croupier.services.wallet.ledger_fold import Change, Lookups
 from croupier.shared.bets import MAIN_BETS
 from croupier.shared.events.bet_events import BetPlaced
-from croupier.shared.events.wallet_events import WalletTransaction, tx_id
+from croupier.shared.events.wallet_events import TxKind, WalletTransaction, tx_id
 from croupier.shared.settlement import Bet, BetError, check_round_rules
 
 __all__ = ["Answer", "CommandResult", "LateEnding", "Lookups", "account_body", "bet_checks",
@@ -260,11 +260,10 @@ def _expired(cmd: EndBet | ReverseSettlement, look: Lookups) -> CommandResult | 
     if oldest <= 1:
         return None
     if isinstance(cmd, ReverseSettlement):
-        what, movement = f"reversal {cmd.reversal_id}", tx_id("payout_reversal", cmd.reversal_id)
+        what, movement = f"reversal {cmd.reversal_id}", tx_id(*reversal_movement(cmd.reversal_id))
     else:
         what = f"{cmd.ending} ending"
-        movement = tx_id("payout", cmd.settlement_id or cmd.bet_id) \
-            if cmd.ending == "settled" else refund_tx_id(cmd.bet_id)
+        movement = tx_id(*ending_movement(cmd.ending, cmd.bet_id, cmd.settlement_id))
     amount = cmd.amount if isinstance(cmd, ReverseSettlement) else cmd.returned
     message = (f"bet_record_expired: the {what} of bet {cmd.bet_id!r} of player "
                f"{cmd.player_id!r} ({amount} minor units) came after the wallet stopped "
@@ -310,11 +309,8 @@ def end_bet(account: Account | None, cmd: EndBet, now: datetime, look: Lookups
     if cmd.returned == 0:
         change = Change("end_bet", account, bet_id=cmd.bet_id, bet=ended) if ended_now else None
         return CommandResult(answer, change, ended_now=ended_now)
-    if cmd.ending == "settled":
-        movement = Movement("payout", cmd.settlement_id or cmd.bet_id, cmd.returned,
-                            cmd.table_id, cmd.round_id)
-    else:
-        movement = Movement("bet_refund", cmd.bet_id, cmd.returned, cmd.table_id, cmd.round_id)
+    kind, cause = ending_movement(cmd.ending, cmd.bet_id, cmd.settlement_id)
+    movement = Movement(kind, cause, cmd.returned, cmd.table_id, cmd.round_id)
     result = _apply(account, movement, now, look)
     assert isinstance(result, Applied), "credits are never refused"
     breach = None
@@ -358,7 +354,7 @@ def reverse_settlement(account: Account | None, cmd: ReverseSettlement, now: dat
         change = Change("reverse_settlement", account, bet_id=cmd.bet_id,
                         bet=reversed_bet) if first else None
         return CommandResult(answer, change)
-    movement = Movement("payout_reversal", cmd.reversal_id, cmd.amount, cmd.table_id,
+    movement = Movement(*reversal_movement(cmd.reversal_id), cmd.amount, cmd.table_id,
                         cmd.round_id)
     result = _apply(account, movement, now, look)
     assert isinstance(result, Applied), "a reversal is never refused"
@@ -374,8 +370,20 @@ def reverse_settlement(account: Account | None, cmd: ReverseSettlement, now: dat
                                         bet_id=cmd.bet_id, bet=reversed_bet))
 
 
-def refund_tx_id(bet_id: str) -> str:
-    return tx_id("bet_refund", bet_id)
+def ending_movement(ending: str, bet_id: str, settlement_id: str | None
+                    ) -> tuple[TxKind, str]:
+    """(kind, cause) of the credit a bet's ending moves (its tx id is `tx_id(kind, cause)`):
+    a settled bet's payout, by its settlement; a rejected or voided bet's refund, by the bet
+    (an annulment's refund too: an ending `voided`). The operator's replay looks for the
+    movement by it."""
+    if ending == "settled":
+        return "payout", settlement_id or bet_id
+    return "bet_refund", bet_id
+
+
+def reversal_movement(reversal_id: str) -> tuple[TxKind, str]:
+    """(kind, cause) of the debit a settlement's reversal moves."""
+    return "payout_reversal", reversal_id
 
 
 def handle(env: Envelope, now: datetime, look: Lookups) -> CommandResult:

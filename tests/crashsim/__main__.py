@@ -8,8 +8,8 @@ import argparse
 import os
 import sys
 
-from tests.crashsim.pipeline import SIMULATED
 from tests.crashsim.schedules import DEFAULT_SCHEDULES, DEFAULT_SEED, run
+from tests.crashsim.stages import SIMULATED
 
 
 def main(argv: list[str] | None = None) -> int:

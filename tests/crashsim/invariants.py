@@ -53,7 +53,8 @@ from croupier.shared.topics import (
     WALLET_LEDGER_TOPIC,
     WALLET_TRANSACTIONS_TOPIC,
 )
-from tests.crashsim.pipeline import COMMANDS, PARTITIONS, STAGES, Sim
+from tests.crashsim.pipeline import Sim
+from tests.crashsim.stages import COMMANDS, PARTITIONS, STAGES
 from tests.crashsim.world import baccarat, returned
 
 Problems = list[str]

@@ -96,6 +96,7 @@ _FOLD = "services/wallet/ledger_fold.py"
 _BATCHES = "services/wallet/batches.py"
 _SEAMLESS = "services/wallet/seamless.py"
 _BOOK = "services/bet_settlement/round_book.py"
+_TERMS = "services/bet_settlement/settlement_terms.py"
 _SFOLD = "services/bet_settlement/settlement_fold.py"
 _RECORDS = "services/bet_settlement/records.py"
 _EVAL = "services/game_evaluation/evaluator.py"
@@ -146,8 +147,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "    if cmd.returned == 0 or cmd.ending != \"settled\":",
            "a refund not applied: a rejected or voided bet ends with no credit"),
     Mutant("W2", _HANDLERS,
-           'movement = Movement("payout", cmd.settlement_id or cmd.bet_id, cmd.returned,',
-           'movement = Movement("payout", cmd.settlement_id or cmd.bet_id, cmd.returned - 1,',
+           "movement = Movement(kind, cause, cmd.returned, cmd.table_id, cmd.round_id)",
+           'movement = Movement(kind, cause, cmd.returned - (kind == "payout"), cmd.table_id, '
+           "cmd.round_id)",
            "a wrong amount credited: every payout one minor unit short"),
     Mutant("W3", _LEDGER, "and movement.amount > account.balance:",
            "and movement.amount > account.balance + 1000:",
@@ -177,17 +179,18 @@ MUTANTS: tuple[Mutant, ...] = (
            '"credit", credit_id(cmd.settlement_id or cmd.bet_id), account, cmd.returned // 2,',
            "seamless: a wrong amount credited at the operator (half the return)"),
     # ---- bet-settlement
-    Mutant("B1", _BOOK, "        return s.outcome, s.returned",
-           "        return s.outcome, s.returned // 100 * 100",
+    Mutant("B1", _TERMS, "    return s.outcome, s.returned",
+           "    return s.outcome, s.returned // 100 * 100",
            "a payout rounding error: returns rounded down to the hundred"),
-    Mutant("B2", _BOOK, 'outcome="void_refund", returned=bet.stake, cause=cause,',
-           'outcome="void_refund", returned=bet.stake // 2, cause=cause,',
+    Mutant("B2", _TERMS, "return Refund(annul_refund_id(bet.bet_id), outcome, returned)",
+           "return Refund(annul_refund_id(bet.bet_id), outcome, returned // 2)",
            "a refund of the wrong amount: an annulled bet gets half its stake back"),
     Mutant("B3", _BOOK, "and bet.placed_at >= h.closed_at:",
            "and bet.placed_at > h.closed_at.replace(year=9999):",
            "a status guard loosened: a bet placed after betting closed is accepted"),
-    Mutant("B4", _BOOK, "amount=original.returned, reason_code=str(event.reason_code),",
-           "amount=bet.stake, reason_code=str(event.reason_code),",
+    Mutant("B4", _BOOK,
+           "back, refunded = take_back(original.settlement_id, original.returned), annul_refund(bet)",
+           "back, refunded = take_back(original.settlement_id, bet.stake), annul_refund(bet)",
            "a reversal of the wrong amount: an annulment takes back the stake"),
     Mutant("B5", _BOOK, "            if not isinstance(entry.decision, BetAccepted):",
            "            if entry.decision is None:",

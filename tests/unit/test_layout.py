@@ -24,10 +24,12 @@ PURE_CORES = {
     "dealer-event": ["croupier.services.dealer_event.admission",
                      "croupier.services.dealer_event.input_parsing",
                      "croupier.services.dealer_event.refusals", "croupier.services.dealer_event.state",
+                     "croupier.services.dealer_event.table_checks",
                      "croupier.services.dealer_event.table_machine"],
     "game-evaluation": ["croupier.services.game_evaluation.evaluator"],
     "bet-settlement": ["croupier.services.bet_settlement.round_book",
-                       "croupier.services.bet_settlement.settlement_fold"],
+                       "croupier.services.bet_settlement.settlement_fold",
+                       "croupier.services.bet_settlement.settlement_terms"],
     "wallet": ["croupier.services.wallet.commands", "croupier.services.wallet.handlers",
                "croupier.services.wallet.ledger", "croupier.services.wallet.ledger_fold",
                "croupier.services.wallet.rounds_view"],
@@ -36,8 +38,10 @@ PURE_CORES = {
     "kernel": ["croupier.services.infra.own_log"],
     "operator": ["croupier.services.operator.audit", "croupier.services.operator.complaints",
                  "croupier.services.operator.reconcile", "croupier.services.operator.replay",
-                 "croupier.services.operator.replay_calls",
-                 "croupier.services.operator.replay_difference"],
+                 "croupier.services.operator.replay_bets", "croupier.services.operator.replay_calls",
+                 "croupier.services.operator.replay_difference",
+                 "croupier.services.operator.replay_report", "croupier.services.operator.replay_result",
+                 "croupier.services.operator.replay_story"],
 }
 CORE_MODULES = {module for modules in PURE_CORES.values() for module in modules}
 # cores pyproject.toml's strict mypy list does not name yet (both pass `mypy --strict`);

@@ -1,0 +1,159 @@
+"""The crash simulator's stages (`pipeline`): the services on the kernel, each with its input
+topics, its own log and fold and its real decide/answer, and the schedule's constants."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from croupier.services.bet_settlement.records import SettlementRecords
+from croupier.services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
+from croupier.services.game_evaluation.decisions import Evaluations
+from croupier.services.game_evaluation.evaluation_fold import (
+    EVALUATION_FOLD,
+    EVALUATION_LOG_TOPIC,
+)
+from croupier.services.infra.kernel import Answer, Decide, OwnLog
+from croupier.services.infra.replies import Replies
+from croupier.services.infra.snapshots import SnapshotStore
+from croupier.services.wallet import handlers
+from croupier.services.wallet.batches import CommandBatches
+from croupier.services.wallet.ledger_fold import WalletFold
+from croupier.services.wallet.seamless import SeamlessRules
+from croupier.services.wallet.snapshot_codec import WALLET_CODEC
+from croupier.shared.events.evaluation_log import EvaluationEntry
+from croupier.shared.events.settlement_log import SettlementEntry
+from croupier.shared.events.wallet_ledger import LedgerEntry
+from croupier.shared.topics import (
+    BETS_DECISIONS_TOPIC,
+    BETS_PLACED_TOPIC,
+    BETS_SETTLED_TOPIC,
+    DEAD_LETTERS_TOPIC,
+    ROUND_RESULTS_TOPIC,
+    SETTLEMENT_LOG_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_ENDINGS_TOPIC,
+    WALLET_LEDGER_TOPIC,
+    WALLET_OPERATOR_CALLS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
+from tests.crashsim.world import TABLE_KEY
+
+if TYPE_CHECKING:
+    from tests.crashsim.pipeline import Sim, Worker
+
+PARTITIONS = 2
+COMMANDS = "wallet-commands"
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
+WINDOW = timedelta(hours=24)  # the wallet's state window (the smallest it takes)
+AHEAD = timedelta(hours=30)  # a clock reset into the future: more than the window
+CUTS = ("mid-send", "after-send", "after-ack", "after-answer")
+
+
+def partition_of(key: bytes) -> int:
+    """The producers' partitioner (every topic is keyed and co-partitioned)."""
+    return sum(key) % PARTITIONS
+
+
+class Crash(Exception):
+    """The worker died here (kill -9)."""
+
+
+class Transient(ConnectionError):
+    """A send the broker failed for a moment (the kernel's `transient` retries it)."""
+
+
+@dataclass
+class Service:
+    """One worker's service: its own log and its pure decide/answer."""
+
+    own: OwnLog
+    decide: Decide
+    answer: Answer
+
+
+@dataclass(frozen=True)
+class Stage:
+    """A service on the kernel: its input topics, its own log, how a worker builds it."""
+
+    name: str
+    inputs: tuple[str, ...]
+    log_topic: str
+    parse: Callable[[bytes], Any]
+    build: Callable[[Sim, Worker], Service]
+    outputs: tuple[str, ...] = ()
+
+
+class WorkerClock:
+    """A worker's wall clock: the simulation's time plus its skew."""
+
+    def __init__(self, sim: Sim, skew: timedelta) -> None:
+        self.sim = sim
+        self.skew = skew
+
+    def now(self) -> datetime:
+        return self.sim.now() + self.skew
+
+
+class RecordingReplies(Replies[handlers.Answer, None]):
+    """The wallet's waiters: every answer a worker gives is what a client was told."""
+
+    def __init__(self, sim: Sim, worker: Worker) -> None:
+        super().__init__()
+        self.sim = sim
+        self.worker = worker
+
+    def resolve(self, key: str | None, answer: handlers.Answer) -> None:
+        if key:
+            self.sim.told(key, answer, self.worker.name)
+        super().resolve(key, answer)
+
+
+def _evaluation(sim: Sim, worker: Worker) -> Service:
+    own: OwnLog = OwnLog("game-evaluation", EVALUATION_LOG_TOPIC, EVALUATION_FOLD,
+                         EvaluationEntry.model_validate_json,
+                         lambda e: e.state.table_id.encode(), worker.name)
+    evaluations = Evaluations(TABLE_KEY, now=worker.clock.now)
+    return Service(own, evaluations.decide, evaluations.answer)
+
+
+def _settlement(sim: Sim, worker: Worker) -> Service:
+    own: OwnLog = OwnLog("bet-settlement", SETTLEMENT_LOG_TOPIC, SETTLEMENT_FOLD,
+                         SettlementEntry.model_validate_json, lambda e: e.table_id.encode(),
+                         worker.name)
+    records = SettlementRecords(TABLE_KEY, False, worker.clock)
+    return Service(own, records.decide, records.answer)
+
+
+def _wallet(sim: Sim, worker: Worker) -> Service:
+    own: OwnLog = OwnLog("wallet", WALLET_LEDGER_TOPIC, WalletFold(WINDOW),
+                         LedgerEntry.model_validate_json,
+                         lambda e: e.account.player_id.encode(), worker.name)
+    own.snapshots = SnapshotStore(WALLET_LEDGER_TOPIC, WALLET_CODEC, worker.name,
+                                  every_entries=1 << 30, every_seconds=1e12)
+    replies = RecordingReplies(sim, worker)
+    if sim.seamless:
+        batches = CommandBatches(replies, worker.clock, SeamlessRules(),
+                                 on_calls=worker.owe)
+        own.on_recovered.append(worker.resume_calls)
+    else:
+        batches = CommandBatches(replies, worker.clock)
+    return Service(own, batches.decide, batches.answer)
+
+
+EVALUATION = Stage("game-evaluation", (TABLE_EVENTS_TOPIC,), EVALUATION_LOG_TOPIC,
+                   EvaluationEntry.model_validate_json, _evaluation,
+                   (ROUND_RESULTS_TOPIC, DEAD_LETTERS_TOPIC))
+SETTLEMENT = Stage("bet-settlement", (BETS_PLACED_TOPIC, TABLE_EVENTS_TOPIC, ROUND_RESULTS_TOPIC),
+                   SETTLEMENT_LOG_TOPIC, SettlementEntry.model_validate_json, _settlement,
+                   (BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, WALLET_ENDINGS_TOPIC, DEAD_LETTERS_TOPIC))
+WALLET = Stage("wallet", (COMMANDS, WALLET_ENDINGS_TOPIC), WALLET_LEDGER_TOPIC,
+               LedgerEntry.model_validate_json, _wallet,
+               (WALLET_TRANSACTIONS_TOPIC, BETS_PLACED_TOPIC, WALLET_OPERATOR_CALLS_TOPIC,
+                DEAD_LETTERS_TOPIC))
+STAGES = (EVALUATION, SETTLEMENT, WALLET)
+# dealer-event: its pure machine decides every table event (world.Table), its runtime is not
+# a stage yet
+SIMULATED = ("game-evaluation", "bet-settlement", "wallet")
