@@ -11,10 +11,7 @@ from typing import TYPE_CHECKING, Any
 from croupier.services.bet_settlement.records import SettlementRecords
 from croupier.services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
 from croupier.services.game_evaluation.decisions import Evaluations
-from croupier.services.game_evaluation.evaluation_fold import (
-    EVALUATION_FOLD,
-    EVALUATION_LOG_TOPIC,
-)
+from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD
 from croupier.services.infra.kernel import Answer, Decide, OwnLog
 from croupier.services.infra.replies import Replies
 from croupier.services.infra.snapshots import SnapshotStore
@@ -31,6 +28,7 @@ from croupier.shared.topics import (
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,
     DEAD_LETTERS_TOPIC,
+    EVALUATION_LOG_TOPIC,
     ROUND_RESULTS_TOPIC,
     SETTLEMENT_LOG_TOPIC,
     TABLE_EVENTS_TOPIC,
