@@ -31,8 +31,3 @@ _.leases  # the new field a snapshot test adds to see it refused
 
 # pytest fixtures asked for by name (request.getfixturevalue)
 _.broker_pool, _.local_s3
-
-# split in progress: dead, in files being split; deleted (with these lines) once that lands:
-# services/infra/kernel.py _Message.generation_id, services/operator/console_floor.py
-# FloorView.read_at, tests/hostile/generate.py OTHER_PL
-_.generation_id, _.read_at, _.OTHER_PL

@@ -674,7 +674,6 @@ class _Message:
     key: bytes | None
     value: bytes
     timestamp: float | None = None  # seconds since the epoch (as Faust's messages)
-    generation_id: int | None = None
 
     @property
     def tp(self) -> TP:

@@ -37,7 +37,6 @@ class TableOnFloor:
 @dataclass
 class FloorView:
     tables: list[TableOnFloor]
-    read_at: datetime
     problems: list[str] = field(default_factory=list)
 
 
@@ -59,7 +58,7 @@ async def read_floor(wallet: Wallet, query: Query) -> FloorView:
     try:
         listed = await wallet.tables()
     except WalletError as exc:
-        return FloorView([], datetime.now(UTC), [f"wallet: {exc}"])
+        return FloorView([], [f"wallet: {exc}"])
     tables = []
     for item in listed:
         status = f"flagged: {item['flagged']}" if item.get("flagged") else \
@@ -92,7 +91,7 @@ async def read_floor(wallet: Wallet, query: Query) -> FloorView:
     for t in tables:
         t.round_bets = figures["open_rounds"].get(t.round_id or "", [])
         t.shoe_figures = figures["shoes"].get(t.table_id, [])
-    return FloorView(tables, datetime.now(UTC), problems)
+    return FloorView(tables, problems)
 
 
 class FloorCache:

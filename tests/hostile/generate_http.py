@@ -14,7 +14,6 @@ def header(name: str, value: str | bytes) -> list[str]:
 
 OP = header("Authorization", "Bearer {{OPERATOR}}")
 PL = header("Authorization", "Bearer {{PLAYER_TOKEN}}")
-OTHER_PL = header("Authorization", "Bearer {{OTHER_TOKEN}}")
 JSON = header("Content-Type", "application/json")
 
 
