@@ -1,5 +1,5 @@
 # One image for every croupier process: the four services (docker-compose.yml runs
-# `python -m croupier.services.<pkg> worker -l info` per service) and the `croupier` CLI
+# `python -m services.<pkg> worker -l info` per service) and the `croupier` CLI
 # (the one-shot `croupier topics apply` job). Settings come from the environment
 # (CROUPIER_*, KAFKA_BOOTSTRAP_SERVERS; services/infra/settings.py).
 FROM python:3.11-slim
@@ -11,12 +11,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 
 WORKDIR /app
 
-# Only what `pip install .` packages (pyproject: croupier*, whose shared and services are
-# links to the folders beside it; readme).
+# Only what `pip install .` packages (pyproject: services*, shared*; readme).
 COPY pyproject.toml README.md ./
 COPY shared ./shared
 COPY services ./services
-COPY croupier ./croupier
 RUN pip install . \
  && useradd --system --uid 10001 --home-dir /var/lib/croupier --create-home croupier
 

@@ -126,4 +126,4 @@ prometheus-check: prometheus-tools
 	  promtool test rules tests/alerts_test.yml
 
 dashboards: venv
-	$(PY) -m croupier.services.devtools.grafana_dashboards
+	$(PY) -m services.devtools.grafana_dashboards

@@ -37,19 +37,19 @@ os.environ.setdefault("CROUPIER_ENV", "development")
 
 from kafka import KafkaProducer  # noqa: E402
 
-from croupier.services.archive.archiver import Archiver  # noqa: E402
-from croupier.services.archive.queries import ArchiveQueries  # noqa: E402
-from croupier.services.archive.segment import ArchivedRecord  # noqa: E402
-from croupier.services.archive.store_ops import head_of, write_segment  # noqa: E402
-from croupier.services.archive.verify import verify  # noqa: E402
-from croupier.services.infra import topic_admin  # noqa: E402
-from croupier.services.infra.archive_store import DirectoryStore  # noqa: E402
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options  # noqa: E402
-from croupier.services.infra.local_broker import LocalBroker  # noqa: E402
-from croupier.services.infra.log_reader import read_to_end  # noqa: E402
-from croupier.services.infra.settings import Settings  # noqa: E402
-from croupier.services.operator.round_reader import partition_for  # noqa: E402
-from croupier.shared.topics import (  # noqa: E402  # noqa: E402
+from services.archive.archiver import Archiver  # noqa: E402
+from services.archive.queries import ArchiveQueries  # noqa: E402
+from services.archive.segment import ArchivedRecord  # noqa: E402
+from services.archive.store_ops import head_of, write_segment  # noqa: E402
+from services.archive.verify import verify  # noqa: E402
+from services.infra import topic_admin  # noqa: E402
+from services.infra.archive_store import DirectoryStore  # noqa: E402
+from services.infra.kafka_security import ADMIN, kafka_python_options  # noqa: E402
+from services.infra.local_broker import LocalBroker  # noqa: E402
+from services.infra.log_reader import read_to_end  # noqa: E402
+from services.infra.settings import Settings  # noqa: E402
+from services.operator.round_reader import partition_for  # noqa: E402
+from shared.topics import (  # noqa: E402  # noqa: E402
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,
     DEFAULT_PARTITIONS,

@@ -45,11 +45,11 @@ os.environ.setdefault("CROUPIER_ENV", "development")
 from kafka import KafkaConsumer, TopicPartition  # noqa: E402
 from kafka.errors import KafkaError  # noqa: E402
 
-from croupier.services.infra import kafka_clients, topic_admin  # noqa: E402
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options  # noqa: E402
-from croupier.services.infra.local_broker import LocalCluster, cluster_nodes  # noqa: E402
-from croupier.services.infra.settings import NODE_PORT_STEP, Settings  # noqa: E402
-from croupier.shared.topics import (  # noqa: E402  # noqa: E402
+from services.infra import kafka_clients, topic_admin  # noqa: E402
+from services.infra.kafka_security import ADMIN, kafka_python_options  # noqa: E402
+from services.infra.local_broker import LocalCluster, cluster_nodes  # noqa: E402
+from services.infra.settings import NODE_PORT_STEP, Settings  # noqa: E402
+from shared.topics import (  # noqa: E402  # noqa: E402
     TABLE_EVENTS_TOPIC,
     WALLET_LEDGER_TOPIC,
     min_insync_replicas,

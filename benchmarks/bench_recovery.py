@@ -35,22 +35,22 @@ from aiokafka import AIOKafkaProducer  # noqa: E402
 from kafka import KafkaProducer  # noqa: E402
 from kafka.admin import KafkaAdminClient, NewTopic  # noqa: E402
 
-from croupier.services.infra.kafka_security import (  # noqa: E402
+from services.infra.kafka_security import (  # noqa: E402
     ADMIN,
     aiokafka_options,
     kafka_python_options,
 )
-from croupier.services.infra.kernel import OwnLog, _read_log  # noqa: E402
-from croupier.services.infra.local_broker import LocalBroker  # noqa: E402
-from croupier.services.infra.own_log import Logged, broker_time  # noqa: E402
-from croupier.services.infra.settings import Settings  # noqa: E402
-from croupier.services.infra.snapshots import SnapshotStore  # noqa: E402
-from croupier.services.wallet.ledger_fold import WalletFold  # noqa: E402
-from croupier.services.wallet.snapshot_codec import WALLET_CODEC  # noqa: E402
-from croupier.shared.events.sources import InputRef  # noqa: E402
-from croupier.shared.events.wallet_events import WalletTransaction, tx_id  # noqa: E402
-from croupier.shared.events.wallet_ledger import Account, LedgerEntry  # noqa: E402
-from croupier.shared.topics import SNAPSHOT_CONFIGS, snapshot_topic  # noqa: E402
+from services.infra.kernel import OwnLog, _read_log  # noqa: E402
+from services.infra.local_broker import LocalBroker  # noqa: E402
+from services.infra.own_log import Logged, broker_time  # noqa: E402
+from services.infra.settings import Settings  # noqa: E402
+from services.infra.snapshots import SnapshotStore  # noqa: E402
+from services.wallet.ledger_fold import WalletFold  # noqa: E402
+from services.wallet.snapshot_codec import WALLET_CODEC  # noqa: E402
+from shared.events.sources import InputRef  # noqa: E402
+from shared.events.wallet_events import WalletTransaction, tx_id  # noqa: E402
+from shared.events.wallet_ledger import Account, LedgerEntry  # noqa: E402
+from shared.topics import SNAPSHOT_CONFIGS, snapshot_topic  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 
 TOPIC = "bench-wallet-ledger"

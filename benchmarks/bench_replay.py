@@ -38,14 +38,14 @@ sys.path.insert(0, str(ROOT))
 
 from kafka import KafkaProducer  # noqa: E402
 
-from croupier.services.infra import topic_admin  # noqa: E402
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options  # noqa: E402
-from croupier.services.infra.local_broker import LocalBroker  # noqa: E402
-from croupier.services.infra.settings import Settings  # noqa: E402
-from croupier.services.operator.rebuild import rebuild  # noqa: E402
-from croupier.services.operator.replay_service import ReplayRequest, run_replay  # noqa: E402
-from croupier.services.operator.report_render import to_html, to_json, to_text  # noqa: E402
-from croupier.shared.topics import TABLE_EVENTS_TOPIC, topic_catalogue  # noqa: E402
+from services.infra import topic_admin  # noqa: E402
+from services.infra.kafka_security import ADMIN, kafka_python_options  # noqa: E402
+from services.infra.local_broker import LocalBroker  # noqa: E402
+from services.infra.settings import Settings  # noqa: E402
+from services.operator.rebuild import rebuild  # noqa: E402
+from services.operator.replay_service import ReplayRequest, run_replay  # noqa: E402
+from services.operator.report_render import to_html, to_json, to_text  # noqa: E402
+from shared.topics import TABLE_EVENTS_TOPIC, topic_catalogue  # noqa: E402
 from tests.conftest import free_port  # noqa: E402
 from tests.floor_builder import Floor, PlayedRound  # noqa: E402
 from tests.round_builder import RecordedRound  # noqa: E402

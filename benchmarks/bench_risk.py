@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("CROUPIER_ENV", "development")
 
 from benchmarks.bench_archive import median_time  # noqa: E402
-from croupier.services.archive.queries import ArchiveQueries  # noqa: E402
-from croupier.services.infra.archive_store import DirectoryStore  # noqa: E402
-from croupier.shared.topics import BETS_PLACED_TOPIC  # noqa: E402
+from services.archive.queries import ArchiveQueries  # noqa: E402
+from services.infra.archive_store import DirectoryStore  # noqa: E402
+from shared.topics import BETS_PLACED_TOPIC  # noqa: E402
 from tests.archive_builder import archive_records  # noqa: E402
 
 TARGET_S = 30.0

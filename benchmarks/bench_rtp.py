@@ -22,8 +22,8 @@ PROFILE = "sbo-baccarat"
 
 ENGINE = """
 import sys, time
-from croupier.shared.profile import load_profile, parse_profile
-from croupier.shared.rtp import exact_rtp
+from shared.profile import load_profile, parse_profile
+from shared.rtp import exact_rtp
 raw = load_profile({profile!r}).model_dump(mode="json")
 profile = parse_profile({{**raw, "decks": int(sys.argv[1])}})
 start = time.perf_counter()
@@ -43,7 +43,7 @@ print(time.perf_counter() - start)
 
 def _croupier() -> list[str]:
     script = Path(sys.executable).parent / "croupier"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "croupier.services.cli"]
+    return [str(script)] if script.exists() else [sys.executable, "-m", "services.cli"]
 
 
 def _wall(argv: list[str], repeat: int) -> float:
@@ -104,7 +104,7 @@ def main() -> int:
 
 def _bets() -> int:
     sys.path.insert(0, str(ROOT))
-    from croupier.shared.profile import load_profile
+    from shared.profile import load_profile
 
     return len(load_profile(PROFILE).bets)
 

@@ -1,0 +1,1 @@
+"""The rule book every service trusts: rules, money, profiles and the event contracts."""

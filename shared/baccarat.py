@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from croupier.shared.cards import Card, points
+from shared.cards import Card, points
 
 Side = Literal["player", "banker"]
 Winner = Literal["player", "banker", "tie"]

@@ -15,8 +15,8 @@ from typing import Annotated, Literal, NamedTuple, Protocol
 
 from pydantic import BeforeValidator
 
-from croupier.shared.baccarat import BaccaratResult
-from croupier.shared.triple_face import HandName, TripleFaceResult
+from shared.baccarat import BaccaratResult
+from shared.triple_face import HandName, TripleFaceResult
 
 Outcome = Literal["win", "lose", "push"]
 
@@ -85,7 +85,7 @@ def hand_name(position: Position) -> HandName:
 # --- baccarat -----------------------------------------------------------------
 
 class HasBankerMode(Protocol):
-    """What a rule reads of its table's profile (`croupier.shared.profile`): only the
+    """What a rule reads of its table's profile (`shared.profile`): only the
     banker's rule reads anything, the baccarat profile's banker mode (the rules know no
     profile, so the profiles can read the rules)."""
 
@@ -272,7 +272,7 @@ def resolve(
     profile: object,
 ) -> Resolution:
     """Apply `rule` to `result`; `position` is None for bets that take none; `profile` is
-    the table's (`croupier.shared.profile.Profile`)."""
+    the table's (`shared.profile.Profile`)."""
     if rule.positions:
         if position is None:
             raise ValueError(f"bet {rule.id!r} is placed on a position; none was given")

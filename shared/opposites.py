@@ -5,7 +5,7 @@ risk.md).
 
 Two bets are opposite when, on every result, exactly one of them wins or both push: they
 never both win and never both lose. Which bets those are follows from the rules
-(`croupier.shared.bets`); a profile offers a pair when it offers both bets:
+(`shared.bets`); a profile offers a pair when it offers both bets:
 
 - Baccarat: Player and Banker (a tie pushes both), Big and Small (4 cards or 5-6 cards).
 - Triple Face: Win and Lose on the same position (the same player hand against the
@@ -20,7 +20,7 @@ that never win together and never lose together.
 
 from __future__ import annotations
 
-from croupier.shared.profile import AnyProfile, list_profiles, load_profile
+from shared.profile import AnyProfile, list_profiles, load_profile
 
 # per game, each pair in name order; Triple Face pairs oppose only on the same position
 OPPOSITE_BETS: dict[str, tuple[tuple[str, str], ...]] = {

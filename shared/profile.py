@@ -16,11 +16,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
-from croupier.shared.bets import GAME_RULES
-from croupier.shared.currency import CurrencyError, check_currency
-from croupier.shared.events.table import VoidReason
-from croupier.shared.money import Odds
-from croupier.shared.triple_face import Procedure
+from shared.bets import GAME_RULES
+from shared.currency import CurrencyError, check_currency
+from shared.events.table import VoidReason
+from shared.money import Odds
+from shared.triple_face import Procedure
 
 
 class ProfileError(ValueError):
@@ -314,7 +314,7 @@ def profile_digest(data: dict[str, Any]) -> str:
     """SHA-256 of a profile's canonical JSON (sorted keys, no whitespace, UTF-8), taken over
     the data as shipped (the JSON file, not the parsed model): reformatting a file does not
     change it, and neither does a new optional field in the model."""
-    from croupier.shared.events.canonical import canonical_bytes, sha256_hex
+    from shared.events.canonical import canonical_bytes, sha256_hex
 
     return sha256_hex(canonical_bytes(data))
 

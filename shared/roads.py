@@ -42,10 +42,10 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from croupier.shared.baccarat import BaccaratResult, Side, Winner
-from croupier.shared.models import FrozenModel
-from croupier.shared.rounds import AnyResult
-from croupier.shared.triple_face import PLAYER_HANDS, HandName, TripleFaceResult
+from shared.baccarat import BaccaratResult, Side, Winner
+from shared.models import FrozenModel
+from shared.rounds import AnyResult
+from shared.triple_face import PLAYER_HANDS, HandName, TripleFaceResult
 
 ROWS = 6
 Colour = Literal["red", "blue"]

@@ -14,11 +14,11 @@ from typing import Annotated
 
 from pydantic import Field, TypeAdapter
 
-from croupier.shared import baccarat, triple_face
-from croupier.shared.baccarat import BaccaratResult
-from croupier.shared.cards import Card
-from croupier.shared.profile import AnyProfile, BaccaratProfile
-from croupier.shared.triple_face import TripleFaceResult
+from shared import baccarat, triple_face
+from shared.baccarat import BaccaratResult
+from shared.cards import Card
+from shared.profile import AnyProfile, BaccaratProfile
+from shared.triple_face import TripleFaceResult
 
 AnyResult = BaccaratResult | TripleFaceResult  # a round result of either game
 RoundResult = Annotated[AnyResult, Field(discriminator="game")]

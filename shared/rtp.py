@@ -21,13 +21,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from croupier.shared import baccarat, triple_face
-from croupier.shared.baccarat import banker_draws
-from croupier.shared.bets import GAME_RULES, Basis, resolve
-from croupier.shared.cards import DECK, RANKS, SUITS, Card, card_for_value, parse_card
-from croupier.shared.money import Odds
-from croupier.shared.profile import AnyProfile
-from croupier.shared.rounds import AnyResult
+from shared import baccarat, triple_face
+from shared.baccarat import banker_draws
+from shared.bets import GAME_RULES, Basis, resolve
+from shared.cards import DECK, RANKS, SUITS, Card, card_for_value, parse_card
+from shared.money import Odds
+from shared.profile import AnyProfile
+from shared.rounds import AnyResult
 
 # class key -> (integer weight, representative result); weights share one denominator
 Key = tuple[Any, ...]  # an outcome class: what its rule reads of the round

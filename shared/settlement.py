@@ -11,11 +11,11 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from croupier.shared.bets import TIGER_WAGERS, BetRule, Outcome, Position, resolve, rule_for
-from croupier.shared.currency import amount_text
-from croupier.shared.money import returned_on_win
-from croupier.shared.profile import AnyProfile, CurrencyLimits, StakeLimits
-from croupier.shared.rounds import AnyResult
+from shared.bets import TIGER_WAGERS, BetRule, Outcome, Position, resolve, rule_for
+from shared.currency import amount_text
+from shared.money import returned_on_win
+from shared.profile import AnyProfile, CurrencyLimits, StakeLimits
+from shared.rounds import AnyResult
 
 BetErrorCode = Literal[
     "unknown_bet", "bet_not_offered", "bad_position", "below_minimum", "above_maximum",

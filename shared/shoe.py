@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import MutableMapping
 from typing import Any, Protocol, TypeVar
 
-from croupier.shared.cards import DECK, Card
+from shared.cards import DECK, Card
 
 
 class ShoeError(ValueError):

@@ -1,5 +1,5 @@
 """A table's recent shoes and their results, folded from `table.events`: what the roads
-(`croupier.shared.roads`) are drawn from, bounded whatever the table's history.
+(`shared.roads`) are drawn from, bounded whatever the table's history.
 
 Pure, one fold for every reader: the wallet's live view of each table folds it as the
 events arrive, the replay folds the events it read of the round's shoe, so the roads a
@@ -25,8 +25,8 @@ from typing import Literal
 
 from pydantic import Field
 
-from croupier.shared.cards import Card
-from croupier.shared.events.table import (
+from shared.cards import Card
+from shared.events.table import (
     RoundAnnulled,
     RoundCompleted,
     RoundOpened,
@@ -35,9 +35,9 @@ from croupier.shared.events.table import (
     ShoeStarted,
     TableEventBase,
 )
-from croupier.shared.models import FrozenModel
-from croupier.shared.profile import ProfileError, load_profile, round_profile
-from croupier.shared.roads import (
+from shared.models import FrozenModel
+from shared.profile import ProfileError, load_profile, round_profile
+from shared.roads import (
     AnyOutcome,
     AnyRoads,
     BaccaratOutcome,
@@ -46,7 +46,7 @@ from croupier.shared.roads import (
     outcome_of,
     roads_of,
 )
-from croupier.shared.rounds import RoundError, cards_needed, evaluate_round
+from shared.rounds import RoundError, cards_needed, evaluate_round
 
 KEEP_SHOES = 3
 MAX_HANDS = 150  # an 8-deck shoe deals at most 416 / 4 = 104 hands

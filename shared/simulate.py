@@ -14,12 +14,12 @@ from fractions import Fraction
 
 from pydantic import BaseModel, ConfigDict
 
-from croupier.shared.bets import GAME_RULES, resolve
-from croupier.shared.cards import Card
-from croupier.shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile
-from croupier.shared.rounds import cards_needed, evaluate_round
-from croupier.shared.rtp import RtpReport
-from croupier.shared.shoe import Shoe, Shuffler
+from shared.bets import GAME_RULES, resolve
+from shared.cards import Card
+from shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile
+from shared.rounds import cards_needed, evaluate_round
+from shared.rtp import RtpReport
+from shared.shoe import Shoe, Shuffler
 
 
 def deal_rounds(profile: AnyProfile, rng: Shuffler) -> Iterator[list[Card]]:

@@ -1,6 +1,6 @@
 """The topic catalogue: every Kafka topic of the platform, its key and its configs.
 
-Pure data. `croupier.services.infra.topic_admin` applies it to a live cluster. Retention
+Pure data. `services.infra.topic_admin` applies it to a live cluster. Retention
 is a setting but never below 24 hours: complaints may be filed up to 24 hours
 after a round, and the replay needs the log to still hold that round.
 """

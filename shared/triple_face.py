@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from croupier.shared.cards import Card, points
+from shared.cards import Card, points
 
 Procedure = Literal["fixed", "first_card"]
 HandName = Literal["player1", "player2", "player3", "banker"]

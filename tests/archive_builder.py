@@ -7,13 +7,13 @@ from __future__ import annotations
 from collections import defaultdict
 from datetime import timedelta
 
-from croupier.services.archive.segment import ArchivedRecord
-from croupier.services.archive.store_ops import head_of, write_segment
-from croupier.services.infra.archive_store import ArchiveStore
-from croupier.services.operator.round_reader import partition_for
-from croupier.shared.events.bet_events import BetAccepted, BetPlaced
-from croupier.shared.events.wallet_events import tx_id
-from croupier.shared.topics import BETS_PLACED_TOPIC, DEFAULT_PARTITIONS
+from services.archive.segment import ArchivedRecord
+from services.archive.store_ops import head_of, write_segment
+from services.infra.archive_store import ArchiveStore
+from services.operator.round_reader import partition_for
+from shared.events.bet_events import BetAccepted, BetPlaced
+from shared.events.wallet_events import tx_id
+from shared.topics import BETS_PLACED_TOPIC, DEFAULT_PARTITIONS
 from tests.round_builder import RecordedRound
 
 

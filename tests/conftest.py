@@ -14,9 +14,9 @@ import pytest
 # The tests run the platform with its development secrets (production refuses them).
 os.environ.setdefault("CROUPIER_ENV", "development")
 
-from croupier.services.infra.local_broker import LocalBroker
-from croupier.services.infra.local_s3 import LocalS3
-from croupier.services.infra.settings import Settings
+from services.infra.local_broker import LocalBroker
+from services.infra.local_s3 import LocalS3
+from services.infra.settings import Settings
 from tests.ports import free_port
 
 

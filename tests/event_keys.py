@@ -4,7 +4,7 @@ is signed with it, as dealer-event signs (docs/decisions/table-event-auth.md).""
 
 from __future__ import annotations
 
-from croupier.services.infra.settings import get_settings
+from services.infra.settings import get_settings
 
 
 def events_key() -> bytes:

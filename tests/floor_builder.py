@@ -18,9 +18,9 @@ from datetime import datetime, timedelta
 from kafka.partitioner.default import murmur2
 from pydantic import BaseModel
 
-from croupier.services.bet_settlement.settlement_fold import ending_of
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.shared.events.bet_events import (
+from services.bet_settlement.settlement_fold import ending_of
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from shared.events.bet_events import (
     BetAccepted,
     BetPlaced,
     BetRejected,
@@ -29,10 +29,10 @@ from croupier.shared.events.bet_events import (
     manifest_digest,
     settlement_id,
 )
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.results import RoundResultPublished, result_id
-from croupier.shared.events.sources import InputRef
-from croupier.shared.events.table import (
+from shared.events.canonical import GENESIS_HASH
+from shared.events.results import RoundResultPublished, result_id
+from shared.events.sources import InputRef
+from shared.events.table import (
     BettingClosed,
     CardDealt,
     RoundCompleted,
@@ -40,13 +40,13 @@ from croupier.shared.events.table import (
     ShoeStarted,
     seal,
 )
-from croupier.shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
-from croupier.shared.events.wallet_ledger import Account, LedgerEntry
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.settlement import Bet, settle
-from croupier.shared.simulate import deal_rounds
-from croupier.shared.topics import (
+from shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
+from shared.events.wallet_ledger import Account, LedgerEntry
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.settlement import Bet, settle
+from shared.simulate import deal_rounds
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
-from croupier.shared.events.sources import InputRef
-from croupier.shared.events.wallet_events import WalletTransaction, tx_id
-from croupier.shared.events.wallet_ledger import Account, BetRecord, LedgerEntry, SpotTotal
+from shared.events.sources import InputRef
+from shared.events.wallet_events import WalletTransaction, tx_id
+from shared.events.wallet_ledger import Account, BetRecord, LedgerEntry, SpotTotal
 
 COMMANDS = "t-wallet-commands"
 AT = datetime(2026, 12, 3, 8, 0, tzinfo=UTC)

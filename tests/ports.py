@@ -76,7 +76,7 @@ def free_port() -> int:
 def free_stepped_ports(count: int, step: int) -> int:
     """A first port p with p, p + step, ..., p + step * (count - 1) all free now and none
     given before in this run: a local cluster's node n listens on its first node's port +
-    step * n (`croupier.services.infra.settings.NODE_PORT_STEP`)."""
+    step * n (`services.infra.settings.NODE_PORT_STEP`)."""
     ceiling = _ceiling()
     low, high = worker_slice(LOWEST, ceiling, dict(os.environ))
     span = step * (count - 1)

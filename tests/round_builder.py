@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
-from croupier.shared.cards import parse_cards
-from croupier.shared.events.bet_events import (
+from shared.cards import parse_cards
+from shared.events.bet_events import (
     BetAccepted,
     BetSettled,
     RoundManifest,
@@ -17,15 +17,15 @@ from croupier.shared.events.bet_events import (
     reversal_id,
     settlement_id,
 )
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.operator_wallet import (
+from shared.events.canonical import GENESIS_HASH
+from shared.events.operator_wallet import (
     OperatorAnswer,
     OperatorCallRecord,
     WalletRequest,
     transaction_id_of,
 )
-from croupier.shared.events.results import RoundResultPublished, result_id
-from croupier.shared.events.table import (
+from shared.events.results import RoundResultPublished, result_id
+from shared.events.table import (
     BettingClosed,
     CardDealt,
     RoundAnnulled,
@@ -36,11 +36,11 @@ from croupier.shared.events.table import (
     TableEventBase,
     seal,
 )
-from croupier.shared.events.wallet_events import WalletTransaction, tx_id
-from croupier.shared.profile import load_profile, pinned, shipped_digest
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.settlement import Bet, settle
-from croupier.shared.topics import (
+from shared.events.wallet_events import WalletTransaction, tx_id
+from shared.profile import load_profile, pinned, shipped_digest
+from shared.rounds import evaluate_round
+from shared.settlement import Bet, settle
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_SETTLED_TOPIC,
     ROUND_RESULTS_TOPIC,
@@ -127,7 +127,7 @@ class RecordedRound:
         game-evaluation's corrected result (its own function), and for each bet whose
         settlement the new cards change a reversal of the standing settlement and a settlement
         again, the wallet taking the one back and paying the other."""
-        from croupier.services.game_evaluation.evaluator import corrected_result
+        from services.game_evaluation.evaluator import corrected_result
 
         last = self.events[-1].occurred_at
         if not hasattr(self, "_completed_at"):  # the original result's time stays the round's
@@ -214,7 +214,7 @@ class RecordedRound:
     def seamless(self, zero_credits: bool = True, latency: timedelta = timedelta(milliseconds=40)
                  ) -> list[OperatorCallRecord]:
         """The round's calls to the operator's wallet as the seamless wallet makes them
-        (croupier.services.wallet.seamless), each answered ok `latency` later with the
+        (services.wallet.seamless), each answered ok `latency` later with the
         player's balance at the operator: a debit per bet, a credit per settlement (none of 0
         with `zero_credits=False`), the rollback of the credit each reversal takes back, and
         the rollback of the debit for a rejected or refunded bet. Call it once the round's

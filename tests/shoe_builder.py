@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from croupier.shared.cards import parse_cards
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.table import (
+from shared.cards import parse_cards
+from shared.events.canonical import GENESIS_HASH
+from shared.events.table import (
     RoundCompleted,
     RoundOpened,
     ShoeStarted,
@@ -61,7 +61,7 @@ class Table:
 
 def wallet_view(events):
     """The wallet's view of a table after its events (each authenticated, none refused)."""
-    from croupier.services.wallet.rounds_view import fold_verified
+    from services.wallet.rounds_view import fold_verified
 
     view = None
     for event in events:

@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.rejections import InputRefused
-from croupier.shared.events.table import RoundOpened, RoundVoided, TableEventBase, seal
-from croupier.shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
+from shared.events.canonical import GENESIS_HASH
+from shared.events.rejections import InputRefused
+from shared.events.table import RoundOpened, RoundVoided, TableEventBase, seal
+from shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.archive_builder import round_records
 from tests.event_keys import events_key
 from tests.round_builder import RecordedRound
@@ -111,8 +111,8 @@ def expected_tables(f: StatsFloor) -> dict[str, dict[str, object]]:
     """What `croupier stats` must say of the floor's tables, from the settlements standing
     (the annulled round's left out, a corrected round's settled again) and each bet's exact
     RTP."""
-    from croupier.shared.profile import load_profile
-    from croupier.shared.rtp import exact_rtp
+    from shared.profile import load_profile
+    from shared.rtp import exact_rtp
 
     edges = {bet: float(b.house_edge)
              for bet, b in exact_rtp(load_profile("sbo-baccarat")).bets.items()}

@@ -17,10 +17,10 @@ import itertools
 import time
 from datetime import UTC, datetime
 
-from croupier.services.wallet import commands, handlers
-from croupier.services.wallet.ledger_fold import WALLET_FOLD, Lookups, account_key
-from croupier.shared.events.sources import InputRef
-from croupier.shared.events.wallet_ledger import Account
+from services.wallet import commands, handlers
+from services.wallet.ledger_fold import WALLET_FOLD, Lookups, account_key
+from shared.events.sources import InputRef
+from shared.events.wallet_ledger import Account
 
 WINDOW = 1_000
 

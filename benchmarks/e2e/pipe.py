@@ -19,9 +19,9 @@ from aiokafka.structs import TopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from benchmarks.e2e.stats import summary
-from croupier.services.infra.kafka_clients import DURABLE_PRODUCER
-from croupier.services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
-from croupier.shared.topics import durability_configs
+from services.infra.kafka_clients import DURABLE_PRODUCER
+from services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
+from shared.topics import durability_configs
 
 PAYLOAD_BYTES = 300  # about a BetPlaced record
 WARMUP = 20

@@ -17,11 +17,11 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from croupier.services.demo.stack import Stack, ensure_kafka
-from croupier.services.infra.faust_app import service_port
-from croupier.services.infra.local_broker import LocalBroker, LocalCluster, cluster_nodes
-from croupier.services.infra.settings import NODE_PORT_STEP, Settings
-from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
+from services.demo.stack import Stack, ensure_kafka
+from services.infra.faust_app import service_port
+from services.infra.local_broker import LocalBroker, LocalCluster, cluster_nodes
+from services.infra.settings import NODE_PORT_STEP, Settings
+from services.simulators.operator_wallet.client import OperatorWalletClient
 from tests.conftest import free_port
 from tests.ports import free_stepped_ports
 

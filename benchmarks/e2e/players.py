@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
+from services.simulators.operator_wallet.client import OperatorWalletClient
 
 DEPOSIT = 10**11  # minor units: no player runs dry during a run
 CURRENCY = "IDR"

@@ -18,8 +18,8 @@ from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 from kafka import KafkaConsumer
 
-from croupier.services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
-from croupier.shared.topics import BETS_PLACED_TOPIC
+from services.infra.kafka_security import ADMIN, aiokafka_options, kafka_python_options
+from shared.topics import BETS_PLACED_TOPIC
 
 LIMIT_BYTES = 64 * 1024
 

@@ -12,8 +12,8 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from croupier.services.infra.processes import service_env
-from croupier.services.infra.settings import Settings
+from services.infra.processes import service_env
+from services.infra.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,7 +23,7 @@ def timed_replay(settings: Settings, table_id: str, round_id: str, at_ms: int,
     at = datetime.fromtimestamp(at_ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     with tempfile.TemporaryDirectory(prefix="bench-replay-") as tmp:
         out = Path(tmp) / "report.json"
-        cmd = [sys.executable, "-m", "croupier.services.cli", "replay", "--table", table_id,
+        cmd = [sys.executable, "-m", "services.cli", "replay", "--table", table_id,
                "--round", round_id, "--at", at, "--format", "json", "--out", str(out)]
         env = {**os.environ, **service_env(settings), "COLUMNS": "200"}
         began = time.perf_counter()

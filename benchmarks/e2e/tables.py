@@ -11,14 +11,14 @@ from __future__ import annotations
 import random
 import time
 
-from croupier.services.infra.clock import SystemClock
-from croupier.services.infra.table_keys import table_key
-from croupier.services.simulators.tables.inputs import InputFactory
-from croupier.services.simulators.tables.transport import HttpTransport
-from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound, ScanCard
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import cards_needed
-from croupier.shared.shoe import Shoe
+from services.infra.clock import SystemClock
+from services.infra.table_keys import table_key
+from services.simulators.tables.inputs import InputFactory
+from services.simulators.tables.transport import HttpTransport
+from shared.events.inputs import CloseBetting, NewShoe, OpenRound, ScanCard
+from shared.profile import load_profile
+from shared.rounds import cards_needed
+from shared.shoe import Shoe
 
 PROFILE = "sbo-baccarat"
 

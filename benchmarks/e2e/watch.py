@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from aiokafka import AIOKafkaConsumer
 from aiokafka.structs import TopicPartition
 
-from croupier.services.infra.kafka_security import OPERATOR, aiokafka_options
-from croupier.shared.topics import (
+from services.infra.kafka_security import OPERATOR, aiokafka_options
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_SETTLED_TOPIC,
     TABLE_EVENTS_TOPIC,

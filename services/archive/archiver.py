@@ -1,6 +1,6 @@
 """`croupier archive run`: copy every catalogue topic into the archive, exactly once by offset.
 
-One process reads every partition of every topic in `croupier.shared.topics` (kafka-python,
+One process reads every partition of every topic in `shared.topics` (kafka-python,
 outside any consumer group: it commits nothing) from where the archive ends, buffers each
 partition's records, and closes a segment (file, then manifest) when it holds 50,000
 records or 32 MB, or `CROUPIER_ARCHIVE_FLUSH_SECONDS` after its first record. Killed at any
@@ -26,11 +26,11 @@ from pathlib import Path
 from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import OffsetOutOfRangeError
 
-from croupier.services.archive.segment import ArchivedRecord
-from croupier.services.archive.store_ops import PartitionHead, head_of, write_aged_out, write_segment
-from croupier.services.infra.archive_store import ArchiveStore
-from croupier.services.infra.kafka_security import OPERATOR, kafka_python_options
-from croupier.shared.topics import TOPIC_NAMES
+from services.archive.segment import ArchivedRecord
+from services.archive.store_ops import PartitionHead, head_of, write_aged_out, write_segment
+from services.infra.archive_store import ArchiveStore
+from services.infra.kafka_security import OPERATOR, kafka_python_options
+from shared.topics import TOPIC_NAMES
 
 log = logging.getLogger("croupier.archive")
 

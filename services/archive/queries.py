@@ -14,7 +14,7 @@ everything up to now. The same files are readable by any Parquet engine (README)
   (`operator.actions`: each late complaint handled anyway);
   each with who, when, why and where it stands in the log (topic, partition, offset).
 - `stats`: per dealer and per table, hands per hour, voids, refused inputs, corrections,
-  hold against the theoretical hold (`croupier.services.archive.stats`).
+  hold against the theoretical hold (`services.archive.stats`).
 
 Only files that a manifest describes are read (a file a killed archiver left without its
 manifest is not part of the archive). Every amount is an integer in minor units.
@@ -35,17 +35,17 @@ import pyarrow.dataset as pads
 from kafka import TopicPartition
 from pyarrow import fs as pafs
 
-from croupier.services.archive.segment import (
+from services.archive.segment import (
     QUERY_FIELDS,
     SCHEMA,
     query_columns,
 )
-from croupier.services.archive.stats import exact_rtp_of, iso, read_stats
-from croupier.services.archive.store_ops import PartitionIndex, archived_partitions
-from croupier.services.infra.archive_store import ArchiveStore
-from croupier.services.infra.log_reader import log_reader
-from croupier.shared.events.wallet_events import CREDITS
-from croupier.shared.topics import (
+from services.archive.stats import exact_rtp_of, iso, read_stats
+from services.archive.store_ops import PartitionIndex, archived_partitions
+from services.infra.archive_store import ArchiveStore
+from services.infra.log_reader import log_reader
+from shared.events.wallet_events import CREDITS
+from shared.topics import (
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,
     DEAD_LETTERS_TOPIC,
@@ -504,14 +504,14 @@ class ArchiveQueries:
     def stats(self, since: datetime | None = None, until: datetime | None = None
               ) -> dict[str, Any]:
         """Per dealer and per table, of the rounds opened in `[since, until)`
-        (`croupier.services.archive.stats`)."""
+        (`services.archive.stats`)."""
         return read_stats(self, since, until)
     # ---------------------------------------------------------------- opposite betting
     def opposite_pairs(self, since: datetime | None = None, until: datetime | None = None,
                        min_rounds: int = 3) -> dict[str, Any]:
         """Pairs of players who bet opposite sides of the same rounds with stakes within
-        10 % (`croupier.services.archive.risk`)."""
-        from croupier.services.archive.risk import opposite_pairs
+        10 % (`services.archive.risk`)."""
+        from services.archive.risk import opposite_pairs
 
         return opposite_pairs(self, since, until, min_rounds)
 
@@ -614,7 +614,7 @@ def to_csv(rows: Iterable[dict[str, Any]], columns: Sequence[str]) -> str:
 
 def open_queries(settings: Any, live_tail: bool = True) -> ArchiveQueries:
     """Queries over the settings' archive and, with `live_tail`, the log past its end."""
-    from croupier.services.infra.archive_store import archive_from_settings
+    from services.infra.archive_store import archive_from_settings
 
     return ArchiveQueries(archive_from_settings(settings),
                           settings.bootstrap_servers if live_tail else None)

@@ -1,5 +1,5 @@
 """Opposite betting over the archive (and the live tail): pairs of players who bet opposite
-sides of the same rounds (`croupier.shared.opposites`: Player/Banker, Big/Small, Triple
+sides of the same rounds (`shared.opposites`: Player/Banker, Big/Small, Triple
 Face Win/Lose on one position) with stakes within 10 % of each other, in at least
 `min_rounds` rounds (docs/decisions/risk.md).
 
@@ -22,11 +22,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from croupier.shared.opposites import shipped_opposites
-from croupier.shared.topics import BETS_PLACED_TOPIC
+from shared.opposites import shipped_opposites
+from shared.topics import BETS_PLACED_TOPIC
 
 if TYPE_CHECKING:
-    from croupier.services.archive.queries import ArchiveQueries
+    from services.archive.queries import ArchiveQueries
 
 STAKE_SPREAD_PERCENT = 10  # the smaller stake at least (100 - this) % of the larger
 

@@ -26,11 +26,11 @@ from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from croupier.shared.events.rejections import NOT_THE_DEALERS
-from croupier.shared.topics import BETS_SETTLED_TOPIC, DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
+from shared.events.rejections import NOT_THE_DEALERS
+from shared.topics import BETS_SETTLED_TOPIC, DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 
 if TYPE_CHECKING:
-    from croupier.services.archive.queries import ArchiveQueries
+    from services.archive.queries import ArchiveQueries
 
 
 def iso(ms: int) -> str:
@@ -42,8 +42,8 @@ def iso(ms: int) -> str:
 def exact_rtp_of(profile: str, version: int | None) -> dict[str, tuple[float, float]]:
     """{bet: (exact RTP, variance per unit staked)} of a profile as released (enumerated
     once per process: about half a second)."""
-    from croupier.shared.profile import load_profile
-    from croupier.shared.rtp import exact_rtp
+    from shared.profile import load_profile
+    from shared.rtp import exact_rtp
 
     report = exact_rtp(load_profile(profile, version))
     return {bet: (float(b.rtp), float(b.variance)) for bet, b in report.bets.items()}
@@ -213,7 +213,7 @@ def table_figures(rounds: dict[str, int], bets: Sequence[dict[str, Any]], exact:
 def read_stats(q: ArchiveQueries, since: datetime | None, until: datetime | None
                ) -> dict[str, Any]:
     """`{"dealers": [...], "tables": [...]}` of the rounds opened in `[since, until)`."""
-    from croupier.shared.profile import ProfileError
+    from shared.profile import ProfileError
 
     lo = int(since.timestamp() * 1000) if since else 0
     hi = int(until.timestamp() * 1000) if until else 2**62

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from kafka.consumer.fetcher import ConsumerRecord
 
-from croupier.services.archive.segment import (
+from services.archive.segment import (
     MANIFEST_SUFFIX,
     PARQUET_SUFFIX,
     ArchivedRecord,
@@ -24,9 +24,9 @@ from croupier.services.archive.segment import (
     partition_dir,
     segment_stem,
 )
-from croupier.services.infra.archive_store import ArchiveStore
-from croupier.services.infra.kafka_security import OPERATOR
-from croupier.services.infra.log_reader import log_starts, read_to_end
+from services.infra.archive_store import ArchiveStore
+from services.infra.kafka_security import OPERATOR
+from services.infra.log_reader import log_starts, read_to_end
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from pydantic import ValidationError
 
-from croupier.services.archive.segment import (
+from services.archive.segment import (
     MANIFEST_SUFFIX,
     PARQUET_SUFFIX,
     Manifest,
@@ -33,8 +33,8 @@ from croupier.services.archive.segment import (
     segment_stem,
     sha256,
 )
-from croupier.services.archive.store_ops import archived_partitions
-from croupier.services.infra.archive_store import ArchiveStore, ArchiveStoreError
+from services.archive.store_ops import archived_partitions
+from services.infra.archive_store import ArchiveStore, ArchiveStoreError
 
 
 @dataclass

@@ -1,8 +1,8 @@
-"""`python -m croupier.services.bet_settlement worker -l info`"""
+"""`python -m services.bet_settlement worker -l info`"""
 
-from croupier.services.bet_settlement.bootstrap import bootstrap
-from croupier.services.infra.private_topics import run_worker
-from croupier.services.infra.settings import get_settings
+from services.bet_settlement.bootstrap import bootstrap
+from services.infra.private_topics import run_worker
+from services.infra.settings import get_settings
 
 if __name__ == "__main__":
     settings = get_settings()

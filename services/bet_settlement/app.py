@@ -1,6 +1,6 @@
 """bet-settlement's Faust app: one agent over bets.placed, table.events and round.results
 (all keyed by table id, so co-partitioned), on the kernel
-(`croupier.services.infra.kernel.run_own_log`).
+(`services.infra.kernel.run_own_log`).
 
 State: the fold of its own log, `settlement.log` (`settlement_fold`): partition p of the log
 holds the entries of the records of partition p of its three inputs. Each entry carries
@@ -11,7 +11,7 @@ log applied; the outputs of entries not known to be published are published agai
 Faust table: nothing is kept that the log does not say (docs/decisions/settlement-log.md).
 
 This module is the worker's loop and health page, functions of the `BetSettlement` that
-`croupier.services.bet_settlement.bootstrap` builds when the worker starts (the own log,
+`services.bet_settlement.bootstrap` builds when the worker starts (the own log,
 the decisions); importing it builds nothing.
 """
 
@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING
 
 from faust import web
 
-from croupier.services.infra.faust_app import bound
-from croupier.services.infra.kernel import run_own_log
-from croupier.services.infra.observability import health_problems
-from croupier.shared.topics import BETS_PLACED_TOPIC, ROUND_RESULTS_TOPIC, TABLE_EVENTS_TOPIC
+from services.infra.faust_app import bound
+from services.infra.kernel import run_own_log
+from services.infra.observability import health_problems
+from shared.topics import BETS_PLACED_TOPIC, ROUND_RESULTS_TOPIC, TABLE_EVENTS_TOPIC
 
 if TYPE_CHECKING:
-    from croupier.services.bet_settlement.bootstrap import BetSettlement
+    from services.bet_settlement.bootstrap import BetSettlement
 
 INPUTS = (BETS_PLACED_TOPIC, TABLE_EVENTS_TOPIC, ROUND_RESULTS_TOPIC)  # co-partitioned: by table
 

@@ -10,17 +10,17 @@ from dataclasses import dataclass
 
 import faust
 
-from croupier.services.bet_settlement import app as worker
-from croupier.services.bet_settlement import decision_metrics
-from croupier.services.bet_settlement.records import SettlementRecords
-from croupier.services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
-from croupier.services.infra import metrics, observability
-from croupier.services.infra.clock import SystemClock
-from croupier.services.infra.faust_app import make_app, writer_name
-from croupier.services.infra.kernel import OwnLog
-from croupier.services.infra.settings import Settings, get_settings
-from croupier.shared.events.settlement_log import SettlementEntry
-from croupier.shared.topics import SETTLEMENT_LOG_TOPIC
+from services.bet_settlement import app as worker
+from services.bet_settlement import decision_metrics
+from services.bet_settlement.records import SettlementRecords
+from services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
+from services.infra import metrics, observability
+from services.infra.clock import SystemClock
+from services.infra.faust_app import make_app, writer_name
+from services.infra.kernel import OwnLog
+from services.infra.settings import Settings, get_settings
+from shared.events.settlement_log import SettlementEntry
+from shared.topics import SETTLEMENT_LOG_TOPIC
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,13 @@ from typing import Protocol
 
 from pydantic import BaseModel
 
-from croupier.services.bet_settlement.round_book import RoundBets
-from croupier.services.infra import metrics
-from croupier.shared.bets import GAME_RULES
-from croupier.shared.events.bet_events import BetAccepted, BetRejected, BetSettled
-from croupier.shared.profile import ProfileError, list_profiles, load_profile
-from croupier.shared.rtp import exact_rtp
-from croupier.shared.settlement import BET_ERROR_CODES
+from services.bet_settlement.round_book import RoundBets
+from services.infra import metrics
+from shared.bets import GAME_RULES
+from shared.events.bet_events import BetAccepted, BetRejected, BetSettled
+from shared.profile import ProfileError, list_profiles, load_profile
+from shared.rtp import exact_rtp
+from shared.settlement import BET_ERROR_CODES
 
 KNOWN_BETS = frozenset(bet for rules in GAME_RULES.values() for bet in rules)
 # the round book's own codes, then the rule engine's

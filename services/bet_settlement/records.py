@@ -1,5 +1,5 @@
 """What bet-settlement does with one input record, on the kernel
-(`croupier.services.infra.kernel.run_own_log`).
+(`services.infra.kernel.run_own_log`).
 
 `decide(scratch, event)` runs the round book (`round_book`) against the folded state as
 the batch's earlier records left it (`scratch`) and returns the record's entries of
@@ -24,26 +24,26 @@ from datetime import UTC, datetime
 
 import faust
 
-from croupier.services.bet_settlement import decision_metrics, round_book
-from croupier.services.bet_settlement.settlement_fold import (
+from services.bet_settlement import decision_metrics, round_book
+from services.bet_settlement.settlement_fold import (
     Change,
     FoldedBets,
     Lookups,
     entries_of,
     watch_of,
 )
-from croupier.services.infra import metrics
-from croupier.services.infra.clock import Clock
-from croupier.services.infra.dead_letters import flag_table, give_up_on, note_void
-from croupier.services.infra.kernel import Decided
-from croupier.services.infra.own_log import Overlay
-from croupier.shared.events.bet_events import BET_INTAKE, IntakeMark
-from croupier.shared.events.event_auth import TableEventRefused, TableFlagged, advance
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.settlement_log import PendingRounds, RoundHeader
-from croupier.shared.events.sources import InputRef
-from croupier.shared.events.table import RoundVoided, TableEventBase, parse_table_event
-from croupier.shared.topics import BETS_PLACED_TOPIC, ROUND_RESULTS_TOPIC
+from services.infra import metrics
+from services.infra.clock import Clock
+from services.infra.dead_letters import flag_table, give_up_on, note_void
+from services.infra.kernel import Decided
+from services.infra.own_log import Overlay
+from shared.events.bet_events import BET_INTAKE, IntakeMark
+from shared.events.event_auth import TableEventRefused, TableFlagged, advance
+from shared.events.results import RoundResultPublished
+from shared.events.settlement_log import PendingRounds, RoundHeader
+from shared.events.sources import InputRef
+from shared.events.table import RoundVoided, TableEventBase, parse_table_event
+from shared.topics import BETS_PLACED_TOPIC, ROUND_RESULTS_TOPIC
 
 log = logging.getLogger("croupier.bet_settlement")
 SERVICE = "bet-settlement"

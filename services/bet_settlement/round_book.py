@@ -12,7 +12,7 @@ State that does not grow with the round. A round is stored as
   closing, settling and voiding walk the round's bets with one point read each.
 `RoundBets` is the read side the functions need; the service backs it with the fold of its
 own log (`settlement_fold`), tests with an in-memory `RoundBook`. The models themselves are
-the log's (`croupier.shared.events.settlement_log`).
+the log's (`shared.events.settlement_log`).
 
 A record seen again returns what was decided the first time among its outputs (published
 again: consumers are idempotent on the ids) and never decides twice.
@@ -51,7 +51,7 @@ from typing import Any, Protocol
 
 from pydantic import BaseModel
 
-from croupier.services.bet_settlement.settlement_terms import (
+from services.bet_settlement.settlement_terms import (
     Amount,
     annul_refund,
     by_rules,
@@ -60,8 +60,8 @@ from croupier.services.bet_settlement.settlement_terms import (
     take_back,
     void_refund,
 )
-from croupier.shared.bets import MAIN_BETS
-from croupier.shared.events.bet_events import (
+from shared.bets import MAIN_BETS
+from shared.events.bet_events import (
     BetAccepted,
     BetFacts,
     BetPlaced,
@@ -73,27 +73,27 @@ from croupier.shared.events.bet_events import (
     digest_add,
     settlement_id,
 )
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.settlement_log import BetEntry as BetEntry
-from croupier.shared.events.settlement_log import RoundHeader as RoundHeader
-from croupier.shared.events.settlement_log import SpotTotal as SpotTotal
-from croupier.shared.events.settlement_log import Status as Status
-from croupier.shared.events.table import (
+from shared.events.results import RoundResultPublished
+from shared.events.settlement_log import BetEntry as BetEntry
+from shared.events.settlement_log import RoundHeader as RoundHeader
+from shared.events.settlement_log import SpotTotal as SpotTotal
+from shared.events.settlement_log import Status as Status
+from shared.events.table import (
     BettingClosed,
     RoundAnnulled,
     RoundOpened,
     RoundVoided,
     TableEventBase,
 )
-from croupier.shared.profile import ProfileError, UnknownProfileError, round_profile
-from croupier.shared.settlement import (
+from shared.profile import ProfileError, UnknownProfileError, round_profile
+from shared.settlement import (
     Bet,
     BetError,
     needs_main_bet,
     validate_bet,
     validate_in_round,
 )
-from croupier.shared.topics import BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC
+from shared.topics import BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC
 
 log = logging.getLogger(__name__)
 Output = tuple[str, str, BaseModel]  # topic, key, record

@@ -9,7 +9,7 @@ An entry writes, each under its own key (absolute values, so a fold is idempoten
 - `p/<table>`                -> the table's rounds waiting for their RoundOpened
 (table ids have no ':', so the last two never meet a round's keys), and publishes its
 decisions, manifests, settlements and reversals (the outbox:
-`croupier.services.infra.own_log`).
+`services.infra.own_log`).
 
 `entries_of` turns what one record changed (its round transitions, its watch, its pending
 list) into the record's entries: bet entries and spot totals in chunks of about
@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from croupier.services.bet_settlement.round_book import (
+from services.bet_settlement.round_book import (
     BetEntry,
     Output,
     RoundHeader,
@@ -35,9 +35,9 @@ from croupier.services.bet_settlement.round_book import (
     order_key,
     round_key,
 )
-from croupier.shared.events.bet_events import BetRejected, BetSettled, SettlementReversed
-from croupier.shared.events.event_auth import TableWatch
-from croupier.shared.events.settlement_log import (
+from shared.events.bet_events import BetRejected, BetSettled, SettlementReversed
+from shared.events.event_auth import TableWatch
+from shared.events.settlement_log import (
     BETS_PER_ENTRY,
     ENTRY_BYTES,
     SPOTS_PER_ENTRY,
@@ -48,8 +48,8 @@ from croupier.shared.events.settlement_log import (
     SettlementEntry,
     SpotWrite,
 )
-from croupier.shared.events.sources import InputRef
-from croupier.shared.topics import (
+from shared.events.sources import InputRef
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_SETTLED_TOPIC,
     WALLET_ENDINGS_TOPIC,
@@ -83,7 +83,7 @@ def ending_of(record: BaseModel) -> str | None:
 
 
 class SettlementFold:
-    """`croupier.services.infra.own_log.Fold` for bet-settlement's own log."""
+    """`services.infra.own_log.Fold` for bet-settlement's own log."""
 
     def apply(self, kv: MutableMapping[str, Any], entry: SettlementEntry) -> None:
         for bet in entry.bets:

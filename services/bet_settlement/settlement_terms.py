@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from croupier.shared.events.bet_events import (
+from shared.events.bet_events import (
     BetFacts,
     annul_refund_id,
     reversal_id,
     settlement_id,
 )
-from croupier.shared.profile import AnyProfile
-from croupier.shared.rounds import AnyResult
-from croupier.shared.settlement import Bet, settle
+from shared.profile import AnyProfile
+from shared.rounds import AnyResult
+from shared.settlement import Bet, settle
 
 Outcome = Literal["win", "lose", "push", "void_refund"]
 Amount = tuple[Outcome, int]  # a settlement's outcome and what it returns

@@ -1,5 +1,5 @@
-"""`python -m croupier.services.cli` runs the same command as the `croupier` script."""
+"""`python -m services.cli` runs the same command as the `croupier` script."""
 
-from croupier.services.cli.main import app
+from services.cli.main import app
 
 app()

@@ -13,10 +13,10 @@ import sys
 
 import typer
 
-from croupier.services.cli.cli_errors import fail
-from croupier.services.infra.archive_store import ArchiveStoreError, archive_from_settings, open_store
-from croupier.services.infra.settings import get_settings
-from croupier.shared.topics import TOPIC_NAMES
+from services.cli.cli_errors import fail
+from services.infra.archive_store import ArchiveStoreError, archive_from_settings, open_store
+from services.infra.settings import get_settings
+from shared.topics import TOPIC_NAMES
 
 archive_app = typer.Typer(help="The archive: every topic, kept beyond Kafka's retention.",
                           no_args_is_help=True)
@@ -42,7 +42,7 @@ def run(
                                                    "record (default CROUPIER_ARCHIVE_FLUSH_SECONDS)."),
 ) -> None:
     """Copy every catalogue topic into the archive, exactly once by offset."""
-    from croupier.services.archive.archiver import ARCHIVER_HEARTBEAT, Archiver, run_until_signalled
+    from services.archive.archiver import ARCHIVER_HEARTBEAT, Archiver, run_until_signalled
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = get_settings()
@@ -65,8 +65,8 @@ def verify_cmd(
     as_json: bool = typer.Option(False, "--json", help="The report as JSON."),
 ) -> None:
     """Check every archived file and manifest; name what was changed, removed or reordered."""
-    from croupier.services.archive.verify import verify
-    from croupier.services.infra.log_reader import log_starts as first_offsets
+    from services.archive.verify import verify
+    from services.infra.log_reader import log_starts as first_offsets
 
     store = _store(url)
     topics = topic or list(TOPIC_NAMES)

@@ -6,7 +6,7 @@ from typing import NoReturn
 
 import typer
 
-from croupier.shared.profile import AnyProfile, ProfileError, load_profile
+from shared.profile import AnyProfile, ProfileError, load_profile
 
 EXIT_BAD_INPUT = 2
 

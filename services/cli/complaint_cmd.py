@@ -1,5 +1,5 @@
 """`croupier complaint file`: file a player's complaint (RULES §6), as `POST /complaints` and
-the console's form do (`croupier.services.operator.complaint_filing`): stamped with this
+the console's form do (`services.operator.complaint_filing`): stamped with this
 process's clock, its 24-hour window judged, recorded on `operator.actions`; its report then
 opens with `croupier replay --complaint ID`."""
 
@@ -9,8 +9,8 @@ import json
 
 import typer
 
-from croupier.services.cli.cli_errors import fail
-from croupier.services.infra.settings import get_settings
+from services.cli.cli_errors import fail
+from services.infra.settings import get_settings
 
 complaint_app = typer.Typer(help="A player's complaint: file it on the platform's clock.",
                             no_args_is_help=True)
@@ -35,10 +35,10 @@ def file(
                                  "complaint_id, filed_at, within_window, report_url."),
 ) -> None:
     """File a complaint now: the platform's clock is its time of filing (no option sets it)."""
-    from croupier.services.operator.actions import ActionNotRecorded
-    from croupier.services.operator.complaint_filing import file_complaint
-    from croupier.services.operator.complaints import ComplaintError
-    from croupier.services.operator.round_reader import RoundNotFoundError
+    from services.operator.actions import ActionNotRecorded
+    from services.operator.complaint_filing import file_complaint
+    from services.operator.complaints import ComplaintError
+    from services.operator.round_reader import RoundNotFoundError
 
     settings = get_settings()
     body = {"player_id": player, "played_at": played_at, "dealer": dealer, "table_id": table,

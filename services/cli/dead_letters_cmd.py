@@ -17,11 +17,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from croupier.services.cli.cli_errors import fail
-from croupier.services.infra.log_reader import LogReadError
-from croupier.services.infra.settings import get_settings
-from croupier.services.operator import dead_letter_ops
-from croupier.shared.events.dead_letters import DeadLetter
+from services.cli.cli_errors import fail
+from services.infra.log_reader import LogReadError
+from services.infra.settings import get_settings
+from services.operator import dead_letter_ops
+from shared.events.dead_letters import DeadLetter
 
 console = Console()
 dead_letters_app = typer.Typer(help="Records a service could not apply: read, re-drive.",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import typer
 
-from croupier.services.infra.settings import get_settings
+from services.infra.settings import get_settings
 
 
 def register(app: typer.Typer) -> None:
@@ -47,9 +47,9 @@ def demo(
     """Run the platform with simulated tables and players; end with a verified summary."""
     from rich.console import Console
 
-    from croupier.services.demo.render import print_copyable
-    from croupier.services.demo.session import DemoConfig
-    from croupier.services.demo.stack import Stack, ensure_kafka
+    from services.demo.render import print_copyable
+    from services.demo.session import DemoConfig
+    from services.demo.stack import Stack, ensure_kafka
 
     console = Console()
     names = tuple(p.strip() for p in profiles.split(",") if p.strip())
@@ -59,7 +59,7 @@ def demo(
     if wallet not in ("transfer", "seamless"):
         raise typer.BadParameter(f"--wallet must be transfer or seamless, not {wallet!r}")
     if wallet == "seamless":
-        from croupier.services.demo.stack import seamless_settings
+        from services.demo.stack import seamless_settings
         settings = seamless_settings(settings)
     if settings.betting_window_seconds is None:  # the timer closes betting (seed 002)
         settings = settings.model_copy(update={"betting_window_seconds":
@@ -94,7 +94,7 @@ def demo(
     console.print("services stopped; Kafka keeps running for replay and rebuild; to stop it:")
     print_copyable(console, "  make kafka-down")
     if summary_json:
-        from croupier.services.demo.summary import summary_json as as_json
+        from services.demo.summary import summary_json as as_json
         summary_json.write_text(json.dumps(as_json(summary), indent=2))
         print_copyable(console, f"summary written to {summary_json}")
     raise typer.Exit(0 if summary.invariants_ok else 1)
@@ -102,10 +102,10 @@ def demo(
 
 def _verify_archive(console, settings) -> None:
     """The archiver has closed its segments (stopped last): verify the whole archive."""
-    from croupier.services.archive.verify import verify
-    from croupier.services.demo.render import print_copyable
-    from croupier.services.infra.archive_store import archive_from_settings
-    from croupier.shared.topics import TOPIC_NAMES
+    from services.archive.verify import verify
+    from services.demo.render import print_copyable
+    from services.infra.archive_store import archive_from_settings
+    from shared.topics import TOPIC_NAMES
 
     report = verify(archive_from_settings(settings), TOPIC_NAMES)
     state = "[green]verified OK[/]" if report.ok else f"[red]{len(report.problems)} problems[/]"
@@ -120,15 +120,15 @@ def _verify_archive(console, settings) -> None:
 def _play_and_summarise(console, settings, config, stack, bootstrap):
     from rich.live import Live
 
-    from croupier.services.demo.render import print_summary, progress_table
-    from croupier.services.demo.session import play
-    from croupier.services.demo.summary import (
+    from services.demo.render import print_summary, progress_table
+    from services.demo.session import play
+    from services.demo.summary import (
         reconciliation_check,
         summarise,
         wait_until_settled,
     )
-    from croupier.services.operator.rebuild import rebuild
-    from croupier.services.operator.wallet_client import live_balances
+    from services.operator.rebuild import rebuild
+    from services.operator.wallet_client import live_balances
 
     with Live(console=console, refresh_per_second=4) as live:
         def progress(tables, answers, seconds):

@@ -13,12 +13,12 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from croupier.services.cli.cli_errors import fail, profile_or_fail
-from croupier.shared.baccarat import BaccaratResult
-from croupier.shared.bets import Position
-from croupier.shared.cards import CardError, parse_cards
-from croupier.shared.rounds import AnyResult, RoundError, evaluate_round
-from croupier.shared.settlement import Bet, BetError, Settlement, check_bet, settle
+from services.cli.cli_errors import fail, profile_or_fail
+from shared.baccarat import BaccaratResult
+from shared.bets import Position
+from shared.cards import CardError, parse_cards
+from shared.rounds import AnyResult, RoundError, evaluate_round
+from shared.settlement import Bet, BetError, Settlement, check_bet, settle
 
 BET_HELP = "A bet as ID[:POS]=STAKE (stake in minor units), e.g. banker=1000, win:2=500, " \
     "pair_plus:banker=100. Repeat for more bets."

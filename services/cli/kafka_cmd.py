@@ -9,13 +9,13 @@ from dataclasses import asdict
 import typer
 from rich.console import Console
 
-from croupier.services.infra.local_broker import (
+from services.infra.local_broker import (
     BrokerError,
     admin_ready,
     cluster_from_settings,
     jars_dir,
 )
-from croupier.services.infra.settings import get_settings
+from services.infra.settings import get_settings
 
 console = Console()
 kafka_app = typer.Typer(help="Start, stop and inspect the Kafka cluster.", no_args_is_help=True)

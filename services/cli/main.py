@@ -2,7 +2,7 @@
 
 import typer
 
-from croupier.services.cli import (
+from services.cli import (
     archive_cmd,
     complaint_cmd,
     dead_letters_cmd,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from croupier.services.infra.settings import get_settings
+from services.infra.settings import get_settings
 
 
 def register(app: typer.Typer) -> None:
@@ -15,7 +15,7 @@ def operator_api(port: int = typer.Option(None, help="Default: CROUPIER_OPERATOR
     """Serve GET /rounds/{table}/{round}/report?at=...&format=text|json|html (operator token)."""
     from aiohttp import web
 
-    from croupier.services.operator.http_api import make_app
+    from services.operator.http_api import make_app
 
     settings = get_settings()
     settings.require_production_secrets("operator-api")

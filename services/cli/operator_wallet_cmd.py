@@ -1,5 +1,5 @@
 """`croupier operator-wallet serve`: the reference operator wallet, the other side of the
-seamless wallet's API, as a process of its own (`croupier.services.simulators.operator_wallet`).
+seamless wallet's API, as a process of its own (`services.simulators.operator_wallet`).
 
 Every option may come from the environment instead (`OPERATOR_WALLET_*`, not `CROUPIER_*`:
 these are the operator's settings, not croupier's; the keys are best passed that way, off
@@ -13,7 +13,7 @@ from pathlib import Path
 
 import typer
 
-from croupier.services.cli.cli_errors import fail
+from services.cli.cli_errors import fail
 
 operator_wallet_app = typer.Typer(help="The reference operator wallet (seamless mode's other side).",
                                   add_completion=False,
@@ -58,10 +58,10 @@ def serve(
     """Serve POST /debit|/credit|/rollback, GET /transactions, /admin/..., /health, /metrics."""
     from pydantic import ValidationError
 
-    from croupier.services.simulators.operator_wallet.admin import DEV_ADMIN_TOKEN
-    from croupier.services.simulators.operator_wallet.faults import Faults
-    from croupier.services.simulators.operator_wallet.rules import parse_keys
-    from croupier.services.simulators.operator_wallet.server import WalletConfig, serve
+    from services.simulators.operator_wallet.admin import DEV_ADMIN_TOKEN
+    from services.simulators.operator_wallet.faults import Faults
+    from services.simulators.operator_wallet.rules import parse_keys
+    from services.simulators.operator_wallet.server import WalletConfig, serve
 
     if rollback_unknown not in ("success", "not_found"):
         fail(f"--rollback-unknown is success or not_found, not {rollback_unknown!r}")

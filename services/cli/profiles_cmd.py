@@ -17,7 +17,7 @@ from pathlib import Path
 
 import typer
 
-from croupier.shared.profile import LEGACY_VERSION, ProfileError, parse_profile, profile_digest
+from shared.profile import LEGACY_VERSION, ProfileError, parse_profile, profile_digest
 
 DEFAULT_DIR = Path(__file__).resolve().parents[2] / "shared" / "profiles"
 LOCK = Path("released") / "lock.json"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from croupier.services.infra.settings import get_settings
+from services.infra.settings import get_settings
 
 
 def register(app: typer.Typer) -> None:
@@ -21,10 +21,10 @@ def rebuild(
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn
 
-    from croupier.services.infra.archive_store import archive_from_settings
-    from croupier.services.operator.rebuild import rebuild as run_rebuild
-    from croupier.services.operator.wallet_client import live_balances
-    from croupier.services.operator.wallet_process import running_wallet
+    from services.infra.archive_store import archive_from_settings
+    from services.operator.rebuild import rebuild as run_rebuild
+    from services.operator.wallet_client import live_balances
+    from services.operator.wallet_process import running_wallet
 
     settings = get_settings()
     console = Console(stderr=json_out)

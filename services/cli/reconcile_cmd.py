@@ -12,9 +12,9 @@ from datetime import UTC, datetime, timedelta
 
 import typer
 
-from croupier.services.cli.cli_errors import fail
-from croupier.services.infra.settings import get_settings
-from croupier.services.operator import reconcile_sources
+from services.cli.cli_errors import fail
+from services.infra.settings import get_settings
+from services.operator import reconcile_sources
 
 SETTLE_S = 60.0
 

@@ -1,7 +1,7 @@
 """`croupier recall`, `croupier statement`, `croupier events`: what the archive (and the
 log's last minutes) say of a player's rounds, their money, and the significant events.
 
-Each reads the archive with DuckDB (`croupier.services.archive.queries`) and the live tail
+Each reads the archive with DuckDB (`services.archive.queries`) and the live tail
 from Kafka (`--no-live-tail`: the archive alone)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import typer
 
-from croupier.services.cli.cli_errors import fail
-from croupier.services.infra.settings import get_settings
+from services.cli.cli_errors import fail
+from services.infra.settings import get_settings
 
 
 class Format(StrEnum):
@@ -38,7 +38,7 @@ def _emit(text: str, out: Path | None) -> None:
 
 
 def _time(text: str | None, what: str):
-    from croupier.services.operator.replay_service import parse_time
+    from services.operator.replay_service import parse_time
 
     if text is None:
         return None
@@ -50,7 +50,7 @@ def _time(text: str | None, what: str):
 
 def _answer(run, live_tail: bool):
     """`run(queries)` over the archive (and the live tail); a bad request exits 2."""
-    from croupier.services.archive.queries import open_queries
+    from services.archive.queries import open_queries
 
     queries = open_queries(get_settings(), live_tail)
     try:
@@ -108,7 +108,7 @@ def statement(
     out: Path = typer.Option(None, help="Write to this file instead of stdout."),
 ) -> None:
     """A player's money movements over a time range, each with its bet, as a file to send."""
-    from croupier.services.archive.queries import STATEMENT_COLUMNS, to_csv
+    from services.archive.queries import STATEMENT_COLUMNS, to_csv
 
     start, end = _time(since, "--from"), _time(until, "--to")
     found = _answer(lambda q: q.statement(player, start, end), live_tail)
@@ -138,7 +138,7 @@ def events(
     out: Path = typer.Option(None, help="Write to this file instead of stdout."),
 ) -> None:
     """The significant-event log: voids, annulments, corrections, closes, dead letters, ..."""
-    from croupier.services.archive.queries import EVENT_COLUMNS, LARGE_WIN_DEFAULT, to_csv
+    from services.archive.queries import EVENT_COLUMNS, LARGE_WIN_DEFAULT, to_csv
 
     start, end = _time(since, "--from"), _time(until, "--to")
     found = _answer(lambda q: q.events(start, end, large_win if large_win is not None
@@ -163,7 +163,7 @@ def realised_rtp(
     out: Path = typer.Option(None, help="Write to this file instead of stdout."),
 ) -> None:
     """Realised RTP by day, table, profile, dealer and bet, beside the exact RTP (and z)."""
-    from croupier.services.archive.queries import RTP_COLUMNS, to_csv
+    from services.archive.queries import RTP_COLUMNS, to_csv
 
     start, end = _time(since, "--from"), _time(until, "--to")
     found = _answer(lambda q: q.realised_rtp(start, end), live_tail)

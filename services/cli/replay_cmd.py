@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from croupier.services.infra.settings import get_settings
+from services.infra.settings import get_settings
 
 
 class Format(StrEnum):
@@ -37,15 +37,15 @@ def replay(
     out: Path = typer.Option(None, help="Write the report to this file instead of stdout."),
 ) -> None:
     """Replay a round: verify the hash chain, recompute result and settlements, compare."""
-    from croupier.services.infra.log_reader import LogReadError
-    from croupier.services.operator.complaint_filing import (
+    from services.infra.log_reader import LogReadError
+    from services.operator.complaint_filing import (
         ComplaintNotFoundError,
         find_complaint,
     )
-    from croupier.services.operator.complaints import ComplaintError
-    from croupier.services.operator.replay_service import ReplayRequest, run_replay
-    from croupier.services.operator.report_render import render
-    from croupier.services.operator.round_reader import RoundNotFoundError
+    from services.operator.complaints import ComplaintError
+    from services.operator.replay_service import ReplayRequest, run_replay
+    from services.operator.report_render import render
+    from services.operator.round_reader import RoundNotFoundError
 
     settings = get_settings()
     try:

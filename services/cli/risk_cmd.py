@@ -2,7 +2,7 @@
 (Player/Banker, Big/Small, Triple Face Win/Lose on one position) with stakes within 10 % of
 each other, the most common collusion pattern at baccarat tables (bonus abuse, money moved
 between accounts). From the archive and the log's live tail
-(`croupier.services.archive.risk`, docs/decisions/risk.md)."""
+(`services.archive.risk`, docs/decisions/risk.md)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import json
 
 import typer
 
-from croupier.services.cli.cli_errors import fail
-from croupier.services.cli.records_cmd import _answer, _time
+from services.cli.cli_errors import fail
+from services.cli.records_cmd import _answer, _time
 
 risk_app = typer.Typer(help="Betting patterns worth a look: opposite bettors.",
                        no_args_is_help=True)

@@ -15,9 +15,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from croupier.services.cli.cli_errors import fail, profile_or_fail
-from croupier.shared.rtp import RtpReport, exact_rtp
-from croupier.shared.simulate import SimulatedBet, simulate
+from services.cli.cli_errors import fail, profile_or_fail
+from shared.rtp import RtpReport, exact_rtp
+from shared.simulate import SimulatedBet, simulate
 
 
 def register(app: typer.Typer) -> None:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import typer
 
-from croupier.services.wallet.outbound_api import outbound_openapi
-from croupier.shared.events.registry import schema_files
+from services.wallet.outbound_api import outbound_openapi
+from shared.events.registry import schema_files
 
 OUTBOUND_API = "openapi/operator-wallet.json"  # seamless mode: what an operator implements
 

@@ -11,9 +11,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from croupier.services.cli.cli_errors import fail
-from croupier.services.infra.settings import get_settings
-from croupier.services.simulators.players import PlayerSimulator
+from services.cli.cli_errors import fail
+from services.infra.settings import get_settings
+from services.simulators.players import PlayerSimulator
 
 
 def register(app: typer.Typer) -> None:

@@ -9,14 +9,14 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from croupier.services.infra.clock import SystemClock
-from croupier.services.infra.settings import get_settings
-from croupier.services.infra.table_keys import table_key
-from croupier.services.simulators.tables.driver import FAULTS, SimConfig, SimSummary
-from croupier.services.simulators.tables.inputs import InputFactory
-from croupier.services.simulators.tables.run import run_tables
-from croupier.shared.events.inputs import INPUT_TYPES
-from croupier.shared.profile import UnknownProfileError, load_profile
+from services.infra.clock import SystemClock
+from services.infra.settings import get_settings
+from services.infra.table_keys import table_key
+from services.simulators.tables.driver import FAULTS, SimConfig, SimSummary
+from services.simulators.tables.inputs import InputFactory
+from services.simulators.tables.run import run_tables
+from shared.events.inputs import INPUT_TYPES
+from shared.profile import UnknownProfileError, load_profile
 
 console = Console()
 

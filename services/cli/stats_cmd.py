@@ -1,6 +1,6 @@
 """`croupier stats`: each dealer's rounds, hands per hour, voids, refused inputs and
 corrections, and each table's hold against the hold its bets should give, over the rounds
-opened in a time range (`croupier.services.archive.stats`: the archive and the log's live
+opened in a time range (`services.archive.stats`: the archive and the log's live
 tail)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from croupier.services.cli.records_cmd import _answer, _time
+from services.cli.records_cmd import _answer, _time
 
 
 def register(app: typer.Typer) -> None:

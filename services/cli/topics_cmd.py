@@ -6,9 +6,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from croupier.services.infra import topic_admin
-from croupier.services.infra.settings import get_settings
-from croupier.shared.topics import RetentionTooShortError
+from services.infra import topic_admin
+from services.infra.settings import get_settings
+from shared.topics import RetentionTooShortError
 
 console = Console()
 topics_app = typer.Typer(help="Create and inspect the platform's topics.", no_args_is_help=True)

@@ -1,8 +1,8 @@
-"""`python -m croupier.services.dealer_event worker -l info`"""
+"""`python -m services.dealer_event worker -l info`"""
 
-from croupier.services.dealer_event.bootstrap import bootstrap
-from croupier.services.infra.private_topics import run_worker
-from croupier.services.infra.settings import get_settings
+from services.dealer_event.bootstrap import bootstrap
+from services.infra.private_topics import run_worker
+from services.infra.settings import get_settings
 
 if __name__ == "__main__":
     settings = get_settings()

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from croupier.services.dealer_event.refusals import Refused
-from croupier.shared.events.inputs import SUPERVISOR_ONLY, InputBase
+from services.dealer_event.refusals import Refused
+from shared.events.inputs import SUPERVISOR_ONLY, InputBase
 
 KeyFor = Callable[[str, str], bytes]  # (table id, role) -> key
 

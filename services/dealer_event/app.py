@@ -5,12 +5,12 @@ Several workers share the consumer group and split the partitions of `dealer.inp
 (see docs/decisions/tables.md). Each worker holds the states of the tables of its
 partitions, rebuilt from the log after every assignment before any of their inputs is
 decided; the HTTP door forwards a request to the worker that owns the table. The kernel's consume
-loop (`croupier.services.infra.kernel.consume`) resumes each partition of `dealer.inputs`
+loop (`services.infra.kernel.consume`) resumes each partition of `dealer.inputs`
 after the last input the log says was decided (`DealerRuntime.resume_offsets`), never
 where a consumer group committed (docs/decisions/dealer-checkpoints.md).
 
 This module is the worker's loop and timer, functions of the `DealerEvent` that
-`croupier.services.dealer_event.bootstrap` builds when the worker starts; importing it
+`services.dealer_event.bootstrap` builds when the worker starts; importing it
 builds nothing.
 """
 
@@ -24,18 +24,18 @@ from typing import TYPE_CHECKING
 import faust
 from faust.types import TP
 
-from croupier.services.dealer_event.rebuild import Rebuilt, rebuild
-from croupier.services.infra.batching import until_applied
-from croupier.services.infra.consumer import assignment_of
-from croupier.services.infra.dead_letters import give_up_on
-from croupier.services.infra.faust_app import bound
-from croupier.services.infra.kernel import consume
-from croupier.services.infra.log_reader import read_range
-from croupier.services.infra.settings import Settings
-from croupier.shared.topics import DEALER_INPUTS_TOPIC, TABLE_EVENTS_TOPIC
+from services.dealer_event.rebuild import Rebuilt, rebuild
+from services.infra.batching import until_applied
+from services.infra.consumer import assignment_of
+from services.infra.dead_letters import give_up_on
+from services.infra.faust_app import bound
+from services.infra.kernel import consume
+from services.infra.log_reader import read_range
+from services.infra.settings import Settings
+from shared.topics import DEALER_INPUTS_TOPIC, TABLE_EVENTS_TOPIC
 
 if TYPE_CHECKING:
-    from croupier.services.dealer_event.bootstrap import DealerEvent
+    from services.dealer_event.bootstrap import DealerEvent
 
 log = logging.getLogger(__name__)
 

@@ -11,15 +11,15 @@ from functools import partial
 
 import faust
 
-from croupier.services.dealer_event import app as worker
-from croupier.services.dealer_event import views
-from croupier.services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
-from croupier.services.infra import observability
-from croupier.services.infra.batching import publish_placed
-from croupier.services.infra.clock import Clock, SystemClock
-from croupier.services.infra.faust_app import make_app, topic
-from croupier.services.infra.settings import Settings, get_settings
-from croupier.shared.topics import DEALER_INPUTS_TOPIC
+from services.dealer_event import app as worker
+from services.dealer_event import views
+from services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
+from services.infra import observability
+from services.infra.batching import publish_placed
+from services.infra.clock import Clock, SystemClock
+from services.infra.faust_app import make_app, topic
+from services.infra.settings import Settings, get_settings
+from shared.topics import DEALER_INPUTS_TOPIC
 
 
 @dataclass(frozen=True)

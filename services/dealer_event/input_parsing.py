@@ -14,11 +14,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from croupier.services.dealer_event.refusals import InputRefusal
-from croupier.shared.events.canonical import sha256_hex
-from croupier.shared.events.inputs import DEALER_INPUT, InputBase
-from croupier.shared.events.rejections import InputRefused
-from croupier.shared.events.sources import InputPosition
+from services.dealer_event.refusals import InputRefusal
+from shared.events.canonical import sha256_hex
+from shared.events.inputs import DEALER_INPUT, InputBase
+from shared.events.rejections import InputRefused
+from shared.events.sources import InputPosition
 
 UNKNOWN_TABLE = "unknown"
 RAW_KEEP = 4096

@@ -19,9 +19,9 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.event_auth import ChainHead, auth_problem, chain_problem, void_in_log
-from croupier.shared.events.table import parse_table_event
+from shared.events.canonical import GENESIS_HASH
+from shared.events.event_auth import ChainHead, auth_problem, chain_problem, void_in_log
+from shared.events.table import parse_table_event
 
 log = logging.getLogger(__name__)
 

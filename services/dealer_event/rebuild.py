@@ -21,14 +21,14 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from croupier.services.dealer_event.refusals import NOT_A_DECISION
-from croupier.services.dealer_event.state import TableState, fold_into
-from croupier.services.infra.log_reader import read_to_end
-from croupier.shared.events.event_auth import VOID, ChainHead, auth_problem, void_in_log
-from croupier.shared.events.rejections import InputRefused
-from croupier.shared.events.sources import InputPosition
-from croupier.shared.events.table import parse_table_event
-from croupier.shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
+from services.dealer_event.refusals import NOT_A_DECISION
+from services.dealer_event.state import TableState, fold_into
+from services.infra.log_reader import read_to_end
+from shared.events.event_auth import VOID, ChainHead, auth_problem, void_in_log
+from shared.events.rejections import InputRefused
+from shared.events.sources import InputPosition
+from shared.events.table import parse_table_event
+from shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 
 log = logging.getLogger(__name__)
 

@@ -27,23 +27,23 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
 
-from croupier.services.dealer_event.admission import AdmissionPolicy
-from croupier.services.dealer_event.input_parsing import Parsed, make_rejection, parse_raw
-from croupier.services.dealer_event.landing import Refold, landed_clean, refold
-from croupier.services.dealer_event.rebuild import Checkpoints, InputCheckpoint, Rebuilt
-from croupier.services.dealer_event.refusals import InputRefusal
-from croupier.services.dealer_event.state import TableState
-from croupier.services.dealer_event.table_machine import MachineConfig, step, tick, watch
-from croupier.services.infra import metrics
-from croupier.services.infra.batching import Record
-from croupier.services.infra.clock import Clock
-from croupier.services.infra.replies import Replies
-from croupier.services.infra.settings import Settings
-from croupier.services.infra.table_keys import table_key
-from croupier.shared.events.event_auth import VOID, ChainHead
-from croupier.shared.events.rejections import NOT_THE_DEALERS
-from croupier.shared.events.sources import InputPosition
-from croupier.shared.events.table import (
+from services.dealer_event.admission import AdmissionPolicy
+from services.dealer_event.input_parsing import Parsed, make_rejection, parse_raw
+from services.dealer_event.landing import Refold, landed_clean, refold
+from services.dealer_event.rebuild import Checkpoints, InputCheckpoint, Rebuilt
+from services.dealer_event.refusals import InputRefusal
+from services.dealer_event.state import TableState
+from services.dealer_event.table_machine import MachineConfig, step, tick, watch
+from services.infra import metrics
+from services.infra.batching import Record
+from services.infra.clock import Clock
+from services.infra.replies import Replies
+from services.infra.settings import Settings
+from services.infra.table_keys import table_key
+from shared.events.event_auth import VOID, ChainHead
+from shared.events.rejections import NOT_THE_DEALERS
+from shared.events.sources import InputPosition
+from shared.events.table import (
     TABLE_EVENT_TYPES,
     MisdealCorrected,
     RoundCompleted,
@@ -55,8 +55,8 @@ from croupier.shared.events.table import (
     VoidReason,
     event_auth,
 )
-from croupier.shared.profile import ProfileError, load_profile
-from croupier.shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
+from shared.profile import ProfileError, load_profile
+from shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 
 log = logging.getLogger(__name__)
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.table import (
+from shared.events.canonical import GENESIS_HASH
+from shared.events.table import (
     BettingClosed,
     CardBurned,
     CardDealt,
@@ -36,15 +36,15 @@ from croupier.shared.events.table import (
     TwoCardsDrawn,
     VoidReason,
 )
-from croupier.shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile, load_profile
-from croupier.shared.shoe import full_composition as shoe_composition
-from croupier.shared.shoe import take_one
+from shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile, load_profile
+from shared.shoe import full_composition as shoe_composition
+from shared.shoe import take_one
 
 IN_PROGRESS = ("betting", "dealing")
 
 
 def full_composition(decks: int) -> dict[str, int]:
-    """A fresh shoe's composition (croupier.shared.shoe), keyed by card name."""
+    """A fresh shoe's composition (shared.shoe), keyed by card name."""
     return {str(card): n for card, n in shoe_composition(decks).items()}
 
 

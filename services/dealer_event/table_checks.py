@@ -3,9 +3,9 @@ raises Refused."""
 
 from __future__ import annotations
 
-from croupier.services.dealer_event.refusals import Refused
-from croupier.services.dealer_event.state import ShoeState, TableRound, TableState
-from croupier.shared.events.inputs import InputBase
+from services.dealer_event.refusals import Refused
+from services.dealer_event.state import ShoeState, TableRound, TableState
+from shared.events.inputs import InputBase
 
 # what a closed table still takes: management's decisions, and its reopening
 _WHILE_CLOSED = frozenset({"reopen_table", "void_round", "annul_rounds", "correct_round",

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from croupier.services.dealer_event.admission import AdmissionPolicy, authenticate, check_freshness
-from croupier.services.dealer_event.refusals import InputRefusal, Refused
-from croupier.services.dealer_event.state import (
+from services.dealer_event.admission import AdmissionPolicy, authenticate, check_freshness
+from services.dealer_event.refusals import InputRefusal, Refused
+from services.dealer_event.state import (
     KEEP_COMPLETED,
     TableState,
     fold_into,
 )
-from croupier.services.dealer_event.table_checks import (
+from services.dealer_event.table_checks import (
     _current_round,
     _dealt_round,
     _no_round_in_progress,
@@ -34,8 +34,8 @@ from croupier.services.dealer_event.table_checks import (
     _shoe_playable,
     _table_open,
 )
-from croupier.shared.cards import parse_card
-from croupier.shared.events.inputs import (
+from shared.cards import parse_card
+from shared.events.inputs import (
     AnnulRounds,
     Burn,
     CloseBetting,
@@ -55,8 +55,8 @@ from croupier.shared.events.inputs import (
     ShoeFirstCard,
     VoidRound,
 )
-from croupier.shared.events.sources import InputPosition
-from croupier.shared.events.table import (
+from shared.events.sources import InputPosition
+from shared.events.table import (
     BettingClosed,
     CardBurned,
     CardDealt,
@@ -81,7 +81,7 @@ from croupier.shared.events.table import (
     VoidReason,
     seal,
 )
-from croupier.shared.profile import (
+from shared.profile import (
     AnyProfile,
     BaccaratProfile,
     TripleFaceProfile,
@@ -90,9 +90,9 @@ from croupier.shared.profile import (
     pinned,
     round_profile,
 )
-from croupier.shared.rounds import cards_needed
-from croupier.shared.shoe import start_burn_count
-from croupier.shared.triple_face import dealing_order
+from shared.rounds import cards_needed
+from shared.shoe import start_burn_count
+from shared.triple_face import dealing_order
 
 # who a void decided by the rule book itself is recorded under (no person decided it)
 BY_THE_RULES = "dealer-event"

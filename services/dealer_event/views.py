@@ -1,5 +1,5 @@
 """HTTP door of dealer-event: POST /inputs, GET /tables/{table_id}, GET /health
-(GET /metrics comes from croupier.services.infra.observability).
+(GET /metrics comes from services.infra.observability).
 
 POST /inputs puts the signed input on `dealer.inputs` (the log keeps everything
 received) and waits briefly for the worker's decision, so a device or a person
@@ -22,13 +22,13 @@ import faust
 from aiohttp.web import BaseRequest
 from faust import web
 
-from croupier.services.dealer_event.input_parsing import parse_raw
-from croupier.services.dealer_event.runtime import LOST_RACE, MOVED
-from croupier.services.infra import routing
-from croupier.services.infra.observability import health_problems
+from services.dealer_event.input_parsing import parse_raw
+from services.dealer_event.runtime import LOST_RACE, MOVED
+from services.infra import routing
+from services.infra.observability import health_problems
 
 if TYPE_CHECKING:
-    from croupier.services.dealer_event.bootstrap import DealerEvent
+    from services.dealer_event.bootstrap import DealerEvent
 
 AUTH_CODES = frozenset({"unsigned", "bad_signature", "role_not_allowed"})
 

@@ -8,9 +8,9 @@ from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
 
-from croupier.services.demo.session import FOREVER, DemoConfig
-from croupier.services.demo.summary import DemoSummary
-from croupier.services.simulators.tables.driver import SimSummary
+from services.demo.session import FOREVER, DemoConfig
+from services.demo.summary import DemoSummary
+from services.simulators.tables.driver import SimSummary
 
 
 def _money(amount: int) -> str:

@@ -15,18 +15,18 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from croupier.services.infra.settings import Settings
-from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
-from croupier.services.simulators.players import PlayerSimulator
-from croupier.services.simulators.tables.driver import (
+from services.infra.settings import Settings
+from services.simulators.operator_wallet.client import OperatorWalletClient
+from services.simulators.players import PlayerSimulator
+from services.simulators.tables.driver import (
     BettingHook,
     BettingWindow,
     SimConfig,
     SimSummary,
     TableSimulator,
 )
-from croupier.services.simulators.tables.run import make_simulator
-from croupier.services.simulators.tables.transport import HttpTransport
+from services.simulators.tables.run import make_simulator
+from services.simulators.tables.transport import HttpTransport
 
 DEFAULT_PROFILES = ("sbo-baccarat", "sbo-tiger", "triple-face-id")
 DEALERS = ("Ayu", "Hiro", "Maria", "Dewi", "Kenji", "Sofia")

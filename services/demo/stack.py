@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from croupier.services.infra import topic_admin
-from croupier.services.infra.faust_app import port_of_worker, service_port
-from croupier.services.infra.local_broker import BrokerError, admin_ready, cluster_from_settings
-from croupier.services.infra.processes import (
+from services.infra import topic_admin
+from services.infra.faust_app import port_of_worker, service_port
+from services.infra.local_broker import BrokerError, admin_ready, cluster_from_settings
+from services.infra.processes import (
     ArchiverProcess,
     ServiceProcess,
     operator_api_process,
@@ -19,8 +19,8 @@ from croupier.services.infra.processes import (
     service_env,
     worker_name,
 )
-from croupier.services.infra.service_table import SERVICE_NAMES
-from croupier.services.infra.settings import Settings
+from services.infra.service_table import SERVICE_NAMES
+from services.infra.settings import Settings
 
 REFERENCE_WALLET_PORT = 8110
 

@@ -9,11 +9,11 @@ from datetime import UTC, datetime
 
 from pydantic import BaseModel
 
-from croupier.services.demo.session import DemoRun
-from croupier.services.infra.settings import Settings
-from croupier.services.operator.audit import AuditReport, BetTypeReturn, Books, InvariantCheck, audit
-from croupier.services.operator.event_reader import read_books
-from croupier.services.operator.reconcile_sources import run_reconcile
+from services.demo.session import DemoRun
+from services.infra.settings import Settings
+from services.operator.audit import AuditReport, BetTypeReturn, Books, InvariantCheck, audit
+from services.operator.event_reader import read_books
+from services.operator.reconcile_sources import run_reconcile
 
 
 class SampleRound(BaseModel):

@@ -1,6 +1,6 @@
 """Grafana dashboards as code, and the metric names their queries use.
 
-`python -m croupier.services.devtools.grafana_dashboards` (`make dashboards`) writes
+`python -m services.devtools.grafana_dashboards` (`make dashboards`) writes
 `deploy/grafana/dashboards/*.json` from the definitions below, built with Grafana's
 foundation SDK (a dev dependency; the JSON is committed and a test checks it is current).
 `metric_names_in_dashboards()` lists every metric a panel query reads, so tests can
@@ -124,7 +124,7 @@ def exported_metric_names() -> set[str]:
     """Sample names the services export, from the metric objects in `metrics.py`."""
     from prometheus_client.metrics import MetricWrapperBase
 
-    from croupier.services.infra import metrics
+    from services.infra import metrics
 
     suffixes = {"counter": ("_total", "_created"), "gauge": ("",),
                 "histogram": ("_bucket", "_count", "_sum", "_created"),

@@ -6,13 +6,13 @@ table's `EvaluationState` is what its last valid entry wrote (`evaluation_fold`)
 result is an output of the entry that completed its round, published only once the entry
 is verified in the log, and again by a worker recovering a partition whose outbox holds it
 (consumers dedupe on `result_id`). The agent runs on the kernel
-(`croupier.services.infra.kernel`): a worker assigned a partition folds that partition of
+(`services.infra.kernel`): a worker assigned a partition folds that partition of
 its own log first and resumes `table.events` after the last event the log applied (the
 consumer group's commit only saves time). No Faust table: nothing is kept that the log
 does not say (docs/decisions/ledger.md).
 
 This module is the worker's loop and `/health` page, functions of the `GameEvaluation`
-that `croupier.services.game_evaluation.bootstrap` builds when the worker starts (the own
+that `services.game_evaluation.bootstrap` builds when the worker starts (the own
 log, the decisions); importing it builds nothing.
 """
 
@@ -22,14 +22,14 @@ from typing import TYPE_CHECKING
 
 from faust import web
 
-from croupier.services.infra.consumer import assignment_of, owners_of
-from croupier.services.infra.faust_app import bound
-from croupier.services.infra.kernel import run_own_log
-from croupier.services.infra.observability import health_problems
-from croupier.shared.topics import TABLE_EVENTS_TOPIC
+from services.infra.consumer import assignment_of, owners_of
+from services.infra.faust_app import bound
+from services.infra.kernel import run_own_log
+from services.infra.observability import health_problems
+from shared.topics import TABLE_EVENTS_TOPIC
 
 if TYPE_CHECKING:
-    from croupier.services.game_evaluation.bootstrap import GameEvaluation
+    from services.game_evaluation.bootstrap import GameEvaluation
 
 
 def register(service: GameEvaluation) -> None:

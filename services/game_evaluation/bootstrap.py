@@ -9,15 +9,15 @@ from dataclasses import dataclass
 
 import faust
 
-from croupier.services.game_evaluation import app as worker
-from croupier.services.game_evaluation.decisions import Evaluations
-from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD
-from croupier.services.infra import observability
-from croupier.services.infra.faust_app import make_app, writer_name
-from croupier.services.infra.kernel import OwnLog
-from croupier.services.infra.settings import Settings, get_settings
-from croupier.shared.events.evaluation_log import EvaluationEntry
-from croupier.shared.topics import EVALUATION_LOG_TOPIC
+from services.game_evaluation import app as worker
+from services.game_evaluation.decisions import Evaluations
+from services.game_evaluation.evaluation_fold import EVALUATION_FOLD
+from services.infra import observability
+from services.infra.faust_app import make_app, writer_name
+from services.infra.kernel import OwnLog
+from services.infra.settings import Settings, get_settings
+from shared.events.evaluation_log import EvaluationEntry
+from shared.topics import EVALUATION_LOG_TOPIC
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """What game-evaluation's agent does with each table event, on the kernel
-(`croupier.services.infra.kernel.run_own_log`).
+(`services.infra.kernel.run_own_log`).
 
 `decide` reads the event, runs the evaluator against the batch's scratch
 (`evaluation_fold.step`) and gives the entry it writes (none if it changes nothing): a
@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 
 import faust
 
-from croupier.services.game_evaluation.evaluation_fold import Step, step
-from croupier.services.infra import metrics
-from croupier.services.infra.dead_letters import (
+from services.game_evaluation.evaluation_fold import Step, step
+from services.infra import metrics
+from services.infra.dead_letters import (
     dead_letter,
     flag_table,
     give_up_on,
@@ -29,14 +29,14 @@ from croupier.services.infra.dead_letters import (
     note_void,
     record_of,
 )
-from croupier.services.infra.kernel import Decided
-from croupier.services.infra.own_log import Overlay
-from croupier.shared.events.dead_letters import DeadLetter
-from croupier.shared.events.evaluation_log import EvaluationEntry
-from croupier.shared.events.sources import InputRef
-from croupier.shared.events.table import parse_table_event
+from services.infra.kernel import Decided
+from services.infra.own_log import Overlay
+from shared.events.dead_letters import DeadLetter
+from shared.events.evaluation_log import EvaluationEntry
+from shared.events.sources import InputRef
+from shared.events.table import parse_table_event
 
-log = logging.getLogger("croupier.services.game_evaluation")
+log = logging.getLogger("services.game_evaluation")
 SERVICE = "game-evaluation"
 
 

@@ -4,7 +4,7 @@ and recovery, and the one step that decides an entry.
 An entry writes one key, `e/<table id>` -> the table's `EvaluationState` after its event
 (absolute). It publishes its result, if it has one, on `round.results`, and the dead
 letter of a refused event that flagged its table on `dead.letters` (the outbox,
-`croupier.services.infra.own_log`: lost in a crash, they are published again from the
+`services.infra.own_log`: lost in a crash, they are published again from the
 entry). `step` runs the evaluator against a folded state (the batch's scratch) and says
 what the event changes: nothing (a redelivery, an event already seen), or the state after
 it and maybe a result.
@@ -19,21 +19,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from croupier.services.game_evaluation.evaluator import (
+from services.game_evaluation.evaluator import (
     EvaluationState,
     Observation,
     flagged_view,
     observe_verified,
 )
-from croupier.services.infra.dead_letters import record_of
-from croupier.services.infra.own_log import Record, Writes
-from croupier.shared.events.dead_letters import DeadLetter
-from croupier.shared.events.evaluation_log import EvaluationEntry
-from croupier.shared.events.event_auth import TableFlagged
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.sources import InputRef
-from croupier.shared.events.table import TableEventBase
-from croupier.shared.topics import ROUND_RESULTS_TOPIC
+from services.infra.dead_letters import record_of
+from services.infra.own_log import Record, Writes
+from shared.events.dead_letters import DeadLetter
+from shared.events.evaluation_log import EvaluationEntry
+from shared.events.event_auth import TableFlagged
+from shared.events.results import RoundResultPublished
+from shared.events.sources import InputRef
+from shared.events.table import TableEventBase
+from shared.topics import ROUND_RESULTS_TOPIC
 
 
 def state_key(table_id: str) -> str:
@@ -47,7 +47,7 @@ def state_of(kv: Mapping[str, Any], table_id: str) -> EvaluationState:
 
 
 class EvaluationFold:
-    """`croupier.services.infra.own_log.Fold` for game-evaluation's own log."""
+    """`services.infra.own_log.Fold` for game-evaluation's own log."""
 
     def apply(self, kv: Writes, entry: EvaluationEntry) -> None:
         kv[state_key(entry.state.table_id)] = entry.state

@@ -6,25 +6,25 @@ disagreement is reported as a problem, never turned into a result. Surplus cards
 and anything after completion are ignored; a voided round gets no result.
 Events at or below the last seq seen are skipped (redelivery is harmless). The state it
 follows (`EvaluationState`) is what an entry of game-evaluation's own log carries
-(`croupier.shared.events.evaluation_log`).
+(`shared.events.evaluation_log`).
 """
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from croupier.shared.cards import parse_card
-from croupier.shared.events.evaluation_log import EvaluationState as EvaluationState
-from croupier.shared.events.evaluation_log import RoundView as RoundView
-from croupier.shared.events.event_auth import (
+from shared.cards import parse_card
+from shared.events.evaluation_log import EvaluationState as EvaluationState
+from shared.events.evaluation_log import RoundView as RoundView
+from shared.events.event_auth import (
     ChainHead,
     TableEventRefused,
     TableFlagged,
     TableWatch,
     verify_next,
 )
-from croupier.shared.events.results import ResultCorrection, RoundResultPublished, result_id
-from croupier.shared.events.table import (
+from shared.events.results import ResultCorrection, RoundResultPublished, result_id
+from shared.events.table import (
     CardDealt,
     RoundCompleted,
     RoundCorrected,
@@ -34,8 +34,8 @@ from croupier.shared.events.table import (
     TableEventBase,
     TableReopened,
 )
-from croupier.shared.profile import pin_mismatch, round_profile
-from croupier.shared.rounds import cards_needed, evaluate_round
+from shared.profile import pin_mismatch, round_profile
+from shared.rounds import cards_needed, evaluate_round
 
 
 class Observation(BaseModel):

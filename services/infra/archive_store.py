@@ -218,7 +218,7 @@ class S3Store:
 
 def archive_from_settings(settings: Any = None) -> ArchiveStore:
     """The archive the settings name (`CROUPIER_ARCHIVE_URL`, else `<home>/archive`)."""
-    from croupier.services.infra.settings import Settings
+    from services.infra.settings import Settings
 
     settings = settings or Settings()
     return open_store(settings.archive_location, settings)
@@ -242,7 +242,7 @@ def open_store(url: str, settings: Any = None) -> ArchiveStore:
             raise ArchiveStoreError(f"archive URL {url!r}: unknown parameter(s) "
                                     f"{sorted(unknown)}; known: endpoint, scheme, region")
         if settings is None:
-            from croupier.services.infra.settings import Settings
+            from services.infra.settings import Settings
             settings = Settings()
         return S3Store(parsed.netloc, parsed.path.strip("/"), query.get("endpoint"),
                        query.get("scheme", "https"), query.get("region", "us-east-1"),

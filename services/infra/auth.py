@@ -21,7 +21,7 @@ from typing import Literal
 
 from itsdangerous import BadSignature, URLSafeSerializer
 
-from croupier.services.infra.settings import Settings
+from services.infra.settings import Settings
 
 _SALT = "croupier.wallet.player-token.v2"
 

@@ -1,4 +1,4 @@
-"""Batched I/O under the kernel's consume loop (`croupier.services.infra.kernel.consume`):
+"""Batched I/O under the kernel's consume loop (`services.infra.kernel.consume`):
 publish everything a batch produced and wait for the broker's acks together, and retry a
 batch a frozen or moving broker failed.
 
@@ -77,7 +77,7 @@ def until_applied(apply: ApplyBatch, what: str, first_pause_s: float = 0.5,
     long each time, at most `max_pause_s`); any other error is raised at once. Safe because
     applying a batch again is what a redelivery does: every consumer is idempotent. A
     record the domain code cannot apply never gets here: it is dead-lettered
-    (`croupier.services.infra.dead_letters.apply_each`), so no record is retried forever."""
+    (`services.infra.dead_letters.apply_each`), so no record is retried forever."""
 
     async def retried(batch: Sequence[faust.EventT]) -> None:
         pause = first_pause_s

@@ -17,7 +17,7 @@ the service's ACL prefix):
 - **Who holds what is known to all** (`Owners`): each member puts its HTTP URL in its join
   metadata, and the leader's assignment gives every member the whole map, as Faust's
   assignor does, so a view forwards a request to the worker holding its key's partition
-  (`croupier.services.infra.routing`).
+  (`services.infra.routing`).
 """
 
 from __future__ import annotations

@@ -12,11 +12,11 @@ from datetime import datetime
 
 import faust
 
-from croupier.services.infra import metrics
-from croupier.services.infra.batching import Record, processing
-from croupier.shared.events.dead_letters import KEEP_VALUE_BYTES, DeadLetter, dead_letter_id
-from croupier.shared.events.event_auth import VOID
-from croupier.shared.topics import DEAD_LETTERS_TOPIC
+from services.infra import metrics
+from services.infra.batching import Record, processing
+from shared.events.dead_letters import KEEP_VALUE_BYTES, DeadLetter, dead_letter_id
+from shared.events.event_auth import VOID
+from shared.topics import DEAD_LETTERS_TOPIC
 
 log = logging.getLogger("croupier.dead_letters")
 ERROR_CHARS = 2000

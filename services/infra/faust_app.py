@@ -4,7 +4,7 @@ the store, the web port and the delivery settings.
 Delivery is at least once (`processing_guarantee='at_least_once'`); correctness
 comes from idempotent consumers and deterministic ids, never from Kafka
 transactions. Payloads are raw bytes: each service parses them with the pydantic
-contracts in `croupier.shared.events`, so a malformed record is rejected with a reason
+contracts in `shared.events`, so a malformed record is rejected with a reason
 instead of crashing the codec.
 """
 
@@ -19,10 +19,10 @@ import faust
 from faust.transport.drivers.aiokafka import AIOKafkaConsumerThread, Producer
 from faust.types import AppT
 
-from croupier.services.infra import service_table
-from croupier.services.infra.kafka_clients import DURABLE_PRODUCER
-from croupier.services.infra.kafka_security import faust_credentials
-from croupier.services.infra.settings import Settings, get_settings
+from services.infra import service_table
+from services.infra.kafka_clients import DURABLE_PRODUCER
+from services.infra.kafka_security import faust_credentials
+from services.infra.settings import Settings, get_settings
 
 # Faust asks the broker to hold a fetch up to 1.5 s and aiokafka keeps one fetch in flight
 # per broker: a record for a partition that just drained waits behind a fetch parked on
@@ -43,7 +43,7 @@ AIOKafkaConsumerThread._create_worker_consumer = _quick_fetching_consumer  # typ
 
 def _durable_settings(self) -> dict:
     """Faust makes its producer idempotent only inside a transaction (which we never use):
-    ours is always durable (croupier.services.infra.kafka_clients), so a send retried across
+    ours is always durable (services.infra.kafka_clients), so a send retried across
     a leader change is written once."""
     return dict(DURABLE_PRODUCER)
 
@@ -53,7 +53,7 @@ Producer._settings_extra = _durable_settings  # type: ignore[method-assign]  # d
 
 
 def service_port(settings: Settings, service: str) -> int:
-    """The HTTP port of a service's first worker (`croupier.services.infra.service_table`)."""
+    """The HTTP port of a service's first worker (`services.infra.service_table`)."""
     return service_table.service(service).port(settings)
 
 

@@ -2,7 +2,7 @@
 
 The broker has no Prometheus endpoint of its own; the agent
 (`io.prometheus.jmx:jmx_prometheus_javaagent`) serves its MBeans as `/metrics`,
-shaped by `deploy/kafka/jmx-exporter.yml`. `python -m croupier.services.infra.jmx_agent`
+shaped by `deploy/kafka/jmx-exporter.yml`. `python -m services.infra.jmx_agent`
 fetches the jar (once per machine, next to the broker's jars) and prints the JVM flag.
 """
 
@@ -57,7 +57,7 @@ def javaagent_flag(jar: Path, port: int = DEFAULT_AGENT_PORT, host: str = "127.0
 
 
 def main() -> int:
-    from croupier.services.infra.settings import get_settings
+    from services.infra.settings import get_settings
 
     try:
         jar = ensure_agent(get_settings().cache_dir)

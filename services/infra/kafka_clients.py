@@ -20,8 +20,8 @@ from typing import Any, cast
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka.errors import KafkaConnectionError, NodeNotReadyError
 
-from croupier.services.infra.kafka_security import ADMIN, apply_acls, kafka_python_options, secured
-from croupier.services.infra.settings import get_settings
+from services.infra.kafka_security import ADMIN, apply_acls, kafka_python_options, secured
+from services.infra.settings import get_settings
 
 DURABLE_PRODUCER: dict[str, Any] = {"acks": "all", "enable_idempotence": True}
 # kafka-python refreshes its metadata when a reconnect to a node fails, and spaces those

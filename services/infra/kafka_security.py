@@ -28,8 +28,8 @@ import secrets
 import ssl
 from pathlib import Path
 
-from croupier.services.infra.service_table import SERVICE_NAMES
-from croupier.shared.topics import (
+from services.infra.service_table import SERVICE_NAMES
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,
@@ -49,7 +49,7 @@ from croupier.shared.topics import (
     WALLET_TRANSACTIONS_TOPIC,
 )
 
-SERVICE_PRINCIPALS = SERVICE_NAMES  # croupier.services.infra.service_table
+SERVICE_PRINCIPALS = SERVICE_NAMES  # services.infra.service_table
 TABLE_DEVICE = "table-device"
 OPERATOR = "operator"
 ADMIN = "admin"
@@ -177,7 +177,7 @@ def principal_env(principal: str, settings=None) -> dict[str, str]:
 # ---------------------------------------------------------------- client options
 
 def _settings():
-    from croupier.services.infra.settings import get_settings
+    from services.infra.settings import get_settings
     return get_settings()
 
 

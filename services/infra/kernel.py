@@ -39,26 +39,26 @@ from aiokafka.admin import AIOKafkaAdminClient
 from faust.types import TP
 from kafka import KafkaConsumer, TopicPartition
 
-from croupier.services.infra import metrics
-from croupier.services.infra.batching import (
+from services.infra import metrics
+from services.infra.batching import (
     BATCH_MAX,
     flush_all,
     publish_all,
     track_buffer,
     transient,
 )
-from croupier.services.infra.consumer import (
+from services.infra.consumer import (
     Owners,
     kernel_group,
     new_consumer,
     register,
     subscribe,
 )
-from croupier.services.infra.faust_app import service_of, settings_of
-from croupier.services.infra.kafka_security import aiokafka_options
-from croupier.services.infra.log_reader import LogEnds, log_reader
-from croupier.services.infra.observability import progress_of
-from croupier.services.infra.own_log import (
+from services.infra.faust_app import service_of, settings_of
+from services.infra.kafka_security import aiokafka_options
+from services.infra.log_reader import LogEnds, log_reader
+from services.infra.observability import progress_of
+from services.infra.own_log import (
     Batch,
     Fold,
     Landed,
@@ -71,8 +71,8 @@ from croupier.services.infra.own_log import (
     fold_entry,
     skip_to,
 )
-from croupier.services.infra.snapshots import KeyedRecord, SnapshotStore
-from croupier.shared.events.sources import InputRef
+from services.infra.snapshots import KeyedRecord, SnapshotStore
+from shared.events.sources import InputRef
 
 log = logging.getLogger(__name__)
 E = TypeVar("E")

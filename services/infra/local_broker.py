@@ -34,9 +34,9 @@ from typing import Any, TypeVar
 
 from kafka.errors import KafkaError
 
-from croupier.services.infra import kafka_clients, kafka_security
-from croupier.services.infra.settings import NODE_PORT_STEP
-from croupier.shared.topics import min_insync_replicas
+from services.infra import kafka_clients, kafka_security
+from services.infra.settings import NODE_PORT_STEP
+from shared.topics import min_insync_replicas
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DEPLOY_DIR = REPO_ROOT / "deploy" / "kafka"
@@ -288,7 +288,7 @@ class LocalBroker:
         """The JMX exporter flag, so Prometheus can scrape the broker; fetched once per machine."""
         if self.metrics_port is None:
             return []
-        from croupier.services.infra.jmx_agent import JmxAgentError, ensure_agent, javaagent_flag
+        from services.infra.jmx_agent import JmxAgentError, ensure_agent, javaagent_flag
         try:
             return [javaagent_flag(ensure_agent(self.cache_dir), self.metrics_port)]
         except JmxAgentError as exc:
@@ -368,7 +368,7 @@ def _alive(pid: int) -> bool:
 
 
 def _settings():
-    from croupier.services.infra.settings import get_settings
+    from services.infra.settings import get_settings
     return get_settings()
 
 

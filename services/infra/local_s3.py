@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from croupier.services.infra.local_broker import REPO_ROOT, BrokerError, maven_jars
+from services.infra.local_broker import REPO_ROOT, BrokerError, maven_jars
 
 POM = REPO_ROOT / "deploy" / "s3proxy" / "pom.xml"
 S3PROXY_VERSION = "2.6.0"
@@ -69,7 +69,7 @@ class LocalS3:
         return self
 
     def _wait_ready(self, timeout_s: float) -> None:
-        from croupier.services.infra.archive_store import ArchiveStoreError, S3Store
+        from services.infra.archive_store import ArchiveStoreError, S3Store
 
         os.environ.update(self.env())
         deadline = time.monotonic() + timeout_s

@@ -1,7 +1,7 @@
 """Read a topic from the start of retention to the end offsets it had when the read started.
 
 With an archive, from the start of the archive: the archive's
-`croupier.services.archive.store_ops.read_archive_then_log` reads what retention has deleted
+`services.archive.store_ops.read_archive_then_log` reads what retention has deleted
 from a partition there and the rest here.
 
 The one way the platform reads a whole topic: dealer-event rebuilding its table
@@ -19,7 +19,7 @@ from faust.types import TP
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
-from croupier.services.infra.kafka_security import OPERATOR, kafka_python_options
+from services.infra.kafka_security import OPERATOR, kafka_python_options
 
 
 class LogReadError(RuntimeError):

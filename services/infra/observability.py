@@ -1,6 +1,6 @@
 """What every service exports, installed with one line: `install(app, "wallet")`.
 
-- `GET /metrics`: the Prometheus text exposition of `croupier.services.infra.metrics`;
+- `GET /metrics`: the Prometheus text exposition of `services.infra.metrics`;
 - an HTTP sensor counting requests by route template, method and status, with durations;
 - a consumer-lag timer: every few seconds, in a thread, the group's committed offsets
   (`KafkaAdminClient.list_group_offsets`) of the partitions assigned to this worker
@@ -27,11 +27,11 @@ from faust.types import AppT
 from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import KafkaAdminClient
 
-from croupier.services.infra import metrics
-from croupier.services.infra.consumer import assignment_of, group_of, settling
-from croupier.services.infra.kafka_clients import admin_client
-from croupier.services.infra.kafka_security import kafka_python_options
-from croupier.services.infra.settings import Settings, get_settings
+from services.infra import metrics
+from services.infra.consumer import assignment_of, group_of, settling
+from services.infra.kafka_clients import admin_client
+from services.infra.kafka_security import kafka_python_options
+from services.infra.settings import Settings, get_settings
 
 log = logging.getLogger("croupier.observability")
 UNMATCHED_ROUTE = "unmatched"

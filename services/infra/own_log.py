@@ -1,6 +1,6 @@
 """A service's own log: its state is the fold of its entries, and nothing else.
 
-Pure (no Kafka, no clock): the kernel (`croupier.services.infra.kernel`) does the I/O,
+Pure (no Kafka, no clock): the kernel (`services.infra.kernel`) does the I/O,
 the crash simulator drives the same functions.
 
 One partition of a service's log is written by the worker that owns the same partition of
@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
-from croupier.shared.events.sources import InputRef
+from shared.events.sources import InputRef
 
 Record = tuple[str, bytes, bytes]  # topic, key, value
 Writes = MutableMapping[str, Any]
@@ -164,7 +164,7 @@ def expiry_of(fold: Fold[E]) -> Expiry[E] | None:
 def entry_time(entry: Entry, appended_at: datetime) -> datetime:
     """The entry's time on the fold's clock: when its writer says it was written (every
     entry of a fold with an expiry has a `recorded_at`:
-    `croupier.shared.events.sources.ChainedEntry`), never later than the broker appended
+    `shared.events.sources.ChainedEntry`), never later than the broker appended
     it. A writer whose clock runs ahead is held to the broker's; a broker whose clock runs
     ahead, to the writer's."""
     at: datetime = getattr(entry, "recorded_at")  # noqa: B009 - only folds with an expiry

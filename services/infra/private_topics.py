@@ -14,9 +14,9 @@ from collections.abc import Callable
 import faust
 from kafka.errors import TopicAlreadyExistsError, TopicAuthorizationFailedError
 
-from croupier.services.infra import topic_admin
-from croupier.services.infra.settings import Settings
-from croupier.shared.topics import durability_configs, validate_retention
+from services.infra import topic_admin
+from services.infra.settings import Settings
+from shared.topics import durability_configs, validate_retention
 
 
 def ensure_private_topics(app: faust.App, settings: Settings, extra: tuple[str, ...] = (),

@@ -1,6 +1,6 @@
 """Start, watch and stop the services as separate OS processes (demo, tests, operators).
 
-Each service runs as `python -m croupier.services.<package> worker`; readiness is its
+Each service runs as `python -m services.<package> worker`; readiness is its
 `GET /health` answering 200, not merely a live pid.
 """
 
@@ -18,9 +18,9 @@ from typing import Protocol
 
 import httpx
 
-from croupier.services.infra import service_table
-from croupier.services.infra.kafka_security import principal_env
-from croupier.services.infra.settings import Settings
+from services.infra import service_table
+from services.infra.kafka_security import principal_env
+from services.infra.settings import Settings
 
 
 class JsonModel(Protocol):
@@ -181,7 +181,7 @@ def operator_api_process(settings: Settings, log_path: Path, env: dict[str, str]
     """`croupier operator-api` on the settings' port: the replay reports and the console."""
     port = settings.operator_api_port
     return ServiceProcess("operator-api", port, log_path, env, command=(
-        "-m", "croupier.services.cli", "operator-api", "--port", str(port)))
+        "-m", "services.cli", "operator-api", "--port", str(port)))
 
 
 def operator_wallet_process(port: int, db: Path, log_path: Path, *,
@@ -199,7 +199,7 @@ def operator_wallet_process(port: int, db: Path, log_path: Path, *,
     if faults is not None:
         wallet_env["OPERATOR_WALLET_FAULTS"] = faults.model_dump_json()
     return ServiceProcess("operator-wallet", port, log_path, wallet_env, command=(
-        "-m", "croupier.services.simulators.operator_wallet", "serve", "--port", str(port),
+        "-m", "services.simulators.operator_wallet", "serve", "--port", str(port),
         "--db", str(db.resolve()), "--rollback-unknown", rollback_unknown))
 
 
@@ -213,13 +213,13 @@ class ArchiverProcess:
     proc: subprocess.Popen | None = None
 
     def start(self) -> ArchiverProcess:
-        from croupier.services.infra.kafka_security import OPERATOR
+        from services.infra.kafka_security import OPERATOR
 
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")  # noqa: SIM115 - the child owns it
         settings = Settings(**_overrides(self.env))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "croupier.services.cli", "archive", "run"],
+            [sys.executable, "-m", "services.cli", "archive", "run"],
             env={**os.environ, **self.env, **principal_env(OPERATOR, settings)},
             stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, cwd=Path(__file__).resolve().parents[2])

@@ -2,7 +2,7 @@
 
 The group's assignor knows, for each partition of every topic the app consumes, the
 canonical URL (`web_host:web_port`) of the worker it is assigned to: the kernel's
-(`croupier.services.infra.consumer.Owners`) for a service on the kernel, Faust's for one
+(`services.infra.consumer.Owners`) for a service on the kernel, Faust's for one
 still read by Faust's consumer (dealer-event). A view asks
 `owner_of(app, topic, key)`: None when this worker owns the key's partition (answer
 here), else the owner's URL, and `forward` sends the whole request there (method,
@@ -18,7 +18,7 @@ import aiohttp
 import faust
 from yarl import URL
 
-from croupier.services.infra.consumer import owners_of
+from services.infra.consumer import owners_of
 
 FORWARDED_HEADER = "X-Croupier-Forwarded-By"
 RETRY_AFTER_S = 1

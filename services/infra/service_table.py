@@ -1,9 +1,9 @@
 """The platform's services, in one table: each one's name, the module that runs it and the
 setting that holds its HTTP port.
 
-Everything that needs the list reads it here: the ports (`croupier.services.infra.faust_app`), the
-processes the demo and the tests start (`croupier.services.infra.processes`), the settings passed
-down to them, the Kafka principals (`croupier.services.infra.kafka_security`), and the tests that
+Everything that needs the list reads it here: the ports (`services.infra.faust_app`), the
+processes the demo and the tests start (`services.infra.processes`), the settings passed
+down to them, the Kafka principals (`services.infra.kafka_security`), and the tests that
 check docker-compose.yml and the Dockerfile against the code.
 """
 
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from croupier.services.infra.settings import Settings
+    from services.infra.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -32,10 +32,10 @@ class Service:
 
 
 SERVICES: tuple[Service, ...] = (
-    Service("dealer-event", "croupier.services.dealer_event", "dealer_event_port"),
-    Service("game-evaluation", "croupier.services.game_evaluation", "game_evaluation_port"),
-    Service("bet-settlement", "croupier.services.bet_settlement", "bet_settlement_port"),
-    Service("wallet", "croupier.services.wallet", "wallet_port"),
+    Service("dealer-event", "services.dealer_event", "dealer_event_port"),
+    Service("game-evaluation", "services.game_evaluation", "game_evaluation_port"),
+    Service("bet-settlement", "services.bet_settlement", "bet_settlement_port"),
+    Service("wallet", "services.wallet", "wallet_port"),
 )
 SERVICE_NAMES: tuple[str, ...] = tuple(s.name for s in SERVICES)
 _BY_NAME = {s.name: s for s in SERVICES}

@@ -14,7 +14,7 @@ from typing import Literal
 from pydantic import AliasChoices, Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from croupier.shared.topics import DEFAULT_PARTITIONS, DEFAULT_RETENTION_MS
+from shared.topics import DEFAULT_PARTITIONS, DEFAULT_RETENTION_MS
 
 # The development defaults of the secrets: fine for a demo on one machine, refused in
 # production (anyone who read this file could mint a player token or sign a card).
@@ -204,7 +204,7 @@ class Settings(BaseSettings):
         "(docs/decisions/wallet-window.md)."))
 
     # the seamless wallet (docs/decisions/seamless.md): the operator's wallet holds the
-    # balance and croupier calls it (croupier.shared.events.operator_wallet)
+    # balance and croupier calls it (shared.events.operator_wallet)
     wallet_mode: Literal["transfer", "seamless"] = Field(default="transfer", description=(
         "transfer: the wallet holds every balance (deposits in, withdrawals out). seamless: "
         "the operator's wallet does; every bet is debited, every settlement credited and "

@@ -49,8 +49,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from croupier.services.infra.own_log import Logged, PartitionState
-from croupier.shared.topics import snapshot_topic
+from services.infra.own_log import Logged, PartitionState
+from shared.topics import snapshot_topic
 
 log = logging.getLogger(__name__)
 

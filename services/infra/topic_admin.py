@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
-from croupier.services.infra import kafka_clients, kafka_security
-from croupier.shared.topics import TopicSpec, topic_catalogue
+from services.infra import kafka_clients, kafka_security
+from shared.topics import TopicSpec, topic_catalogue
 
 
 class ReplicationRefused(RuntimeError):

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from kafka.errors import KafkaError
 
-from croupier.services.infra.kafka_clients import durable_producer
-from croupier.services.infra.kafka_security import OPERATOR, credentials
-from croupier.shared.events.operator_actions import OperatorAction
-from croupier.shared.topics import OPERATOR_ACTIONS_TOPIC
+from services.infra.kafka_clients import durable_producer
+from services.infra.kafka_security import OPERATOR, credentials
+from shared.events.operator_actions import OperatorAction
+from shared.topics import OPERATOR_ACTIONS_TOPIC
 
 
 class ActionNotRecorded(RuntimeError):

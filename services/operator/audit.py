@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from croupier.shared.bets import Position
-from croupier.shared.events.bet_events import (
+from shared.bets import Position
+from shared.events.bet_events import (
     BetAccepted,
     BetPlaced,
     BetRejected,
@@ -26,12 +26,12 @@ from croupier.shared.events.bet_events import (
     SettlementReversed,
     annul_refund_id,
 )
-from croupier.shared.events.operator_wallet import OperatorCallRecord
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.wallet_events import WalletTransaction
-from croupier.shared.profile import pin_mismatch, round_profile
-from croupier.shared.rtp import BetReturn, exact_rtp
-from croupier.shared.settlement import Bet, settle
+from shared.events.operator_wallet import OperatorCallRecord
+from shared.events.results import RoundResultPublished
+from shared.events.wallet_events import WalletTransaction
+from shared.profile import pin_mismatch, round_profile
+from shared.rtp import BetReturn, exact_rtp
+from shared.settlement import Bet, settle
 
 AuditRecord = (BetPlaced | BetAccepted | BetRejected | RoundManifest | BetSettled
                | SettlementReversed | RoundResultPublished | WalletTransaction

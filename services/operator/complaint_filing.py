@@ -21,21 +21,21 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from croupier.services.archive.store_ops import read_archive_then_log
-from croupier.services.infra.archive_store import archive_from_settings
-from croupier.services.infra.log_reader import LogReadError
-from croupier.services.operator.actions import ActionNotRecorded, operator_name, record_action
-from croupier.services.operator.complaints import (
+from services.archive.store_ops import read_archive_then_log
+from services.infra.archive_store import archive_from_settings
+from services.infra.log_reader import LogReadError
+from services.operator.actions import ActionNotRecorded, operator_name, record_action
+from services.operator.complaints import (
     Complaint,
     ComplaintError,
     complaint_of,
     filed_records,
 )
-from croupier.services.operator.replay_service import parse_time
-from croupier.services.operator.round_reader import RoundNotFoundError, RoundReader
-from croupier.shared.events.operator_actions import ComplaintFiled
-from croupier.shared.events.registry import topic_adapter
-from croupier.shared.topics import OPERATOR_ACTIONS_TOPIC
+from services.operator.replay_service import parse_time
+from services.operator.round_reader import RoundNotFoundError, RoundReader
+from shared.events.operator_actions import ComplaintFiled
+from shared.events.registry import topic_adapter
+from shared.topics import OPERATOR_ACTIONS_TOPIC
 
 COMPLAINT_ID = re.compile(r"[0-9a-f]{32}")  # uuid4().hex: what filing gives
 

@@ -9,7 +9,7 @@ significant-event log lists.
 
 The time a complaint was filed is the platform's: `complaint_of` refuses a `filed_at` (or the
 older `complaint_at`) from its caller, and `filed_records` makes the `ComplaintFiled` record
-stamped with the clock of the process that files it (`croupier.services.operator.
+stamped with the clock of the process that files it (`services.operator.
 complaint_filing`). A late complaint without an allowed override is refused and nothing is
 recorded; with one, it is recorded with its `ComplaintWindowOverridden` beside it. The
 complaint's report reads the record back and judges the window by its `filed_at` alone.
@@ -23,8 +23,8 @@ from typing import Any
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict
 
-from croupier.shared.events.ids import id_problem
-from croupier.shared.events.operator_actions import ComplaintFiled, ComplaintWindowOverridden
+from shared.events.ids import id_problem
+from shared.events.operator_actions import ComplaintFiled, ComplaintWindowOverridden
 
 COMPLAINT_WINDOW = timedelta(hours=24)
 REQUIRED = ("player_id", "played_at", "dealer", "table_id", "round_id")

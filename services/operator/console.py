@@ -27,21 +27,21 @@ from functools import partial
 
 from aiohttp import web
 
-from croupier.services.infra.auth import Authenticator
-from croupier.services.infra.settings import Settings
-from croupier.services.operator import (
+from services.infra.auth import Authenticator
+from services.infra.settings import Settings
+from services.operator import (
     console_access,
     console_complaint,
     console_events,
     console_floor_pages,
     console_player,
 )
-from croupier.services.operator.console_access import is_console as is_console  # re-exported
-from croupier.services.operator.console_floor import Query
-from croupier.services.operator.console_pages import PREFIX, Console, page, session_of
-from croupier.services.operator.console_session import Sessions
-from croupier.services.operator.console_stats import add_stats_page
-from croupier.services.operator.risk_views import add_risk_page
+from services.operator.console_access import is_console as is_console  # re-exported
+from services.operator.console_floor import Query
+from services.operator.console_pages import PREFIX, Console, page, session_of
+from services.operator.console_session import Sessions
+from services.operator.console_stats import add_stats_page
+from services.operator.risk_views import add_risk_page
 
 Handler = Callable[[Console, web.Request], Awaitable[web.StreamResponse]]
 # each console page and action: (method, path under PREFIX, its handler)

@@ -9,8 +9,8 @@ from collections.abc import Awaitable, Callable
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-from croupier.services.infra.auth import AuthError
-from croupier.services.operator.console_pages import (
+from services.infra.auth import AuthError
+from services.operator.console_pages import (
     PREFIX,
     SESSION_KEY,
     STATIC,
@@ -18,7 +18,7 @@ from croupier.services.operator.console_pages import (
     page,
     session_of,
 )
-from croupier.services.operator.console_session import COOKIE, CSRF_FIELD
+from services.operator.console_session import COOKIE, CSRF_FIELD
 
 # a script only from this origin (the console's own file), no framing, no plugins
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "

@@ -10,11 +10,11 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from croupier.services.operator import complaint_filing
-from croupier.services.operator.console_pages import PREFIX, Console, page, session_of
-from croupier.services.operator.replay_service import ReplayRequest, run_replay
-from croupier.services.operator.report_render import CONTENT_TYPES, render
-from croupier.services.operator.round_reader import RoundNotFoundError
+from services.operator import complaint_filing
+from services.operator.console_pages import PREFIX, Console, page, session_of
+from services.operator.replay_service import ReplayRequest, run_replay
+from services.operator.report_render import CONTENT_TYPES, render
+from services.operator.round_reader import RoundNotFoundError
 
 FIELDS = ("player_id", "played_at", "dealer", "table_id", "round_id", "override")
 

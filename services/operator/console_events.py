@@ -9,9 +9,9 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from croupier.services.infra.log_reader import LogReadError
-from croupier.services.operator import dead_letter_ops
-from croupier.services.operator.console_pages import (
+from services.infra.log_reader import LogReadError
+from services.operator import dead_letter_ops
+from services.operator.console_pages import (
     HOURS_REFUSED,
     PREFIX,
     Console,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from croupier.services.operator.wallet_client import Wallet, WalletError
-from croupier.shared.shoe_history import ShoeRoads
+from services.operator.wallet_client import Wallet, WalletError
+from shared.shoe_history import ShoeRoads
 
 SHOE_LOOK_BACK = timedelta(hours=12)  # a shoe's bets lie within this of now
 

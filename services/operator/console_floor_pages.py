@@ -7,7 +7,7 @@ import asyncio
 
 from aiohttp import web
 
-from croupier.services.operator.console_pages import (
+from services.operator.console_pages import (
     PREFIX,
     Console,
     floor_html,

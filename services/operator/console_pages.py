@@ -9,14 +9,14 @@ from pathlib import Path
 from aiohttp import web
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from croupier.services.infra.auth import Authenticator
-from croupier.services.infra.settings import Settings
-from croupier.services.operator.complaints import COMPLAINT_WINDOW
-from croupier.services.operator.console_floor import FloorCache, FloorView, Query, read_floor
-from croupier.services.operator.console_session import COOKIE, CSRF_FIELD, Session, Sessions
-from croupier.services.operator.money_text import money
-from croupier.services.operator.report_render import REPORT_HELPERS
-from croupier.services.operator.wallet_client import Wallet
+from services.infra.auth import Authenticator
+from services.infra.settings import Settings
+from services.operator.complaints import COMPLAINT_WINDOW
+from services.operator.console_floor import FloorCache, FloorView, Query, read_floor
+from services.operator.console_session import COOKIE, CSRF_FIELD, Session, Sessions
+from services.operator.money_text import money
+from services.operator.report_render import REPORT_HELPERS
+from services.operator.wallet_client import Wallet
 
 PREFIX = "/console"
 STATIC = Path(__file__).parent / "templates" / "console"
@@ -24,7 +24,7 @@ SESSION_KEY = web.RequestKey("console_session", Session)
 MAX_HOURS = 24 * 90  # the furthest back a page of the log looks
 HOURS_REFUSED = "hours must be a number of hours above 0, at most 2160"
 
-_PAGES = Environment(loader=PackageLoader("croupier.services.operator", "templates"),
+_PAGES = Environment(loader=PackageLoader("services.operator", "templates"),
                      autoescape=True, undefined=StrictUndefined)
 # cash: an amount in its currency (the console's own pages); money: the replay report's plain
 # minor units, as in the report's file

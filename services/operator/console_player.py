@@ -9,9 +9,9 @@ from typing import Any
 
 from aiohttp import web
 
-from croupier.services.operator.console_pages import Console, page, session_of
-from croupier.services.operator.replay_service import parse_time
-from croupier.services.operator.wallet_client import WalletError
+from services.operator.console_pages import Console, page, session_of
+from services.operator.replay_service import parse_time
+from services.operator.wallet_client import WalletError
 
 
 async def player(console: Console, request: web.Request) -> web.Response:
@@ -41,7 +41,7 @@ async def player(console: Console, request: web.Request) -> web.Response:
 
 
 async def statement(console: Console, request: web.Request) -> web.Response:
-    from croupier.services.archive.queries import STATEMENT_COLUMNS, to_csv
+    from services.archive.queries import STATEMENT_COLUMNS, to_csv
 
     q = request.query
     fmt = q.get("format", "csv")

@@ -1,6 +1,6 @@
 """The console's Statistics page (/console/stats): each dealer's and each table's figures
 over the rounds opened in the last hours, as `croupier stats` and `GET /stats` give them
-(`croupier.services.archive.stats`). A table whose hold is 3 or more standard deviations
+(`services.archive.stats`). A table whose hold is 3 or more standard deviations
 from its theory is marked."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 
 from aiohttp import web
 
-from croupier.services.operator.console_floor import Query
-from croupier.services.operator.console_pages import HOURS_REFUSED, hours_asked
+from services.operator.console_floor import Query
+from services.operator.console_pages import HOURS_REFUSED, hours_asked
 
 MARK_Z = 3.0  # |z| at least this: the table's row is marked
 

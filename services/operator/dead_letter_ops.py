@@ -11,11 +11,11 @@ from datetime import UTC, datetime
 
 from pydantic import TypeAdapter
 
-from croupier.services.infra.kafka_clients import durable_producer
-from croupier.services.infra.kafka_security import ADMIN
-from croupier.services.infra.log_reader import read_to_end
-from croupier.shared.events.dead_letters import DeadLetter, DeadLetterRedriven, DeadLettersRecord
-from croupier.shared.topics import DEAD_LETTERS_TOPIC
+from services.infra.kafka_clients import durable_producer
+from services.infra.kafka_security import ADMIN
+from services.infra.log_reader import read_to_end
+from shared.events.dead_letters import DeadLetter, DeadLetterRedriven, DeadLettersRecord
+from shared.topics import DEAD_LETTERS_TOPIC
 
 _RECORD: TypeAdapter[DeadLetter | DeadLetterRedriven] = TypeAdapter(DeadLettersRecord)
 

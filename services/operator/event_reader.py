@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from croupier.services.archive.store_ops import read_archive_then_log
-from croupier.services.infra.archive_store import ArchiveStore
-from croupier.services.operator.audit import Books
-from croupier.shared.events.registry import topic_adapter
-from croupier.shared.topics import (
+from services.archive.store_ops import read_archive_then_log
+from services.infra.archive_store import ArchiveStore
+from services.operator.audit import Books
+from shared.events.registry import topic_adapter
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,

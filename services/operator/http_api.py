@@ -2,7 +2,7 @@
 for operator credentials only.
 
 GET /rounds/{table_id}/{round_id}/report?at=TIME[&player=P][&format=text|json|html]
-and a player's complaint (RULES §6; `croupier.services.operator.complaint_filing`):
+and a player's complaint (RULES §6; `services.operator.complaint_filing`):
 POST /complaints   JSON {player_id, played_at, dealer, table_id, round_id[, override]}:
     recorded on operator.actions with the platform's clock; 201 {complaint_id, filed_at,
     within_window, report_url}. A caller's filed_at/complaint_at: 422 caller_time; a late
@@ -10,7 +10,7 @@ POST /complaints   JSON {player_id, played_at, dealer, table_id, round_id[, over
     CROUPIER_LATE_COMPLAINT_OVERRIDE is set; the override is recorded too)
 GET /complaints/{complaint_id}/report[?format=text|json|html]   the complaint's report, its
     window judged by the recorded time of filing
-and, from the archive and the log's last minutes (`croupier.services.archive.queries`):
+and, from the archive and the log's last minutes (`services.archive.queries`):
 GET /players/{player_id}/rounds?limit=10   the player's game recall (JSON); the player's own
                                            token may read it too
 GET /players/{player_id}/statement?from=T&to=T[&format=csv|json]
@@ -19,13 +19,13 @@ GET /rtp[?from=T&to=T&format=csv|json]   realised RTP by day, table, profile, de
 GET /stats[?from=T&to=T]   per dealer and table, of the rounds opened in the range (JSON):
                            hands per hour, voids, refused inputs, corrections; hold, its theory, z
 GET /risk/opposite[?from=T&to=T&min_rounds=3]   pairs betting opposite sides (risk_views.py)
-and, in seamless mode, `croupier reconcile`'s report (`croupier.services.operator.reconcile`):
+and, in seamless mode, `croupier reconcile`'s report (`services.operator.reconcile`):
 GET /reconcile[?from=T&to=T | ?day=YYYY-MM-DD][&player=P][&margin=MIN][&settle=S]   JSON:
     croupier's calls to the operator's wallet against its transaction report, every
     difference named; `clean` true when there is none (X-Croupier-Verdict: CLEAN or
     DIFFERENCES); 422 for a bad window, 503 when a side cannot be read (the broker, the
     operator's wallet)
-and the operator's web console under /console/ (`croupier.services.operator.console`): its
+and the operator's web console under /console/ (`services.operator.console`): its
 own login and session cookie instead of the bearer token.
 Reading the log is blocking (kafka-python), so each request runs in a worker thread.
 """
@@ -40,13 +40,13 @@ from typing import Any
 
 from aiohttp import web
 
-from croupier.services.infra.auth import Authenticator, AuthError
-from croupier.services.infra.settings import Settings
-from croupier.services.operator import complaint_filing
-from croupier.services.operator.console import add_console, is_console
-from croupier.services.operator.replay_service import ReplayRequest, parse_time, run_replay
-from croupier.services.operator.report_render import CONTENT_TYPES, render
-from croupier.services.operator.risk_views import opposite_handler
+from services.infra.auth import Authenticator, AuthError
+from services.infra.settings import Settings
+from services.operator import complaint_filing
+from services.operator.console import add_console, is_console
+from services.operator.replay_service import ReplayRequest, parse_time, run_replay
+from services.operator.report_render import CONTENT_TYPES, render
+from services.operator.risk_views import opposite_handler
 
 PLAYER_RECALL = "player-recall"  # the one route a player's own token may read
 
@@ -144,7 +144,7 @@ def make_app(settings: Settings) -> web.Application:
         connection for the process (it keeps the immutable files' footers), its views of
         the archive's files and of the tail made again for each request, one at a time."""
         def work():
-            from croupier.services.archive.queries import open_queries
+            from services.archive.queries import open_queries
             with lock:
                 if "queries" not in shared:
                     shared["queries"] = open_queries(settings)
@@ -166,7 +166,7 @@ def make_app(settings: Settings) -> web.Application:
 
     async def as_table(request: web.Request, run, key: str | None, columns) -> web.Response:
         """`run(queries)` answered as JSON (the whole answer) or CSV (its rows: `key`)."""
-        from croupier.services.archive.queries import to_csv
+        from services.archive.queries import to_csv
         fmt = request.query.get("format", "json")
         if fmt not in ("csv", "json"):
             return _problem(422, "bad_format", "format must be csv or json")
@@ -180,7 +180,7 @@ def make_app(settings: Settings) -> web.Application:
         return web.json_response(found if key else {"rows": found})
 
     async def statement(request: web.Request) -> web.Response:
-        from croupier.services.archive.queries import STATEMENT_COLUMNS
+        from services.archive.queries import STATEMENT_COLUMNS
 
         def run(q):
             since, until = moment(q, "from"), moment(q, "to")
@@ -190,7 +190,7 @@ def make_app(settings: Settings) -> web.Application:
         return await as_table(request, run, "movements", STATEMENT_COLUMNS)
 
     async def significant_events(request: web.Request) -> web.Response:
-        from croupier.services.archive.queries import EVENT_COLUMNS, LARGE_WIN_DEFAULT
+        from services.archive.queries import EVENT_COLUMNS, LARGE_WIN_DEFAULT
 
         def run(q):
             since, until = moment(q, "from"), moment(q, "to")
@@ -199,7 +199,7 @@ def make_app(settings: Settings) -> web.Application:
         return await as_table(request, run, None, EVENT_COLUMNS)
 
     async def realised_rtp(request: web.Request) -> web.Response:
-        from croupier.services.archive.queries import RTP_COLUMNS
+        from services.archive.queries import RTP_COLUMNS
 
         def run(q):
             since, until = moment(q, "from"), moment(q, "to")
@@ -215,7 +215,7 @@ def make_app(settings: Settings) -> web.Application:
         return web.json_response(found)
 
     async def reconciliation(request: web.Request) -> web.Response:
-        from croupier.services.operator import reconcile_sources as sources
+        from services.operator import reconcile_sources as sources
         q = request.query
         try:
             start, end, note = sources.window_of(

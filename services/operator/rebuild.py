@@ -15,16 +15,16 @@ from contextlib import contextmanager
 
 from pydantic import BaseModel
 
-from croupier.services.infra.archive_store import ArchiveStore
-from croupier.services.infra.own_log import PartitionState, broker_time, fold_entry
-from croupier.services.infra.settings import Settings
-from croupier.services.operator.audit import AuditReport, Books, audit
-from croupier.services.operator.event_reader import Unparsed, read_books, read_topic
-from croupier.services.wallet.ledger_fold import WalletFold, accounts
-from croupier.shared.events.chain import follow_chain
-from croupier.shared.events.event_auth import VOID, auth_problem
-from croupier.shared.events.ids import id_problem
-from croupier.shared.events.table import (
+from services.infra.archive_store import ArchiveStore
+from services.infra.own_log import PartitionState, broker_time, fold_entry
+from services.infra.settings import Settings
+from services.operator.audit import AuditReport, Books, audit
+from services.operator.event_reader import Unparsed, read_books, read_topic
+from services.wallet.ledger_fold import WalletFold, accounts
+from shared.events.chain import follow_chain
+from shared.events.event_auth import VOID, auth_problem
+from shared.events.ids import id_problem
+from shared.events.table import (
     CardDealt,
     RoundAnnulled,
     RoundOpened,
@@ -32,9 +32,9 @@ from croupier.shared.events.table import (
     RoundVoided,
     TableEventBase,
 )
-from croupier.shared.profile import ProfileError, check_pin
-from croupier.shared.rounds import RoundError, evaluate_round
-from croupier.shared.topics import TABLE_EVENTS_TOPIC, WALLET_LEDGER_TOPIC
+from shared.profile import ProfileError, check_pin
+from shared.rounds import RoundError, evaluate_round
+from shared.topics import TABLE_EVENTS_TOPIC, WALLET_LEDGER_TOPIC
 
 Progress = Callable[[str, int, int], None]
 

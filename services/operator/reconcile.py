@@ -36,12 +36,12 @@ from typing import Literal
 
 from pydantic import AwareDatetime, computed_field
 
-from croupier.shared.events.operator_wallet import (
+from shared.events.operator_wallet import (
     CallKind,
     OperatorCallRecord,
     OperatorTransaction,
 )
-from croupier.shared.models import FrozenModel
+from shared.models import FrozenModel
 
 DifferenceName = Literal[
     # per transaction

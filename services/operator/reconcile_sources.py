@@ -2,7 +2,7 @@
 then the log, with the platform's one log reader) and the operator's transaction report
 (`GET {base}/transactions`, signed, paged). `run_reconcile` is what `croupier reconcile`
 and the operator API's `GET /reconcile` both run; the comparison itself is the pure
-`croupier.services.operator.reconcile`.
+`services.operator.reconcile`.
 
 Both sides are streamed: the log record by record, the report page by page.
 kafka-python and httpx, blocking: callers on an event loop run it in a thread.
@@ -17,20 +17,20 @@ import httpx
 from kafka.errors import KafkaError
 from pydantic import ValidationError
 
-from croupier.services.archive.store_ops import read_archive_then_log
-from croupier.services.infra.archive_store import ArchiveStore, archive_from_settings
-from croupier.services.infra.kafka_security import OPERATOR
-from croupier.services.infra.log_reader import LogReadError
-from croupier.services.infra.settings import Settings
-from croupier.services.operator.reconcile import ReconcileReport, Unreadable, reconcile
-from croupier.services.operator.replay_service import parse_time
-from croupier.shared.events.operator_wallet import (
+from services.archive.store_ops import read_archive_then_log
+from services.infra.archive_store import ArchiveStore, archive_from_settings
+from services.infra.kafka_security import OPERATOR
+from services.infra.log_reader import LogReadError
+from services.infra.settings import Settings
+from services.operator.reconcile import ReconcileReport, Unreadable, reconcile
+from services.operator.replay_service import parse_time
+from shared.events.operator_wallet import (
     OperatorCallRecord,
     OperatorTransaction,
     TransactionsPage,
     signature_headers,
 )
-from croupier.shared.topics import WALLET_OPERATOR_CALLS_TOPIC
+from shared.topics import WALLET_OPERATOR_CALLS_TOPIC
 
 PAGE_SIZE = 1000
 

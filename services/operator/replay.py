@@ -19,28 +19,28 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from croupier.services.operator.replay_bets import Calls, Decision, bet_lines
-from croupier.services.operator.replay_calls import (
+from services.operator.replay_bets import Calls, Decision, bet_lines
+from services.operator.replay_calls import (
     CallBook,
     leftovers,
     unplaced,
 )
-from croupier.services.operator.replay_difference import Difference as Difference  # re-exported
-from croupier.services.operator.replay_report import BetLine as BetLine  # re-exported
-from croupier.services.operator.replay_report import CorrectionLine as CorrectionLine
-from croupier.services.operator.replay_report import ReplayReport as ReplayReport
-from croupier.services.operator.replay_report import SettlementStep as SettlementStep
-from croupier.services.operator.replay_report import TimelineEntry as TimelineEntry
-from croupier.services.operator.replay_report import hands_of
-from croupier.services.operator.replay_report import winner_text as winner_text
-from croupier.services.operator.replay_result import (
+from services.operator.replay_difference import Difference as Difference  # re-exported
+from services.operator.replay_report import BetLine as BetLine  # re-exported
+from services.operator.replay_report import CorrectionLine as CorrectionLine
+from services.operator.replay_report import ReplayReport as ReplayReport
+from services.operator.replay_report import SettlementStep as SettlementStep
+from services.operator.replay_report import TimelineEntry as TimelineEntry
+from services.operator.replay_report import hands_of
+from services.operator.replay_report import winner_text as winner_text
+from services.operator.replay_result import (
     Stage,
     compare_result,
     corrections_of,
     pinned_profile,
     recompute,
 )
-from croupier.services.operator.replay_story import (
+from services.operator.replay_story import (
     RoundStory,
     authenticated,
     chain_breaks,
@@ -52,7 +52,7 @@ from croupier.services.operator.replay_story import (
     round_story,
     status_of,
 )
-from croupier.shared.events.bet_events import (
+from shared.events.bet_events import (
     BetAccepted,
     BetRejected,
     BetSettled,
@@ -60,23 +60,23 @@ from croupier.shared.events.bet_events import (
     SettlementReversed,
     manifest_digest,
 )
-from croupier.shared.events.event_auth import auth_problem
-from croupier.shared.events.operator_wallet import OperatorCallRecord
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.table import (
+from shared.events.event_auth import auth_problem
+from shared.events.operator_wallet import OperatorCallRecord
+from shared.events.results import RoundResultPublished
+from shared.events.table import (
     RoundAnnulled,
     RoundCompleted,
     RoundCorrected,
     RoundVoided,
     TableEventBase,
 )
-from croupier.shared.events.wallet_events import WalletTransaction
-from croupier.shared.profile import (
+from shared.events.wallet_events import WalletTransaction
+from shared.profile import (
     LEGACY_VERSION,
     AnyProfile,
 )
-from croupier.shared.rounds import AnyResult
-from croupier.shared.shoe_history import ShoeHistory, ShoeRoads, fold_shoes, shoe_roads
+from shared.rounds import AnyResult
+from shared.shoe_history import ShoeHistory, ShoeRoads, fold_shoes, shoe_roads
 
 
 def replay_round(
@@ -153,7 +153,7 @@ def replay_roads(table_id: str, shoe_id: str, round_id: str,
                  events: Sequence[TableEventBase], events_key: bytes | None = None,
                  accept_unsigned: bool = False) -> tuple[ShoeRoads | None, list[str]]:
     """The roads of shoe `shoe_id` as they stood when round `round_id` ended, folded from
-    the table's events read from the shoe's start (`croupier.shared.shoe_history`, the fold
+    the table's events read from the shoe's start (`shared.shoe_history`, the fold
     the wallet serves the live roads with), and the notes to print with them. With
     `events_key`, an event whose HMAC does not verify takes no part (and is named)."""
     notes: list[str] = []

@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal, TypeVar
 
-import croupier.services.bet_settlement.settlement_terms as terms
-from croupier.services.operator.replay_calls import BetCalls, CallBook, check_bet, wanted_calls
-from croupier.services.operator.replay_difference import Difference
-from croupier.services.operator.replay_report import BetLine, SettlementStep
-from croupier.services.operator.replay_result import Stage
-from croupier.services.wallet.commands import ending_of
-from croupier.services.wallet.handlers import ending_movement, reversal_movement
-from croupier.shared.events.bet_events import (
+import services.bet_settlement.settlement_terms as terms
+from services.operator.replay_calls import BetCalls, CallBook, check_bet, wanted_calls
+from services.operator.replay_difference import Difference
+from services.operator.replay_report import BetLine, SettlementStep
+from services.operator.replay_result import Stage
+from services.wallet.commands import ending_of
+from services.wallet.handlers import ending_movement, reversal_movement
+from shared.events.bet_events import (
     BetAccepted,
     BetRejected,
     BetSettled,
@@ -27,10 +27,10 @@ from croupier.shared.events.bet_events import (
     reversal_id,
     settlement_id,
 )
-from croupier.shared.events.table import RoundAnnulled, RoundVoided
-from croupier.shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
-from croupier.shared.profile import AnyProfile
-from croupier.shared.rounds import AnyResult
+from shared.events.table import RoundAnnulled, RoundVoided
+from shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
+from shared.profile import AnyProfile
+from shared.rounds import AnyResult
 
 Decision = BetAccepted | BetRejected
 

@@ -29,10 +29,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from croupier.services.operator.replay_difference import Difference
-from croupier.shared.events.operator_wallet import CallKind, OperatorCallRecord, transaction_id_of
-from croupier.shared.events.wallet_events import WalletTransaction, tx_id
-from croupier.shared.topics import WALLET_OPERATOR_CALLS_TOPIC
+from services.operator.replay_difference import Difference
+from shared.events.operator_wallet import CallKind, OperatorCallRecord, transaction_id_of
+from shared.events.wallet_events import WalletTransaction, tx_id
+from shared.topics import WALLET_OPERATOR_CALLS_TOPIC
 
 # how long after its cause a call may still be unanswered before its absence is a
 # difference: the caller retries with backoff capped at 30 s (operator_wallet_retry_max_

@@ -7,14 +7,14 @@ from datetime import datetime
 
 from pydantic import BaseModel
 
-from croupier.services.operator.replay_calls import (
+from services.operator.replay_calls import (
     OperatorCallLine,
     UnplacedBet,
 )
-from croupier.services.operator.replay_difference import Difference
-from croupier.shared.cards import Card
-from croupier.shared.rounds import AnyResult
-from croupier.shared.shoe_history import ShoeRoads
+from services.operator.replay_difference import Difference
+from shared.cards import Card
+from shared.rounds import AnyResult
+from shared.shoe_history import ShoeRoads
 
 
 class TimelineEntry(BaseModel):

@@ -7,24 +7,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from croupier.services.game_evaluation.evaluator import corrected_result
-from croupier.services.operator.replay_difference import Difference
-from croupier.services.operator.replay_story import RoundStory
-from croupier.shared.events.results import RoundResultPublished, result_id
-from croupier.shared.events.table import (
+from services.game_evaluation.evaluator import corrected_result
+from services.operator.replay_difference import Difference
+from services.operator.replay_story import RoundStory
+from shared.events.results import RoundResultPublished, result_id
+from shared.events.table import (
     RoundCorrected,
     RoundOpened,
     RoundVoided,
 )
-from croupier.shared.profile import (
+from shared.profile import (
     LEGACY_VERSION,
     AnyProfile,
     ProfileError,
     round_profile,
     shipped_digest,
 )
-from croupier.shared.rounds import AnyResult, RoundError, evaluate_round
-from croupier.shared.topics import ROUND_RESULTS_TOPIC
+from shared.rounds import AnyResult, RoundError, evaluate_round
+from shared.topics import ROUND_RESULTS_TOPIC
 
 
 def pinned_profile(opened: RoundOpened | None, result: RoundResultPublished | None,

@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from croupier.services.infra.archive_store import ArchiveStore, archive_from_settings
-from croupier.services.infra.settings import get_settings
-from croupier.services.operator.complaints import complaint_notes
-from croupier.services.operator.replay import ReplayReport, replay_roads, replay_round
-from croupier.services.operator.round_reader import RoundReader
-from croupier.shared.events.operator_actions import ComplaintFiled
-from croupier.shared.events.table import RoundOpened
+from services.infra.archive_store import ArchiveStore, archive_from_settings
+from services.infra.settings import get_settings
+from services.operator.complaints import complaint_notes
+from services.operator.replay import ReplayReport, replay_roads, replay_round
+from services.operator.round_reader import RoundReader
+from shared.events.operator_actions import ComplaintFiled
+from shared.events.table import RoundOpened
 
 
 @dataclass

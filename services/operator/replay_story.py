@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TypeVar
 
-from croupier.services.operator.replay_difference import Difference
-from croupier.shared.cards import Card
-from croupier.shared.events.chain import follow_chain, verify_chain
-from croupier.shared.events.event_auth import VOID, auth_problem
-from croupier.shared.events.table import (
+from services.operator.replay_difference import Difference
+from shared.cards import Card
+from shared.events.chain import follow_chain, verify_chain
+from shared.events.event_auth import VOID, auth_problem
+from shared.events.table import (
     BettingClosed,
     CardBurned,
     CardDealt,
@@ -26,7 +26,7 @@ from croupier.shared.events.table import (
     TableEventBase,
     TwoCardsDrawn,
 )
-from croupier.shared.topics import TABLE_EVENTS_TOPIC
+from shared.topics import TABLE_EVENTS_TOPIC
 
 E = TypeVar("E", bound=TableEventBase)
 

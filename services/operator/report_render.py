@@ -6,17 +6,17 @@ import json
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
-from croupier.services.operator.replay import (
+from services.operator.replay import (
     BetLine,
     CorrectionLine,
     ReplayReport,
     SettlementStep,
     winner_text,
 )
-from croupier.services.operator.replay_calls import call_text
-from croupier.shared.cards import Card
-from croupier.shared.roads import ROWS, BaccaratRoads, Cell
-from croupier.shared.shoe_history import ShoeRoads
+from services.operator.replay_calls import call_text
+from shared.cards import Card
+from shared.roads import ROWS, BaccaratRoads, Cell
+from shared.shoe_history import ShoeRoads
 
 SUIT_SYMBOL = {"S": "♠", "H": "♥", "D": "♦", "C": "♣"}
 # the report formats, and the media type each is served as
@@ -219,7 +219,7 @@ def annul_cell(b: BetLine) -> str:
             f"{_money(b.refund)} (engine {_money(b.expected_refund)})")
 
 
-_PAGES = Environment(loader=PackageLoader("croupier.services.operator", "templates"), autoescape=True,
+_PAGES = Environment(loader=PackageLoader("services.operator", "templates"), autoescape=True,
                      keep_trailing_newline=True, undefined=StrictUndefined)
 
 

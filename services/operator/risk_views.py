@@ -14,7 +14,7 @@ from typing import Any
 
 from aiohttp import web
 
-from croupier.services.operator.replay_service import parse_time
+from services.operator.replay_service import parse_time
 
 Query = Callable[[Callable[[Any], Any]], Awaitable[Any]]
 DEFAULT_MIN_ROUNDS = 3

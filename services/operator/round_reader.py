@@ -49,23 +49,23 @@ from typing import Any
 from kafka import KafkaConsumer, TopicPartition
 from kafka.partitioner.default import murmur2
 
-from croupier.services.archive.segment import ArchivedRecord
-from croupier.services.archive.store_ops import read_archived
-from croupier.services.dealer_event.state import KEEP_COMPLETED
-from croupier.services.infra.archive_store import ArchiveStore
-from croupier.services.infra.kafka_security import OPERATOR, kafka_python_options
-from croupier.services.operator.event_reader import PARSERS, Unparsed
-from croupier.services.operator.replay_calls import OWED_WINDOW
-from croupier.shared.events.bet_events import (
+from services.archive.segment import ArchivedRecord
+from services.archive.store_ops import read_archived
+from services.dealer_event.state import KEEP_COMPLETED
+from services.infra.archive_store import ArchiveStore
+from services.infra.kafka_security import OPERATOR, kafka_python_options
+from services.operator.event_reader import PARSERS, Unparsed
+from services.operator.replay_calls import OWED_WINDOW
+from shared.events.bet_events import (
     BetAccepted,
     BetRejected,
     BetSettled,
     RoundManifest,
     SettlementReversed,
 )
-from croupier.shared.events.operator_wallet import OperatorCallRecord
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.table import (
+from shared.events.operator_wallet import OperatorCallRecord
+from shared.events.results import RoundResultPublished
+from shared.events.table import (
     RoundAnnulled,
     RoundCompleted,
     RoundCorrected,
@@ -74,8 +74,8 @@ from croupier.shared.events.table import (
     ShoeStarted,
     TableEventBase,
 )
-from croupier.shared.events.wallet_events import WalletTransaction
-from croupier.shared.topics import (
+from shared.events.wallet_events import WalletTransaction
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_SETTLED_TOPIC,
     ROUND_RESULTS_TOPIC,

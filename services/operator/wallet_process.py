@@ -7,8 +7,8 @@ from contextlib import contextmanager
 
 import httpx
 
-from croupier.services.infra.processes import ServiceProcess, service_env
-from croupier.services.infra.settings import Settings
+from services.infra.processes import ServiceProcess, service_env
+from services.infra.settings import Settings
 
 
 @contextmanager

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import aiohttp
 
-from croupier.services.infra.http_retry import TRANSPORT_ERRORS, Reply, read_reply, with_retry
-from croupier.services.simulators.operator_wallet.client import (
+from services.infra.http_retry import TRANSPORT_ERRORS, Reply, read_reply, with_retry
+from services.simulators.operator_wallet.client import (
     OperatorWalletClient,
     OperatorWalletError,
 )

@@ -1,8 +1,8 @@
-"""`python -m croupier.services.wallet worker -l info`"""
+"""`python -m services.wallet worker -l info`"""
 
-from croupier.services.infra.private_topics import run_worker
-from croupier.services.infra.settings import get_settings
-from croupier.services.wallet.bootstrap import bootstrap
+from services.infra.private_topics import run_worker
+from services.infra.settings import get_settings
+from services.wallet.bootstrap import bootstrap
 
 if __name__ == "__main__":
     settings = get_settings()

@@ -10,13 +10,13 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, field_validator
 
-from croupier.services.wallet.commands import Amount
-from croupier.shared.bets import Position
-from croupier.shared.currency import check_currency
-from croupier.shared.events.ids import BetId, PlayerId, RequestId, RoundId, TableId
-from croupier.shared.events.wallet_events import WalletTransaction
-from croupier.shared.models import FrozenModel
-from croupier.shared.shoe_history import ShoeRoads
+from services.wallet.commands import Amount
+from shared.bets import Position
+from shared.currency import check_currency
+from shared.events.ids import BetId, PlayerId, RequestId, RoundId, TableId
+from shared.events.wallet_events import WalletTransaction
+from shared.models import FrozenModel
+from shared.shoe_history import ShoeRoads
 
 
 class CreateAccountRequest(FrozenModel):

@@ -9,7 +9,7 @@ The wallet's state is the fold of its ledger, `wallet.ledger` (one entry per com
 changed anything, on the partition of the command's own partition of the commands topic):
 accounts, the paged history, the applied tx ids, the bets and the spot totals are what
 the entries wrote (`ledger_fold`). The agent runs on the kernel
-(`croupier.services.infra.kernel`): a worker assigned a partition folds its ledger
+(`services.infra.kernel`): a worker assigned a partition folds its ledger
 partition first and resumes the commands after the last one its ledger applied; it
 answers only for entries it saw land where their chain said (docs/decisions/ledger.md).
 Every `CROUPIER_SNAPSHOT_EVERY_ENTRIES` entries (or seconds) a partition's folded state is
@@ -18,15 +18,15 @@ folds only the ledger after the newest snapshot the ledger confirms
 (docs/decisions/snapshots.md).
 
 This module is the worker's loops, functions of the `Wallet` that
-`croupier.services.wallet.bootstrap` builds when the worker starts: the own log (`own`)
+`services.wallet.bootstrap` builds when the worker starts: the own log (`own`)
 and its read side (`store`), the decisions the agent makes (`batches`), the table views
 (`table_views`), the intake marks (`intake_marks`), the reply futures
-(`croupier.services.infra.replies`), the HTTP routes (`views`). Importing it builds
+(`services.infra.replies`), the HTTP routes (`views`). Importing it builds
 nothing.
 
 Several workers: each owns some partitions of the commands topic; the HTTP views
 forward a player's request to the worker owning the player's partition
-(`croupier.services.infra.routing`). Every worker folds the whole of `table.events` itself into
+(`services.infra.routing`). Every worker folds the whole of `table.events` itself into
 an in-memory view (`TableViews`), so any worker can refuse a bet at the door; when it
 reads a round's BettingClosed it writes an intake mark on `bets.placed` between two of its
 agent's batches, for the partitions it owns (docs/decisions/acceptance.md).
@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING
 import faust
 from kafka.partitioner.default import murmur2
 
-from croupier.services.infra.faust_app import bound
-from croupier.services.infra.kernel import follow, run_own_log
-from croupier.services.wallet.commands import Envelope, OperatorAnswered
-from croupier.shared.topics import TABLE_EVENTS_TOPIC, WALLET_ENDINGS_TOPIC
+from services.infra.faust_app import bound
+from services.infra.kernel import follow, run_own_log
+from services.wallet.commands import Envelope, OperatorAnswered
+from shared.topics import TABLE_EVENTS_TOPIC, WALLET_ENDINGS_TOPIC
 
 if TYPE_CHECKING:
-    from croupier.services.wallet.bootstrap import Wallet
+    from services.wallet.bootstrap import Wallet
 
 
 def register(service: Wallet) -> None:

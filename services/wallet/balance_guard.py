@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 
-from croupier.services.wallet import handlers
-from croupier.services.wallet.ledger import UNCOVERED_DEBITS
+from services.wallet import handlers
+from services.wallet.ledger import UNCOVERED_DEBITS
 
 log = logging.getLogger("croupier.wallet")
 

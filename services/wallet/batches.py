@@ -1,6 +1,6 @@
 """What the wallet does with a batch of its inputs.
 
-The accounts loop runs on the kernel (`croupier.services.infra.kernel.run_own_log`) over
+The accounts loop runs on the kernel (`services.infra.kernel.run_own_log`) over
 two co-partitioned inputs keyed by player: the commands topic (HTTP requests) and
 wallet.endings (bet-settlement's endings of bets, put there on the player's partition, so
 no hop re-keys them). For each record, `decide` gives the answer and the ledger entry it
@@ -17,19 +17,19 @@ from collections.abc import Callable
 
 import faust
 
-from croupier.services.infra.clock import Clock
-from croupier.services.infra.dead_letters import give_up_on
-from croupier.services.infra.kernel import Decided
-from croupier.services.infra.own_log import Overlay
-from croupier.services.infra.replies import Replies
-from croupier.services.wallet import handlers, money_metrics, seamless
-from croupier.services.wallet.balance_guard import guarded
-from croupier.services.wallet.commands import ENVELOPE, Envelope, ending_command
-from croupier.services.wallet.ledger_fold import Lookups
-from croupier.services.wallet.seamless import SeamlessRules
-from croupier.shared.events.operator_wallet import OperatorCall
-from croupier.shared.events.sources import InputRef
-from croupier.shared.topics import WALLET_ENDINGS_TOPIC
+from services.infra.clock import Clock
+from services.infra.dead_letters import give_up_on
+from services.infra.kernel import Decided
+from services.infra.own_log import Overlay
+from services.infra.replies import Replies
+from services.wallet import handlers, money_metrics, seamless
+from services.wallet.balance_guard import guarded
+from services.wallet.commands import ENVELOPE, Envelope, ending_command
+from services.wallet.ledger_fold import Lookups
+from services.wallet.seamless import SeamlessRules
+from shared.events.operator_wallet import OperatorCall
+from shared.events.sources import InputRef
+from shared.topics import WALLET_ENDINGS_TOPIC
 
 log = logging.getLogger("croupier.wallet")
 RETRY = handlers.Answer.error(503, "rebalancing", "another worker applied this command; "

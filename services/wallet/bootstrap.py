@@ -12,27 +12,27 @@ from functools import partial
 
 import faust
 
-from croupier.services.infra import metrics, observability
-from croupier.services.infra.auth import Authenticator
-from croupier.services.infra.clock import Clock, SystemClock
-from croupier.services.infra.faust_app import make_app, writer_name
-from croupier.services.infra.kernel import OwnLog
-from croupier.services.infra.replies import Replies
-from croupier.services.infra.settings import Settings, get_settings
-from croupier.services.infra.snapshots import SnapshotStore
-from croupier.services.wallet import app as worker
-from croupier.services.wallet import handlers, money_metrics, views
-from croupier.services.wallet.batches import CommandBatches
-from croupier.services.wallet.commands import Envelope
-from croupier.services.wallet.intake_marks import IntakeMarks
-from croupier.services.wallet.ledger_fold import WalletFold
-from croupier.services.wallet.operator_calls import CallerSettings, OperatorCaller
-from croupier.services.wallet.seamless import SeamlessRules
-from croupier.services.wallet.snapshot_codec import WALLET_CODEC
-from croupier.services.wallet.store import Store
-from croupier.services.wallet.table_views import TableViews
-from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import WALLET_LEDGER_TOPIC, wallet_commands_topic
+from services.infra import metrics, observability
+from services.infra.auth import Authenticator
+from services.infra.clock import Clock, SystemClock
+from services.infra.faust_app import make_app, writer_name
+from services.infra.kernel import OwnLog
+from services.infra.replies import Replies
+from services.infra.settings import Settings, get_settings
+from services.infra.snapshots import SnapshotStore
+from services.wallet import app as worker
+from services.wallet import handlers, money_metrics, views
+from services.wallet.batches import CommandBatches
+from services.wallet.commands import Envelope
+from services.wallet.intake_marks import IntakeMarks
+from services.wallet.ledger_fold import WalletFold
+from services.wallet.operator_calls import CallerSettings, OperatorCaller
+from services.wallet.seamless import SeamlessRules
+from services.wallet.snapshot_codec import WALLET_CODEC
+from services.wallet.store import Store
+from services.wallet.table_views import TableViews
+from shared.events.wallet_ledger import LedgerEntry
+from shared.topics import WALLET_LEDGER_TOPIC, wallet_commands_topic
 
 
 @dataclass(frozen=True)

@@ -13,16 +13,16 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-from croupier.shared.bets import Position
-from croupier.shared.events.bet_events import (
+from shared.bets import Position
+from shared.events.bet_events import (
     BetAccepted,
     BetRejected,
     BetSettled,
     RoundManifest,
     SettlementReversed,
 )
-from croupier.shared.events.ids import BetId, RequestId, RoundId, TableId
-from croupier.shared.events.operator_wallet import OperatorAnswer
+from shared.events.ids import BetId, RequestId, RoundId, TableId
+from shared.events.operator_wallet import OperatorAnswer
 
 Amount = Annotated[int, Field(gt=0, strict=True, description="Minor units.")]
 
@@ -116,7 +116,7 @@ class ReverseSettlement(_Command):
 
 class OperatorAnswered(_Command):
     """Seamless mode: what came of a call to the operator's wallet (its caller,
-    `croupier.services.wallet.operator_calls`, puts it here): the ledger records it, and
+    `services.wallet.operator_calls`, puts it here): the ledger records it, and
     a debit's answer is the bet's."""
 
     type: Literal["operator_answered"] = "operator_answered"

@@ -1,5 +1,5 @@
 """What one command does to one account: the answer, and the change to write as one
-ledger entry (`croupier.services.wallet.ledger_fold.Change`).
+ledger entry (`services.wallet.ledger_fold.Change`).
 
 Pure apart from the point reads the caller hands in (`Lookups`, over the fold of the
 wallet's own log): a tx id's seq, a transaction by seq, a bet's record, a spot's total,
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from croupier.services.wallet.commands import (
+from services.wallet.commands import (
     CreateAccount,
     Deposit,
     EndBet,
@@ -27,7 +27,7 @@ from croupier.services.wallet.commands import (
     ReverseSettlement,
     Withdraw,
 )
-from croupier.services.wallet.ledger import (
+from services.wallet.ledger import (
     Account,
     Applied,
     BetRecord,
@@ -36,11 +36,11 @@ from croupier.services.wallet.ledger import (
     SpotTotal,
     apply,
 )
-from croupier.services.wallet.ledger_fold import Change, Lookups
-from croupier.shared.bets import MAIN_BETS
-from croupier.shared.events.bet_events import BetPlaced
-from croupier.shared.events.wallet_events import TxKind, WalletTransaction, tx_id
-from croupier.shared.settlement import Bet, BetError, check_round_rules
+from services.wallet.ledger_fold import Change, Lookups
+from shared.bets import MAIN_BETS
+from shared.events.bet_events import BetPlaced
+from shared.events.wallet_events import TxKind, WalletTransaction, tx_id
+from shared.settlement import Bet, BetError, check_round_rules
 
 __all__ = ["Answer", "CommandResult", "LateEnding", "Lookups", "account_body", "bet_checks",
            "handle", "no_account", "spot_key"]

@@ -10,12 +10,12 @@ from collections.abc import Callable
 
 import faust
 
-from croupier.services.infra.batching import publish_all
-from croupier.services.infra.clock import Clock
-from croupier.services.infra.consumer import settling
-from croupier.services.infra.settings import Settings
-from croupier.shared.events.bet_events import IntakeMark
-from croupier.shared.topics import BETS_PLACED_TOPIC
+from services.infra.batching import publish_all
+from services.infra.clock import Clock
+from services.infra.consumer import settling
+from services.infra.settings import Settings
+from shared.events.bet_events import IntakeMark
+from shared.topics import BETS_PLACED_TOPIC
 
 log = logging.getLogger("croupier.wallet")
 MARK_TRIES = 20

@@ -3,7 +3,7 @@
 Every movement carries a deterministic `tx_id` derived from its cause. An account holds
 only what every movement needs (balance, tx_count): which tx ids were applied, and every
 bet, are per-item facts the wallet's fold keeps under their own keys
-(`croupier.services.wallet.ledger_fold`), so neither the account nor any record grows with
+(`services.wallet.ledger_fold`), so neither the account nor any record grows with
 a player's history. The caller looks the tx id up and hands its seq in (`applied`): a
 cause applied before moves nothing and returns the original seq. Balances are integer
 minor units and never go negative. No Kafka, HTTP or clock here: the caller hands in `now`.
@@ -17,8 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from croupier.shared.events.wallet_events import CREDITS, TxKind, WalletTransaction, tx_id
-from croupier.shared.events.wallet_ledger import Account, BetRecord, BetStatus, SpotTotal
+from shared.events.wallet_events import CREDITS, TxKind, WalletTransaction, tx_id
+from shared.events.wallet_ledger import Account, BetRecord, BetStatus, SpotTotal
 
 __all__ = ["UNCOVERED_DEBITS", "Account", "Applied", "BetRecord", "BetStatus",
            "LedgerRefusal", "Movement", "SpotTotal", "apply", "signed_sum"]

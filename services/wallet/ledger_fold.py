@@ -11,7 +11,7 @@ An entry writes, each under its own key (absolute values, so a fold is idempoten
                             pending until its answer is written over it)
 and publishes its transaction on `wallet.transactions`, its funded bet on `bets.placed`
 and each call it answers on `wallet.operator_calls` (the outbox:
-`croupier.services.infra.own_log`).
+`services.infra.own_log`).
 
 With a window (`CROUPIER_WALLET_STATE_WINDOW_HOURS`, `WalletFold(window)`), every key but the
 accounts expires a window after it was last written, on the fold's clock (the ledger's
@@ -32,18 +32,18 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from croupier.services.infra.own_log import Record, Writes
-from croupier.shared.events.operator_wallet import OperatorCall
-from croupier.shared.events.sources import InputRef
-from croupier.shared.events.wallet_events import WalletTransaction
-from croupier.shared.events.wallet_ledger import (
+from services.infra.own_log import Record, Writes
+from shared.events.operator_wallet import OperatorCall
+from shared.events.sources import InputRef
+from shared.events.wallet_events import WalletTransaction
+from shared.events.wallet_ledger import (
     Account,
     BetRecord,
     CommandKind,
     LedgerEntry,
     SpotTotal,
 )
-from croupier.shared.topics import (
+from shared.topics import (
     BETS_PLACED_TOPIC,
     WALLET_OPERATOR_CALLS_TOPIC,
     WALLET_TRANSACTIONS_TOPIC,
@@ -88,7 +88,7 @@ def pending_calls(kv: Mapping[str, Any]) -> list[OperatorCall]:
 
 @dataclass(frozen=True)
 class WalletExpiry:
-    """`croupier.services.infra.own_log.Expiry` of the wallet: everything but the accounts."""
+    """`services.infra.own_log.Expiry` of the wallet: everything but the accounts."""
 
     window: timedelta
 
@@ -112,7 +112,7 @@ class WalletExpiry:
 
 
 class WalletFold:
-    """`croupier.services.infra.own_log.Fold` for the wallet's ledger; with a `window`, its
+    """`services.infra.own_log.Fold` for the wallet's ledger; with a `window`, its
     state holds the last window's history, tx ids, bets and spots, and every account."""
 
     def __init__(self, window: timedelta | None = None) -> None:

@@ -6,17 +6,17 @@ from __future__ import annotations
 from datetime import datetime
 from typing import get_args
 
-from croupier.services.infra import metrics
-from croupier.services.wallet.commands import EndBet, Envelope
-from croupier.services.wallet.handlers import CommandResult
-from croupier.shared.events.wallet_events import CREDITS, TxKind
-from croupier.shared.settlement import BET_ERROR_CODES
+from services.infra import metrics
+from services.wallet.commands import EndBet, Envelope
+from services.wallet.handlers import CommandResult
+from shared.events.wallet_events import CREDITS, TxKind
+from shared.settlement import BET_ERROR_CODES
 
 # what a player's credit is the house pays, and the reverse; deposits and withdrawals
 # move no house money
 HOUSE_SIGN = {kind: -1 if kind in CREDITS else 1 for kind in get_args(TxKind)
               if kind not in ("deposit", "withdrawal")}
-# croupier.services.wallet.rounds_view.check_round_takes_bet's codes, then the rule engine's (its unknown_bet
+# services.wallet.rounds_view.check_round_takes_bet's codes, then the rule engine's (its unknown_bet
 # is reported as bet_not_offered there)
 DOOR_REASONS = (
     "unknown_table", "unknown_round", "round_closed", "table_flagged", "unknown_profile",

@@ -1,6 +1,6 @@
 """Seamless mode: the caller that delivers what the ledger owes the operator's wallet.
 
-The ledger decides every call (`croupier.services.wallet.seamless`) and keeps it pending
+The ledger decides every call (`services.wallet.seamless`) and keeps it pending
 until its answer is written over it; this caller only delivers. It is told of each new
 pending call once its entry is in the log (`start`, from the accounts agent's answers) and
 of every pending call a partition holds whenever the worker recovers that partition
@@ -35,13 +35,13 @@ from typing import Any
 
 import aiohttp
 
-from croupier.services.infra import metrics
-from croupier.services.infra.clock import Clock
-from croupier.services.infra.http_retry import read_reply
-from croupier.services.infra.own_log import PartitionState
-from croupier.services.wallet.commands import OperatorAnswered
-from croupier.services.wallet.ledger_fold import pending_calls
-from croupier.shared.events.operator_wallet import (
+from services.infra import metrics
+from services.infra.clock import Clock
+from services.infra.http_retry import read_reply
+from services.infra.own_log import PartitionState
+from services.wallet.commands import OperatorAnswered
+from services.wallet.ledger_fold import pending_calls
+from shared.events.operator_wallet import (
     OperatorAnswer,
     OperatorCall,
     WalletRequest,

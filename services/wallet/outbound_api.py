@@ -1,5 +1,5 @@
 """The OpenAPI document of the seamless wallet's outbound API: what an operator's wallet
-implements for croupier to call (`croupier.shared.events.operator_wallet` is the contract;
+implements for croupier to call (`shared.events.operator_wallet` is the contract;
 this only describes it, from the same models, like the wallet's own `openapi()`).
 
 Served by the wallet at `GET /openapi/operator-wallet.json` and written to
@@ -8,8 +8,8 @@ Served by the wallet at `GET /openapi/operator-wallet.json` and written to
 
 from __future__ import annotations
 
-from croupier.services.wallet.api_models import json_content, schema_ref
-from croupier.shared.events.operator_wallet import (
+from services.wallet.api_models import json_content, schema_ref
+from shared.events.operator_wallet import (
     ERROR_CODES,
     KEY_ID_HEADER,
     SIGNATURE_HEADER,

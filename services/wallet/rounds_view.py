@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from croupier.shared.bets import GAME_RULES, MAIN_BETS, TIGER_SIGN
-from croupier.shared.events.event_auth import (
+from shared.bets import GAME_RULES, MAIN_BETS, TIGER_SIGN
+from shared.events.event_auth import (
     ChainHead,
     TableEventRefused,
     TableFlagged,
@@ -22,17 +22,17 @@ from croupier.shared.events.event_auth import (
     Verdict,
     advance,
 )
-from croupier.shared.events.ids import id_problem
-from croupier.shared.events.table import (
+from shared.events.ids import id_problem
+from shared.events.table import (
     BettingClosed,
     RoundCompleted,
     RoundOpened,
     RoundVoided,
     TableEventBase,
 )
-from croupier.shared.profile import AnyProfile, CurrencyLimits, ProfileError, round_profile
-from croupier.shared.settlement import Bet, BetError, needs_main_bet, validate_bet
-from croupier.shared.shoe_history import ShoeHistory, find_shoe, fold_shoes, shoe_roads
+from shared.profile import AnyProfile, CurrencyLimits, ProfileError, round_profile
+from shared.settlement import Bet, BetError, needs_main_bet, validate_bet
+from shared.shoe_history import ShoeHistory, find_shoe, fold_shoes, shoe_roads
 
 KEEP_ROUNDS = 100  # per table: the view stays a few KB, whatever the table's history
 RoundStatus = Literal["open", "closed", "completed", "voided"]
@@ -63,7 +63,7 @@ class TableRounds(BaseModel):
     # the hashes of the latest void events (event_auth.ChainHead.void_tips, bounded)
     void_tips: tuple[str, ...] = ()
     # the table's last few shoes and their results, for its roads (bounded:
-    # croupier.shared.shoe_history)
+    # shared.shoe_history)
     shoes: tuple[ShoeHistory, ...] = ()
 
 

@@ -3,7 +3,7 @@ the operator's wallet holds the balance; croupier's ledger keeps the proof.
 
 Pure, like `handlers` (whose checks and movements it reuses): every call croupier owes the
 operator's wallet is decided here and written in the command's ledger entry, pending
-(`OperatorCall`); its caller (`croupier.services.wallet.operator_calls`) delivers it and
+(`OperatorCall`); its caller (`services.wallet.operator_calls`) delivers it and
 puts the answer back on the commands topic (`OperatorAnswered`), which is decided here too
 and written over the pending call. So what is owed is always in the log, and a replay shows
 for every bet what croupier asked and what the operator said (docs/decisions/seamless.md).
@@ -26,8 +26,8 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from croupier.services.wallet import handlers
-from croupier.services.wallet.commands import (
+from services.wallet import handlers
+from services.wallet.commands import (
     CreateAccount,
     Deposit,
     EndBet,
@@ -37,19 +37,19 @@ from croupier.services.wallet.commands import (
     ReverseSettlement,
     Withdraw,
 )
-from croupier.services.wallet.handlers import Answer, CommandResult, no_account, spot_key
-from croupier.services.wallet.ledger import Account, Applied, BetRecord, Movement, apply
-from croupier.services.wallet.ledger_fold import Change, Lookups
-from croupier.shared.events.bet_events import BetPlaced
-from croupier.shared.events.operator_wallet import (
+from services.wallet.handlers import Answer, CommandResult, no_account, spot_key
+from services.wallet.ledger import Account, Applied, BetRecord, Movement, apply
+from services.wallet.ledger_fold import Change, Lookups
+from shared.events.bet_events import BetPlaced
+from shared.events.operator_wallet import (
     ERROR_CODES,
     OperatorAnswer,
     OperatorCall,
     WalletRequest,
     transaction_id_of,
 )
-from croupier.shared.events.wallet_events import tx_id
-from croupier.shared.events.wallet_ledger import BetFailure, SpotTotal
+from shared.events.wallet_events import tx_id
+from shared.events.wallet_ledger import BetFailure, SpotTotal
 
 log = logging.getLogger(__name__)
 

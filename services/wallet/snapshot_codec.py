@@ -4,10 +4,10 @@ held and unpublished entries as ledger entries."""
 
 from __future__ import annotations
 
-from croupier.services.infra.snapshots import PydanticCodec
-from croupier.shared.events.operator_wallet import OperatorCall
-from croupier.shared.events.wallet_events import WalletTransaction
-from croupier.shared.events.wallet_ledger import Account, BetRecord, LedgerEntry
+from services.infra.snapshots import PydanticCodec
+from shared.events.operator_wallet import OperatorCall
+from shared.events.wallet_events import WalletTransaction
+from shared.events.wallet_ledger import Account, BetRecord, LedgerEntry
 
 WALLET_CODEC = PydanticCodec(LedgerEntry, {
     "a/": Account,  # a/<player>

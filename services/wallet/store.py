@@ -1,6 +1,6 @@
 """The wallet's read side: a player's folded state, from the worker that owns it.
 
-Every value is the fold of `wallet.ledger` (`croupier.services.wallet.ledger_fold`), kept
+Every value is the fold of `wallet.ledger` (`services.wallet.ledger_fold`), kept
 per partition of the commands topic by the kernel's `OwnLog`. A partition this worker has
 not recovered (a rebalance, a restart still folding) has no state here: its players are
 answered 503, never 404.
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from croupier.services.infra.kernel import OwnLog
-from croupier.services.wallet.ledger_fold import Lookups
+from services.infra.kernel import OwnLog
+from services.wallet.ledger_fold import Lookups
 
 PartitionOf = Callable[[str], int]  # player id -> its partition of the commands topic
 

@@ -1,6 +1,6 @@
 """Every table's recent rounds, on every wallet worker whatever partitions it owns, so any
 worker can refuse a bet at the door: each worker folds the whole of `table.events` itself
-into an in-memory view (`croupier.services.wallet.rounds_view`)."""
+into an in-memory view (`services.wallet.rounds_view`)."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from croupier.services.infra import metrics
-from croupier.services.infra.clock import Clock
-from croupier.services.infra.dead_letters import flag_table, note_void
-from croupier.services.wallet.rounds_view import TableRounds, fold_checked
-from croupier.shared.events.table import BettingClosed, parse_table_event
+from services.infra import metrics
+from services.infra.clock import Clock
+from services.infra.dead_letters import flag_table, note_void
+from services.wallet.rounds_view import TableRounds, fold_checked
+from shared.events.table import BettingClosed, parse_table_event
 
 log = logging.getLogger("croupier.wallet")
 VIEW_HORIZON_S = 3600  # a worker starts folding table.events from this long ago

@@ -4,7 +4,7 @@ is a command to the accounts agent, whose answer the view waits for.
 Every route about one player is answered by the worker that owns the player's
 partition of the commands topic (its tables hold the account, and its agent resolves
 the reply future): any other worker forwards the whole request there
-(`croupier.services.infra.routing`), and answers 503 + Retry-After while nobody owns it
+(`services.infra.routing`), and answers 503 + Retry-After while nobody owns it
 (a rebalance, or this worker's tables still recovering). Table routes are answered by
 any worker: each one folds all of `table.events` itself."""
 
@@ -21,18 +21,18 @@ import faust
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from croupier.services.infra import routing
-from croupier.services.infra.auth import AuthError
-from croupier.services.infra.consumer import settling
-from croupier.services.infra.observability import health_problems
-from croupier.services.wallet import money_metrics
-from croupier.services.wallet.api_models import (
+from services.infra import routing
+from services.infra.auth import AuthError
+from services.infra.consumer import settling
+from services.infra.observability import health_problems
+from services.wallet import money_metrics
+from services.wallet.api_models import (
     CreateAccountRequest,
     MovementRequest,
     PlaceBetRequest,
     openapi,
 )
-from croupier.services.wallet.commands import (
+from services.wallet.commands import (
     CreateAccount,
     Deposit,
     DoorRefusal,
@@ -40,10 +40,10 @@ from croupier.services.wallet.commands import (
     PlaceBet,
     Withdraw,
 )
-from croupier.services.wallet.handlers import Answer, account_body, no_account
-from croupier.services.wallet.ledger_fold import Lookups
-from croupier.services.wallet.outbound_api import outbound_openapi
-from croupier.services.wallet.rounds_view import (
+from services.wallet.handlers import Answer, account_body, no_account
+from services.wallet.ledger_fold import Lookups
+from services.wallet.outbound_api import outbound_openapi
+from services.wallet.rounds_view import (
     BetRefused,
     check_round_takes_bet,
     current_round_body,
@@ -52,10 +52,10 @@ from croupier.services.wallet.rounds_view import (
     round_rules,
     tables_body,
 )
-from croupier.shared.events.wallet_ledger import Account
+from shared.events.wallet_ledger import Account
 
 if TYPE_CHECKING:
-    from croupier.services.wallet.bootstrap import Wallet
+    from services.wallet.bootstrap import Wallet
 
 log = logging.getLogger("croupier.wallet.http")
 REPLY_TIMEOUT_S = 15.0
@@ -91,7 +91,7 @@ async def parse(request, model: type[_Model]) -> _Model:
 
 def _bad_id(error: ErrorDetails) -> bool:
     """An id field (`player_id`, `bet_id`, ...) that is a string but not an id
-    (`croupier.shared.events.ids`: `..`, `a/b`, whitespace, control characters, too long)."""
+    (`shared.events.ids`: `..`, `a/b`, whitespace, control characters, too long)."""
     return (bool(error["loc"]) and str(error["loc"][-1]).endswith("_id")
             and error["type"] in ("string_pattern_mismatch", "string_too_short",
                                   "string_too_long"))
@@ -391,7 +391,7 @@ class CurrentRound:
 @route("/tables/{table_id}/roads")
 class Roads:
     """The roads of the table's current shoe, or of `?shoe=`, from the view every worker folds
-    of `table.events` (croupier.shared.shoe_history; docs/decisions/roads.md)."""
+    of `table.events` (shared.shoe_history; docs/decisions/roads.md)."""
 
     @staticmethod
     async def get(w: Wallet, request, table_id):

@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 
-from croupier.shared.bets import Position
-from croupier.shared.events.ids import BetId
+from shared.bets import Position
+from shared.events.ids import BetId
 
 
 def settlement_id(bet_id: str, correction: int = 0) -> str:

@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.event_auth import ChainHead, void_in_log
-from croupier.shared.events.table import TableEventBase
+from shared.events.canonical import GENESIS_HASH
+from shared.events.event_auth import ChainHead, void_in_log
+from shared.events.table import TableEventBase
 
 
 @dataclass(frozen=True)

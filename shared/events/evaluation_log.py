@@ -6,7 +6,7 @@ chain head, the round in play, the flag), the result it publishes on `round.resu
 the event completed a round (or, for a refused event that flagged its table, its dead
 letter), and where in `table.events` the event stood (`source`).
 game-evaluation's state is the fold of its entries
-(`croupier.services.game_evaluation.evaluation_fold`); an event that changes nothing (a
+(`services.game_evaluation.evaluation_fold`); an event that changes nothing (a
 redelivery, an event already seen) writes nothing.
 
 The state is bounded whatever the table's history: the chain head and its void tips (at
@@ -14,7 +14,7 @@ most `event_auth.VOID_TIPS`), the one round in play (its cards stop at the rules
 surplus cards and anything after completion are ignored, a redeal clears them) and the
 reason of a flag.
 
-Entries are chained per partition like every own log's (`croupier.services.infra.own_log`):
+Entries are chained per partition like every own log's (`services.infra.own_log`):
 `prev` is the id of the partition's previous valid entry; any other entry is void and
 skipped by every fold (docs/decisions/ledger.md).
 """
@@ -25,10 +25,10 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.dead_letters import DeadLetter
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.sources import ChainedEntry
+from shared.events.canonical import GENESIS_HASH
+from shared.events.dead_letters import DeadLetter
+from shared.events.results import RoundResultPublished
+from shared.events.sources import ChainedEntry
 
 
 class RoundView(BaseModel):

@@ -35,8 +35,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from croupier.shared.events.canonical import same_digest
-from croupier.shared.events.table import TableEventBase, event_auth
+from shared.events.canonical import same_digest
+from shared.events.table import TableEventBase, event_auth
 
 
 class TableEventRefused(Exception):

@@ -21,10 +21,10 @@ from pydantic import (
     model_validator,
 )
 
-from croupier.shared.cards import Card
-from croupier.shared.events.canonical import canonical_bytes, hmac_hex, same_digest
-from croupier.shared.events.ids import InputId, RoundId, ShoeId, TableId
-from croupier.shared.events.table import CorrectionReason, VoidReason
+from shared.cards import Card
+from shared.events.canonical import canonical_bytes, hmac_hex, same_digest
+from shared.events.ids import InputId, RoundId, ShoeId, TableId
+from shared.events.table import CorrectionReason, VoidReason
 
 Role = Literal["device", "supervisor"]
 

@@ -15,7 +15,7 @@ from typing import Annotated, Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from croupier.shared.events.ids import PlayerId, RoundId, TableId
+from shared.events.ids import PlayerId, RoundId, TableId
 
 
 class ComplaintWindowOverridden(BaseModel):

@@ -33,8 +33,8 @@ from typing import Literal
 
 from pydantic import AwareDatetime, Field
 
-from croupier.shared.events.canonical import hmac_hex, same_digest
-from croupier.shared.models import FrozenModel
+from shared.events.canonical import hmac_hex, same_digest
+from shared.models import FrozenModel
 
 CallKind = Literal["debit", "credit", "rollback"]
 KEY_ID_HEADER = "X-Croupier-Key-Id"

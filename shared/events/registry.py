@@ -12,19 +12,19 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, TypeAdapter
 
-from croupier.shared.events.bet_events import BetDecision, BetEnding, BetIntake
-from croupier.shared.events.dead_letters import DeadLettersRecord
-from croupier.shared.events.evaluation_log import EvaluationEntry
-from croupier.shared.events.inputs import DealerInput
-from croupier.shared.events.operator_actions import OperatorAction
-from croupier.shared.events.operator_wallet import OperatorCallRecord
-from croupier.shared.events.rejections import InputRefused
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.settlement_log import SettlementEntry
-from croupier.shared.events.table import TableEvent
-from croupier.shared.events.wallet_events import WalletTransaction
-from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import (
+from shared.events.bet_events import BetDecision, BetEnding, BetIntake
+from shared.events.dead_letters import DeadLettersRecord
+from shared.events.evaluation_log import EvaluationEntry
+from shared.events.inputs import DealerInput
+from shared.events.operator_actions import OperatorAction
+from shared.events.operator_wallet import OperatorCallRecord
+from shared.events.rejections import InputRefused
+from shared.events.results import RoundResultPublished
+from shared.events.settlement_log import SettlementEntry
+from shared.events.table import TableEvent
+from shared.events.wallet_events import WalletTransaction
+from shared.events.wallet_ledger import LedgerEntry
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from croupier.shared.events.sources import InputPosition
+from shared.events.sources import InputPosition
 
 # refusals that are not the dealer's: a device's resend of an input already applied. The
 # per-dealer refused-input figures (`croupier stats`, the metrics) leave them out.

@@ -6,8 +6,8 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from croupier.shared.cards import Card
-from croupier.shared.rounds import RoundResult
+from shared.cards import Card
+from shared.rounds import RoundResult
 
 
 def result_id(table_id: str, round_id: str, correction: int = 0) -> str:

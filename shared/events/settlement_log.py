@@ -8,7 +8,7 @@ can (`OutRef`), else in full. A round's result settling thousands of bets is spl
 several entries of about `ENTRY_BYTES` each (at most `BETS_PER_ENTRY` bet entries); the headers, the watch and
 the pending list ride in the record's last entry (`source.last`), and the fold applies a
 record's entries together, once its last one is in the log
-(`croupier.services.infra.own_log`): a record cut short by a crash changed nothing and is
+(`services.infra.own_log`): a record cut short by a crash changed nothing and is
 decided again.
 
 Chained per partition like every own log (`prev`: the previous valid entry's id);
@@ -23,7 +23,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from croupier.shared.events.bet_events import (
+from shared.events.bet_events import (
     EMPTY_DIGEST,
     BetAccepted,
     BetPlaced,
@@ -32,7 +32,7 @@ from croupier.shared.events.bet_events import (
     RoundManifest,
     SettlementReversed,
 )
-from croupier.shared.events.sources import ChainedEntry
+from shared.events.sources import ChainedEntry
 
 # A record's changes are cut into entries of about ENTRY_BYTES of bet entries, spot totals
 # and what they publish (docs/decisions/scale.md: no record above 64 KB; Kafka's limit is

@@ -1,5 +1,5 @@
 """Where a record stood in a service's input: what an entry of the service's own log names,
-and what a worker resumes after (`croupier.services.infra.own_log`)."""
+and what a worker resumes after (`services.infra.own_log`)."""
 
 from __future__ import annotations
 

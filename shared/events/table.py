@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
 
-from croupier.shared.cards import Card
-from croupier.shared.events.canonical import canonical_bytes, hmac_hex, sha256_hex
-from croupier.shared.events.ids import RoundId, ShoeId, TableId
-from croupier.shared.events.sources import InputPosition
+from shared.cards import Card
+from shared.events.canonical import canonical_bytes, hmac_hex, sha256_hex
+from shared.events.ids import RoundId, ShoeId, TableId
+from shared.events.sources import InputPosition
 
 
 class VoidReason(StrEnum):

@@ -4,7 +4,7 @@ A `LedgerEntry` carries everything the wallet must remember of the command: the
 movement (a `WalletTransaction`), the account after it (seq and balance), the bet's
 record (status, what a retry is answered with), the spot's total, and where in the
 wallet's input the command stood (`source`). The wallet's state is the fold of its
-entries (`croupier.services.wallet.ledger_fold`); nothing else is kept that the log
+entries (`services.wallet.ledger_fold`); nothing else is kept that the log
 does not say, so a crash, a wiped disk or a partition move can only ever leave a
 state the log rebuilds.
 
@@ -20,10 +20,10 @@ from typing import Literal
 
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
 
-from croupier.shared.events.bet_events import BetPlaced
-from croupier.shared.events.operator_wallet import OperatorCall
-from croupier.shared.events.sources import ChainedEntry
-from croupier.shared.events.wallet_events import WalletTransaction
+from shared.events.bet_events import BetPlaced
+from shared.events.operator_wallet import OperatorCall
+from shared.events.sources import ChainedEntry
+from shared.events.wallet_events import WalletTransaction
 
 # "reversed": a settled bet whose settlement a management void took back; its refund
 # (`voided`) follows

@@ -1,1 +1,1 @@
-"""The shipped table profiles, one JSON file each; loaded by `croupier.shared.profile.load_profile`."""
+"""The shipped table profiles, one JSON file each; loaded by `shared.profile.load_profile`."""

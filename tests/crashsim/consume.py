@@ -22,7 +22,7 @@ from typing import Any
 
 from faust.types import TP
 
-from croupier.services.infra.kernel import OwnLog
+from services.infra.kernel import OwnLog
 from tests.crashsim.kafka_model import Kafka
 
 

@@ -36,14 +36,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from croupier.services.infra.own_log import PartitionState, fold_entry
-from croupier.services.wallet.commands import CreateAccount, Deposit, PlaceBet, Withdraw
-from croupier.shared.events.bet_events import BetPlaced
-from croupier.shared.events.dead_letters import DeadLetter
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.wallet_events import WalletTransaction
-from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import (
+from services.infra.own_log import PartitionState, fold_entry
+from services.wallet.commands import CreateAccount, Deposit, PlaceBet, Withdraw
+from shared.events.bet_events import BetPlaced
+from shared.events.dead_letters import DeadLetter
+from shared.events.results import RoundResultPublished
+from shared.events.wallet_events import WalletTransaction
+from shared.events.wallet_ledger import LedgerEntry
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     DEAD_LETTERS_TOPIC,

@@ -8,9 +8,8 @@ runner copies a snapshot of the tree (taken once at the start: the working tree 
 .git, .venv and runtime directories, or `--rev REV` from git) into a scratch directory,
 plants the bug there and runs the simulator's schedules in it (`run(seed)` of
 tests/crashsim/schedules.py, what `python -m tests.crashsim` runs) with the scratch
-directory first on the path, so `croupier` (a package directory whose `services` and
-`shared` are links to the tree's own) is the scratch copy's, not the editable install's (a
-probe checks that before any mutant runs).
+directory first on the path, so `services` and `shared` are the scratch copy's folders,
+not the editable install's (a probe checks that before any mutant runs).
 
 The unmutated snapshot runs the same schedules first (the baseline): a schedule it breaks
 (a known, reported bug such as issue 29's (c)) kills no mutant unless the mutant breaks it
@@ -347,7 +346,7 @@ def env_for(tree: Path) -> dict[str, str]:
 
 
 def module_of(file: str) -> str:
-    return "croupier." + file.removesuffix(".py").replace("/", ".")
+    return file.removesuffix(".py").replace("/", ".")
 
 
 def probe(tree: Path, mutants: tuple[Mutant, ...]) -> str | None:

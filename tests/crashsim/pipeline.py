@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from croupier.services.infra.kernel import LostPartition, until_applied
-from croupier.services.infra.own_log import Landed, Logged
-from croupier.services.infra.snapshots import copy_state
-from croupier.services.wallet import handlers
-from croupier.services.wallet.commands import (
+from services.infra.kernel import LostPartition, until_applied
+from services.infra.own_log import Landed, Logged
+from services.infra.snapshots import copy_state
+from services.wallet import handlers
+from services.wallet.commands import (
     CreateAccount,
     Deposit,
     DoorRefusal,
@@ -52,9 +52,9 @@ from croupier.services.wallet.commands import (
     PlaceBet,
     Withdraw,
 )
-from croupier.services.wallet.ledger_fold import pending_calls
-from croupier.shared.events.operator_wallet import OperatorAnswer, OperatorCall
-from croupier.shared.topics import (
+from services.wallet.ledger_fold import pending_calls
+from shared.events.operator_wallet import OperatorAnswer, OperatorCall
+from shared.topics import (
     BETS_PLACED_TOPIC,
     TABLE_EVENTS_TOPIC,
     WALLET_ENDINGS_TOPIC,

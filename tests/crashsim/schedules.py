@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from croupier.services.infra import metrics
+from services.infra import metrics
 from tests.crashsim import invariants
 from tests.crashsim.pipeline import Config, Sim
 

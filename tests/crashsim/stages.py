@@ -8,22 +8,22 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from croupier.services.bet_settlement.records import SettlementRecords
-from croupier.services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
-from croupier.services.game_evaluation.decisions import Evaluations
-from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD
-from croupier.services.infra.kernel import Answer, Decide, OwnLog
-from croupier.services.infra.replies import Replies
-from croupier.services.infra.snapshots import SnapshotStore
-from croupier.services.wallet import handlers
-from croupier.services.wallet.batches import CommandBatches
-from croupier.services.wallet.ledger_fold import WalletFold
-from croupier.services.wallet.seamless import SeamlessRules
-from croupier.services.wallet.snapshot_codec import WALLET_CODEC
-from croupier.shared.events.evaluation_log import EvaluationEntry
-from croupier.shared.events.settlement_log import SettlementEntry
-from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import (
+from services.bet_settlement.records import SettlementRecords
+from services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
+from services.game_evaluation.decisions import Evaluations
+from services.game_evaluation.evaluation_fold import EVALUATION_FOLD
+from services.infra.kernel import Answer, Decide, OwnLog
+from services.infra.replies import Replies
+from services.infra.snapshots import SnapshotStore
+from services.wallet import handlers
+from services.wallet.batches import CommandBatches
+from services.wallet.ledger_fold import WalletFold
+from services.wallet.seamless import SeamlessRules
+from services.wallet.snapshot_codec import WALLET_CODEC
+from shared.events.evaluation_log import EvaluationEntry
+from shared.events.settlement_log import SettlementEntry
+from shared.events.wallet_ledger import LedgerEntry
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,

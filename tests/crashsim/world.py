@@ -5,7 +5,7 @@ oracle (what a round's cards say and what each bet returns) and the operator's w
 (seamless mode).
 
 The oracle is a few lines of Punto Banco written from the rules, not from
-`croupier.shared.baccarat`, `shared.rounds` or game-evaluation, and the dealer's
+`shared.baccarat`, `shared.rounds` or game-evaluation, and the dealer's
 expectations are the model's own rules (its shoe's counts, its rounds, `baccarat`), not the
 machine's helpers: so a bug in any of them cannot hide in the expectation. dealer-event's
 machine is the one service code imported here (it is the code under test).
@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from croupier.services.dealer_event.admission import AdmissionPolicy
-from croupier.services.dealer_event.state import TableState
-from croupier.services.dealer_event.table_machine import MachineConfig, MachineStep, step, tick
-from croupier.shared.events.inputs import (
+from services.dealer_event.admission import AdmissionPolicy
+from services.dealer_event.state import TableState
+from services.dealer_event.table_machine import MachineConfig, MachineStep, step, tick
+from shared.events.inputs import (
     AnnulRounds,
     CloseBetting,
     InputBase,
@@ -31,7 +31,7 @@ from croupier.shared.events.inputs import (
     VoidRound,
     make_input,
 )
-from croupier.shared.events.table import TableEventBase, event_auth
+from shared.events.table import TableEventBase, event_auth
 
 TABLE_KEY = b"crashsim-table-events-key"
 PROFILE = "sbo-baccarat"

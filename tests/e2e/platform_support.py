@@ -11,14 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from croupier.services.demo.session import DemoRun
-from croupier.services.demo.stack import Stack
-from croupier.services.demo.summary import DemoSummary, summarise, wait_until_settled
-from croupier.services.infra.faust_app import service_port
-from croupier.services.infra.processes import service_env
-from croupier.services.infra.settings import Settings
-from croupier.services.operator.rebuild import RebuildReport, rebuild
-from croupier.services.operator.wallet_client import live_balances
+from services.demo.session import DemoRun
+from services.demo.stack import Stack
+from services.demo.summary import DemoSummary, summarise, wait_until_settled
+from services.infra.faust_app import service_port
+from services.infra.processes import service_env
+from services.infra.settings import Settings
+from services.operator.rebuild import RebuildReport, rebuild
+from services.operator.wallet_client import live_balances
 from tests.conftest import free_port, instance_for
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def worker_port(settings: Settings, service: str, worker: int) -> int:
 
 def croupier(settings: Settings, *args: str, columns: int = 200) -> subprocess.CompletedProcess:
     env = {**os.environ, **service_env(settings), "COLUMNS": str(columns)}
-    return subprocess.run([sys.executable, "-m", "croupier.services.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "services.cli", *args], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=600)
 
 

@@ -14,7 +14,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from benchmarks.e2e import cpu
 from benchmarks.e2e.records import LIMIT_BYTES, largest_records
 from benchmarks.e2e.stats import percentile, summary
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.kafka_security import ADMIN, kafka_python_options
 
 
 def test_percentiles_interpolate_between_ranks():

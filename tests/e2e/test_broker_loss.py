@@ -29,17 +29,17 @@ import aiohttp
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from croupier.services.demo.session import DemoConfig, play
-from croupier.services.demo.stack import Stack, ensure_kafka
-from croupier.services.infra import kafka_clients
-from croupier.services.infra.http_retry import read_reply, with_retry
-from croupier.services.infra.kafka_security import ADMIN
-from croupier.services.infra.local_broker import LocalCluster, cluster_from_settings
-from croupier.services.infra.log_reader import read_to_end
-from croupier.services.infra.settings import NODE_PORT_STEP, Settings
-from croupier.services.simulators import players as players_module
-from croupier.services.simulators.tables.transport import HttpTransport
-from croupier.shared.topics import (
+from services.demo.session import DemoConfig, play
+from services.demo.stack import Stack, ensure_kafka
+from services.infra import kafka_clients
+from services.infra.http_retry import read_reply, with_retry
+from services.infra.kafka_security import ADMIN
+from services.infra.local_broker import LocalCluster, cluster_from_settings
+from services.infra.log_reader import read_to_end
+from services.infra.settings import NODE_PORT_STEP, Settings
+from services.simulators import players as players_module
+from services.simulators.tables.transport import HttpTransport
+from shared.topics import (
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,
     TABLE_EVENTS_TOPIC,
@@ -71,7 +71,7 @@ def cli_env(home, port: int, controller: int, metrics: int) -> dict[str, str]:
 
 
 def croupier(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "croupier.services.cli", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "services.cli", *args], env=env,
                           capture_output=True, text=True, timeout=240, cwd=ROOT)
 
 
@@ -131,7 +131,7 @@ def in_use(admin, bootstrap: str) -> set[tuple[str, int]]:
     """The watched partitions holding records."""
     from kafka import KafkaConsumer, TopicPartition
 
-    from croupier.services.infra.kafka_security import kafka_python_options
+    from services.infra.kafka_security import kafka_python_options
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, **kafka_python_options(ADMIN))
     try:
         tps = [TopicPartition(t, p) for t, p in leaders(admin)]

@@ -21,12 +21,12 @@ import httpx
 import pytest
 from kafka import KafkaProducer
 
-from croupier.services.demo.stack import ensure_kafka
-from croupier.services.infra.dead_letters import dead_letter, record_of
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.processes import ServiceProcess, operator_api_process, service_env
-from croupier.services.operator.console_session import COOKIE
-from croupier.shared.topics import DEALER_INPUTS_TOPIC
+from services.demo.stack import ensure_kafka
+from services.infra.dead_letters import dead_letter, record_of
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.processes import ServiceProcess, operator_api_process, service_env
+from services.operator.console_session import COOKIE
+from shared.topics import DEALER_INPUTS_TOPIC
 from tests.browser_screenshot import chromium_binary
 from tests.e2e.platform_support import platform_settings
 from tests.floor_builder import Floor

@@ -16,12 +16,12 @@ import time
 
 import pytest
 
-from croupier.services.demo.session import DemoConfig, play
-from croupier.services.demo.stack import Stack, ensure_kafka
-from croupier.services.infra.http_retry import Reply
-from croupier.services.infra.local_broker import LocalBroker
-from croupier.services.infra.service_table import SERVICE_NAMES
-from croupier.services.infra.settings import Settings
+from services.demo.session import DemoConfig, play
+from services.demo.stack import Stack, ensure_kafka
+from services.infra.http_retry import Reply
+from services.infra.local_broker import LocalBroker
+from services.infra.service_table import SERVICE_NAMES
+from services.infra.settings import Settings
 from tests.conftest import free_port
 from tests.e2e.platform_support import platform_settings, settle_and_rebuild, worker_port
 

@@ -21,12 +21,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.services.demo.session import DemoConfig, play
-from croupier.services.demo.stack import Stack, ensure_kafka, seamless_settings
-from croupier.services.demo.summary import reconciliation_check
-from croupier.services.operator.event_reader import read_books
-from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
-from croupier.services.simulators.operator_wallet.faults import Faults
+from services.demo.session import DemoConfig, play
+from services.demo.stack import Stack, ensure_kafka, seamless_settings
+from services.demo.summary import reconciliation_check
+from services.operator.event_reader import read_books
+from services.simulators.operator_wallet.client import OperatorWalletClient
+from services.simulators.operator_wallet.faults import Faults
 from tests.conftest import free_port
 from tests.e2e.platform_support import platform_settings, settle_and_rebuild, worker_port
 

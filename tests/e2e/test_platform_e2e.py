@@ -11,11 +11,11 @@ import time
 
 import pytest
 
-from croupier.services.demo.session import DemoConfig, play
-from croupier.services.demo.stack import Stack, ensure_kafka
-from croupier.services.infra.processes import worker_name
-from croupier.services.infra.service_table import SERVICE_NAMES
-from croupier.shared.profile import list_profiles
+from services.demo.session import DemoConfig, play
+from services.demo.stack import Stack, ensure_kafka
+from services.infra.processes import worker_name
+from services.infra.service_table import SERVICE_NAMES
+from shared.profile import list_profiles
 from tests.e2e.platform_support import (
     croupier,
     platform_settings,

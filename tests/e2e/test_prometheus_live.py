@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from croupier.services.demo.session import DemoConfig, play
-from croupier.services.demo.stack import Stack, ensure_kafka
-from croupier.services.demo.summary import wait_until_settled
+from services.demo.session import DemoConfig, play
+from services.demo.stack import Stack, ensure_kafka
+from services.demo.summary import wait_until_settled
 from tests.browser_screenshot import PNG_MAGIC, chromium_binary, screenshot
 from tests.e2e.platform_support import platform_settings
 from tests.prometheus_server import PrometheusServer, prometheus_binary, rtp_graph_expr

@@ -6,7 +6,7 @@ import base64
 import json
 from pathlib import Path
 
-from croupier.shared.topics import (
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,

@@ -9,7 +9,7 @@ import random
 from datetime import UTC, datetime
 from pathlib import Path
 
-from croupier.services.infra.settings import Settings
+from services.infra.settings import Settings
 
 HERE = Path(__file__).resolve().parent
 T0 = datetime(2026, 11, 30, 12, 0, 0, tzinfo=UTC)

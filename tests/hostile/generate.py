@@ -34,9 +34,9 @@ import json
 from datetime import timedelta
 from pathlib import Path
 
-from croupier.services.infra.table_keys import table_key
-from croupier.shared.cards import parse_card
-from croupier.shared.events.bet_events import (
+from services.infra.table_keys import table_key
+from shared.cards import parse_card
+from shared.events.bet_events import (
     BetAccepted,
     BetPlaced,
     BetRejected,
@@ -45,8 +45,8 @@ from croupier.shared.events.bet_events import (
     RoundManifest,
     SettlementReversed,
 )
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.inputs import (
+from shared.events.canonical import GENESIS_HASH
+from shared.events.inputs import (
     CloseBetting,
     NewShoe,
     OpenRound,
@@ -54,8 +54,8 @@ from croupier.shared.events.inputs import (
     VoidRound,
     make_input,
 )
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.table import (
+from shared.events.results import RoundResultPublished
+from shared.events.table import (
     BettingClosed,
     CardDealt,
     RoundCompleted,
@@ -64,9 +64,9 @@ from croupier.shared.events.table import (
     ShoeStarted,
     seal,
 )
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.topics import (
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,

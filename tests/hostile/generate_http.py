@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from croupier.services.infra.auth import Authenticator
+from services.infra.auth import Authenticator
 from tests.hostile.gen_common import DEV, b64, big, js, rng
 
 # ---------------------------------------------------------------------------------- HTTP

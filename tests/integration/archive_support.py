@@ -12,11 +12,11 @@ from pathlib import Path
 
 from kafka import KafkaProducer
 
-from croupier.services.archive.archiver import Archiver, ArchiverStats
-from croupier.services.archive.store_ops import archived_partitions, read_archived
-from croupier.services.infra.archive_store import ArchiveStore, open_store
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.log_reader import read_to_end
+from services.archive.archiver import Archiver, ArchiverStats
+from services.archive.store_ops import archived_partitions, read_archived
+from services.infra.archive_store import ArchiveStore, open_store
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.log_reader import read_to_end
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -25,7 +25,7 @@ def archiver_process(bootstrap: str, url: str, log: Path, *args: str,
                      env: dict[str, str] | None = None) -> subprocess.Popen:
     full_env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, **(env or {})}
     return subprocess.Popen(
-        [sys.executable, "-m", "croupier.services.cli", "archive", "run", "--url", url, *args],
+        [sys.executable, "-m", "services.cli", "archive", "run", "--url", url, *args],
         cwd=ROOT, env=full_env, stdout=log.open("ab"), stderr=subprocess.STDOUT,
         start_new_session=True)
 

@@ -17,15 +17,15 @@ import httpx
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 
-from croupier.services.infra import topic_admin
-from croupier.services.infra.consumer import group_reading
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.log_reader import read_to_end
-from croupier.services.infra.processes import ServiceProcess
-from croupier.services.infra.settings import Settings
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.results import RoundResultPublished, result_id
-from croupier.shared.events.table import (
+from services.infra import topic_admin
+from services.infra.consumer import group_reading
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.log_reader import read_to_end
+from services.infra.processes import ServiceProcess
+from services.infra.settings import Settings
+from shared.events.canonical import GENESIS_HASH
+from shared.events.results import RoundResultPublished, result_id
+from shared.events.table import (
     BettingClosed,
     CardDealt,
     RoundCompleted,
@@ -34,10 +34,10 @@ from croupier.shared.events.table import (
     ShoeStarted,
     seal,
 )
-from croupier.shared.profile import load_profile, pinned
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.simulate import deal_rounds
-from croupier.shared.topics import (
+from shared.profile import load_profile, pinned
+from shared.rounds import evaluate_round
+from shared.simulate import deal_rounds
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,

@@ -17,9 +17,9 @@ from pathlib import Path
 import httpx
 from kafka import KafkaProducer
 
-from croupier.services.infra import topic_admin
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.shared.topics import topic_catalogue
+from services.infra import topic_admin
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from shared.topics import topic_catalogue
 from tests.conftest import free_port
 from tests.round_builder import RecordedRound
 
@@ -65,7 +65,7 @@ def record_round_among_others(bootstrap: str) -> RecordedRound:
 def operator_api_process(bootstrap: str, env: dict[str, str] | None = None) -> Iterator[str]:
     """`croupier operator-api` on a free port, answering /health; yields its base URL."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "croupier.services.cli", "operator-api",
+    proc = subprocess.Popen([sys.executable, "-m", "services.cli", "operator-api",
                              "--port", str(port)],
                             env={**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, **(env or {})},
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -86,7 +86,7 @@ def operator_api_process(bootstrap: str, env: dict[str, str] | None = None) -> I
 def croupier(bootstrap: str, *args: str, env: dict[str, str] | None = None
              ) -> subprocess.CompletedProcess:
     env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, **(env or {})}
-    return subprocess.run([sys.executable, "-m", "croupier.services.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "services.cli", *args], capture_output=True,
                           text=True, env=env, cwd=ROOT, timeout=120)
 
 

@@ -16,23 +16,23 @@ from kafka import KafkaConsumer, TopicPartition
 from kafka.errors import KafkaError
 from kafka.structs import OffsetAndMetadata
 
-from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD
-from croupier.services.infra import topic_admin
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.log_reader import read_to_end
-from croupier.services.infra.own_log import PartitionState, broker_time, fold_entry
-from croupier.services.infra.processes import ServiceProcess
-from croupier.services.infra.settings import Settings
-from croupier.services.infra.table_keys import table_key
-from croupier.services.simulators.tables.inputs import InputFactory
-from croupier.shared.events.chain import verify_chain
-from croupier.shared.events.evaluation_log import EvaluationEntry
-from croupier.shared.events.rejections import InputRefused
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.table import parse_table_event
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.topics import (
+from services.game_evaluation.evaluation_fold import EVALUATION_FOLD
+from services.infra import topic_admin
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.log_reader import read_to_end
+from services.infra.own_log import PartitionState, broker_time, fold_entry
+from services.infra.processes import ServiceProcess
+from services.infra.settings import Settings
+from services.infra.table_keys import table_key
+from services.simulators.tables.inputs import InputFactory
+from shared.events.chain import verify_chain
+from shared.events.evaluation_log import EvaluationEntry
+from shared.events.rejections import InputRefused
+from shared.events.results import RoundResultPublished
+from shared.events.table import parse_table_event
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.topics import (
     DEALER_REJECTIONS_TOPIC,
     EVALUATION_LOG_TOPIC,
     ROUND_RESULTS_TOPIC,
@@ -209,7 +209,7 @@ class HandDriver:
 
     def close(self, round_id: str) -> dict:
         """A supervisor's early close, with a reason (a device may not, seed 002)."""
-        from croupier.shared.events.inputs import CloseBetting
+        from shared.events.inputs import CloseBetting
 
         return self.ok(CloseBetting, round_id=round_id, role="supervisor",
                        reason_text="test: close before the timer")

@@ -15,8 +15,8 @@ import httpx
 import pytest
 from kafka.partitioner.default import murmur2
 
-from croupier.shared.cards import parse_card
-from croupier.shared.events.inputs import NewShoe, OpenRound, ScanCard
+from shared.cards import parse_card
+from shared.events.inputs import NewShoe, OpenRound, ScanCard
 from tests.integration.money_support import RUN, money_platform, wait_for
 from tests.integration.tables_live_support import HandDriver, running_workers, table_events
 

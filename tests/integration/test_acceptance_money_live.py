@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.shared.events.bet_events import BetPlaced
-from croupier.shared.events.table import RoundAnnulled
-from croupier.shared.topics import (
+from shared.events.bet_events import BetPlaced
+from shared.events.table import RoundAnnulled
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,

@@ -11,9 +11,9 @@ import uuid
 
 import pytest
 
-from croupier.services.archive.verify import verify
-from croupier.services.infra.archive_store import open_store
-from croupier.shared.topics import (
+from services.archive.verify import verify
+from services.infra.archive_store import open_store
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     DEALER_REJECTIONS_TOPIC,
@@ -141,7 +141,7 @@ def test_offsets_that_aged_out_before_they_were_archived_stay_on_record(topics, 
     kept in the chain as an aged-out segment, and verify names those offsets for ever."""
     from kafka import TopicPartition
 
-    from croupier.services.infra import topic_admin
+    from services.infra import topic_admin
 
     topic = DEALER_REJECTIONS_TOPIC
     prod = producer(topics)

@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from croupier.services.infra.auth import Authenticator
-from croupier.services.infra.settings import Settings
-from croupier.shared.topics import TABLE_EVENTS_TOPIC
+from services.infra.auth import Authenticator
+from services.infra.settings import Settings
+from shared.topics import TABLE_EVENTS_TOPIC
 from tests.archive_builder import round_records
 from tests.integration.archive_support import producer
 from tests.integration.replay_support import apply_topics, croupier, operator_api_process

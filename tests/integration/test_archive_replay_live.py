@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from croupier.services.infra import topic_admin
-from croupier.services.infra.archive_store import open_store
-from croupier.services.infra.kafka_security import OPERATOR, kafka_python_options
-from croupier.services.operator.audit import audit
-from croupier.services.operator.event_reader import read_books
-from croupier.shared.topics import TOPIC_NAMES
+from services.infra import topic_admin
+from services.infra.archive_store import open_store
+from services.infra.kafka_security import OPERATOR, kafka_python_options
+from services.operator.audit import audit
+from services.operator.event_reader import read_books
+from shared.topics import TOPIC_NAMES
 from tests.integration.replay_support import (
     apply_topics,
     croupier,

@@ -11,8 +11,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from croupier.shared.cards import parse_card, parse_cards
-from croupier.shared.events.inputs import (
+from shared.cards import parse_card, parse_cards
+from shared.events.inputs import (
     Burn,
     NewShoe,
     OpenRound,
@@ -21,10 +21,10 @@ from croupier.shared.events.inputs import (
     ShoeFirstCard,
     VoidRound,
 )
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.settlement import Bet, settle
-from croupier.shared.topics import BETS_SETTLED_TOPIC
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.settlement import Bet, settle
+from shared.topics import BETS_SETTLED_TOPIC
 from tests.integration.money_support import WalletAt, read_topic, wait_for
 from tests.integration.tables_live_support import (
     HandDriver,

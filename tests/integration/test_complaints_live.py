@@ -16,9 +16,9 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from croupier.services.infra.log_reader import read_to_end
-from croupier.services.infra.settings import Settings
-from croupier.shared.topics import OPERATOR_ACTIONS_TOPIC
+from services.infra.log_reader import read_to_end
+from services.infra.settings import Settings
+from shared.topics import OPERATOR_ACTIONS_TOPIC
 from tests.integration.replay_support import (
     apply_topics,
     croupier,

@@ -14,12 +14,12 @@ import httpx
 import pytest
 from kafka import KafkaProducer
 
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.log_reader import read_to_end
-from croupier.services.simulators.tables.driver import SimConfig
-from croupier.services.simulators.tables.run import run_tables
-from croupier.shared.events.dead_letters import DeadLetter
-from croupier.shared.topics import (
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.log_reader import read_to_end
+from services.simulators.tables.driver import SimConfig
+from services.simulators.tables.run import run_tables
+from shared.events.dead_letters import DeadLetter
+from shared.topics import (
     BETS_PLACED_TOPIC,
     DEAD_LETTERS_TOPIC,
     DEALER_INPUTS_TOPIC,

@@ -17,11 +17,11 @@ import httpx
 import pytest
 from kafka import KafkaProducer, TopicPartition
 
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.settings import Settings
-from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound
-from croupier.shared.events.table import BettingClosed, seal
-from croupier.shared.topics import DEALER_INPUTS_TOPIC, TABLE_EVENTS_TOPIC
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.settings import Settings
+from shared.events.inputs import CloseBetting, NewShoe, OpenRound
+from shared.events.table import BettingClosed, seal
+from shared.topics import DEALER_INPUTS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.conftest import instance_for
 from tests.integration.tables_live_support import (
     HandDriver,

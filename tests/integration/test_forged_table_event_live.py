@@ -13,12 +13,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from croupier.services.infra.processes import ServiceProcess
-from croupier.services.operator.replay_service import ReplayRequest, run_replay
-from croupier.shared.cards import parse_card
-from croupier.shared.events.dead_letters import DeadLetter
-from croupier.shared.events.table import CardDealt, RoundCompleted, TableClosed, TableReopened, seal
-from croupier.shared.topics import (
+from services.infra.processes import ServiceProcess
+from services.operator.replay_service import ReplayRequest, run_replay
+from shared.cards import parse_card
+from shared.events.dead_letters import DeadLetter
+from shared.events.table import CardDealt, RoundCompleted, TableClosed, TableReopened, seal
+from shared.topics import (
     BETS_SETTLED_TOPIC,
     DEAD_LETTERS_TOPIC,
     ROUND_RESULTS_TOPIC,

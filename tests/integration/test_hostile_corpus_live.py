@@ -26,20 +26,20 @@ import httpx
 import pytest
 from kafka import KafkaAdminClient, KafkaProducer
 
-from croupier.services.demo.session import DemoConfig, play
-from croupier.services.demo.stack import Stack, ensure_kafka
-from croupier.services.demo.summary import summarise, wait_until_settled
-from croupier.services.infra.consumer import group_reading
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.log_reader import read_to_end
-from croupier.services.infra.processes import service_env
-from croupier.services.infra.service_table import SERVICE_NAMES
-from croupier.services.infra.settings import Settings
-from croupier.services.infra.table_keys import table_key
-from croupier.services.operator.rebuild import rebuild
-from croupier.services.operator.wallet_client import live_balances
-from croupier.shared.events.inputs import DEALER_INPUT, NewShoe, OpenRound
-from croupier.shared.topics import (
+from services.demo.session import DemoConfig, play
+from services.demo.stack import Stack, ensure_kafka
+from services.demo.summary import summarise, wait_until_settled
+from services.infra.consumer import group_reading
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.log_reader import read_to_end
+from services.infra.processes import service_env
+from services.infra.service_table import SERVICE_NAMES
+from services.infra.settings import Settings
+from services.infra.table_keys import table_key
+from services.operator.rebuild import rebuild
+from services.operator.wallet_client import live_balances
+from shared.events.inputs import DEALER_INPUT, NewShoe, OpenRound
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,
@@ -81,7 +81,7 @@ def _operator_api(settings: Settings) -> subprocess.Popen:
     log = open(settings.home / "logs" / "operator-api.log", "ab")  # noqa: SIM115
     env = {**os.environ, **service_env(settings),
            "CROUPIER_OPERATOR_API_PORT": str(settings.operator_api_port)}
-    proc = subprocess.Popen([sys.executable, "-m", "croupier.services.cli", "operator-api"], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "services.cli", "operator-api"], env=env,
                             cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     log.close()

@@ -8,9 +8,9 @@ import httpx
 import pytest
 from kafka import KafkaConsumer, TopicPartition
 
-from croupier.services.infra.kafka_security import OPERATOR as OPERATOR_PRINCIPAL
-from croupier.services.infra.kafka_security import kafka_python_options
-from croupier.shared.topics import DEALER_INPUTS_TOPIC
+from services.infra.kafka_security import OPERATOR as OPERATOR_PRINCIPAL
+from services.infra.kafka_security import kafka_python_options
+from shared.topics import DEALER_INPUTS_TOPIC
 from tests.integration.money_support import OPERATOR, RUN
 from tests.integration.tables_live_support import running_services
 

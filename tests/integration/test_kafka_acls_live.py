@@ -11,8 +11,8 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.errors import KafkaError, TopicAuthorizationFailedError
 
-from croupier.services.infra import topic_admin
-from croupier.services.infra.kafka_security import (
+from services.infra import topic_admin
+from services.infra.kafka_security import (
     ADMIN,
     OPERATOR,
     PRINCIPALS,
@@ -21,8 +21,8 @@ from croupier.services.infra.kafka_security import (
     kafka_python_options,
     secured,
 )
-from croupier.services.infra.settings import Settings
-from croupier.shared.topics import (
+from services.infra.settings import Settings
+from shared.topics import (
     BETS_SETTLED_TOPIC,
     DEALER_INPUTS_TOPIC,
     OPERATOR_ACTIONS_TOPIC,
@@ -139,7 +139,7 @@ def test_a_wrong_password_is_refused(bootstrap: str) -> None:
 
 def test_the_table_simulator_writes_dealer_inputs_as_a_table_device(bootstrap: str) -> None:
     """`simulate-table --via-kafka` is a device: it may write dealer.inputs, nothing else."""
-    from croupier.services.simulators.tables.transport import KafkaTransport
+    from services.simulators.tables.transport import KafkaTransport
 
     transport = KafkaTransport(bootstrap)
     producer = transport._producer

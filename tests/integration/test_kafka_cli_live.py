@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from croupier.services.infra.local_broker import JARS_MARKER, jars_dir
-from croupier.services.infra.settings import Settings
-from croupier.shared.topics import CATALOGUE_NAMES, TABLE_EVENTS_TOPIC
+from services.infra.local_broker import JARS_MARKER, jars_dir
+from services.infra.settings import Settings
+from shared.topics import CATALOGUE_NAMES, TABLE_EVENTS_TOPIC
 from tests.conftest import free_port
 
 pytestmark = pytest.mark.kafka
-CROUPIER = [sys.executable, "-m", "croupier.services.cli"]
+CROUPIER = [sys.executable, "-m", "services.cli"]
 
 
 def croupier(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:

@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer, TopicPartition
 
-from croupier.services.infra.consumer import kernel_group
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.log_reader import read_to_end
-from croupier.services.wallet.commands import CreateAccount, Deposit, Envelope
-from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import WALLET_LEDGER_TOPIC, wallet_commands_topic
+from services.infra.consumer import kernel_group
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.log_reader import read_to_end
+from services.wallet.commands import CreateAccount, Deposit, Envelope
+from shared.events.wallet_ledger import LedgerEntry
+from shared.topics import WALLET_LEDGER_TOPIC, wallet_commands_topic
 from tests.conftest import instance_for
 from tests.integration.tables_live_support import commit_past, running_services
 

@@ -14,14 +14,14 @@ import httpx
 import pytest
 from kafka import KafkaAdminClient
 
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.log_reader import read_to_end
-from croupier.services.operator.audit import audit
-from croupier.services.operator.event_reader import read_books
-from croupier.shared.events.bet_events import manifest_digest
-from croupier.shared.profile import load_profile
-from croupier.shared.settlement import Bet, settle
-from croupier.shared.topics import BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, SETTLEMENT_LOG_TOPIC
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.log_reader import read_to_end
+from services.operator.audit import audit
+from services.operator.event_reader import read_books
+from shared.events.bet_events import manifest_digest
+from shared.profile import load_profile
+from shared.settlement import Bet, settle
+from shared.topics import BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, SETTLEMENT_LOG_TOPIC
 from tests.integration.money_support import ScriptedTable, money_platform_fixture, read_topic
 
 pytestmark = pytest.mark.kafka

@@ -14,19 +14,19 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from croupier.services.devtools.grafana_dashboards import (
+from services.devtools.grafana_dashboards import (
     RECORDING_RULES,
     metric_names_in_dashboards,
     promql_metric_names,
     recorded_metric_names,
     scraped_metric_names,
 )
-from croupier.services.infra.processes import ServiceProcess
-from croupier.services.infra.service_table import SERVICE_NAMES
-from croupier.services.infra.settings import Settings
-from croupier.services.simulators.players import PlayerSimulator
-from croupier.services.simulators.tables.driver import BettingWindow, SimConfig
-from croupier.services.simulators.tables.run import run_tables
+from services.infra.processes import ServiceProcess
+from services.infra.service_table import SERVICE_NAMES
+from services.infra.settings import Settings
+from services.simulators.players import PlayerSimulator
+from services.simulators.tables.driver import BettingWindow, SimConfig
+from services.simulators.tables.run import run_tables
 from tests.integration.tables_live_support import running_services
 
 pytestmark = pytest.mark.kafka

@@ -11,11 +11,11 @@ from collections import Counter, defaultdict
 import httpx
 import pytest
 
-from croupier.services.infra.settings import Settings
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.profile import load_profile
-from croupier.shared.settlement import Bet, settle
-from croupier.shared.topics import (
+from services.infra.settings import Settings
+from shared.events.results import RoundResultPublished
+from shared.profile import load_profile
+from shared.settlement import Bet, settle
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,
@@ -120,7 +120,7 @@ def settled_records(bootstrap: str, round_ids: set[str]) -> list[dict]:
 # --- tests -------------------------------------------------------------------------------
 
 def test_openapi_lists_every_route(platform):
-    from croupier.services.wallet.api_models import ROUTES
+    from services.wallet.api_models import ROUTES
 
     doc = platform.http.get("/openapi.json").json()
     for route in ROUTES:
@@ -322,7 +322,7 @@ def test_redelivery_moves_no_money(platform, bac):
 def test_player_simulator_bets_and_is_refused_by_name(platform, bac, tf):
     import asyncio
 
-    from croupier.services.simulators.players import PlayerSimulator
+    from services.simulators.players import PlayerSimulator
 
     async def run() -> Counter:
         sim = PlayerSimulator(platform.wallet.base_url, Settings().operator_token,

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from croupier.services.infra.processes import ServiceProcess, operator_wallet_process
-from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
-from croupier.services.simulators.operator_wallet.server import DEV_SECRET
-from croupier.shared.events.operator_wallet import (
+from services.infra.processes import ServiceProcess, operator_wallet_process
+from services.simulators.operator_wallet.client import OperatorWalletClient
+from services.simulators.operator_wallet.server import DEV_SECRET
+from shared.events.operator_wallet import (
     ERROR_CODES,
     KEY_ID_HEADER,
     SIGNATURE_HEADER,
@@ -121,7 +121,7 @@ def test_bad_bodies_and_bad_signatures_are_refused(client):
 
 
 def signature_headers(body: bytes) -> dict[str, str]:
-    from croupier.shared.events.operator_wallet import signature_headers as signed
+    from shared.events.operator_wallet import signature_headers as signed
 
     return signed(body, "k1", DEV_SECRET.encode())
 

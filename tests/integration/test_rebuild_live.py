@@ -9,8 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.services.operator.rebuild import cyclic_gc_paused, rebuild
-from croupier.shared.topics import ROUTED_TOPICS
+from services.operator.rebuild import cyclic_gc_paused, rebuild
+from shared.topics import ROUTED_TOPICS
 from tests.floor_builder import Floor
 from tests.integration.replay_support import apply_topics
 

@@ -22,10 +22,10 @@ from aiohttp import web
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 
-from croupier.services.infra import kafka_security
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.settings import Settings
-from croupier.shared.events.operator_wallet import (
+from services.infra import kafka_security
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.settings import Settings
+from shared.events.operator_wallet import (
     KEY_ID_HEADER,
     SIGNATURE_HEADER,
     OperatorCallRecord,
@@ -33,12 +33,12 @@ from croupier.shared.events.operator_wallet import (
     TransactionsPage,
     verify,
 )
-from croupier.shared.topics import WALLET_OPERATOR_CALLS_TOPIC
+from shared.topics import WALLET_OPERATOR_CALLS_TOPIC
 from tests.ports import free_port
 from tests.unit.test_reconcile import call, op
 
 pytestmark = pytest.mark.kafka
-CROUPIER = [sys.executable, "-m", "croupier.services.cli"]
+CROUPIER = [sys.executable, "-m", "services.cli"]
 KEY_ID, KEY = "k1", b"fake-operator-secret"
 AT = datetime.now(UTC) - timedelta(minutes=30)
 FROM = (AT - timedelta(hours=1)).isoformat()

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.shared.profile import pinned
+from shared.profile import pinned
 from tests.integration.replay_support import apply_topics, croupier, produce_rounds, replay_args
 from tests.round_builder import RecordedRound
 

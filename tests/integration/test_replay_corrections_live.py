@@ -12,20 +12,20 @@ from types import SimpleNamespace
 
 import pytest
 
-from croupier.services.operator.replay_service import ReplayRequest, run_replay
-from croupier.services.operator.report_render import render
-from croupier.shared.cards import parse_card, parse_cards
-from croupier.shared.events.inputs import (
+from services.operator.replay_service import ReplayRequest, run_replay
+from services.operator.report_render import render
+from shared.cards import parse_card, parse_cards
+from shared.events.inputs import (
     CloseBetting,
     CorrectRound,
     NewShoe,
     OpenRound,
     ScanCard,
 )
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.settlement import Bet, settle
-from croupier.shared.topics import BETS_SETTLED_TOPIC, WALLET_TRANSACTIONS_TOPIC
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.settlement import Bet, settle
+from shared.topics import BETS_SETTLED_TOPIC, WALLET_TRANSACTIONS_TOPIC
 from tests.integration.money_support import WalletAt, read_topic, wait_for
 from tests.integration.tables_live_support import HandDriver, table_and_money_fixture
 

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from croupier.services.infra.auth import Authenticator
-from croupier.services.infra.settings import Settings
-from croupier.shared.topics import (
+from services.infra.auth import Authenticator
+from services.infra.settings import Settings
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_SETTLED_TOPIC,
     ROUND_RESULTS_TOPIC,
@@ -129,8 +129,8 @@ def popular(platform_kafka):
 
 
 def _read(bootstrap, played, player=None):
-    from croupier.services.operator.replay import replay_round
-    from croupier.services.operator.round_reader import RoundReader
+    from services.operator.replay import replay_round
+    from services.operator.round_reader import RoundReader
 
     reader = RoundReader(bootstrap)
     try:

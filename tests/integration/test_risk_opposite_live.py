@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from croupier.shared.topics import BETS_PLACED_TOPIC
+from shared.topics import BETS_PLACED_TOPIC
 from tests.integration.archive_support import archive_once
 from tests.integration.money_support import (
     OPERATOR,

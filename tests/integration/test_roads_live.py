@@ -9,9 +9,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from kafka import KafkaProducer
 
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.operator.replay_service import ReplayRequest, run_replay
-from croupier.shared.topics import TABLE_EVENTS_TOPIC
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.operator.replay_service import ReplayRequest, run_replay
+from shared.topics import TABLE_EVENTS_TOPIC
 from tests.integration.replay_support import apply_topics
 from tests.shoe_builder import BANKER, PAIRS, PLAYER, TIE, Table
 

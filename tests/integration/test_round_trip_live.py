@@ -7,9 +7,9 @@ import uuid
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from croupier.services.infra import topic_admin
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.shared.topics import DEALER_REJECTIONS_TOPIC, topic_catalogue
+from services.infra import topic_admin
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from shared.topics import DEALER_REJECTIONS_TOPIC, topic_catalogue
 
 pytestmark = pytest.mark.kafka
 

@@ -18,14 +18,14 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from croupier.services.game_evaluation.evaluator import corrected_result
-from croupier.services.infra.processes import operator_wallet_process
-from croupier.services.infra.settings import Settings
-from croupier.services.operator.reconcile_sources import run_reconcile
-from croupier.services.simulators.operator_wallet.client import OperatorWalletClient
-from croupier.shared.cards import parse_cards
-from croupier.shared.events.table import RoundAnnulled, RoundCorrected
-from croupier.shared.topics import BETS_SETTLED_TOPIC
+from services.game_evaluation.evaluator import corrected_result
+from services.infra.processes import operator_wallet_process
+from services.infra.settings import Settings
+from services.operator.reconcile_sources import run_reconcile
+from services.simulators.operator_wallet.client import OperatorWalletClient
+from shared.cards import parse_cards
+from shared.events.table import RoundAnnulled, RoundCorrected
+from shared.topics import BETS_SETTLED_TOPIC
 from tests.conftest import free_port, instance_for
 from tests.integration.money_support import (
     OPERATOR,

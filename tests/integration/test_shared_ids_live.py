@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from croupier.services.operator.rebuild import rebuild
-from croupier.services.operator.wallet_client import live_balances
-from croupier.shared.events.wallet_events import WalletTransaction
-from croupier.shared.topics import BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, WALLET_TRANSACTIONS_TOPIC
+from services.operator.rebuild import rebuild
+from services.operator.wallet_client import live_balances
+from shared.events.wallet_events import WalletTransaction
+from shared.topics import BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC, WALLET_TRANSACTIONS_TOPIC
 from tests.integration.money_support import (
     OPERATOR,
     RUN,

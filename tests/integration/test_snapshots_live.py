@@ -20,21 +20,21 @@ import pytest
 from aiokafka import AIOKafkaProducer
 from kafka import KafkaProducer
 
-from croupier.services.infra import topic_admin
-from croupier.services.infra.kafka_clients import ensure_acls
-from croupier.services.infra.kafka_security import (
+from services.infra import topic_admin
+from services.infra.kafka_clients import ensure_acls
+from services.infra.kafka_security import (
     ADMIN,
     aiokafka_options,
     kafka_python_options,
 )
-from croupier.services.infra.kernel import KafkaLogIO, OwnLog
-from croupier.services.infra.log_reader import read_to_end
-from croupier.services.infra.processes import ServiceProcess
-from croupier.services.infra.snapshots import SnapshotStore
-from croupier.services.wallet.ledger_fold import WALLET_FOLD
-from croupier.services.wallet.snapshot_codec import WALLET_CODEC
-from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import WALLET_LEDGER_SNAPSHOTS_TOPIC, WALLET_LEDGER_TOPIC, topic_catalogue
+from services.infra.kernel import KafkaLogIO, OwnLog
+from services.infra.log_reader import read_to_end
+from services.infra.processes import ServiceProcess
+from services.infra.snapshots import SnapshotStore
+from services.wallet.ledger_fold import WALLET_FOLD
+from services.wallet.snapshot_codec import WALLET_CODEC
+from shared.events.wallet_ledger import LedgerEntry
+from shared.topics import WALLET_LEDGER_SNAPSHOTS_TOPIC, WALLET_LEDGER_TOPIC, topic_catalogue
 from tests.conftest import free_port, instance_for
 from tests.integration.money_support import wait_for
 from tests.integration.test_wallet_scale_live import (

@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 
-from croupier.services.infra.settings import Settings
+from services.infra.settings import Settings
 from tests.integration.archive_support import producer
 from tests.integration.replay_support import apply_topics, croupier, operator_api_process
 from tests.stats_floor import Record, StatsFloor, expected_dealers, expected_tables, stats_floor

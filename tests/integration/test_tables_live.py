@@ -17,13 +17,13 @@ from pathlib import Path
 import httpx
 import pytest
 
-from croupier.services.dealer_event.refusals import CODES
-from croupier.services.game_evaluation.evaluation_fold import state_of
-from croupier.services.simulators.tables.driver import SimConfig
-from croupier.services.simulators.tables.run import run_tables
-from croupier.shared.cards import parse_card, parse_cards
-from croupier.shared.events.chain import verify_chain
-from croupier.shared.events.inputs import (
+from services.dealer_event.refusals import CODES
+from services.game_evaluation.evaluation_fold import state_of
+from services.simulators.tables.driver import SimConfig
+from services.simulators.tables.run import run_tables
+from shared.cards import parse_card, parse_cards
+from shared.events.chain import verify_chain
+from shared.events.inputs import (
     AnnulRounds,
     Burn,
     CloseBetting,
@@ -39,9 +39,9 @@ from croupier.shared.events.inputs import (
     ShoeFirstCard,
     VoidRound,
 )
-from croupier.shared.profile import list_profiles, load_profile
-from croupier.shared.rounds import cards_needed
-from croupier.shared.shoe import Shoe
+from shared.profile import list_profiles, load_profile
+from shared.rounds import cards_needed
+from shared.shoe import Shoe
 from tests.integration.tables_live_support import (
     HandDriver,
     check_results_match_rules,

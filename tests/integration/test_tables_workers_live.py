@@ -22,8 +22,8 @@ import httpx
 import pytest
 from kafka.partitioner.default import murmur2
 
-from croupier.services.simulators.tables.driver import SimConfig
-from croupier.services.simulators.tables.run import run_tables
+from services.simulators.tables.driver import SimConfig
+from services.simulators.tables.run import run_tables
 from tests.integration.tables_live_support import (
     check_results_match_rules,
     results,

@@ -7,8 +7,8 @@ import time
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
 
-from croupier.services.infra import topic_admin
-from croupier.shared.topics import (
+from services.infra import topic_admin
+from shared.topics import (
     BETS_SETTLED_TOPIC,
     DAY_MS,
     SOURCE_OF_TRUTH,

@@ -13,15 +13,15 @@ import httpx
 import pytest
 from kafka import KafkaProducer
 
-from croupier.services.infra import topic_admin
-from croupier.services.infra.kafka_clients import ensure_acls
-from croupier.services.infra.kafka_security import ADMIN, kafka_python_options
-from croupier.services.infra.log_reader import read_to_end
-from croupier.services.infra.processes import ServiceProcess
-from croupier.services.infra.routing import FORWARDED_HEADER
-from croupier.services.infra.settings import Settings
-from croupier.shared.events.bet_events import BetRejected
-from croupier.shared.topics import (
+from services.infra import topic_admin
+from services.infra.kafka_clients import ensure_acls
+from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.log_reader import read_to_end
+from services.infra.processes import ServiceProcess
+from services.infra.routing import FORWARDED_HEADER
+from services.infra.settings import Settings
+from shared.events.bet_events import BetRejected
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     WALLET_ENDINGS_TOPIC,

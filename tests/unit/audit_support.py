@@ -5,19 +5,19 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from croupier.services.operator.audit import Books
-from croupier.shared.cards import parse_cards
-from croupier.shared.events.bet_events import (
+from services.operator.audit import Books
+from shared.cards import parse_cards
+from shared.events.bet_events import (
     BetPlaced,
     BetRejected,
     BetSettled,
     settlement_id,
 )
-from croupier.shared.events.results import RoundResultPublished, result_id
-from croupier.shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.settlement import Bet, settle
+from shared.events.results import RoundResultPublished, result_id
+from shared.events.wallet_events import CREDITS, WalletTransaction, tx_id
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.settlement import Bet, settle
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 PROFILE = "sbo-baccarat"

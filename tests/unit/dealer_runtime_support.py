@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from croupier.services.dealer_event.admission import AdmissionPolicy
-from croupier.services.dealer_event.rebuild import Rebuilt, fold_events, fold_rejections
-from croupier.services.dealer_event.runtime import DealerRuntime
-from croupier.services.dealer_event.table_machine import MachineConfig
-from croupier.services.infra.clock import ManualClock
-from croupier.services.simulators.tables.inputs import InputFactory
-from croupier.shared.events.inputs import CloseBetting
-from croupier.shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
+from services.dealer_event.admission import AdmissionPolicy
+from services.dealer_event.rebuild import Rebuilt, fold_events, fold_rejections
+from services.dealer_event.runtime import DealerRuntime
+from services.dealer_event.table_machine import MachineConfig
+from services.infra.clock import ManualClock
+from services.simulators.tables.inputs import InputFactory
+from shared.events.inputs import CloseBetting
+from shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.unit.table_machine_support import key_for
 
 PARTITIONS = {"A": 0, "B": 1, "C": 0}  # table -> partition (all three topics)

@@ -6,14 +6,14 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from croupier.services.bet_settlement import round_book
-from croupier.shared.events.bet_events import BetPlaced
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.table import RoundOpened, seal
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.simulate import deal_rounds
+from services.bet_settlement import round_book
+from shared.events.bet_events import BetPlaced
+from shared.events.canonical import GENESIS_HASH
+from shared.events.results import RoundResultPublished
+from shared.events.table import RoundOpened, seal
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.simulate import deal_rounds
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 PROFILE = "sbo-baccarat"

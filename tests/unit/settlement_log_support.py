@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 
-from croupier.services.bet_settlement.records import SettlementRecords
-from croupier.services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
-from croupier.services.infra import kernel
-from croupier.services.infra.clock import Clock
-from croupier.services.infra.own_log import Landed, Logged
-from croupier.shared.events.settlement_log import SettlementEntry
-from croupier.shared.topics import SETTLEMENT_LOG_TOPIC
+from services.bet_settlement.records import SettlementRecords
+from services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
+from services.infra import kernel
+from services.infra.clock import Clock
+from services.infra.own_log import Landed, Logged
+from shared.events.settlement_log import SettlementEntry
+from shared.topics import SETTLEMENT_LOG_TOPIC
 from tests.event_keys import events_key
 from tests.unit.agent_loop_support import APPENDED, Broker, Event
 

@@ -4,14 +4,14 @@ all of them instead of from one another's test modules)."""
 
 from __future__ import annotations
 
-from croupier.services.dealer_event.admission import AdmissionPolicy
-from croupier.services.dealer_event.state import TableState
-from croupier.services.dealer_event.table_machine import MachineConfig, step
-from croupier.services.infra.clock import ManualClock
-from croupier.services.infra.table_keys import table_key
-from croupier.services.simulators.tables.inputs import InputFactory
-from croupier.shared.cards import parse_cards
-from croupier.shared.events.inputs import Burn, CloseBetting, NewShoe, OpenRound, ScanCard
+from services.dealer_event.admission import AdmissionPolicy
+from services.dealer_event.state import TableState
+from services.dealer_event.table_machine import MachineConfig, step
+from services.infra.clock import ManualClock
+from services.infra.table_keys import table_key
+from services.simulators.tables.inputs import InputFactory
+from shared.cards import parse_cards
+from shared.events.inputs import Burn, CloseBetting, NewShoe, OpenRound, ScanCard
 
 SECRET = "unit-secret"
 

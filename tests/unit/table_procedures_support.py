@@ -3,18 +3,18 @@ game-evaluation and bet-settlement make of the table's events, a rebuild of the 
 
 from __future__ import annotations
 
-from croupier.services.bet_settlement import round_book
-from croupier.services.dealer_event.state import TableState, fold_into
-from croupier.services.game_evaluation.evaluator import EvaluationState, observe
-from croupier.shared.cards import parse_card, parse_cards
-from croupier.shared.events.bet_events import BetPlaced, BetSettled
-from croupier.shared.events.chain import verify_chain
-from croupier.shared.events.inputs import (
+from services.bet_settlement import round_book
+from services.dealer_event.state import TableState, fold_into
+from services.game_evaluation.evaluator import EvaluationState, observe
+from shared.cards import parse_card, parse_cards
+from shared.events.bet_events import BetPlaced, BetSettled
+from shared.events.chain import verify_chain
+from shared.events.inputs import (
     ScanCard,
     ShoeFirstCard,
 )
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.table import (
+from shared.events.results import RoundResultPublished
+from shared.events.table import (
     RoundOpened,
     parse_table_event,
 )

@@ -12,18 +12,18 @@ from datetime import timedelta
 import pytest
 from pydantic import ValidationError
 
-from croupier.services.dealer_event.state import TableState, fold_into
-from croupier.services.dealer_event.table_machine import BY_THE_RULES, watch
-from croupier.services.infra.settings import Settings
-from croupier.shared.cards import parse_card
-from croupier.shared.events.inputs import (
+from services.dealer_event.state import TableState, fold_into
+from services.dealer_event.table_machine import BY_THE_RULES, watch
+from services.infra.settings import Settings
+from shared.cards import parse_card
+from shared.events.inputs import (
     CloseTable,
     NewShoe,
     OpenRound,
     ScanCard,
     VoidRound,
 )
-from croupier.shared.events.table import VoidReason
+from shared.events.table import VoidReason
 from tests.unit.dealer_runtime_support import World, close
 from tests.unit.table_machine_support import Table, types
 

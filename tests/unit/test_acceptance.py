@@ -7,22 +7,22 @@ from datetime import timedelta
 
 import pytest
 
-from croupier.services.bet_settlement import decision_metrics, round_book
-from croupier.services.wallet import handlers
-from croupier.services.wallet.commands import EndBet, PlaceBet, ReverseSettlement
-from croupier.services.wallet.ledger_fold import Lookups
-from croupier.shared.events.bet_events import (
+from services.bet_settlement import decision_metrics, round_book
+from services.wallet import handlers
+from services.wallet.commands import EndBet, PlaceBet, ReverseSettlement
+from services.wallet.ledger_fold import Lookups
+from shared.events.bet_events import (
     BetSettled,
     IntakeMark,
     SettlementReversed,
     manifest_digest,
 )
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.table import BettingClosed, RoundAnnulled, RoundOpened, RoundVoided
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.simulate import deal_rounds
-from croupier.shared.topics import BETS_SETTLED_TOPIC
+from shared.events.results import RoundResultPublished
+from shared.events.table import BettingClosed, RoundAnnulled, RoundOpened, RoundVoided
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.simulate import deal_rounds
+from shared.topics import BETS_SETTLED_TOPIC
 from tests.unit.round_book_support import NOW, event, kinds, placed
 from tests.unit.wallet_support import Ledger, fold_all
 
@@ -317,7 +317,7 @@ class SpotLedger(Ledger):
 
     def __init__(self, deposit: int) -> None:
         super().__init__()
-        from croupier.services.wallet.commands import CreateAccount, Deposit
+        from services.wallet.commands import CreateAccount, Deposit
         self.run(handlers.create_account, CreateAccount(player_id="p1", currency="IDR"))
         self.run(handlers.operator_movement, Deposit(player_id="p1", request_id="d",
                                                      amount=deposit))
@@ -359,13 +359,13 @@ def test_seed000_004_wallet_takes_the_payout_back_then_refunds_the_stake_once():
 
 
 def test_seed000_004_wallet_reversal_the_balance_cannot_cover_goes_below_zero_and_is_logged():
-    from croupier.services.wallet.commands import Withdraw
+    from services.wallet.commands import Withdraw
     led = SpotLedger(deposit=2000)
     _won_bet(led)  # balance 4000
     led.run(handlers.operator_movement, Withdraw(player_id="p1", request_id="w", amount=4000))
     out = led.run(handlers.reverse_settlement, reverse())
     assert out.change.account.balance == -4000 and out.txs[0].balance_after == -4000
-    from croupier.services.wallet.balance_guard import guarded
+    from services.wallet.balance_guard import guarded
     assert guarded(out) is out  # a reversal may, nothing else may
     out = led.run(handlers.end_bet, REFUND)
     assert led.account.balance == -2000 and guarded(out) is out
@@ -386,7 +386,7 @@ def test_seed000_004_wallet_reversal_of_a_lost_bet_moves_nothing_but_marks_it():
 
 @pytest.mark.parametrize("raw_type", ["settlement_reversed", "bet_settled"])
 def test_seed000_004_wallet_turns_bets_settled_records_into_commands(raw_type):
-    from croupier.services.wallet.commands import ending_command
+    from services.wallet.commands import ending_command
     state, _ = settled_round()
     _, out = round_book.on_table_event(state, annulled(), NOW)
     record = next(r for _, _, r in out if r.type == raw_type)

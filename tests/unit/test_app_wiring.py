@@ -11,20 +11,20 @@ import subprocess
 import sys
 from pathlib import Path
 
-from croupier.services.infra.service_table import SERVICES
+from services.infra.service_table import SERVICES
 
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import importlib, json, os, sys
 import faust
-from croupier.services.infra import metrics
+from services.infra import metrics
 home = os.environ["CROUPIER_HOME"]
 out = {}
 
 def holds_an_app(module):
     names = [".app", ".bootstrap"]
-    if module in ("croupier.services.wallet", "croupier.services.dealer_event"):
+    if module in ("services.wallet", "services.dealer_event"):
         names.append(".views")
     return any(isinstance(value, faust.App) for name in names
                for value in vars(importlib.import_module(module + name)).values())
@@ -57,21 +57,21 @@ def test_importing_a_service_builds_nothing_and_bootstrap_wires_it(tmp_path):
     assert not any(seen[s.module]["global_after_build"] for s in SERVICES)
     assert seen["rtp_after_build"]
     assert sorted(p.name for p in home.iterdir()) == sorted(s.name for s in SERVICES)
-    wallet = seen["croupier.services.wallet"]
+    wallet = seen["services.wallet"]
     # the kernel's loops are tasks on their own consumer (services/infra/consumer.py)
     assert wallet["agents"] == []
-    assert "croupier.services.wallet.app.accounts_agent" in wallet["tasks"]
+    assert "services.wallet.app.accounts_agent" in wallet["tasks"]
     assert wallet["tables"] == []  # its state is the fold of wallet.ledger
     assert {"/health", "/metrics", "/players/{player_id}/bets"} <= set(wallet["routes"])
-    dealer = seen["croupier.services.dealer_event"]
+    dealer = seen["services.dealer_event"]
     assert dealer["agents"] == []
-    assert "croupier.services.dealer_event.app.dealer_inputs" in dealer["tasks"]
-    assert seen["croupier.services.dealer_event"]["routes"] == ["/health", "/inputs", "/metrics",
+    assert "services.dealer_event.app.dealer_inputs" in dealer["tasks"]
+    assert seen["services.dealer_event"]["routes"] == ["/health", "/inputs", "/metrics",
                                                        "/tables/{table_id}"]
-    settlement = seen["croupier.services.bet_settlement"]
+    settlement = seen["services.bet_settlement"]
     assert settlement["tables"] == []  # its state is the fold of settlement.log
     assert settlement["agents"] == []
-    assert "croupier.services.bet_settlement.app.settlement_agent" in settlement["tasks"]
-    evaluation = seen["croupier.services.game_evaluation"]
+    assert "services.bet_settlement.app.settlement_agent" in settlement["tasks"]
+    evaluation = seen["services.game_evaluation"]
     assert evaluation["agents"] == []
-    assert "croupier.services.game_evaluation.app.evaluate" in evaluation["tasks"]
+    assert "services.game_evaluation.app.evaluate" in evaluation["tasks"]

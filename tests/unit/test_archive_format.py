@@ -8,7 +8,7 @@ import shutil
 
 import pytest
 
-from croupier.services.archive.segment import (
+from services.archive.segment import (
     ArchivedRecord,
     ArchiveFormatError,
     Manifest,
@@ -16,15 +16,15 @@ from croupier.services.archive.segment import (
     encode_segment,
     sha256,
 )
-from croupier.services.archive.store_ops import head_of, read_archived, write_segment
-from croupier.services.archive.verify import verify
-from croupier.services.infra.archive_store import (
+from services.archive.store_ops import head_of, read_archived, write_segment
+from services.archive.verify import verify
+from services.infra.archive_store import (
     ArchiveStoreError,
     DirectoryStore,
     ObjectExistsError,
     open_store,
 )
-from croupier.shared.topics import BETS_PLACED_TOPIC
+from shared.topics import BETS_PLACED_TOPIC
 
 
 def records(start: int, count: int, partition: int = 0, step: int = 1) -> list[ArchivedRecord]:
@@ -192,7 +192,7 @@ def test_archive_urls(tmp_path):
 def test_query_columns_are_copied_from_json_objects_only():
     import pyarrow as pa
 
-    from croupier.services.archive.segment import query_columns
+    from services.archive.segment import query_columns
 
     values = pa.array([b'{"type":"bet_placed","player_id":"p1","table_id":"T","round_id":"R"}',
                        b"\xff\xfe not utf-8", b"not json", b'{"player_id": 5}', None, b"[1]",

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.services.archive.queries import ArchiveQueries
-from croupier.services.infra.archive_store import DirectoryStore
-from croupier.shared.topics import OPERATOR_ACTIONS_TOPIC, TABLE_EVENTS_TOPIC
+from services.archive.queries import ArchiveQueries
+from services.infra.archive_store import DirectoryStore
+from shared.topics import OPERATOR_ACTIONS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.archive_builder import archive_records, archive_rounds
 from tests.round_builder import RecordedRound
 
@@ -103,7 +103,7 @@ def test_the_event_log_names_the_annulment_its_reversals_and_large_wins(archived
 def test_seed002_keluhan_each_late_complaint_override_is_a_significant_event(tmp_path):
     """Every use of the late-complaint override is on `operator.actions`; the significant
     event log lists each with who, why and where it stands in the log."""
-    from croupier.services.operator.complaints import check_window, complaint_from, override_record
+    from services.operator.complaints import check_window, complaint_from, override_record
 
     store = DirectoryStore(tmp_path / "archive")
     fields = {"player_id": "alice", "played_at": T0, "dealer": "Ana", "table_id": "T1",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from croupier.services.operator.audit import audit
-from croupier.shared.events.bet_events import (
+from services.operator.audit import audit
+from shared.events.bet_events import (
     BetSettled,
     SettlementReversed,
     annul_refund_id,

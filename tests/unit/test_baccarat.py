@@ -2,10 +2,10 @@
 
 import pytest
 
-from croupier.shared.baccarat import cards_needed, deal
-from croupier.shared.cards import card_for_value, parse_cards
+from shared.baccarat import cards_needed, deal
+from shared.cards import card_for_value, parse_cards
 
-# Written from RULES §3.2 independently of croupier.shared.baccarat: when the player drew,
+# Written from RULES §3.2 independently of shared.baccarat: when the player drew,
 # the banker (two-card total) draws exactly for these values of the player's third card.
 BANKER_DRAWS_WHEN_P3_IS = {
     0: set(range(10)),
@@ -85,8 +85,8 @@ def test_seed004_natural_against_natural_follows_seed002_nine_beats_eight():
     mana akan menjadi seri"; seed 002: "Sisi tertinggi yang mungkin adalah sembilan natural
     ... Sisi tertinggi kedua adalah delapan natural". Decision (docs/decisions/procedures.md):
     seed 002's ranking, at every baccarat table: equal naturals tie, 9 beats 8."""
-    from croupier.shared.profile import load_profile
-    from croupier.shared.settlement import Bet, settle
+    from shared.profile import load_profile
+    from shared.settlement import Bet, settle
 
     nine_eight = deal(parse_cards("4S,3S,5H,5D"))  # P 4 5 = 9, B 3 5 = 8
     assert nine_eight.player_natural and nine_eight.banker_natural

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-from croupier.services.infra.batching import flush_all, track_buffer
+from services.infra.batching import flush_all, track_buffer
 
 
 class GivingUpBuffer:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from croupier.shared.cards import DECK, Card, CardError, parse_card, parse_cards, points
+from shared.cards import DECK, Card, CardError, parse_card, parse_cards, points
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from croupier.services.cli import evaluate_cmd, rtp_cmd
+from services.cli import evaluate_cmd, rtp_cmd
 
 app = typer.Typer()
 evaluate_cmd.register(app)
@@ -126,9 +126,9 @@ def test_rtp_simulate_and_human_output():
 
 
 def test_main_app_registers_the_commands():
-    pytest.importorskip("croupier.services.cli.kafka_cmd")
-    pytest.importorskip("croupier.services.cli.topics_cmd")
-    from croupier.services.cli.main import app as croupier
+    pytest.importorskip("services.cli.kafka_cmd")
+    pytest.importorskip("services.cli.topics_cmd")
+    from services.cli.main import app as croupier
 
     names = {command.name for command in croupier.registered_commands}
     assert {"evaluate", "rtp"} <= names

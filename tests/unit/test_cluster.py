@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from kafka.errors import KafkaConnectionError, TopicAuthorizationFailedError
 
-from croupier.services.infra import kafka_clients
-from croupier.services.infra.local_broker import cluster_nodes
-from croupier.services.infra.processes import service_env
-from croupier.services.infra.settings import Settings
-from croupier.services.infra.topic_admin import TopicState, differences
-from croupier.shared.topics import BETS_SETTLED_TOPIC, CATALOGUE_NAMES, min_insync_replicas, topic_catalogue
+from services.infra import kafka_clients
+from services.infra.local_broker import cluster_nodes
+from services.infra.processes import service_env
+from services.infra.settings import Settings
+from services.infra.topic_admin import TopicState, differences
+from shared.topics import BETS_SETTLED_TOPIC, CATALOGUE_NAMES, min_insync_replicas, topic_catalogue
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -94,7 +94,7 @@ def test_one_node_keeps_the_single_broker_layout(tmp_path):
 
 
 def test_the_settings_cluster_is_where_the_cli_keeps_it(tmp_path):
-    from croupier.services.infra.local_broker import cluster_from_settings
+    from services.infra.local_broker import cluster_from_settings
     settings = Settings(home=tmp_path, kafka_brokers=3, kafka_port=21000)
     cluster = cluster_from_settings(settings)
     assert cluster.nodes[2].data_dir == (tmp_path / "kafka-cluster" / "node-3").resolve()
@@ -135,7 +135,7 @@ def test_a_producer_of_ours_cannot_be_made_less_durable():
 def test_the_faust_producer_is_durable_and_its_topics_replicated():
     from faust.transport.drivers.aiokafka import Producer
 
-    from croupier.services.infra.faust_app import make_app
+    from services.infra.faust_app import make_app
     assert Producer._settings_extra(None) == {"acks": "all", "enable_idempotence": True}
     app = make_app("wallet", Settings(kafka_brokers=3, home=Path("/tmp/croupier-unit")),
                    persistent=False)

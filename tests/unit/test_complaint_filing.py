@@ -12,20 +12,20 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
-from croupier.services.infra.settings import Settings
-from croupier.services.operator import complaint_filing
-from croupier.services.operator.complaints import (
+from services.infra.settings import Settings
+from services.operator import complaint_filing
+from services.operator.complaints import (
     Complaint,
     ComplaintError,
     complaint_notes,
     complaint_of,
     filed_records,
 )
-from croupier.services.operator.http_api import make_app
-from croupier.services.operator.replay_service import parse_time
-from croupier.shared.events.operator_actions import ComplaintFiled, ComplaintWindowOverridden
-from croupier.shared.events.registry import topic_adapter
-from croupier.shared.topics import OPERATOR_ACTIONS_TOPIC
+from services.operator.http_api import make_app
+from services.operator.replay_service import parse_time
+from shared.events.operator_actions import ComplaintFiled, ComplaintWindowOverridden
+from shared.events.registry import topic_adapter
+from shared.topics import OPERATOR_ACTIONS_TOPIC
 
 T0 = datetime(2026, 11, 30, 8, 30, tzinfo=UTC)
 BODY = {"player_id": "alice", "played_at": "2026-11-30T08:31:00Z", "dealer": "Ana",

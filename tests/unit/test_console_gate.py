@@ -11,10 +11,10 @@ from datetime import UTC, datetime
 
 from aiohttp.test_utils import TestClient, TestServer
 
-from croupier.services.infra.settings import Settings
-from croupier.services.operator import complaint_filing
-from croupier.services.operator.console_session import COOKIE, Sessions
-from croupier.services.operator.http_api import make_app
+from services.infra.settings import Settings
+from services.operator import complaint_filing
+from services.operator.console_session import COOKIE, Sessions
+from services.operator.http_api import make_app
 
 SETTINGS = Settings(env="development", operator_token="op-token-for-tests",
                     wallet_url="http://127.0.0.1:9")  # no wallet: the gate needs none

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from croupier.services.operator.console_floor import shoe_round_ids
-from croupier.services.operator.money_text import money
-from croupier.services.wallet.api_models import ROUTES, Tables
-from croupier.services.wallet.rounds_view import roads_body, tables_body
-from croupier.shared.shoe_history import ShoeRoads
+from services.operator.console_floor import shoe_round_ids
+from services.operator.money_text import money
+from services.wallet.api_models import ROUTES, Tables
+from services.wallet.rounds_view import roads_body, tables_body
+from shared.shoe_history import ShoeRoads
 from tests.shoe_builder import BANKER, PLAYER, TIE, played, wallet_view
 
 

@@ -7,22 +7,22 @@ whatever is delivered again; a correction of a correction works the same way."""
 
 from __future__ import annotations
 
-from croupier.services.bet_settlement import round_book
-from croupier.services.game_evaluation.evaluator import EvaluationState, corrected_result, observe
-from croupier.services.wallet import handlers
-from croupier.services.wallet.commands import (
+from services.bet_settlement import round_book
+from services.game_evaluation.evaluator import EvaluationState, corrected_result, observe
+from services.wallet import handlers
+from services.wallet.commands import (
     CreateAccount,
     Deposit,
     EndBet,
     ReverseSettlement,
     ending_command,
 )
-from croupier.shared.cards import parse_cards
-from croupier.shared.events.bet_events import BetSettled, SettlementReversed
-from croupier.shared.events.results import RoundResultPublished, result_id
-from croupier.shared.events.table import RoundCorrected
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
+from shared.cards import parse_cards
+from shared.events.bet_events import BetSettled, SettlementReversed
+from shared.events.results import RoundResultPublished, result_id
+from shared.events.table import RoundCorrected
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
 from tests.unit.round_book_support import NOW, PROFILE, event, open_round, placed
 from tests.unit.wallet_support import Ledger, bet
 
@@ -162,7 +162,7 @@ def test_an_annulment_after_a_correction_takes_back_the_settlement_standing_then
     """The round, corrected, is then annulled (seeds 000 §1, 004 §1): each bet's standing
     settlement (the correction's where it changed the bet, the original where not) is
     reversed, then the stake refunded; the wallet ends every bet at its stake, once."""
-    from croupier.shared.events.table import RoundAnnulled
+    from shared.events.table import RoundAnnulled
 
     book, first_out = settled_round()
     book, fix_out = round_book.on_result(

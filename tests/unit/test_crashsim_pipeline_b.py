@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from croupier.services.infra import own_log
+from services.infra import own_log
 from tests.crashsim import schedules, suite
 
 SCHEDULES = int(os.environ.get("CROUPIER_CRASHSIM_SCHEDULES", schedules.DEFAULT_SCHEDULES))

@@ -12,11 +12,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from babel.numbers import get_currency_precision
 
-from croupier.services.bet_settlement import round_book
-from croupier.services.simulators.players import PlayerSimulator
-from croupier.services.wallet import money_metrics
-from croupier.services.wallet.api_models import CurrentRound, Tables
-from croupier.services.wallet.rounds_view import (
+from services.bet_settlement import round_book
+from services.simulators.players import PlayerSimulator
+from services.wallet import money_metrics
+from services.wallet.api_models import CurrentRound, Tables
+from services.wallet.rounds_view import (
     BetRefused,
     KnownRound,
     TableRounds,
@@ -25,22 +25,22 @@ from croupier.services.wallet.rounds_view import (
     round_rules,
     tables_body,
 )
-from croupier.shared.currency import (
+from shared.currency import (
     MINOR_UNITS,
     CurrencyError,
     amount_text,
     check_currency,
     minor_units,
 )
-from croupier.shared.events.table import RoundOpened
-from croupier.shared.profile import (
+from shared.events.table import RoundOpened
+from shared.profile import (
     ProfileError,
     load_profile,
     parse_profile,
     profile_data,
     profiles_dir,
 )
-from croupier.shared.settlement import (
+from shared.settlement import (
     BET_ERROR_CODES,
     Bet,
     BetError,
@@ -344,7 +344,7 @@ def test_an_account_in_a_currency_the_platform_does_not_know_is_refused_by_name(
     currency of the table of minor units."""
     import pydantic
 
-    from croupier.services.wallet.api_models import CreateAccountRequest
+    from services.wallet.api_models import CreateAccountRequest
     assert CreateAccountRequest(player_id="p", currency="JPY").currency == "JPY"
     with pytest.raises(pydantic.ValidationError, match="unknown currency 'ABC'"):
         CreateAccountRequest(player_id="p", currency="ABC")

@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 import pytest
 from aiokafka.errors import KafkaConnectionError, MessageSizeTooLargeError
 
-from croupier.services.infra import metrics
-from croupier.services.infra.batching import until_applied
-from croupier.services.infra.dead_letters import apply_each
-from croupier.shared.events.dead_letters import KEEP_VALUE_BYTES, DeadLetter
-from croupier.shared.topics import DEAD_LETTERS_TOPIC, TABLE_EVENTS_TOPIC
+from services.infra import metrics
+from services.infra.batching import until_applied
+from services.infra.dead_letters import apply_each
+from shared.events.dead_letters import KEEP_VALUE_BYTES, DeadLetter
+from shared.topics import DEAD_LETTERS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.unit.agent_loop_support import Message
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)

@@ -10,20 +10,20 @@ from types import SimpleNamespace
 
 from faust.types import TP
 
-from croupier.services.dealer_event import app as dealer_app
-from croupier.services.dealer_event.rebuild import (
+from services.dealer_event import app as dealer_app
+from services.dealer_event.rebuild import (
     Checkpoints,
     InputCheckpoint,
     fold_events,
     fold_rejections,
 )
-from croupier.services.infra import kernel
-from croupier.services.infra.consumer import Owners
-from croupier.shared.events.inputs import NewShoe, OpenRound
-from croupier.shared.events.rejections import InputRefused
-from croupier.shared.events.sources import InputPosition
-from croupier.shared.events.table import ShoeStarted, parse_table_event, seal
-from croupier.shared.topics import DEALER_INPUTS_TOPIC, DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
+from services.infra import kernel
+from services.infra.consumer import Owners
+from shared.events.inputs import NewShoe, OpenRound
+from shared.events.rejections import InputRefused
+from shared.events.sources import InputPosition
+from shared.events.table import ShoeStarted, parse_table_event, seal
+from shared.topics import DEALER_INPUTS_TOPIC, DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.unit.dealer_runtime_support import World, close
 
 

@@ -10,20 +10,20 @@ from dataclasses import dataclass
 
 import pytest
 
-from croupier.services.bet_settlement.settlement_fold import Lookups
-from croupier.services.dealer_event.rebuild import fold_events
-from croupier.services.dealer_event.runtime import LOST_RACE
-from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
-from croupier.services.infra.clock import ManualClock
-from croupier.services.operator.audit import Books
-from croupier.services.operator.rebuild import _rounds_from_table_events
-from croupier.services.operator.replay import replay_round
-from croupier.services.wallet.table_views import TableViews
-from croupier.shared.events.chain import follow_chain
-from croupier.shared.events.event_auth import VOID, TableFlagged
-from croupier.shared.events.inputs import CloseBetting, NewShoe, OpenRound, VoidRound
-from croupier.shared.events.table import VoidReason, parse_table_event, seal
-from croupier.shared.topics import DEAD_LETTERS_TOPIC, TABLE_EVENTS_TOPIC
+from services.bet_settlement.settlement_fold import Lookups
+from services.dealer_event.rebuild import fold_events
+from services.dealer_event.runtime import LOST_RACE
+from services.game_evaluation.evaluator import EvaluationState, observe_verified
+from services.infra.clock import ManualClock
+from services.operator.audit import Books
+from services.operator.rebuild import _rounds_from_table_events
+from services.operator.replay import replay_round
+from services.wallet.table_views import TableViews
+from shared.events.chain import follow_chain
+from shared.events.event_auth import VOID, TableFlagged
+from shared.events.inputs import CloseBetting, NewShoe, OpenRound, VoidRound
+from shared.events.table import VoidReason, parse_table_event, seal
+from shared.topics import DEAD_LETTERS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.unit.agent_loop_support import Event
 from tests.unit.dealer_runtime_support import PARTITIONS, World
 from tests.unit.settlement_log_support import LogBroker, Worker

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from croupier.services.infra.table_keys import table_key
-from croupier.shared.events.inputs import DEALER_INPUT, ScanCard, VoidRound, make_input
+from services.infra.table_keys import table_key
+from shared.events.inputs import DEALER_INPUT, ScanCard, VoidRound, make_input
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 DEVICE = table_key("secret", "T1", "device")

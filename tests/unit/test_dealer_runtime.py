@@ -7,9 +7,9 @@ import asyncio
 
 import pytest
 
-from croupier.services.dealer_event.runtime import MOVED
-from croupier.shared.cards import parse_card
-from croupier.shared.events.inputs import NewShoe, OpenRound, ScanCard
+from services.dealer_event.runtime import MOVED
+from shared.cards import parse_card
+from shared.events.inputs import NewShoe, OpenRound, ScanCard
 from tests.unit.dealer_runtime_support import PARTITIONS, World, close
 
 

@@ -8,9 +8,9 @@ from io import StringIO
 import pytest
 from rich.console import Console
 
-from croupier.services.demo.render import print_copyable, print_summary
-from croupier.services.demo.summary import DemoSummary, SampleRound
-from croupier.services.operator.audit import BetTypeReturn, InvariantCheck
+from services.demo.render import print_copyable, print_summary
+from services.demo.summary import DemoSummary, SampleRound
+from services.operator.audit import BetTypeReturn, InvariantCheck
 
 TABLE = "tf-id-70d82c"
 ROUND = "tf-id-70d82c-70d82c-r2"

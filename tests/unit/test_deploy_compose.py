@@ -14,13 +14,13 @@ import pytest
 
 yaml = pytest.importorskip("yaml", reason="pyyaml is needed to read docker-compose.yml")
 
-from croupier.services.infra import service_table  # noqa: E402
-from croupier.services.infra.faust_app import service_port  # noqa: E402
-from croupier.services.infra.jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
-from croupier.services.infra.kafka_security import PRINCIPALS, broker_security_properties  # noqa: E402
-from croupier.services.infra.local_broker import LocalBroker  # noqa: E402
-from croupier.services.infra.settings import DEVELOPMENT_SECRETS, Settings  # noqa: E402
-from croupier.shared.topics import min_insync_replicas  # noqa: E402
+from services.infra import service_table  # noqa: E402
+from services.infra.faust_app import service_port  # noqa: E402
+from services.infra.jmx_agent import JMX_AGENT_ARTIFACT  # noqa: E402
+from services.infra.kafka_security import PRINCIPALS, broker_security_properties  # noqa: E402
+from services.infra.local_broker import LocalBroker  # noqa: E402
+from services.infra.settings import DEVELOPMENT_SECRETS, Settings  # noqa: E402
+from shared.topics import min_insync_replicas  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 COMPOSE = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
@@ -441,7 +441,7 @@ def test_the_archiver_reads_as_operator_into_its_volume_and_beats(monkeypatch: p
     the operator (who may read them all and write none), writes the archive to a named
     volume (it outlives the container), and its healthcheck reads the heartbeat it touches
     under its home."""
-    from croupier.services.archive.archiver import ARCHIVER_HEARTBEAT
+    from services.archive.archiver import ARCHIVER_HEARTBEAT
 
     spec = SERVICES["archiver"]
     assert spec["command"] == ["croupier", "archive", "run"]

@@ -17,7 +17,7 @@ import pytest
 
 yaml = pytest.importorskip("yaml", reason="pyyaml is needed to read the deploy files")
 
-from croupier.services.devtools.grafana_dashboards import (  # noqa: E402
+from services.devtools.grafana_dashboards import (  # noqa: E402
     DASHBOARDS,
     DASHBOARDS_DIR,
     DATASOURCE,
@@ -45,7 +45,7 @@ def test_the_three_dashboards_exist_and_are_generated_from_code() -> None:
     assert sorted(p.name for p in dashboard_files()) == sorted(DASHBOARDS)
     for name, builder in DASHBOARDS.items():
         assert (DASHBOARDS_DIR / name).read_text() == render(builder), (
-            f"{name} is stale: run `python -m croupier.services.devtools.grafana_dashboards`")
+            f"{name} is stale: run `python -m services.devtools.grafana_dashboards`")
 
 
 def test_the_sdk_is_the_build_for_the_grafana_compose_runs() -> None:

@@ -14,13 +14,13 @@ import pytest
 
 yaml = pytest.importorskip("yaml", reason="pyyaml is needed to read the deploy files")
 
-from croupier.services.devtools.grafana_dashboards import (  # noqa: E402
+from services.devtools.grafana_dashboards import (  # noqa: E402
     exported_metric_names,
     promql_metric_names,
     recorded_metric_names,
 )
-from croupier.services.infra.jmx_agent import DEFAULT_AGENT_PORT  # noqa: E402
-from croupier.services.infra.settings import Settings  # noqa: E402
+from services.infra.jmx_agent import DEFAULT_AGENT_PORT  # noqa: E402
+from services.infra.settings import Settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PROM = ROOT / "deploy" / "prometheus"

@@ -3,10 +3,10 @@
 README.md and docs/**/*.md name files (`services/infra/batching.py`), folders
 (`deploy/grafana/`), globs (`deploy/grafana/dashboards/*.json`), templates
 (`shared/profiles/released/<name>/v<N>.json`) and dotted modules or their names
-(`croupier.services.devtools.grafana_dashboards`, `croupier.shared.settlement.validate_bet`).
+(`services.devtools.grafana_dashboards`, `shared.settlement.validate_bet`).
 Only what is clearly the repository's is checked: a path starting at one of its top-level
-folders (not inside a longer path or URL) and a dotted name starting at `croupier.services.`
-or `croupier.shared.`.
+folders (not inside a longer path or URL) and a dotted name starting at `services.`
+or `shared.`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ TOP = ("services", "shared", "schemas", "deploy", "tests", "benchmarks", "docs")
 # A path starts at a top-level folder, not inside a longer path (`/work/shared/seeds/`,
 # `http://host/docs/`) or word (`my-tests/`).
 PATH = re.compile(r"(?<![\w./~-])((?:" + "|".join(TOP) + r")/[\w.*<>{}/-]*)")
-MODULE = re.compile(r"(?<![\w./-])(croupier\.(?:services|shared)(?:\.[A-Za-z_]\w*)+)")
+MODULE = re.compile(r"(?<![\w./-])((?:services|shared)(?:\.[A-Za-z_]\w*)+)")
 PLACEHOLDER = re.compile(r"<[^<>/]*>|\{[^{}/]*\}")
 
 
@@ -97,7 +97,7 @@ def test_the_docs_name_paths_at_all():
     """The scanner finds what it should (a regex that matches nothing passes everything)."""
     named = [m for doc in doc_files() for _, m in mentions(doc)]
     assert "services/infra/batching.py" in named  # docs/architecture.md
-    assert "croupier.services.devtools.grafana_dashboards" in named  # docs/operator-guide.md
+    assert "services.devtools.grafana_dashboards" in named  # docs/operator-guide.md
     assert sum(len(mentions(d)) for d in doc_files()) > 100
 
 
@@ -108,13 +108,13 @@ def test_the_docs_name_paths_at_all():
     ("deploy/grafana/dashboards/*.yaml", False),
     ("shared/profiles/released/<name>/v<N>.json", True),
     ("tests/e2e/", True),
-    ("croupier.services.infra.consumer", True),
-    ("croupier.services.infra.consumers", False),
-    ("croupier.shared.settlement.validate_bet", True),
-    ("croupier.shared.settlement.validate_everything", False),
-    ("croupier.services.simulators.players.PlayerSimulator", True),
-    ("croupier.shared.events.bet_events.manifest_digest", True),
-    ("croupier.services.nothing", False),
+    ("services.infra.consumer", True),
+    ("services.infra.consumers", False),
+    ("shared.settlement.validate_bet", True),
+    ("shared.settlement.validate_everything", False),
+    ("services.simulators.players.PlayerSimulator", True),
+    ("shared.events.bet_events.manifest_digest", True),
+    ("services.nothing", False),
 ])
 def test_the_checker_tells_present_from_missing(mention, exists):
     assert (path_exists(mention) if "/" in mention else module_exists(mention)) is exists
@@ -122,9 +122,9 @@ def test_the_checker_tells_present_from_missing(mention, exists):
 
 def test_only_the_repositorys_paths_are_read():
     line = ("the sheets (`/work/shared/seeds/`), https://example.org/docs/x, my-tests/a, "
-            "`services/wallet/ledger.py`, croupier.services.wallet, see the services. Then")
+            "`services/wallet/ledger.py`, services.wallet, see the services. Then")
     found = [m.group(1) for m in PATH.finditer(line)] + [m.group(1) for m in MODULE.finditer(line)]
-    assert found == ["services/wallet/ledger.py", "croupier.services.wallet"]
+    assert found == ["services/wallet/ledger.py", "services.wallet"]
 
 
 LAYOUT = ROOT / "docs" / "architecture.md"  # the repository's layout (the README links it)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from croupier.services.dealer_event.refusals import CODES
+from services.dealer_event.refusals import CODES
 
 TABLES_MD = Path(__file__).resolve().parents[2] / "docs" / "decisions" / "tables.md"
 

@@ -12,17 +12,17 @@ import asyncio
 from collections import defaultdict
 from dataclasses import dataclass
 
-from croupier.services.game_evaluation.decisions import Evaluations
-from croupier.services.game_evaluation.evaluation_fold import EVALUATION_FOLD, state_key, state_of, step
-from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
-from croupier.services.infra import metrics
-from croupier.services.infra.kernel import OwnLog, apply_batch
-from croupier.services.infra.own_log import Landed, Logged, PartitionState, fold_entry
-from croupier.shared.cards import parse_card
-from croupier.shared.events.evaluation_log import EvaluationEntry
-from croupier.shared.events.results import RoundResultPublished
-from croupier.shared.events.table import CardDealt, RoundOpened, parse_table_event
-from croupier.shared.topics import (
+from services.game_evaluation.decisions import Evaluations
+from services.game_evaluation.evaluation_fold import EVALUATION_FOLD, state_key, state_of, step
+from services.game_evaluation.evaluator import EvaluationState, observe_verified
+from services.infra import metrics
+from services.infra.kernel import OwnLog, apply_batch
+from services.infra.own_log import Landed, Logged, PartitionState, fold_entry
+from shared.cards import parse_card
+from shared.events.evaluation_log import EvaluationEntry
+from shared.events.results import RoundResultPublished
+from shared.events.table import CardDealt, RoundOpened, parse_table_event
+from shared.topics import (
     DEAD_LETTERS_TOPIC,
     EVALUATION_LOG_TOPIC,
     ROUND_RESULTS_TOPIC,

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from pydantic import ValidationError
 
-from croupier.shared.cards import parse_card
-from croupier.shared.events.canonical import GENESIS_HASH, canonical_bytes
-from croupier.shared.events.chain import verify_chain
-from croupier.shared.events.table import (
+from shared.cards import parse_card
+from shared.events.canonical import GENESIS_HASH, canonical_bytes
+from shared.events.chain import verify_chain
+from shared.events.table import (
     CardDealt,
     RoundOpened,
     ShoeStarted,

@@ -24,7 +24,7 @@ FLOORS = ("services", "shared")
 
 @dataclass(frozen=True)
 class Import:
-    target: str  # the module imported (`croupier.services.x.y`), resolved to a known one
+    target: str  # the module imported (`services.x.y`), resolved to a known one
     line: int
     type_only: bool  # under `if TYPE_CHECKING:`
 
@@ -33,7 +33,7 @@ def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
     if parts[-1] == "__init__":
         parts.pop()
-    return ".".join(["croupier", *parts])
+    return ".".join(parts)
 
 
 def sources() -> dict[str, Path]:
@@ -63,8 +63,8 @@ def _walk(node: ast.AST, type_only: bool = False) -> Iterator[tuple[ast.AST, boo
 
 
 def imports_of(path: Path, known: set[str]) -> list[Import]:
-    """The croupier modules `path` imports, each resolved to the module that runs: `from
-    a.b import c` is `a.b.c` when that is a module, else `a.b`."""
+    """The modules of services/ and shared/ that `path` imports, each resolved to the module
+    that runs: `from a.b import c` is `a.b.c` when that is a module, else `a.b`."""
     found = []
     for node, type_only in _walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
@@ -75,7 +75,7 @@ def imports_of(path: Path, known: set[str]) -> list[Import]:
         else:
             continue
         found += [Import(name, node.lineno, type_only) for name in names
-                  if name.startswith("croupier.")]
+                  if name.split(".")[0] in FLOORS]
     return found
 
 
@@ -95,21 +95,21 @@ def test_no_module_global_is_rebound() -> None:
 
 def test_shared_imports_nothing_from_services() -> None:
     upward = [f"{name}:{i.line} imports {i.target}" for name, found in graph().items()
-              if name.startswith("croupier.shared") for i in found
-              if i.target.startswith("croupier.services")]
+              if name.startswith("shared") for i in found
+              if i.target.startswith("services")]
     assert upward == []
 
 
 def _package(module: str) -> str:
-    """`croupier.services.<x>` of a module of services/."""
+    """`services.<x>` of a module of services/."""
     return ".".join(module.split(".")[:3])
 
 
 def test_infra_imports_no_other_service_package() -> None:
-    infra = "croupier.services.infra"
+    infra = "services.infra"
     upward = [f"{name}:{i.line} imports {i.target}" for name, found in graph().items()
               if _package(name) == infra for i in found
-              if i.target.startswith("croupier.services.") and _package(i.target) != infra]
+              if i.target.startswith("services.") and _package(i.target) != infra]
     assert upward == []
 
 

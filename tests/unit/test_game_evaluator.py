@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from croupier.services.dealer_event.input_parsing import parse_raw, rejection_id
-from croupier.services.game_evaluation.evaluator import EvaluationState, observe
-from croupier.shared.cards import parse_card, parse_cards
-from croupier.shared.events.inputs import ScanCard, VoidRound
-from croupier.shared.events.table import RoundCompleted, seal
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
+from services.dealer_event.input_parsing import parse_raw, rejection_id
+from services.game_evaluation.evaluator import EvaluationState, observe
+from shared.cards import parse_card, parse_cards
+from shared.events.inputs import ScanCard, VoidRound
+from shared.events.table import RoundCompleted, seal
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
 from tests.unit.table_machine_support import Table
 
 

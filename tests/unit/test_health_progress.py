@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from kafka import TopicPartition
 
-from croupier.services.infra.observability import Progress, lag_by_topic
+from services.infra.observability import Progress, lag_by_topic
 
 
 def test_idle_is_healthy_however_long():

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from croupier.services.dealer_event.rebuild import fold_events
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.table import RoundOpened, ShoeStarted, seal
+from services.dealer_event.rebuild import fold_events
+from shared.events.canonical import GENESIS_HASH
+from shared.events.table import RoundOpened, ShoeStarted, seal
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 

@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from croupier.services.infra.http_retry import read_reply, with_retry
+from services.infra.http_retry import read_reply, with_retry
 from tests.conftest import free_port
 
 

@@ -12,15 +12,15 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import TypeAdapter, ValidationError
 
-from croupier.services.operator.audit import Books, audit
-from croupier.services.operator.complaints import ComplaintError, complaint_from
-from croupier.services.wallet.api_models import CreateAccountRequest, MovementRequest, PlaceBetRequest
-from croupier.services.wallet.commands import Deposit
-from croupier.shared.events import ids
-from croupier.shared.events.bet_events import BetAccepted, BetRejected, RoundManifest, manifest_digest
-from croupier.shared.events.inputs import ScanCard
-from croupier.shared.events.wallet_events import WalletTransaction, tx_id
-from croupier.shared.topics import TABLE_EVENTS_TOPIC, WALLET_LEDGER_TOPIC
+from services.operator.audit import Books, audit
+from services.operator.complaints import ComplaintError, complaint_from
+from services.wallet.api_models import CreateAccountRequest, MovementRequest, PlaceBetRequest
+from services.wallet.commands import Deposit
+from shared.events import ids
+from shared.events.bet_events import BetAccepted, BetRejected, RoundManifest, manifest_digest
+from shared.events.inputs import ScanCard
+from shared.events.wallet_events import WalletTransaction, tx_id
+from shared.topics import TABLE_EVENTS_TOPIC, WALLET_LEDGER_TOPIC
 from tests.unit.audit_support import Ledger
 
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
@@ -70,7 +70,7 @@ def test_table_and_player_ids_have_no_colon(kind):
 def test_the_wallets_fold_keys_read_one_way():
     """The wallet's state is keyed `x/<player>/<tx id>`, `b/<player>/<bet id>`, ...: no id
     holds a `/`, so two players' items never share a key, whatever their ids."""
-    from croupier.services.wallet.ledger_fold import bet_key, tx_id_key
+    from services.wallet.ledger_fold import bet_key, tx_id_key
     for kind in KINDS:
         assert ids.id_problem("a/b", kind)
     pairs = [("alice", "deposit:dep-1"), ("bob", "deposit:dep-1"), ("alice", "b1"),
@@ -188,9 +188,9 @@ _COMMAND_OF = {"deposit": "deposit", "withdrawal": "withdrawal", "stake_debit": 
 def ledger_of(books: Books) -> list:
     """The wallet's ledger that wrote the books' movements: one chained entry each, every
     player on partition 0 (a live wallet's, as `croupier rebuild` reads it)."""
-    from croupier.services.operator.event_reader import LogRecord
-    from croupier.shared.events.sources import InputRef
-    from croupier.shared.events.wallet_ledger import Account, LedgerEntry
+    from services.operator.event_reader import LogRecord
+    from shared.events.sources import InputRef
+    from shared.events.wallet_ledger import Account, LedgerEntry
 
     records, prev = [], ""
     for player, txs in books.ledger.items():
@@ -209,7 +209,7 @@ def ledger_of(books: Books) -> list:
 
 
 def _rebuild_with(monkeypatch, books: Books, live: dict[str, int]):
-    from croupier.services.operator import rebuild as rb
+    from services.operator import rebuild as rb
 
     ledger = ledger_of(books)
     monkeypatch.setattr(rb, "read_topic", lambda bootstrap, topic, *a, **k: iter(
@@ -238,7 +238,7 @@ def test_rebuild_names_a_player_whose_ledger_and_transactions_disagree(monkeypat
     """Bob's movements on wallet.transactions and his account in the fold of wallet.ledger
     (the wallet's state) must tell the same balance: a ledger entry lost or altered is a
     difference, named by player, even when the live wallet agrees with the transactions."""
-    from croupier.services.operator import rebuild as rb
+    from services.operator import rebuild as rb
 
     ledger = ledger_of(shared_ids.books)
     last_of_bob = max(i for i, r in enumerate(ledger) if r.value.account.player_id == "bob")
@@ -266,7 +266,7 @@ def test_an_account_named_dot_dot_cannot_crash_rebuild(monkeypatch, shared_ids):
 # --- replay of one round: two players with the same bet id ---------------------------------
 
 def test_replay_lists_both_players_bets_with_the_same_id_and_matches():
-    from croupier.services.operator.replay import replay_round
+    from services.operator.replay import replay_round
     from tests.round_builder import RecordedRound
 
     rec = RecordedRound()  # alice's b1 on banker (wins 1,950), alice's b2, bob's b3
@@ -290,8 +290,8 @@ def test_replay_lists_both_players_bets_with_the_same_id_and_matches():
 
 
 def test_a_round_whose_cards_give_no_result_is_a_difference_not_a_crash(monkeypatch):
-    from croupier.services.operator import rebuild as rb
-    from croupier.services.operator.event_reader import LogRecord
+    from services.operator import rebuild as rb
+    from services.operator.event_reader import LogRecord
     from tests.round_builder import RecordedRound
 
     rec = RecordedRound()

@@ -7,9 +7,9 @@ import stat
 
 import pytest
 
-from croupier.services.infra import kafka_security as ks
-from croupier.services.infra.settings import Settings
-from croupier.shared.topics import (
+from services.infra import kafka_security as ks
+from services.infra.settings import Settings
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,
@@ -159,7 +159,7 @@ def test_unknown_protocol_is_refused(tmp_path) -> None:
 
 
 def test_the_local_broker_config_authenticates_and_authorises(tmp_path) -> None:
-    from croupier.services.infra.local_broker import LocalBroker
+    from services.infra.local_broker import LocalBroker
 
     broker = LocalBroker(data_dir=tmp_path / "kafka", cache_dir=tmp_path, port=1, secured=True)
     props = dict(line.split("=", 1) for line in broker.server_properties().splitlines())

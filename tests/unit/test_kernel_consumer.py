@@ -1,4 +1,4 @@
-"""The kernel's consumer group (`croupier.services.infra.consumer`): partition p of every
+"""The kernel's consumer group (`services.infra.consumer`): partition p of every
 input topic goes to one worker (a service's inputs are co-partitioned with its own log),
 the assignment depends on the workers' URLs alone, and every worker learns the whole map
 (the views forward a request to the worker holding its key)."""
@@ -9,8 +9,8 @@ import json
 
 from aiokafka.coordinator.protocol import ConsumerProtocolMemberMetadata
 
-from croupier.services.infra.consumer import Owners, OwnersAssignor, assign
-from croupier.shared.topics import BETS_PLACED_TOPIC, TABLE_EVENTS_TOPIC
+from services.infra.consumer import Owners, OwnersAssignor, assign
+from shared.topics import BETS_PLACED_TOPIC, TABLE_EVENTS_TOPIC
 
 
 class Cluster:

@@ -21,27 +21,27 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 PURE_CORES = {
-    "dealer-event": ["croupier.services.dealer_event.admission",
-                     "croupier.services.dealer_event.input_parsing",
-                     "croupier.services.dealer_event.refusals", "croupier.services.dealer_event.state",
-                     "croupier.services.dealer_event.table_checks",
-                     "croupier.services.dealer_event.table_machine"],
-    "game-evaluation": ["croupier.services.game_evaluation.evaluator"],
-    "bet-settlement": ["croupier.services.bet_settlement.round_book",
-                       "croupier.services.bet_settlement.settlement_fold",
-                       "croupier.services.bet_settlement.settlement_terms"],
-    "wallet": ["croupier.services.wallet.commands", "croupier.services.wallet.handlers",
-               "croupier.services.wallet.ledger", "croupier.services.wallet.ledger_fold",
-               "croupier.services.wallet.rounds_view"],
+    "dealer-event": ["services.dealer_event.admission",
+                     "services.dealer_event.input_parsing",
+                     "services.dealer_event.refusals", "services.dealer_event.state",
+                     "services.dealer_event.table_checks",
+                     "services.dealer_event.table_machine"],
+    "game-evaluation": ["services.game_evaluation.evaluator"],
+    "bet-settlement": ["services.bet_settlement.round_book",
+                       "services.bet_settlement.settlement_fold",
+                       "services.bet_settlement.settlement_terms"],
+    "wallet": ["services.wallet.commands", "services.wallet.handlers",
+               "services.wallet.ledger", "services.wallet.ledger_fold",
+               "services.wallet.rounds_view"],
     # the own-log kernel's pure half: the one fold every service on the kernel uses
-    # (its I/O is croupier.services.infra.kernel, not a core)
-    "kernel": ["croupier.services.infra.own_log"],
-    "operator": ["croupier.services.operator.audit", "croupier.services.operator.complaints",
-                 "croupier.services.operator.reconcile", "croupier.services.operator.replay",
-                 "croupier.services.operator.replay_bets", "croupier.services.operator.replay_calls",
-                 "croupier.services.operator.replay_difference",
-                 "croupier.services.operator.replay_report", "croupier.services.operator.replay_result",
-                 "croupier.services.operator.replay_story"],
+    # (its I/O is services.infra.kernel, not a core)
+    "kernel": ["services.infra.own_log"],
+    "operator": ["services.operator.audit", "services.operator.complaints",
+                 "services.operator.reconcile", "services.operator.replay",
+                 "services.operator.replay_bets", "services.operator.replay_calls",
+                 "services.operator.replay_difference",
+                 "services.operator.replay_report", "services.operator.replay_result",
+                 "services.operator.replay_story"],
 }
 CORE_MODULES = {module for modules in PURE_CORES.values() for module in modules}
 # cores pyproject.toml's strict mypy list does not name yet (both pass `mypy --strict`);
@@ -52,8 +52,6 @@ ALLOWED_THIRD_PARTY = {"pydantic"}
 
 def _path(module: str) -> Path:
     parts = module.split(".")
-    if parts[0] == "croupier":
-        parts = parts[1:]
     return ROOT.joinpath(*parts).with_suffix(".py")
 
 
@@ -80,7 +78,7 @@ def _imports(module: str) -> list[str]:
 def _allowed(imported: str) -> bool:
     top = imported.split(".")[0]
     return (top in sys.stdlib_module_names or top in ALLOWED_THIRD_PARTY
-            or imported == "croupier.shared" or imported.startswith("croupier.shared.")
+            or imported == "shared" or imported.startswith("shared.")
             or imported in CORE_MODULES)
 
 
@@ -90,10 +88,10 @@ def test_a_pure_core_imports_no_infrastructure(module: str) -> None:
 
 
 def test_the_rule_refuses_infrastructure() -> None:
-    for name in ("faust", "aiohttp.web", "kafka", "croupier.services.infra.metrics",
-                 "croupier.services.infra.faust_app", "croupier.services.wallet.app", "shared.settlement"):
+    for name in ("faust", "aiohttp.web", "kafka", "services.infra.metrics",
+                 "services.infra.faust_app", "services.wallet.app"):
         assert not _allowed(name), name
-    assert _allowed("croupier.shared.settlement") and _allowed("datetime")
+    assert _allowed("shared.settlement") and _allowed("datetime")
 
 
 def test_mypy_checks_every_pure_core_as_strictly_as_shared() -> None:

@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 
 from aiohttp import web
 
-from croupier.services.infra.clock import SystemClock
-from croupier.services.infra.own_log import PartitionState
-from croupier.services.wallet.ledger_fold import call_key
-from croupier.services.wallet.operator_calls import CallerSettings, OperatorCaller
-from croupier.shared.events.operator_wallet import (
+from services.infra.clock import SystemClock
+from services.infra.own_log import PartitionState
+from services.wallet.ledger_fold import call_key
+from services.wallet.operator_calls import CallerSettings, OperatorCaller
+from shared.events.operator_wallet import (
     KEY_ID_HEADER,
     SIGNATURE_HEADER,
     OperatorCall,

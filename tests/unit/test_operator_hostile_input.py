@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.services.operator.complaints import ComplaintError, check_window, complaint_from
-from croupier.services.operator.replay_service import ReplayRequest, parse_time
+from services.operator.complaints import ComplaintError, check_window, complaint_from
+from services.operator.replay_service import ReplayRequest, parse_time
 
 T0 = datetime(2026, 11, 30, 8, 30, tzinfo=UTC)
 FIELDS = {"player_id": "alice", "played_at": T0, "dealer": "Ana", "table_id": "T1",

@@ -7,7 +7,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from croupier.services.cli import operator_wallet_cmd
+from services.cli import operator_wallet_cmd
 
 app = typer.Typer()
 operator_wallet_cmd.register(app)

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.services.simulators.operator_wallet.faults import Dice, Faults
-from croupier.services.simulators.operator_wallet.rules import (
+from services.simulators.operator_wallet.faults import Dice, Faults
+from services.simulators.operator_wallet.rules import (
     Player,
     Recorded,
     Session,
@@ -16,7 +16,7 @@ from croupier.services.simulators.operator_wallet.rules import (
     fingerprint,
     parse_keys,
 )
-from croupier.shared.events.operator_wallet import ERROR_CODES, WalletRequest
+from shared.events.operator_wallet import ERROR_CODES, WalletRequest
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 ALICE = Player("alice", "EUR", 1_000)

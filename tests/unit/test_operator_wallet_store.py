@@ -9,8 +9,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from croupier.services.simulators.operator_wallet.store import UnknownPlayer, WalletStore
-from croupier.shared.events.operator_wallet import WalletRequest
+from services.simulators.operator_wallet.store import UnknownPlayer, WalletStore
+from shared.events.operator_wallet import WalletRequest
 
 NOW = datetime(2026, 12, 3, 12, 0, tzinfo=UTC)
 

@@ -1,4 +1,4 @@
-"""The opposite pairs (`croupier.shared.opposites`) are what the rules make of each shipped
+"""The opposite pairs (`shared.opposites`) are what the rules make of each shipped
 profile: dealt rounds show exactly those pairs of offered bets (on one position) never
 winning together and never losing together."""
 
@@ -9,11 +9,11 @@ import random
 
 import pytest
 
-from croupier.shared.bets import GAME_RULES, Position, resolve
-from croupier.shared.opposites import offered_opposites, shipped_opposites
-from croupier.shared.profile import list_profiles, load_profile
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.simulate import deal_rounds
+from shared.bets import GAME_RULES, Position, resolve
+from shared.opposites import offered_opposites, shipped_opposites
+from shared.profile import list_profiles, load_profile
+from shared.rounds import evaluate_round
+from shared.simulate import deal_rounds
 
 ROUNDS = 1_500
 

@@ -1,4 +1,4 @@
-"""The own-log kernel's pure half (`croupier.services.infra.own_log`): a service's state is
+"""The own-log kernel's pure half (`services.infra.own_log`): a service's state is
 the fold of its own log, and nothing else (docs/decisions/ledger.md).
 
 - the chain fences zombies: an entry whose `prev` is not the head is void, skipped by
@@ -22,8 +22,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.services.infra.kernel import outputs_acked
-from croupier.services.infra.own_log import (
+from services.infra.kernel import outputs_acked
+from services.infra.own_log import (
     Batch,
     Landed,
     Overlay,
@@ -33,7 +33,7 @@ from croupier.services.infra.own_log import (
     fold_entry,
     skip_to,
 )
-from croupier.shared.events.sources import InputRef
+from shared.events.sources import InputRef
 
 INPUT = "commands"
 

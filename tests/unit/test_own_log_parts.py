@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from croupier.services.infra.own_log import PartitionState, fold_entry
-from croupier.shared.events.sources import InputRef
+from services.infra.own_log import PartitionState, fold_entry
+from shared.events.sources import InputRef
 
 
 @dataclass(frozen=True)

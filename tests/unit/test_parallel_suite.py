@@ -9,7 +9,7 @@ import stat
 import threading
 from pathlib import Path
 
-from croupier.services.infra.local_broker import JARS_MARKER, maven_jars
+from services.infra.local_broker import JARS_MARKER, maven_jars
 from tests.ports import worker_slice
 
 

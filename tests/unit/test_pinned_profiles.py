@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from croupier.services.bet_settlement.round_book import on_bet, on_result, on_table_event
-from croupier.services.cli.main import app as cli_app
-from croupier.services.cli.profiles_cmd import (
+from services.bet_settlement.round_book import on_bet, on_result, on_table_event
+from services.cli.main import app as cli_app
+from services.cli.profiles_cmd import (
     DEFAULT_DIR,
     ReleaseError,
     check,
@@ -26,21 +26,21 @@ from croupier.services.cli.profiles_cmd import (
     read_lock,
     release,
 )
-from croupier.services.dealer_event.admission import AdmissionPolicy
-from croupier.services.dealer_event.state import TableState
-from croupier.services.dealer_event.table_machine import MachineConfig, step
-from croupier.services.game_evaluation.evaluator import EvaluationState, observe
-from croupier.services.infra.clock import ManualClock
-from croupier.services.infra.table_keys import table_key
-from croupier.services.operator.audit import Books, audit
-from croupier.services.operator.rebuild import _rounds_from_table_events
-from croupier.services.operator.replay import replay_round
-from croupier.services.operator.report_render import to_html, to_text
-from croupier.services.simulators.tables.inputs import InputFactory
-from croupier.shared.events.bet_events import BetPlaced, BetSettled
-from croupier.shared.events.inputs import NewShoe, OpenRound
-from croupier.shared.events.table import RoundOpened
-from croupier.shared.profile import (
+from services.dealer_event.admission import AdmissionPolicy
+from services.dealer_event.state import TableState
+from services.dealer_event.table_machine import MachineConfig, step
+from services.game_evaluation.evaluator import EvaluationState, observe
+from services.infra.clock import ManualClock
+from services.infra.table_keys import table_key
+from services.operator.audit import Books, audit
+from services.operator.rebuild import _rounds_from_table_events
+from services.operator.replay import replay_round
+from services.operator.report_render import to_html, to_text
+from services.simulators.tables.inputs import InputFactory
+from shared.events.bet_events import BetPlaced, BetSettled
+from shared.events.inputs import NewShoe, OpenRound
+from shared.events.table import RoundOpened
+from shared.profile import (
     ProfileDigestError,
     UnknownProfileError,
     check_pin,

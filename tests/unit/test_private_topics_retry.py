@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from kafka.errors import TopicAlreadyExistsError, TopicAuthorizationFailedError
 
-from croupier.services.infra.private_topics import create_until_authorized
+from services.infra.private_topics import create_until_authorized
 
 
 def test_a_refusal_for_want_of_an_acl_is_tried_again():

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from croupier.shared.profile import (
+from shared.profile import (
     BaccaratProfile,
     ProfileError,
     TripleFaceProfile,

@@ -9,13 +9,13 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from croupier.services.operator.reconcile import (
+from services.operator.reconcile import (
     Difference,
     ReconcileReport,
     Unreadable,
     reconcile,
 )
-from croupier.shared.events.operator_wallet import (
+from shared.events.operator_wallet import (
     CallKind,
     OperatorAnswer,
     OperatorCallRecord,

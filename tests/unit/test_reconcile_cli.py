@@ -17,19 +17,19 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 from typer.testing import CliRunner
 
-from croupier.services.cli import reconcile_cmd
-from croupier.services.cli.main import app
-from croupier.services.infra.settings import Settings
-from croupier.services.operator import reconcile_sources
-from croupier.services.operator.http_api import make_app
-from croupier.services.operator.reconcile import Unreadable
-from croupier.services.operator.reconcile_sources import (
+from services.cli import reconcile_cmd
+from services.cli.main import app
+from services.infra.settings import Settings
+from services.operator import reconcile_sources
+from services.operator.http_api import make_app
+from services.operator.reconcile import Unreadable
+from services.operator.reconcile_sources import (
     ReconcileSourceError,
     operator_transactions,
     read_operator_calls,
     window_of,
 )
-from croupier.shared.events.operator_wallet import (
+from shared.events.operator_wallet import (
     KEY_ID_HEADER,
     SIGNATURE_HEADER,
     TransactionsPage,

@@ -7,20 +7,20 @@ from datetime import timedelta
 
 import pytest
 
-from croupier.services.infra.settings import Settings
-from croupier.services.operator.complaints import (
+from services.infra.settings import Settings
+from services.operator.complaints import (
     ComplaintError,
     LateComplaintOverrideDisabled,
     check_window,
     complaint_from,
     override_record,
 )
-from croupier.services.operator.replay import replay_round
-from croupier.services.operator.report_render import to_html, to_json, to_text
-from croupier.shared.cards import parse_card
-from croupier.shared.events.bet_events import BetSettled, SettlementReversed
-from croupier.shared.events.registry import topic_adapter
-from croupier.shared.topics import (
+from services.operator.replay import replay_round
+from services.operator.report_render import to_html, to_json, to_text
+from shared.cards import parse_card
+from shared.events.bet_events import BetSettled, SettlementReversed
+from shared.events.registry import topic_adapter
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_SETTLED_TOPIC,
     OPERATOR_ACTIONS_TOPIC,
@@ -177,7 +177,7 @@ def test_seed002_keluhan_the_override_with_the_setting_is_recorded_as_a_signific
 
 def _floor_round(bets: int, players: int):
     """A round of `bets` bets from `players` players, as parsed records of each topic."""
-    from croupier.services.operator.event_reader import PARSERS
+    from services.operator.event_reader import PARSERS
     from tests.floor_builder import Floor
 
     floor = Floor(seed=9)
@@ -219,7 +219,7 @@ def test_a_missing_payout_among_thousands_is_named():
 
 
 def test_the_money_window_runs_from_the_rounds_first_event_to_past_its_end():
-    from croupier.services.operator.round_reader import SETTLE_SLACK, START_SLACK, RoundReader
+    from services.operator.round_reader import SETTLE_SLACK, START_SLACK, RoundReader
 
     rec = RecordedRound()
     start, end_ms = RoundReader.money_span(rec.events, rec.round_id)
@@ -295,7 +295,7 @@ def test_issue12_item8_a_reversal_without_an_annulment_is_a_difference():
 
 def test_a_redealt_round_replays_with_the_cards_dealt_after_the_redeal():
     """Seed 000 §1 (item 7): the cards before a redeal are set aside, never part of the round."""
-    from croupier.shared.events.table import CardDealt, RoundRedealt, seal
+    from shared.events.table import CardDealt, RoundRedealt, seal
 
     rec = RecordedRound()
     base = {"schema_version", "event_id", "table_id", "seq", "occurred_at", "input_id",
@@ -473,7 +473,7 @@ def test_issue19_a_forged_or_altered_correction_is_named_and_left_out():
 
 
 def test_issue19_money_windows_around_corrections_that_overlap_are_read_once():
-    from croupier.services.operator.round_reader import _merged
+    from services.operator.round_reader import _merged
 
     def ms(t):
         return int(t.timestamp() * 1000)

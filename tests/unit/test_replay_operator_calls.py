@@ -7,16 +7,16 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from croupier.services.operator.replay import replay_round
-from croupier.services.operator.replay_calls import OWED_WINDOW
-from croupier.services.operator.report_render import to_html, to_json, to_text
-from croupier.shared.events.bet_events import BetRejected
-from croupier.shared.events.operator_wallet import (
+from services.operator.replay import replay_round
+from services.operator.replay_calls import OWED_WINDOW
+from services.operator.report_render import to_html, to_json, to_text
+from shared.events.bet_events import BetRejected
+from shared.events.operator_wallet import (
     OperatorAnswer,
     OperatorCallRecord,
     WalletRequest,
 )
-from croupier.shared.topics import (
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_SETTLED_TOPIC,
     ROUND_RESULTS_TOPIC,
@@ -226,8 +226,8 @@ def test_a_rejected_bet_has_the_rollback_of_its_debit():
 
 def _voided_round() -> RecordedRound:
     """The round voided by a supervisor after betting closed: each stake refunded."""
-    from croupier.shared.events.bet_events import BetSettled, settlement_id
-    from croupier.shared.events.table import RoundVoided
+    from shared.events.bet_events import BetSettled, settlement_id
+    from shared.events.table import RoundVoided
 
     rec = RecordedRound()
     rec.events = [e for e in rec.events if e.type in ("shoe_started", "round_opened",
@@ -361,8 +361,8 @@ def test_html_shows_each_call_and_answer_per_bet():
 # --- reading the round's calls from the log -------------------------------------------------
 
 def _reader(topics: dict[str, list[int]]):
-    from croupier.services.operator.event_reader import PARSERS
-    from croupier.services.operator.round_reader import RoundReader
+    from services.operator.event_reader import PARSERS
+    from services.operator.round_reader import RoundReader
 
     reader = RoundReader.__new__(RoundReader)  # no consumer: only the windows are asked for
     reader._partition_ids = {name: topics.get(name, [0, 1, 2, 3]) for name in PARSERS}
@@ -390,7 +390,7 @@ def test_a_broker_without_the_calls_topic_is_read_without_it():
 
 
 def test_only_the_rounds_calls_are_kept():
-    from croupier.services.operator.round_reader import RoundRecords, _keep_round_money
+    from services.operator.round_reader import RoundRecords, _keep_round_money
 
     rec = RecordedRound()
     calls = rec.seamless()
@@ -406,7 +406,7 @@ def test_only_the_rounds_calls_are_kept():
 
 
 def test_the_calls_parse_as_the_wallet_publishes_them():
-    from croupier.services.operator.event_reader import PARSERS
+    from services.operator.event_reader import PARSERS
 
     rec = RecordedRound()
     calls = rec.seamless()
@@ -419,7 +419,7 @@ def test_a_rounds_calls_aged_out_of_the_log_are_read_from_the_archive(tmp_path):
 
     from kafka import TopicPartition
 
-    from croupier.services.infra.archive_store import DirectoryStore
+    from services.infra.archive_store import DirectoryStore
     from tests.archive_builder import archive_rounds
 
     rec = RecordedRound()

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from html.parser import HTMLParser
 
-from croupier.services.operator.replay import replay_roads, replay_round
-from croupier.services.operator.report_render import to_html, to_json, to_text
-from croupier.shared.cards import parse_cards
-from croupier.shared.events.table import CardDealt, RoundCompleted, seal
+from services.operator.replay import replay_roads, replay_round
+from services.operator.report_render import to_html, to_json, to_text
+from shared.cards import parse_cards
+from shared.events.table import CardDealt, RoundCompleted, seal
 from tests.event_keys import events_key
 from tests.shoe_builder import BANKER, PAIRS, PLAYER, TIE, Table
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from croupier.services.infra.replies import Replies
+from services.infra.replies import Replies
 
 
 def run(coro):

@@ -11,11 +11,11 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from croupier.services.archive.queries import ArchiveQueries
-from croupier.services.infra.archive_store import DirectoryStore
-from croupier.services.operator.risk_views import opposite_handler
-from croupier.shared.events.bet_events import BetPlaced
-from croupier.shared.topics import BETS_PLACED_TOPIC
+from services.archive.queries import ArchiveQueries
+from services.infra.archive_store import DirectoryStore
+from services.operator.risk_views import opposite_handler
+from shared.events.bet_events import BetPlaced
+from shared.topics import BETS_PLACED_TOPIC
 from tests.archive_builder import archive_records
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -13,9 +13,9 @@ from collections.abc import Collection
 
 import pytest
 
-from croupier.shared.baccarat import deal
-from croupier.shared.cards import parse_cards
-from croupier.shared.roads import (
+from shared.baccarat import deal
+from shared.cards import parse_cards
+from shared.roads import (
     BaccaratOutcome,
     RoadError,
     TripleFaceOutcome,
@@ -24,7 +24,7 @@ from croupier.shared.roads import (
     roads_of,
     triple_face_history,
 )
-from croupier.shared.triple_face import deal as deal_triple_face
+from shared.triple_face import deal as deal_triple_face
 
 WINNER = {"B": "banker", "P": "player", "T": "tie"}
 

@@ -2,11 +2,11 @@
 
 from datetime import timedelta
 
-from croupier.services.bet_settlement import round_book
-from croupier.shared.events.bet_events import IntakeMark, manifest_digest
-from croupier.shared.events.table import BettingClosed, RoundVoided
-from croupier.shared.profile import load_profile
-from croupier.shared.settlement import Bet, settle
+from services.bet_settlement import round_book
+from shared.events.bet_events import IntakeMark, manifest_digest
+from shared.events.table import BettingClosed, RoundVoided
+from shared.profile import load_profile
+from shared.settlement import Bet, settle
 from tests.unit.round_book_support import (
     NOW,
     PROFILE,
@@ -115,10 +115,10 @@ def test_seed001_triple_face_jp_settles_every_bet_of_a_first_card_round():
     プレイヤー 3、バンカー、プレイヤー 1"; "抽選結果が引き分けの場合、「勝ち」または「負け」の賭け金は
     返金されます"; "「勝ち」に賭けて、プレイヤーのハンドが 6 の任意の組み合わせで勝利した場合、
     オッズは 1:0.5 です"."""
-    from croupier.shared.cards import parse_cards
-    from croupier.shared.events.bet_events import BetSettled
-    from croupier.shared.events.table import RoundOpened
-    from croupier.shared.rounds import evaluate_round
+    from shared.cards import parse_cards
+    from shared.events.bet_events import BetSettled
+    from shared.events.table import RoundOpened
+    from shared.rounds import evaluate_round
     from tests.unit.round_book_support import result as sbo_result
 
     profile = load_profile("triple-face-jp")

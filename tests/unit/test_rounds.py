@@ -2,9 +2,9 @@
 
 import pytest
 
-from croupier.shared.cards import parse_card, parse_cards
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import ROUND_RESULT, RoundError, cards_needed, evaluate_round, is_complete
+from shared.cards import parse_card, parse_cards
+from shared.profile import load_profile
+from shared.rounds import ROUND_RESULT, RoundError, cards_needed, evaluate_round, is_complete
 
 TF_ROUND = "JS,2C,3C,QS,3H,4C,5C,TH,6D,7C,8C,9D"
 

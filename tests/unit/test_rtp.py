@@ -6,9 +6,9 @@ from math import comb
 
 import pytest
 
-from croupier.shared.profile import load_profile, parse_profile
-from croupier.shared.rtp import exact_rtp
-from croupier.shared.simulate import deal_rounds, simulate
+from shared.profile import load_profile, parse_profile
+from shared.rtp import exact_rtp
+from shared.simulate import deal_rounds, simulate
 
 
 def _rtp(name: str) -> dict[str, float]:

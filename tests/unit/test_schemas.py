@@ -2,9 +2,9 @@
 
 from pathlib import Path
 
-from croupier.services.cli.schemas_cmd import drift, generated_files
-from croupier.shared.events.registry import EVENTS_BY_TOPIC, schema_files
-from croupier.shared.topics import TOPIC_NAMES
+from services.cli.schemas_cmd import drift, generated_files
+from shared.events.registry import EVENTS_BY_TOPIC, schema_files
+from shared.topics import TOPIC_NAMES
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "schemas"
 

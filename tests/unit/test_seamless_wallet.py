@@ -9,8 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from croupier.services.wallet import seamless
-from croupier.services.wallet.commands import (
+from services.wallet import seamless
+from services.wallet.commands import (
     CreateAccount,
     Deposit,
     EndBet,
@@ -18,10 +18,10 @@ from croupier.services.wallet.commands import (
     OperatorAnswered,
     ReverseSettlement,
 )
-from croupier.services.wallet.ledger_fold import WalletFold, pending_calls
-from croupier.services.wallet.seamless import SeamlessRules
-from croupier.shared.events.operator_wallet import OperatorAnswer, OperatorCallRecord
-from croupier.shared.topics import BETS_PLACED_TOPIC, WALLET_OPERATOR_CALLS_TOPIC
+from services.wallet.ledger_fold import WalletFold, pending_calls
+from services.wallet.seamless import SeamlessRules
+from shared.events.operator_wallet import OperatorAnswer, OperatorCallRecord
+from shared.topics import BETS_PLACED_TOPIC, WALLET_OPERATOR_CALLS_TOPIC
 from tests.unit.wallet_support import NOW, Ledger, bet, fold_all
 
 RULES = SeamlessRules()

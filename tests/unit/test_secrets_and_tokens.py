@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from croupier.services.infra.auth import Authenticator, AuthError
-from croupier.services.infra.settings import DEVELOPMENT_SECRETS, InsecureSettings, Settings
+from services.infra.auth import Authenticator, AuthError
+from services.infra.settings import DEVELOPMENT_SECRETS, InsecureSettings, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 OWN = {"table_signing_secret": "t-" + "x" * 30, "operator_token": "o-" + "y" * 30,
@@ -108,7 +108,7 @@ def test_a_minted_token_under_the_development_key_fails_against_a_real_key():
         real.caller(f"Bearer {minted.player_token('bob')}")
 
 
-@pytest.mark.parametrize("package", ["croupier.services.wallet", "croupier.services.dealer_event"])
+@pytest.mark.parametrize("package", ["services.wallet", "services.dealer_event"])
 def test_a_service_process_refuses_to_start_on_development_secrets(package, tmp_path):
     """The worker exits before it touches Kafka, naming the variables to set."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CROUPIER_")}

@@ -4,8 +4,8 @@ snapshotted because these two did not reach them)."""
 
 from __future__ import annotations
 
-from croupier.services.infra.processes import service_env
-from croupier.services.infra.settings import Settings
+from services.infra.processes import service_env
+from services.infra.settings import Settings
 
 
 def test_snapshot_and_window_settings_reach_the_service_processes(monkeypatch):

@@ -8,13 +8,13 @@ import pytest
 from kafka import TopicPartition
 from prometheus_client import REGISTRY
 
-from croupier.services.bet_settlement import decision_metrics, round_book
-from croupier.services.infra import metrics
-from croupier.services.infra.observability import UNMATCHED_ROUTE, lag_by_topic, route_template
-from croupier.services.wallet import handlers, money_metrics
-from croupier.services.wallet.commands import CreateAccount, Deposit, EndBet, Envelope
-from croupier.shared.events.bet_events import BetSettled
-from croupier.shared.events.table import RoundVoided
+from services.bet_settlement import decision_metrics, round_book
+from services.infra import metrics
+from services.infra.observability import UNMATCHED_ROUTE, lag_by_topic, route_template
+from services.wallet import handlers, money_metrics
+from services.wallet.commands import CreateAccount, Deposit, EndBet, Envelope
+from shared.events.bet_events import BetSettled
+from shared.events.table import RoundVoided
 from tests.unit.round_book_support import NOW, event, open_round, placed, result
 from tests.unit.wallet_support import Ledger, bet
 

@@ -5,11 +5,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from croupier.shared.bets import GAME_RULES
-from croupier.shared.cards import DECK, parse_cards
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.settlement import Bet, BetError, settle, validate_bet
+from shared.bets import GAME_RULES
+from shared.cards import DECK, parse_cards
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.settlement import Bet, BetError, settle, validate_bet
 
 # Rounds in shoe order, each checked by hand against RULES §3.2.
 P9_NATURAL = "9S,4H,KD,2C"            # P 9 (natural) v B 6, 4 cards

@@ -15,11 +15,11 @@ from datetime import timedelta
 
 import pytest
 
-from croupier.services.infra.clock import ManualClock
-from croupier.shared.events.bet_events import BetPlaced
-from croupier.shared.events.dead_letters import DeadLetter
-from croupier.shared.events.wallet_events import tx_id
-from croupier.shared.topics import (
+from services.infra.clock import ManualClock
+from shared.events.bet_events import BetPlaced
+from shared.events.dead_letters import DeadLetter
+from shared.events.wallet_events import tx_id
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,

@@ -17,14 +17,14 @@ from datetime import timedelta
 
 import pytest
 
-from croupier.services.bet_settlement import round_book
-from croupier.services.bet_settlement.settlement_fold import SETTLEMENT_FOLD, Lookups
-from croupier.services.infra.clock import ManualClock
-from croupier.services.infra.own_log import PartitionState, fold_entry
-from croupier.shared.events.bet_events import BetSettled
-from croupier.shared.events.settlement_log import BETS_PER_ENTRY, ENTRY_BYTES, SettlementEntry
-from croupier.shared.events.table import RoundAnnulled, RoundOpened, seal
-from croupier.shared.topics import (
+from services.bet_settlement import round_book
+from services.bet_settlement.settlement_fold import SETTLEMENT_FOLD, Lookups
+from services.infra.clock import ManualClock
+from services.infra.own_log import PartitionState, fold_entry
+from shared.events.bet_events import BetSettled
+from shared.events.settlement_log import BETS_PER_ENTRY, ENTRY_BYTES, SettlementEntry
+from shared.events.table import RoundAnnulled, RoundOpened, seal
+from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,

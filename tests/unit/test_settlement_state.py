@@ -6,8 +6,8 @@ import random
 from datetime import timedelta
 from itertools import permutations
 
-from croupier.services.bet_settlement import decision_metrics, round_book
-from croupier.shared.events.bet_events import (
+from services.bet_settlement import decision_metrics, round_book
+from shared.events.bet_events import (
     EMPTY_DIGEST,
     BetAccepted,
     BetSettled,
@@ -16,7 +16,7 @@ from croupier.shared.events.bet_events import (
     digest_add,
     manifest_digest,
 )
-from croupier.shared.events.table import BettingClosed, RoundVoided
+from shared.events.table import BettingClosed, RoundVoided
 from tests.unit.round_book_support import NOW, event, kinds, opened, placed, result
 
 VOID = dict(reason_code="misdeal", reason_text="x", supervisor="S")

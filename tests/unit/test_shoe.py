@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from croupier.shared.cards import DECK, parse_card
-from croupier.shared.shoe import Shoe, ShoeError, start_burn_count
+from shared.cards import DECK, parse_card
+from shared.shoe import Shoe, ShoeError, start_burn_count
 
 
 def test_new_shoe_composition():

@@ -1,15 +1,15 @@
-"""A table's shoes folded from `table.events` (croupier.shared.shoe_history), and the wallet's
+"""A table's shoes folded from `table.events` (shared.shoe_history), and the wallet's
 view of them, the one `GET /tables/{id}/roads` answers from."""
 
 from __future__ import annotations
 
 import pytest
 
-from croupier.services.wallet.api_models import ROUTES, openapi
-from croupier.services.wallet.rounds_view import BetRefused, fold_verified, roads_body
-from croupier.shared import shoe_history
-from croupier.shared.cards import parse_cards
-from croupier.shared.events.table import (
+from services.wallet.api_models import ROUTES, openapi
+from services.wallet.rounds_view import BetRefused, fold_verified, roads_body
+from shared import shoe_history
+from shared.cards import parse_cards
+from shared.events.table import (
     RoundAnnulled,
     RoundCompleted,
     RoundOpened,
@@ -19,7 +19,7 @@ from croupier.shared.events.table import (
     VoidReason,
     seal,
 )
-from croupier.shared.shoe_history import (
+from shared.shoe_history import (
     KEEP_SHOES,
     ShoeHistory,
     ShoeRoads,

@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
-from croupier.services.infra.kernel import OwnLog
-from croupier.services.infra.own_log import Landed, Logged, PartitionState, fold_entry
-from croupier.services.infra.snapshots import (
+from services.infra.kernel import OwnLog
+from services.infra.own_log import Landed, Logged, PartitionState, fold_entry
+from services.infra.snapshots import (
     CHUNK_BYTES,
     DATETIME,
     SPECIAL_FIELDS,
@@ -28,11 +28,11 @@ from croupier.services.infra.snapshots import (
     decode,
     encode,
 )
-from croupier.services.wallet.ledger_fold import WALLET_FOLD, WalletFold
-from croupier.services.wallet.snapshot_codec import WALLET_CODEC
-from croupier.shared.events.sources import InputRef
-from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import BETS_SETTLED_TOPIC, WALLET_LEDGER_SNAPSHOTS_TOPIC, WALLET_LEDGER_TOPIC
+from services.wallet.ledger_fold import WALLET_FOLD, WalletFold
+from services.wallet.snapshot_codec import WALLET_CODEC
+from shared.events.sources import InputRef
+from shared.events.wallet_ledger import LedgerEntry
+from shared.topics import BETS_SETTLED_TOPIC, WALLET_LEDGER_SNAPSHOTS_TOPIC, WALLET_LEDGER_TOPIC
 from tests.ledger_builder import COMMANDS, Ledger
 from tests.unit.agent_loop_support import APPENDED
 

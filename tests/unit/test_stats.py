@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.services.archive.queries import ArchiveQueries
-from croupier.services.archive.stats import (
+from services.archive.queries import ArchiveQueries
+from services.archive.stats import (
     BetLine,
     DealtRound,
     dealing_seconds,
@@ -21,9 +21,9 @@ from croupier.services.archive.stats import (
     theoretical_hold,
     z_score,
 )
-from croupier.services.infra.archive_store import DirectoryStore
-from croupier.shared.profile import load_profile
-from croupier.shared.rtp import exact_rtp
+from services.infra.archive_store import DirectoryStore
+from shared.profile import load_profile
+from shared.rtp import exact_rtp
 from tests.archive_builder import archive_records
 from tests.stats_floor import expected_dealers, expected_tables, stats_floor
 

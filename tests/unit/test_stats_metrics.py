@@ -8,13 +8,13 @@ from datetime import timedelta
 
 from prometheus_client import REGISTRY
 
-from croupier.services.bet_settlement.decision_metrics import Fresh, record_table_hold
-from croupier.services.dealer_event.runtime import count_published, dealer_of
-from croupier.services.dealer_event.state import CompletedRound, TableRound, TableState
-from croupier.shared.events.bet_events import BetSettled
-from croupier.shared.events.table import MisdealCorrected, RoundCompleted, RoundVoided
-from croupier.shared.profile import load_profile
-from croupier.shared.rtp import exact_rtp
+from services.bet_settlement.decision_metrics import Fresh, record_table_hold
+from services.dealer_event.runtime import count_published, dealer_of
+from services.dealer_event.state import CompletedRound, TableRound, TableState
+from shared.events.bet_events import BetSettled
+from shared.events.table import MisdealCorrected, RoundCompleted, RoundVoided
+from shared.profile import load_profile
+from shared.rtp import exact_rtp
 from tests.unit.round_book_support import NOW, event, placed
 
 

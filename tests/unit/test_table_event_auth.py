@@ -9,22 +9,22 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.services.bet_settlement.settlement_fold import Lookups
-from croupier.services.dealer_event.rebuild import fold_events
-from croupier.services.dealer_event.runtime import machine_config
-from croupier.services.game_evaluation.evaluator import (
+from services.bet_settlement.settlement_fold import Lookups
+from services.dealer_event.rebuild import fold_events
+from services.dealer_event.runtime import machine_config
+from services.game_evaluation.evaluator import (
     EvaluationState,
     flagged_view,
     observe_verified,
 )
-from croupier.services.infra.clock import SystemClock
-from croupier.services.infra.settings import Settings
-from croupier.services.operator.replay import replay_round
-from croupier.services.wallet.rounds_view import BetRefused, check_round_takes_bet, fold_verified
-from croupier.shared.cards import parse_card
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.dead_letters import DeadLetter
-from croupier.shared.events.event_auth import (
+from services.infra.clock import SystemClock
+from services.infra.settings import Settings
+from services.operator.replay import replay_round
+from services.wallet.rounds_view import BetRefused, check_round_takes_bet, fold_verified
+from shared.cards import parse_card
+from shared.events.canonical import GENESIS_HASH
+from shared.events.dead_letters import DeadLetter
+from shared.events.event_auth import (
     ChainHead,
     TableEventRefused,
     TableFlagged,
@@ -34,8 +34,8 @@ from croupier.shared.events.event_auth import (
     chain_problem,
     verify_next,
 )
-from croupier.shared.events.results import RoundResultPublished, result_id
-from croupier.shared.events.table import (
+from shared.events.results import RoundResultPublished, result_id
+from shared.events.table import (
     BettingClosed,
     CardDealt,
     RoundOpened,
@@ -46,9 +46,9 @@ from croupier.shared.events.table import (
     parse_table_event,
     seal,
 )
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
-from croupier.shared.topics import (
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
+from shared.topics import (
     BETS_SETTLED_TOPIC,
     DEAD_LETTERS_TOPIC,
     ROUND_RESULTS_TOPIC,
@@ -349,8 +349,8 @@ def test_the_wallet_doors_refusal_binds_a_new_bet_only():
     """The door's verdict travels with the command (`door_refusal`): a bet on the flagged
     table is refused with the door's status and code and moves nothing, while a bet placed
     before the table was flagged, resent now, gets its first answer."""
-    from croupier.services.wallet import handlers
-    from croupier.services.wallet.commands import CreateAccount, Deposit, DoorRefusal
+    from services.wallet import handlers
+    from services.wallet.commands import CreateAccount, Deposit, DoorRefusal
     from tests.unit.wallet_support import Ledger, bet
 
     chain = Chain()

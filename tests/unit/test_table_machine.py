@@ -6,13 +6,13 @@ from datetime import timedelta
 
 import pytest
 
-from croupier.services.dealer_event.admission import AdmissionPolicy
-from croupier.services.dealer_event.state import TableState, fold_into
-from croupier.services.dealer_event.table_machine import MachineConfig, tick
-from croupier.services.simulators.tables.inputs import InputFactory
-from croupier.shared.cards import parse_card, parse_cards
-from croupier.shared.events.chain import verify_chain
-from croupier.shared.events.inputs import (
+from services.dealer_event.admission import AdmissionPolicy
+from services.dealer_event.state import TableState, fold_into
+from services.dealer_event.table_machine import MachineConfig, tick
+from services.simulators.tables.inputs import InputFactory
+from shared.cards import parse_card, parse_cards
+from shared.events.chain import verify_chain
+from shared.events.inputs import (
     Burn,
     CloseBetting,
     CutCard,
@@ -23,8 +23,8 @@ from croupier.shared.events.inputs import (
     ShoeFirstCard,
     VoidRound,
 )
-from croupier.shared.profile import load_profile
-from croupier.shared.rounds import evaluate_round
+from shared.profile import load_profile
+from shared.rounds import evaluate_round
 from tests.unit.table_machine_support import Table, key_for, types
 
 
@@ -324,7 +324,7 @@ def test_rebuilding_from_the_log_gives_the_same_state():
 
 
 def test_a_table_whose_log_breaks_its_chain_is_out_of_play_and_others_play_on():
-    from croupier.services.dealer_event.rebuild import fold_events
+    from services.dealer_event.rebuild import fold_events
 
     t1, t2 = Table("T1"), Table("T2")
     for table in (t1, t2):

@@ -7,8 +7,8 @@ clause is quoted by its heading. Decisions: docs/decisions/procedures.md.
 
 from __future__ import annotations
 
-from croupier.shared.cards import parse_card, parse_cards
-from croupier.shared.events.inputs import (
+from shared.cards import parse_card, parse_cards
+from shared.events.inputs import (
     AnnulRounds,
     Burn,
     CloseBetting,
@@ -26,7 +26,7 @@ from croupier.shared.events.inputs import (
     ShoeFirstCard,
     VoidRound,
 )
-from croupier.shared.events.table import (
+from shared.events.table import (
     BettingClosed,
     RoundAnnulled,
 )
@@ -126,7 +126,7 @@ def test_seed002_betting_timer_a_device_may_close_once_the_window_has_ended():
     t.shoe("sbo-baccarat")
     t.ok(OpenRound, round_id="R1", dealer="Ayu")
     t.clock.advance(30)
-    from croupier.services.dealer_event.table_machine import apply  # no timer tick before the input
+    from services.dealer_event.table_machine import apply  # no timer tick before the input
 
     outcome = apply(t.state, t.make.make(CloseBetting, round_id="R1"), t.clock.now(), t.config)
     assert outcome.refusal is None and outcome.events[0].reason == "dealer"
@@ -521,7 +521,7 @@ def test_seed004_s5_management_corrects_the_result_of_a_wrong_hand():
 def test_seed004_s5_a_round_older_than_the_table_keeps_is_annulled_not_corrected(monkeypatch):
     """The table keeps the facts of its last KEEP_COMPLETED completed rounds (bounded); a
     round older than that is refused, naming annul_rounds."""
-    from croupier.services.dealer_event import state as table_state
+    from services.dealer_event import state as table_state
 
     monkeypatch.setattr(table_state, "KEEP_COMPLETED", 1)
     t = Table()

@@ -10,14 +10,14 @@ from importlib import resources
 
 import pytest
 
-from croupier.shared.events.inputs import (
+from shared.events.inputs import (
     AnnulRounds,
     Burn,
     OpenRound,
     ReportMisdeal,
     VoidRound,
 )
-from croupier.shared.profile import ProfileError, load_profile, parse_profile
+from shared.profile import ProfileError, load_profile, parse_profile
 from tests.unit import table_procedures_support as procedures
 from tests.unit.round_book_support import placed
 from tests.unit.table_machine_support import Table, types
@@ -25,7 +25,7 @@ from tests.unit.table_machine_support import Table, types
 # --- item 11: profile validation -----------------------------------------------------------
 
 def _profile_data(name: str) -> dict:
-    return json.loads(resources.files("croupier.shared.profiles").joinpath(f"{name}.json")
+    return json.loads(resources.files("shared.profiles").joinpath(f"{name}.json")
                       .read_text("utf-8"))
 
 

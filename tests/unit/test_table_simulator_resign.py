@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import asyncio
 
-from croupier.services.simulators.tables.driver import SimConfig, TableSimulator
-from croupier.services.simulators.tables.inputs import InputFactory
-from croupier.shared.events.inputs import InputBase, NewShoe
+from services.simulators.tables.driver import SimConfig, TableSimulator
+from services.simulators.tables.inputs import InputFactory
+from shared.events.inputs import InputBase, NewShoe
 from tests.unit.table_machine_support import Table, key_for
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from croupier.shared.topics import (
+from shared.topics import (
     DAY_MS,
     DEFAULT_RETENTION_MS,
     SNAPSHOT_TOPICS,
@@ -31,7 +31,7 @@ def test_catalogue_names_every_topic_of_the_architecture():
 
 
 def test_snapshot_topics_are_compacted_and_not_archived():
-    from croupier.services.archive.archiver import Archiver
+    from services.archive.archiver import Archiver
 
     archived = Archiver.__init__.__defaults__[0]  # type: ignore[index]
     for spec in topic_catalogue():

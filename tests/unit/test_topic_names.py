@@ -1,4 +1,4 @@
-"""One home for every topic's name: `croupier.shared.topics`.
+"""One home for every topic's name: `shared.topics`.
 
 A topic's name is written once, as a constant of the catalogue; every service, benchmark
 and test imports it from there, and the ACLs (`kafka_security.WRITERS`/`READERS`) and the
@@ -13,7 +13,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from croupier.shared.topics import CATALOGUE_NAMES, TABLE_EVENTS_TOPIC, WALLET_LEDGER_TOPIC
+from shared.topics import CATALOGUE_NAMES, TABLE_EVENTS_TOPIC, WALLET_LEDGER_TOPIC
 
 ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("services", "shared", "benchmarks", "tests")
@@ -46,7 +46,7 @@ def offenders() -> list[str]:
 
 def test_no_topic_name_is_quoted_outside_the_catalogue():
     found = offenders()
-    assert not found, ("topic names quoted outside croupier.shared.topics (import its "
+    assert not found, ("topic names quoted outside shared.topics (import its "
                        "constant instead):\n" + "\n".join(found))
 
 

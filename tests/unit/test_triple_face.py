@@ -2,8 +2,8 @@
 
 import pytest
 
-from croupier.shared.cards import RANKS, parse_card, parse_cards
-from croupier.shared.triple_face import HAND_NAMES, cards_needed, deal, hand_rank, pair_plus
+from shared.cards import RANKS, parse_card, parse_cards
+from shared.triple_face import HAND_NAMES, cards_needed, deal, hand_rank, pair_plus
 
 LADDER = ("3P 2P9 P9 9 2P8 P8 8 2P7 P7 7 2P6 P6 6 2P5 P5 5 2P4 P4 4 2P3 P3 3 2P2 P2 2 "
           "2P1 P1 1 2P0 P0 0").split()

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import pytest
 
-from croupier.services.bet_settlement.settlement_fold import watch_of
-from croupier.services.dealer_event.rebuild import fold_events
-from croupier.services.game_evaluation.evaluator import EvaluationState, observe_verified
-from croupier.services.wallet.rounds_view import TableRounds, fold_checked
-from croupier.shared.events.chain import follow_chain
-from croupier.shared.events.evaluation_log import EvaluationEntry
-from croupier.shared.events.event_auth import (
+from services.bet_settlement.settlement_fold import watch_of
+from services.dealer_event.rebuild import fold_events
+from services.game_evaluation.evaluator import EvaluationState, observe_verified
+from services.wallet.rounds_view import TableRounds, fold_checked
+from shared.events.chain import follow_chain
+from shared.events.evaluation_log import EvaluationEntry
+from shared.events.event_auth import (
     VOID_TIPS,
     ChainHead,
     TableEventRefused,
@@ -24,8 +24,8 @@ from croupier.shared.events.event_auth import (
     advance,
     verify_next,
 )
-from croupier.shared.events.settlement_log import ChainWatch
-from croupier.shared.events.table import TableEventBase, seal
+from shared.events.settlement_log import ChainWatch
+from shared.events.table import TableEventBase, seal
 from tests.unit.test_table_event_auth import KEY, Chain, opened_round
 
 

@@ -21,10 +21,10 @@ from datetime import UTC, datetime
 
 import pytest
 
-from croupier.services.infra import kernel
-from croupier.services.infra.clock import ManualClock
-from croupier.services.infra.kernel import Decided, OwnLog
-from croupier.services.infra.own_log import (
+from services.infra import kernel
+from services.infra.clock import ManualClock
+from services.infra.kernel import Decided, OwnLog
+from services.infra.own_log import (
     Batch,
     Landed,
     Logged,
@@ -32,13 +32,13 @@ from croupier.services.infra.own_log import (
     Record,
     fold_entry,
 )
-from croupier.services.infra.replies import Replies
-from croupier.services.wallet.batches import CommandBatches
-from croupier.services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
-from croupier.services.wallet.ledger_fold import WALLET_FOLD, Lookups, account_key
-from croupier.shared.events.dead_letters import DeadLetter
-from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import (
+from services.infra.replies import Replies
+from services.wallet.batches import CommandBatches
+from services.wallet.commands import CreateAccount, Deposit, Envelope, PlaceBet, Withdraw
+from services.wallet.ledger_fold import WALLET_FOLD, Lookups, account_key
+from shared.events.dead_letters import DeadLetter
+from shared.events.wallet_ledger import LedgerEntry
+from shared.topics import (
     BETS_PLACED_TOPIC,
     DEAD_LETTERS_TOPIC,
     WALLET_LEDGER_TOPIC,

@@ -4,17 +4,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from croupier.services.infra.auth import Authenticator, AuthError
-from croupier.services.wallet.api_models import ROUTES, CurrentRound, openapi
-from croupier.services.wallet.rounds_view import (
+from services.infra.auth import Authenticator, AuthError
+from services.wallet.api_models import ROUTES, CurrentRound, openapi
+from services.wallet.rounds_view import (
     KEEP_ROUNDS,
     BetRefused,
     check_round_takes_bet,
     current_round_body,
     fold,
 )
-from croupier.shared.events.canonical import GENESIS_HASH
-from croupier.shared.events.table import BettingClosed, RoundOpened, seal
+from shared.events.canonical import GENESIS_HASH
+from shared.events.table import BettingClosed, RoundOpened, seal
 
 AUTH = Authenticator("player-secret", "operator-secret")
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -116,8 +116,8 @@ def test_the_table_view_keeps_the_last_rounds_only_and_stays_small():
 
 def test_the_outbound_api_document_names_every_call_its_signature_and_its_refusals():
     """Issue 20: the seamless wallet's outbound API is documented from its models."""
-    from croupier.services.wallet.outbound_api import outbound_openapi
-    from croupier.shared.events.operator_wallet import ERROR_CODES
+    from services.wallet.outbound_api import outbound_openapi
+    from shared.events.operator_wallet import ERROR_CODES
     doc = outbound_openapi()
     assert set(doc["paths"]) == {"/debit", "/credit", "/rollback", "/transactions"}
     for kind in ("debit", "credit", "rollback"):

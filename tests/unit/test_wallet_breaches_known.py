@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from croupier.services.infra import metrics
+from services.infra import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 

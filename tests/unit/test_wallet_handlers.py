@@ -9,9 +9,9 @@ from collections import Counter
 
 import pytest
 
-from croupier.services.infra.own_log import Batch, Landed, PartitionState
-from croupier.services.wallet import handlers, seamless
-from croupier.services.wallet.commands import (
+from services.infra.own_log import Batch, Landed, PartitionState
+from services.wallet import handlers, seamless
+from services.wallet.commands import (
     ENVELOPE,
     CreateAccount,
     Deposit,
@@ -24,18 +24,18 @@ from croupier.services.wallet.commands import (
     Withdraw,
     ending_command,
 )
-from croupier.services.wallet.ledger_fold import WALLET_FOLD, Lookups, pending_calls
-from croupier.services.wallet.seamless import SeamlessRules
-from croupier.shared.events.bet_events import (
+from services.wallet.ledger_fold import WALLET_FOLD, Lookups, pending_calls
+from services.wallet.seamless import SeamlessRules
+from shared.events.bet_events import (
     BetAccepted,
     BetRejected,
     RoundManifest,
     manifest_digest,
 )
-from croupier.shared.events.operator_wallet import OperatorAnswer
-from croupier.shared.events.sources import InputRef
-from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import BETS_PLACED_TOPIC, WALLET_TRANSACTIONS_TOPIC
+from shared.events.operator_wallet import OperatorAnswer
+from shared.events.sources import InputRef
+from shared.events.wallet_ledger import LedgerEntry
+from shared.topics import BETS_PLACED_TOPIC, WALLET_TRANSACTIONS_TOPIC
 from tests.unit.wallet_support import NOW, Ledger, bet, fold_all
 
 
@@ -140,8 +140,8 @@ def test_seed002_a_players_own_connection_failure_does_not_void_the_round(ledger
     """Seed 002, Kerusakan Elektronik: "Kegagalan pada peralatan Pemain tanpa dibatasi
     termasuk jaringan terputus atau masalah komputer, tidak akan membatalkan hasil
     permainan. Pemain dapat memeriksa riwayat taruhan mereka di bagian Statement." """
-    from croupier.services.bet_settlement import round_book
-    from croupier.shared.events.bet_events import BetSettled
+    from services.bet_settlement import round_book
+    from shared.events.bet_events import BetSettled
     from tests.unit.round_book_support import NOW as OPENED_AT
     from tests.unit.round_book_support import open_round, placed, result
 

@@ -5,7 +5,7 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from croupier.services.wallet.ledger import (
+from services.wallet.ledger import (
     Account,
     Applied,
     LedgerRefusal,

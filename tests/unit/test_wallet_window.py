@@ -22,15 +22,15 @@ from datetime import timedelta
 
 import pytest
 
-from croupier.services.infra.clock import ManualClock
-from croupier.services.infra.kernel import OwnLog
-from croupier.services.infra.own_log import Batch, Landed, PartitionState, fold_entry
-from croupier.services.infra.replies import Replies
-from croupier.services.infra.settings import InvalidSetting, Settings
-from croupier.services.wallet import handlers
-from croupier.services.wallet.api_models import TransactionsPage
-from croupier.services.wallet.batches import CommandBatches
-from croupier.services.wallet.commands import (
+from services.infra.clock import ManualClock
+from services.infra.kernel import OwnLog
+from services.infra.own_log import Batch, Landed, PartitionState, fold_entry
+from services.infra.replies import Replies
+from services.infra.settings import InvalidSetting, Settings
+from services.wallet import handlers
+from services.wallet.api_models import TransactionsPage
+from services.wallet.batches import CommandBatches
+from services.wallet.commands import (
     CreateAccount,
     Deposit,
     EndBet,
@@ -38,11 +38,11 @@ from croupier.services.wallet.commands import (
     PlaceBet,
     ReverseSettlement,
 )
-from croupier.services.wallet.ledger_fold import Lookups, WalletFold, account_key, bet_key, tx_id_key, tx_key
-from croupier.shared.events.sources import InputRef
-from croupier.shared.events.wallet_events import tx_id
-from croupier.shared.events.wallet_ledger import LedgerEntry
-from croupier.shared.topics import DEAD_LETTERS_TOPIC, WALLET_LEDGER_TOPIC
+from services.wallet.ledger_fold import Lookups, WalletFold, account_key, bet_key, tx_id_key, tx_key
+from shared.events.sources import InputRef
+from shared.events.wallet_events import tx_id
+from shared.events.wallet_ledger import LedgerEntry
+from shared.topics import DEAD_LETTERS_TOPIC, WALLET_LEDGER_TOPIC
 from tests.unit.test_wallet_agent_loop import FakeIO, commands, kernel_batch
 from tests.unit.test_wallet_handlers import _random_command
 from tests.unit.wallet_support import NOW, Ledger, fold_all
@@ -128,7 +128,7 @@ def test_a_window_under_a_day_is_refused():
 
 
 def test_the_wallet_refuses_to_start_with_a_window_under_a_day(monkeypatch):
-    from croupier.services.wallet import bootstrap
+    from services.wallet import bootstrap
 
     monkeypatch.setattr(bootstrap, "make_app", lambda *a, **k: pytest.fail("started anyway"))
     with pytest.raises(InvalidSetting) as refused:
@@ -343,7 +343,7 @@ def test_the_history_says_what_it_holds(ledger):
 
 
 def test_the_transactions_page_starts_at_the_oldest_held_and_names_the_archive(ledger):
-    from croupier.services.wallet.views import history_page
+    from services.wallet.views import history_page
 
     for i in range(5):
         ledger.handle(place(f"b{i}"), NOW + timedelta(hours=i))

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from croupier.services.infra.own_log import Fold, PartitionState, fold_entry
-from croupier.services.wallet import handlers
-from croupier.services.wallet.commands import Envelope, PlaceBet
-from croupier.services.wallet.ledger import Account, BetRecord
-from croupier.services.wallet.ledger_fold import WALLET_FOLD, Lookups, spot_state_key
-from croupier.shared.events.sources import InputRef
-from croupier.shared.events.wallet_ledger import LedgerEntry
+from services.infra.own_log import Fold, PartitionState, fold_entry
+from services.wallet import handlers
+from services.wallet.commands import Envelope, PlaceBet
+from services.wallet.ledger import Account, BetRecord
+from services.wallet.ledger_fold import WALLET_FOLD, Lookups, spot_state_key
+from shared.events.sources import InputRef
+from shared.events.wallet_ledger import LedgerEntry
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 COMMANDS = "wallet-commands"  # the input the entries name as their source

@@ -1,5 +1,5 @@
 """The reference operator wallet: a stand-in for an operator's seamless wallet, the other
-side of `croupier.shared.events.operator_wallet`, for the demo, the tests and reconciliation.
+side of `shared.events.operator_wallet`, for the demo, the tests and reconciliation.
 
 A standalone aiohttp process (not a Faust app) with its own SQLite database: players,
 sessions, every transaction and every answer it gave, so a redelivered call is answered as
@@ -15,5 +15,5 @@ random, so a failing run can be run again (docs/decisions/operator-wallet.md).
 - `client`: a small client of the admin API, the signed calls and the report.
 
 Run it with `croupier operator-wallet serve` or
-`python -m croupier.services.simulators.operator_wallet serve`.
+`python -m services.simulators.operator_wallet serve`.
 """

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pydantic import AwareDatetime, Field
 
-from croupier.shared.models import FrozenModel
+from shared.models import FrozenModel
 
 DEV_ADMIN_TOKEN = "croupier-dev-operator-wallet-admin"
 YEAR = 366 * 86_400.0

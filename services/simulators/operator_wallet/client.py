@@ -1,7 +1,7 @@
 """A small client of the reference operator wallet (httpx, blocking): its admin API, the
 signed calls and the signed transactions report, for the tests, the demo and
 reconciliation. It signs exactly as croupier's caller must
-(`croupier.shared.events.operator_wallet.signature_headers`)."""
+(`shared.events.operator_wallet.signature_headers`)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,16 @@ from urllib.parse import urlencode
 
 import httpx
 
-from croupier.services.simulators.operator_wallet.admin import (
+from services.simulators.operator_wallet.admin import (
     DEV_ADMIN_TOKEN,
     PlayerUpdate,
     PlayerView,
     SessionRequest,
     SessionView,
 )
-from croupier.services.simulators.operator_wallet.faults import Faults
-from croupier.services.simulators.operator_wallet.server import DEV_KEY_ID, DEV_SECRET
-from croupier.shared.events.operator_wallet import (
+from services.simulators.operator_wallet.faults import Faults
+from services.simulators.operator_wallet.server import DEV_KEY_ID, DEV_SECRET
+from shared.events.operator_wallet import (
     OperatorTransaction,
     TransactionsPage,
     WalletRequest,

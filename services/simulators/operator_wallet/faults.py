@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from croupier.shared.events.operator_wallet import CallKind
+from shared.events.operator_wallet import CallKind
 
 Rate = Field(default=0.0, ge=0.0, le=1.0)
 

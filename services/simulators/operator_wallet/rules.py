@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Literal
 
-from croupier.shared.events.operator_wallet import (
+from shared.events.operator_wallet import (
     ERROR_CODES,
     CallKind,
     ErrorCode,

@@ -10,7 +10,7 @@ GET  /health, GET /metrics          (no credentials)
                                     GET|PUT /admin/faults
 Each signed call is checked in order: the signature (401 bad_signature), the body (400
 bad_request: not a `WalletRequest`, or a kind other than the path's), then the faults are
-rolled and the store applies it (`croupier.services.simulators.operator_wallet.store`).
+rolled and the store applies it (`services.simulators.operator_wallet.store`).
 """
 
 from __future__ import annotations
@@ -30,18 +30,18 @@ from aiohttp import web
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, generate_latest
 from pydantic import BaseModel, ValidationError
 
-from croupier.services.infra.settings import Settings
-from croupier.services.simulators.operator_wallet.admin import (
+from services.infra.settings import Settings
+from services.simulators.operator_wallet.admin import (
     DEV_ADMIN_TOKEN,
     PlayerUpdate,
     PlayerView,
     SessionRequest,
     SessionView,
 )
-from croupier.services.simulators.operator_wallet.faults import Dice, Faults
-from croupier.services.simulators.operator_wallet.rules import Player, RollbackUnknown
-from croupier.services.simulators.operator_wallet.store import UnknownPlayer, WalletStore, error_response
-from croupier.shared.events.operator_wallet import (
+from services.simulators.operator_wallet.faults import Dice, Faults
+from services.simulators.operator_wallet.rules import Player, RollbackUnknown
+from services.simulators.operator_wallet.store import UnknownPlayer, WalletStore, error_response
+from shared.events.operator_wallet import (
     KEY_ID_HEADER,
     SIGNATURE_HEADER,
     CallKind,

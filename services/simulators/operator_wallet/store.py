@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from croupier.services.simulators.operator_wallet.rules import (
+from services.simulators.operator_wallet.rules import (
     Decision,
     Player,
     Recorded,
@@ -35,7 +35,7 @@ from croupier.services.simulators.operator_wallet.rules import (
     decide,
     fingerprint,
 )
-from croupier.shared.events.operator_wallet import (
+from shared.events.operator_wallet import (
     ERROR_CODES,
     OperatorTransaction,
     TransactionsPage,

@@ -19,10 +19,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from croupier.services.simulators.tables.inputs import InputFactory
-from croupier.services.simulators.tables.transport import Transport
-from croupier.shared.cards import Card
-from croupier.shared.events.inputs import (
+from services.simulators.tables.inputs import InputFactory
+from services.simulators.tables.transport import Transport
+from shared.cards import Card
+from shared.events.inputs import (
     Burn,
     CutCard,
     InputBase,
@@ -32,9 +32,9 @@ from croupier.shared.events.inputs import (
     ShoeFirstCard,
     VoidRound,
 )
-from croupier.shared.profile import BaccaratProfile, load_profile
-from croupier.shared.shoe import Shoe
-from croupier.shared.simulate import burns_before_round, deal_round, open_shoe
+from shared.profile import BaccaratProfile, load_profile
+from shared.shoe import Shoe
+from shared.simulate import burns_before_round, deal_round, open_shoe
 
 FAULTS = frozenset({"duplicate_scan", "void", "surplus", "foreign_card"})
 TIMER_MARGIN_S = 0.1  # dealt this long after the window ends, so betting is surely closed

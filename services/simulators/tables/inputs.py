@@ -11,7 +11,7 @@ import secrets
 from collections.abc import Callable
 from datetime import datetime
 
-from croupier.shared.events.inputs import SUPERVISOR_ONLY, InputBase
+from shared.events.inputs import SUPERVISOR_ONLY, InputBase
 
 KeyFor = Callable[[str, str], bytes]
 

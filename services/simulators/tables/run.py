@@ -5,12 +5,12 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from croupier.services.infra.clock import SystemClock
-from croupier.services.infra.settings import Settings, get_settings
-from croupier.services.infra.table_keys import table_key
-from croupier.services.simulators.tables.driver import BettingHook, SimConfig, SimSummary, TableSimulator
-from croupier.services.simulators.tables.inputs import InputFactory
-from croupier.services.simulators.tables.transport import HttpTransport, KafkaTransport, Transport
+from services.infra.clock import SystemClock
+from services.infra.settings import Settings, get_settings
+from services.infra.table_keys import table_key
+from services.simulators.tables.driver import BettingHook, SimConfig, SimSummary, TableSimulator
+from services.simulators.tables.inputs import InputFactory
+from services.simulators.tables.transport import HttpTransport, KafkaTransport, Transport
 
 
 def make_simulator(config: SimConfig, transport: Transport, settings: Settings | None = None,

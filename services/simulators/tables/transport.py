@@ -8,9 +8,9 @@ from typing import Protocol
 
 import httpx
 
-from croupier.services.infra.http_retry import with_retry
-from croupier.shared.events.inputs import InputBase
-from croupier.shared.topics import DEALER_INPUTS_TOPIC
+from services.infra.http_retry import with_retry
+from shared.events.inputs import InputBase
+from shared.topics import DEALER_INPUTS_TOPIC
 
 
 class Transport(Protocol):
@@ -42,8 +42,8 @@ class HttpTransport:
 
 class KafkaTransport:
     def __init__(self, bootstrap: str) -> None:
-        from croupier.services.infra.kafka_clients import durable_producer
-        from croupier.services.infra.kafka_security import TABLE_DEVICE
+        from services.infra.kafka_clients import durable_producer
+        from services.infra.kafka_security import TABLE_DEVICE
 
         # a table device's principal: it may write dealer.inputs and nothing else
         self._producer = durable_producer(bootstrap, TABLE_DEVICE)
