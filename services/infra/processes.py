@@ -199,7 +199,7 @@ def operator_wallet_process(port: int, db: Path, log_path: Path, *,
     if faults is not None:
         wallet_env["OPERATOR_WALLET_FAULTS"] = faults.model_dump_json()
     return ServiceProcess("operator-wallet", port, log_path, wallet_env, command=(
-        "-m", "services.simulators.operator_wallet", "serve", "--port", str(port),
+        "-m", "services.cli", "operator-wallet", "serve", "--port", str(port),
         "--db", str(db.resolve()), "--rollback-unknown", rollback_unknown))
 
 

@@ -14,6 +14,7 @@ random, so a failing run can be run again (docs/decisions/operator-wallet.md).
 - `server`: the HTTP API (signed calls, the transactions report, the admin API, /metrics);
 - `client`: a small client of the admin API, the signed calls and the report.
 
-Run it with `croupier operator-wallet serve` or
-`python -m services.simulators.operator_wallet serve`.
+Run it with `croupier operator-wallet serve` (or `python -m services.cli operator-wallet
+serve`): the command lives with the other commands in `services/cli`, so this package
+imports nothing above it.
 """
