@@ -4,10 +4,11 @@
 Several workers share the consumer group and split the partitions of `dealer.inputs`
 (see docs/decisions/tables.md). Each worker holds the states of the tables of its
 partitions, rebuilt from the log after every assignment before any of their inputs is
-decided; the HTTP door forwards a request to the worker that owns the table. The kernel's consume
-loop (`services.infra.kernel.consume`) resumes each partition of `dealer.inputs`
-after the last input the log says was decided (`DealerRuntime.resume_offsets`), never
-where a consumer group committed (docs/decisions/dealer-checkpoints.md).
+decided; the HTTP door forwards a request to the worker that owns the table. The
+kernel's consume loop (`services.infra.consume_loop.consume`) resumes each partition of
+`dealer.inputs` after the last input the log says was decided
+(`DealerRuntime.resume_offsets`), never where a consumer group committed
+(docs/decisions/dealer-checkpoints.md).
 
 This module is the worker's loop and timer, functions of the `DealerEvent` that
 `services.dealer_event.bootstrap` builds when the worker starts; importing it
@@ -26,10 +27,10 @@ from faust.types import TP
 
 from services.dealer_event.rebuild import Rebuilt, rebuild
 from services.infra.batching import until_applied
+from services.infra.consume_loop import consume
 from services.infra.consumer import assignment_of
 from services.infra.dead_letters import give_up_on
 from services.infra.faust_app import bound
-from services.infra.kernel import consume
 from services.infra.log_reader import read_range
 from services.infra.settings import Settings
 from shared.topics import DEALER_INPUTS_TOPIC, TABLE_EVENTS_TOPIC

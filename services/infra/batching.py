@@ -1,4 +1,4 @@
-"""Batched I/O under the kernel's consume loop (`services.infra.kernel.consume`):
+"""Batched I/O under the kernel's consume loop (`services.infra.consume_loop.consume`):
 publish everything a batch produced and wait for the broker's acks together, and retry a
 batch a frozen or moving broker failed.
 

@@ -14,6 +14,8 @@ difference as the replay names its others (`wallet.operator_calls <transaction i
 - A rejected or voided bet (and an annulled one, after its reversal) has the rollback of
   its debit (`rollback:debit:<bet>`) of its stake; each reversal the rollback of the credit
   it takes back (`rollback:credit:<settlement id>`), of that credit's amount.
+- Every call's id is the one the wallet gives it (`seamless.debit_id`, `credit_id`,
+  `rollback_id`): replay builds none of its own.
 - A call the records call for with no record is *owed* while its cause (the round's end, a
   correction, an annulment, an unanswered debit) is less than `OWED_WINDOW` before the
   replay: the caller retries credits and rollbacks until answered. Past that, it is a
@@ -30,7 +32,8 @@ from typing import Literal
 from pydantic import BaseModel
 
 from services.operator.replay_difference import Difference
-from shared.events.operator_wallet import CallKind, OperatorCallRecord, transaction_id_of
+from services.wallet.seamless import credit_id, debit_id, rollback_id
+from shared.events.operator_wallet import CallKind, OperatorCallRecord
 from shared.events.wallet_events import WalletTransaction, tx_id
 from shared.topics import WALLET_OPERATOR_CALLS_TOPIC
 
@@ -104,21 +107,21 @@ def wanted_calls(bet: BetCalls) -> list[WantedCall]:
     """The calls a placed bet's records call for, in the order they are made: its debit,
     a credit for each settlement, a rollback of the credit for each reversal (of that
     credit's amount), the rollback of its debit when its stake went back."""
-    debit = transaction_id_of("debit", bet.bet_id)
+    debit = debit_id(bet.bet_id)
     wanted = [WantedCall(debit, "debit", bet.stake, None, None)]
     credited: dict[str, int] = {}
     for step, settlement, amount, due in bet.steps:
-        credit = transaction_id_of("credit", settlement)
+        credit = credit_id(settlement)
         if step == "credit":
             credited[settlement] = amount
             wanted.append(WantedCall(credit, "credit", amount, debit, due,
                                      optional=amount == 0))
             continue
         taken = credited.get(settlement, 0)
-        wanted.append(WantedCall(transaction_id_of("rollback", credit), "rollback", taken, credit, due,
+        wanted.append(WantedCall(rollback_id(credit), "rollback", taken, credit, due,
                                  optional=taken == 0))
     if bet.refund_at is not None:
-        wanted.append(WantedCall(transaction_id_of("rollback", debit), "rollback", bet.stake, debit,
+        wanted.append(WantedCall(rollback_id(debit), "rollback", bet.stake, debit,
                                  bet.refund_at))
     return wanted
 
@@ -281,7 +284,7 @@ def _rollback_of_unanswered(debit: OperatorCallRecord, book: CallBook, now: date
     """An unanswered debit's rollback: ok, or refused `transaction_not_found` (the operator
     never recorded the debit and answers so: `operator_wallet_rollback_unknown`)."""
     req = debit.request
-    want = WantedCall(transaction_id_of("rollback", req.transaction_id), "rollback", req.amount,
+    want = WantedCall(rollback_id(req.transaction_id), "rollback", req.amount,
                       req.transaction_id, debit.answer.answered_at)
     record = book.take(req.player_id, req.bet_id, want.transaction_id)
     if record is None:

@@ -39,8 +39,9 @@ from typing import TYPE_CHECKING
 import faust
 from kafka.partitioner.default import murmur2
 
+from services.infra.consume_loop import follow
 from services.infra.faust_app import bound
-from services.infra.kernel import follow, run_own_log
+from services.infra.kernel import run_own_log
 from services.wallet.commands import Envelope, OperatorAnswered
 from shared.topics import TABLE_EVENTS_TOPIC, WALLET_ENDINGS_TOPIC
 

@@ -25,8 +25,9 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
-from services.wallet import handlers
+import services.wallet.handlers as handlers
 from services.wallet.commands import (
     CreateAccount,
     Deposit,
@@ -43,6 +44,7 @@ from services.wallet.ledger_fold import Change, Lookups
 from shared.events.bet_events import BetPlaced
 from shared.events.operator_wallet import (
     ERROR_CODES,
+    CallKind,
     OperatorAnswer,
     OperatorCall,
     WalletRequest,
@@ -77,8 +79,9 @@ def rollback_id(undone: str) -> str:
     return transaction_id_of("rollback", undone)
 
 
-def _request(kind, transaction_id: str, account: Account, amount: int, table_id: str,
-             round_id: str, bet_id: str, now: datetime, **extra) -> WalletRequest:
+def _request(kind: CallKind, transaction_id: str, account: Account, amount: int,
+             table_id: str, round_id: str, bet_id: str, now: datetime, **extra: Any
+             ) -> WalletRequest:
     return WalletRequest(transaction_id=transaction_id, kind=kind, player_id=account.player_id,
                          amount=amount, currency=account.currency, table_id=table_id,
                          round_id=round_id, bet_id=bet_id, requested_at=now, **extra)
@@ -120,7 +123,7 @@ def place_bet(account: Account | None, cmd: PlaceBet, reply_id: str | None, now:
                                       calls=(debit,)))
 
 
-def placed_body(placed: BetPlaced, balance_after: int) -> dict:
+def placed_body(placed: BetPlaced, balance_after: int) -> dict[str, Any]:
     """A placed bet's answer (the same shape as transfer mode's)."""
     return {"bet": {"bet_id": placed.bet_id, "table_id": placed.table_id,
                     "round_id": placed.round_id, "bet": placed.bet,

@@ -21,7 +21,8 @@ VIEW_HORIZON_S = 3600  # a worker starts folding table.events from this long ago
 class TableViews:
     """Every table's recent rounds: each worker folds the whole of `table.events` itself
     (no consumer group, from VIEW_HORIZON_S ago), a batch of records at a time, on the
-    kernel's `follow` loop. In memory only: at most KEEP_ROUNDS rounds per table."""
+    kernel's `follow` loop (`services.infra.consume_loop`). In memory only: at most
+    KEEP_ROUNDS rounds per table."""
 
     def __init__(self, events_key: bytes, accept_unsigned: bool, clock: Clock) -> None:
         self.events_key = events_key

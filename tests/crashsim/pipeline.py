@@ -39,7 +39,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from services.infra.kernel import LostPartition, until_applied
+from services.infra.consume_loop import LostPartition
+from services.infra.kernel import until_applied
 from services.infra.own_log import Landed, Logged
 from services.infra.snapshots import copy_state
 from services.wallet import handlers

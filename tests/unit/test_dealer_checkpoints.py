@@ -17,7 +17,7 @@ from services.dealer_event.rebuild import (
     fold_events,
     fold_rejections,
 )
-from services.infra import kernel
+from services.infra import consume_loop
 from services.infra.consumer import Owners
 from shared.events.inputs import NewShoe, OpenRound
 from shared.events.rejections import InputRefused
@@ -168,7 +168,7 @@ def test_records_from_before_the_field_existed_fall_back_to_the_groups_commit():
     # the kernel's loop: None is the group's commit where there is one, else the start
     consumer = PositionedConsumer({DEALER_INPUTS_TOPIC: {1: 7}})
     owners = Owners("http://h:1", "g", held={TP(DEALER_INPUTS_TOPIC, p) for p in (0, 1, 2)})
-    asyncio.run(kernel._position(consumer, owners, dealer_app_at(at), "dealer-event"))
+    asyncio.run(consume_loop._position(consumer, owners, dealer_app_at(at), "dealer-event"))
     assert consumer.seeks == {(DEALER_INPUTS_TOPIC, 0): 3, (DEALER_INPUTS_TOPIC, 1): 7,
                               (DEALER_INPUTS_TOPIC, 2): 0}
     assert owners.ready == owners.held and consumer.resumed == set(consumer.seeks)
@@ -181,7 +181,7 @@ def dealer_app_at(at: dict[int, int | None]):
 
 
 class PositionedConsumer:
-    """What `kernel._position` asks of the consumer: the group's commit, seek, resume."""
+    """What `consume_loop._position` asks of the consumer: the group's commit, seek, resume."""
 
     def __init__(self, committed: dict[str, dict[int, int]]) -> None:
         self.committed_offsets = committed

@@ -32,7 +32,7 @@ PURE_CORES = {
                        "services.bet_settlement.settlement_terms"],
     "wallet": ["services.wallet.commands", "services.wallet.handlers",
                "services.wallet.ledger", "services.wallet.ledger_fold",
-               "services.wallet.rounds_view"],
+               "services.wallet.rounds_view", "services.wallet.seamless"],
     # the own-log kernel's pure half: the one fold every service on the kernel uses
     # (its I/O is services.infra.kernel, not a core)
     "kernel": ["services.infra.own_log"],
