@@ -98,6 +98,12 @@ def betting_status(phase: RoundPhase) -> BettingStatus:
     return _BETTING_STATUS[phase]
 
 
+def phase_of_betting_status(status: str | None) -> RoundPhase | None:
+    """The phase the wallet's public word names (None: no round, or a word it never says):
+    how a reader of the wallet's answers (the operator console) speaks of it."""
+    return next((phase for phase, word in _BETTING_STATUS.items() if word == status), None)
+
+
 # game-evaluation's persisted `RoundView.status` (evaluation.log, on the wire since its
 # first entry): the state of its own evaluation, not a fold of the phase. It does not
 # follow the close ("open": betting or dealing); it is "complete" once its rules say the

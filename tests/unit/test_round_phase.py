@@ -45,6 +45,7 @@ from shared.round_phase import (
     is_final,
     phase_after,
     phase_after_type,
+    phase_of_betting_status,
     phases_of,
 )
 
@@ -147,9 +148,12 @@ def test_the_helpers():
     assert not any(f(None) for f in (in_progress, accepts_bets, has_result, is_final))
 
 
-def test_the_wallets_public_words():
+def test_the_wallets_public_words_and_back():
     assert [betting_status(p) for p in ROUND_PHASES] == [
         "open", "closed", "completed", "voided", "annulled"]
+    assert [phase_of_betting_status(betting_status(p)) for p in ROUND_PHASES] == list(
+        ROUND_PHASES)
+    assert phase_of_betting_status(None) is None and phase_of_betting_status("x") is None
 
 
 def test_each_services_own_persisted_status_maps_to_phases():
