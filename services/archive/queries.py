@@ -45,6 +45,7 @@ from services.archive.store_ops import PartitionIndex, archived_partitions
 from services.infra.archive_store import ArchiveStore
 from services.infra.log_reader import log_reader
 from shared.events.wallet_events import CREDITS
+from shared.round_phase import RoundPhase, is_final, phase_after_type
 from shared.topics import (
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,
@@ -270,7 +271,8 @@ class ArchiveQueries:
             FROM round_results WHERE type = 'round_result' AND list_contains($r, round_id)
             UNION ALL SELECT 'table', table_id, round_id, type, topic_partition, "offset", v
             FROM table_events WHERE list_contains($r, round_id)
-                 AND list_contains(['round_voided', 'round_annulled', 'round_opened'], type)
+                 AND list_contains(['round_opened', 'betting_closed', 'round_completed',
+                                    'round_voided', 'round_annulled'], type)
             UNION ALL SELECT 'wallet', table_id, round_id, type, topic_partition, "offset", v
             FROM wallet_transactions WHERE player_id = $p AND list_contains($r, round_id)
             ORDER BY part, topic_partition, "offset" """, {"p": player_id, "r": round_ids})
@@ -543,10 +545,12 @@ def _recalled_round(key: tuple[str, str], bets: list[dict[str, Any]],
         entry["returned"] += line["returned"] or 0
     result = next((json.loads(r["v"]) for r in of(results)), None)
     marks = {r["type"]: json.loads(r["v"]) for r in of(ends)}
+    phase: RoundPhase | None = None  # the round's phase: its events, in log order
+    for row in of(ends):
+        phase = phase_after_type(phase, row["type"])
     txs = [json.loads(r["v"]) for r in of(moves)]
     signed = [t["amount"] if t["kind"] in CREDITS else -t["amount"] for t in txs]
-    status = ("annulled" if "round_annulled" in marks else "voided" if "round_voided" in marks
-              else "settled" if lines and all(x["outcome"] for x in lines) else "open")
+    status = recall_status(phase, bool(lines) and all(x["outcome"] for x in lines))
     opened = marks.get("round_opened", {})
     return {
         "table_id": key[0], "round_id": key[1], "status": status,
@@ -560,6 +564,17 @@ def _recalled_round(key: tuple[str, str], bets: list[dict[str, Any]],
         "balance_after": txs[-1]["balance_after"] if txs else None,
         "currency": placed[0]["currency"] if placed else None,
     }
+
+
+def recall_status(phase: RoundPhase | None, every_bet_ended: bool) -> str:
+    """A recalled round's status, about the player's money in it: voided or annulled (the
+    round's phase: every stake came back), else "settled" when every bet of the player's
+    has its outcome and "open" while one has none. "settled" and "open" are the recall's
+    own words (a completed round whose settlements are not all written is still open here),
+    not the round's phase (shared.round_phase)."""
+    if is_final(phase):
+        return str(phase)
+    return "settled" if every_bet_ended else "open"
 
 
 def _with_exact_rtp(row: dict[str, Any]) -> dict[str, Any]:

@@ -14,6 +14,13 @@ State that does not grow with the round. A round is stored as
 own log (`settlement_fold`), tests with an in-memory `RoundBook`. The models themselves are
 the log's (`shared.events.settlement_log`).
 
+The header's `status` is bet-settlement's own (pending, open, closing, closed, settled,
+voided, annulled, unknown): the state of its work on the round's bets, persisted in
+`settlement.log` since its first entry. It is not the round's phase (`shared.round_phase`,
+folded from table events alone): it waits for intake marks and for the result on
+round.results, so it lags the table; `shared.round_phase.phases_of` is the one mapping of
+each status to the phases it is consistent with (docs/decisions/round-phase.md).
+
 A record seen again returns what was decided the first time among its outputs (published
 again: consumers are idempotent on the ids) and never decides twice.
 Bets that arrive before their round's RoundOpened (the topics are read independently, so a

@@ -37,10 +37,9 @@ from shared.events.table import (
     VoidReason,
 )
 from shared.profile import AnyProfile, BaccaratProfile, TripleFaceProfile, load_profile
+from shared.round_phase import RoundPhase, in_progress, phase_after
 from shared.shoe import full_composition as shoe_composition
 from shared.shoe import take_one
-
-IN_PROGRESS = ("betting", "dealing")
 
 
 def full_composition(decks: int) -> dict[str, int]:
@@ -87,7 +86,8 @@ class TableRound:
     dealer: str
     profile: str
     betting_closes_at: datetime
-    phase: str = "betting"  # betting -> dealing -> complete | voided
+    # shared.round_phase: betting -> dealing -> completed | voided; completed -> annulled
+    phase: RoundPhase = "betting"
     cards: list[str] = field(default_factory=list)
     last_of_shoe: bool = False
     # seed 004 §6: two or more cards came out at once; the shoe ends when this round does
@@ -102,7 +102,7 @@ class TableRound:
 
     @property
     def in_progress(self) -> bool:
-        return self.phase in IN_PROGRESS
+        return in_progress(self.phase)
 
 
 KEEP_COMPLETED = 500  # completed rounds a table keeps the facts of, to correct them
@@ -132,8 +132,8 @@ class TableState:
     void_tips: tuple[str, ...] = ()
     shoe: ShoeState | None = None
     round: TableRound | None = None
-    # round id -> open|completed|voided|annulled, and -> its shoe id (both in log order)
-    round_status: dict[str, str] = field(default_factory=dict)
+    # round id -> its phase (shared.round_phase), and -> its shoe id (both in log order)
+    round_status: dict[str, RoundPhase] = field(default_factory=dict)
     round_shoe: dict[str, str] = field(default_factory=dict)
     closed: str | None = None  # why the table is out of play until a supervisor reopens it
     profile: str | None = None  # the profile of the table's last shoe (kept after it ends)
@@ -254,12 +254,12 @@ def _round_opened(state: TableState, e: RoundOpened) -> None:
                              profile=e.profile, betting_closes_at=e.betting_closes_at,
                              profile_version=e.profile_version,
                              profile_digest=e.profile_digest)
-    state.round_status[e.round_id] = "open"
+    _follow_phase(state, e.round_id, e)
     state.round_shoe[e.round_id] = e.shoe_id
 
 
 def _betting_closed(state: TableState, e: BettingClosed) -> None:
-    _round(state).phase = "dealing"
+    _follow_phase(state, _round(state).round_id, e)
 
 
 def _card_dealt(state: TableState, e: CardDealt) -> None:
@@ -279,7 +279,7 @@ def _round_completed(state: TableState, e: RoundCompleted) -> None:
         cards=tuple(str(c) for c in e.cards), completed_at=e.occurred_at)
     while len(state.completed) > KEEP_COMPLETED:
         del state.completed[next(iter(state.completed))]
-    _end_round(state, "complete", "completed")
+    _end_round(state, e)
 
 
 def _round_corrected(state: TableState, e: RoundCorrected) -> None:
@@ -291,7 +291,7 @@ def _round_corrected(state: TableState, e: RoundCorrected) -> None:
 
 def _round_voided(state: TableState, e: RoundVoided) -> None:
     _round(state).abandoned = e.reason_code == VoidReason.ROUND_ABANDONED
-    _end_round(state, "voided", "voided")
+    _end_round(state, e)
 
 
 def _round_stalled(state: TableState, e: RoundStalled) -> None:
@@ -299,7 +299,7 @@ def _round_stalled(state: TableState, e: RoundStalled) -> None:
 
 
 def _round_annulled(state: TableState, e: RoundAnnulled) -> None:
-    state.round_status[e.round_id] = "annulled"
+    _follow_phase(state, e.round_id, e)
     state.completed.pop(e.round_id, None)
 
 
@@ -329,10 +329,21 @@ def _table_reopened(state: TableState, e: TableReopened) -> None:
     state.closed = None
 
 
-def _end_round(state: TableState, phase: str, status: str) -> None:
+def _follow_phase(state: TableState, round_id: str, e: TableEventBase) -> None:
+    """The round's phase after `e` (shared.round_phase's fold), in the round table and, when
+    it is the round in play, on the round."""
+    phase = phase_after(state.round_status.get(round_id), e)
+    if phase is None:
+        return
+    state.round_status[round_id] = phase
+    rnd = state.round
+    if rnd is not None and rnd.round_id == round_id:
+        rnd.phase = phase
+
+
+def _end_round(state: TableState, e: RoundCompleted | RoundVoided) -> None:
     rnd, shoe = _round(state), _shoe(state)
-    rnd.phase = phase
-    state.round_status[rnd.round_id] = status
+    _follow_phase(state, rnd.round_id, e)
     shoe.pending_burns = 0
     if isinstance(shoe.rules, TripleFaceProfile):
         shoe.fresh_deck_due = True

@@ -6,13 +6,14 @@ from __future__ import annotations
 from services.dealer_event.refusals import Refused
 from services.dealer_event.state import ShoeState, TableRound, TableState
 from shared.events.inputs import InputBase
+from shared.round_phase import RoundPhase, has_result, in_progress
 
 # what a closed table still takes: management's decisions, and its reopening
 _WHILE_CLOSED = frozenset({"reopen_table", "void_round", "annul_rounds", "correct_round",
                            "end_shoe"})
 
 
-def _not_ended(round_id: str, status: str) -> None:
+def _not_ended(round_id: str, status: RoundPhase) -> None:
     if status == "voided":
         raise Refused("round_already_voided", f"round {round_id} was already voided")
     if status == "annulled":
@@ -69,8 +70,8 @@ def _no_round_in_progress(state: TableState) -> None:
                                            "complete or void it first")
 
 
-def _round_status(state: TableState, round_id: str) -> str:
-    """What became of `round_id` on this table (open, completed, voided or annulled)."""
+def _round_status(state: TableState, round_id: str) -> RoundPhase:
+    """What became of `round_id` on this table: its phase (shared.round_phase)."""
     status = state.round_status.get(round_id)
     if status is None:
         raise _round_not_found(state, round_id)
@@ -82,8 +83,9 @@ def _dealt_round(state: TableState, round_id: str, allow_betting: bool = False) 
     status = _round_status(state, round_id)
     _not_ended(round_id, status)
     rnd = state.round
-    phases = ("betting", "dealing", "complete") if allow_betting else ("dealing", "complete")
-    if rnd is None or rnd.round_id != round_id or rnd.phase not in phases:
+    if rnd is None or rnd.round_id != round_id or not (
+            has_result(rnd.phase) or rnd.phase == "dealing"
+            or (allow_betting and rnd.phase == "betting")):
         raise Refused("round_not_in_progress", f"round {round_id} is not the round on the "
                                                f"table (it is {status})")
     return rnd
@@ -94,8 +96,8 @@ def _current_round(state: TableState, round_id: str, allow_complete: bool = Fals
     if round_id not in state.round_status:
         raise _round_not_found(state, round_id)
     rnd = state.round
-    ok_phases = ("betting", "dealing", "complete") if allow_complete else ("betting", "dealing")
-    if rnd is None or rnd.round_id != round_id or rnd.phase not in ok_phases:
+    if rnd is None or rnd.round_id != round_id or not (
+            in_progress(rnd.phase) or (allow_complete and has_result(rnd.phase))):
         status = state.round_status[round_id]
         raise Refused("round_not_in_progress", f"round {round_id} is not in progress "
                                                f"(it is {status})")

@@ -90,6 +90,7 @@ from shared.profile import (
     pinned,
     round_profile,
 )
+from shared.round_phase import has_result, in_progress
 from shared.rounds import cards_needed
 from shared.shoe import start_burn_count
 from shared.triple_face import dealing_order
@@ -413,7 +414,7 @@ def _scan_card(em: _Emitter, inp: ScanCard, config: MachineConfig) -> None:
                                                  f"{rnd.round_id}; a one-deck game has one")
     if shoe.remaining.get(card, 0) <= 0:
         raise _not_in_shoe(card, shoe.shoe_id)
-    if rnd.phase == "complete":
+    if has_result(rnd.phase):
         if shoe.pending_burns:
             raise Refused("round_not_in_progress", f"round {rnd.round_id} is over and the "
                                                    "next round's burns have begun")
@@ -473,7 +474,7 @@ def _report_misdeal(em: _Emitter, inp: ReportMisdeal, config: MachineConfig) -> 
     if rules.misdeal_policy == "correct":
         em.emit(MisdealCorrected, round_id=rnd.round_id, reason_text=inp.reason_text,
                 supervisor=inp.signer)
-    elif rnd.phase == "complete":
+    elif has_result(rnd.phase):
         em.emit(RoundAnnulled, round_id=rnd.round_id, reason_code=VoidReason.MISDEAL,
                 reason_text=inp.reason_text, supervisor=inp.signer)
     else:
@@ -490,7 +491,7 @@ def _report_two_cards(em: _Emitter, inp: ReportTwoCards, config: MachineConfig) 
     rnd = _dealt_round(em.state, inp.round_id)
     shoe = _round_shoe(em.state)
     if shoe.rules.two_cards_policy == "void":
-        if rnd.phase == "complete":
+        if has_result(rnd.phase):
             raise Refused("void_after_completion", f"round {rnd.round_id} is complete and its "
                                                    "result is final; a card drawn after it "
                                                    "is a surplus card (scan it)")
@@ -502,7 +503,7 @@ def _report_two_cards(em: _Emitter, inp: ReportTwoCards, config: MachineConfig) 
                                                     "the shoe ends with the round")
     em.emit(TwoCardsDrawn, round_id=rnd.round_id, reason_text=inp.reason_text,
             supervisor=inp.signer)
-    if rnd.phase == "complete":
+    if has_result(rnd.phase):
         em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason=_two_cards_shoe_end(rnd.round_id))
 
 
@@ -520,7 +521,7 @@ def _report_burn_error(em: _Emitter, inp: ReportBurnError, config: MachineConfig
                                           "there is no burning error to report")
     rnd = _dealt_round(state, inp.round_id, allow_betting=True)
     rules = _round_shoe(state).rules
-    if rnd.phase == "complete":
+    if has_result(rnd.phase):
         em.emit(RoundAnnulled, round_id=rnd.round_id, reason_code=VoidReason.BURN_ERROR,
                 reason_text=inp.reason_text, supervisor=inp.signer)
     elif rules.burn_error_policy == "redeal" and isinstance(rules, TripleFaceProfile) \
@@ -575,7 +576,7 @@ def _annul(em: _Emitter, inp: AnnulRounds) -> None:
         if state.round_status[round_id] == "completed":
             em.emit(RoundAnnulled, round_id=round_id, reason_code=inp.reason_code,
                     reason_text=inp.reason_text, supervisor=inp.signer)
-        elif state.round_status[round_id] == "open":
+        elif in_progress(state.round_status[round_id]):
             _void(em, round_id, inp.reason_code, inp.reason_text, inp.signer)
     if em.state.shoe is not None and em.state.shoe.shoe_id == shoe_id:
         em.emit(ShoeEnded, shoe_id=shoe_id, reason=f"rest of the shoe annulled from round "

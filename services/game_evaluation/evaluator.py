@@ -6,7 +6,11 @@ disagreement is reported as a problem, never turned into a result. Surplus cards
 and anything after completion are ignored; a voided round gets no result.
 Events at or below the last seq seen are skipped (redelivery is harmless). The state it
 follows (`EvaluationState`) is what an entry of game-evaluation's own log carries
-(`shared.events.evaluation_log`).
+(`shared.events.evaluation_log`). Its round's `status` (open, complete, voided) is the
+evaluator's own, persisted since the log's first entry: "complete" is its rules' verdict on
+the cards, not the table's `round_completed`, and it follows neither the close nor an
+annulment; `shared.round_phase.phases_of` maps it to the round's phases
+(docs/decisions/round-phase.md).
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from services.operator.wallet_client import Wallet, WalletError
+from shared.round_phase import RoundPhase, phase_of_betting_status
 from shared.shoe_history import ShoeRoads
 
 SHOE_LOOK_BACK = timedelta(hours=12)  # a shoe's bets lie within this of now
@@ -23,9 +24,11 @@ SHOE_LOOK_BACK = timedelta(hours=12)  # a shoe's bets lie within this of now
 class TableOnFloor:
     table_id: str
     profile: str | None
-    status: str  # the newest round's status, or "flagged: why", or "no round yet"
+    # the newest round's phase (shared.round_phase), or "flagged: why", or "no round yet"
+    status: str
     round_id: str | None
-    round_status: str | None
+    # the wallet answers in its public words ("open", "closed", ...): read back as the phase
+    round_phase: RoundPhase | None
     shoe_id: str | None
     flagged: str | None
     betting_closes_at: str | None = None
@@ -61,10 +64,11 @@ async def read_floor(wallet: Wallet, query: Query) -> FloorView:
         return FloorView([], [f"wallet: {exc}"])
     tables = []
     for item in listed:
+        phase = phase_of_betting_status(item.get("round_status"))
         status = f"flagged: {item['flagged']}" if item.get("flagged") else \
-            (item.get("round_status") or "no round yet")
+            (phase or item.get("round_status") or "no round yet")
         tables.append(TableOnFloor(item["table_id"], item.get("profile"), status,
-                                   item.get("current_round"), item.get("round_status"),
+                                   item.get("current_round"), phase,
                                    item.get("shoe_id"), item.get("flagged")))
 
     async def details(table: TableOnFloor) -> None:

@@ -95,6 +95,9 @@ class ReplayReport(BaseModel):
     dealer: str | None
     shoe_id: str | None
     opened_at: datetime | None
+    # the round's phase (shared.round_phase: betting, dealing, completed, voided, annulled),
+    # or the report's own "corrected" or "unknown" (replay_story.status_of); reports made
+    # before issue 32 said "complete" for completed and "open" for betting or dealing
     status: str
     chain_checked: int
     chain_anchor_seq: int | None

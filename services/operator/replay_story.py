@@ -26,6 +26,7 @@ from shared.events.table import (
     TableEventBase,
     TwoCardsDrawn,
 )
+from shared.round_phase import RoundPhase, phase_after
 from shared.topics import TABLE_EVENTS_TOPIC
 
 E = TypeVar("E", bound=TableEventBase)
@@ -152,13 +153,16 @@ def check_annulled_round_completed(story: RoundStory, diffs: list[Difference]) -
 
 
 def status_of(story: RoundStory) -> str:
-    if story.voided:
-        return "voided"
-    if story.annulled and story.completed:
-        return "annulled"
-    if story.corrections and story.completed:
-        return "corrected"
-    return "complete" if story.completed else "open" if story.opened else "unknown"
+    """The report's status: the round's phase as its story tells it (shared.round_phase's
+    fold), and two words of the report's own: "corrected" (completed, and its result
+    superseded by a correction: the report shows the original and the corrected result) and
+    "unknown" (no event of the window says the round's phase)."""
+    phase: RoundPhase | None = None
+    for event in story.timeline:
+        phase = phase_after(phase, event)
+    if phase is None:
+        return "unknown"
+    return "corrected" if phase == "completed" and story.corrections else phase
 
 
 def ended_at(story: RoundStory) -> datetime | None:

@@ -163,7 +163,8 @@ class CurrentRound(FrozenModel):
 class TableSummary(FrozenModel):
     table_id: str
     current_round: str | None = Field(description="The table's newest round (null: none yet).")
-    round_status: str | None = Field(description="open, closed, completed or voided.")
+    round_status: str | None = Field(description="open, closed, completed, voided or annulled "
+                                                 "(the round's phase in the wallet's words).")
     profile: str | None
     shoe_id: str | None = Field(description="The shoe in play, or the last one.")
     flagged: str | None = Field(description="Why no bet is taken (a table event refused as "

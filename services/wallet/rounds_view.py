@@ -9,7 +9,7 @@ rejected there and refunded.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -23,26 +23,22 @@ from shared.events.event_auth import (
     advance,
 )
 from shared.events.ids import id_problem
-from shared.events.table import (
-    BettingClosed,
-    RoundCompleted,
-    RoundOpened,
-    RoundVoided,
-    TableEventBase,
-)
+from shared.events.table import RoundOpened, TableEventBase
 from shared.profile import AnyProfile, CurrencyLimits, ProfileError, round_profile
+from shared.round_phase import RoundPhase, accepts_bets, betting_status, phase_after
 from shared.settlement import Bet, BetError, needs_main_bet, validate_bet
 from shared.shoe_history import ShoeHistory, find_shoe, fold_shoes, shoe_roads
 
 KEEP_ROUNDS = 100  # per table: the view stays a few KB, whatever the table's history
-RoundStatus = Literal["open", "closed", "completed", "voided"]
 
 
 class KnownRound(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     round_id: str
-    status: RoundStatus
+    # shared.round_phase's fold; players' clients read it in the wallet's public words
+    # (`betting_status`: open, closed, completed, voided, annulled)
+    phase: RoundPhase
     profile: str
     profile_version: int | None = None  # as the round opened (None: an older record, v1)
     betting_closes_at: datetime
@@ -67,9 +63,6 @@ class TableRounds(BaseModel):
     shoes: tuple[ShoeHistory, ...] = ()
 
 
-_STATUS_AFTER = {BettingClosed: "closed", RoundCompleted: "completed", RoundVoided: "voided"}
-
-
 def fold(view: TableRounds | None, event: TableEventBase) -> TableRounds:
     """The view after one table event; events already seen (seq) change nothing."""
     view = view or TableRounds(table_id=event.table_id)
@@ -78,7 +71,7 @@ def fold(view: TableRounds | None, event: TableEventBase) -> TableRounds:
     rounds = dict(view.rounds)
     current = view.current_round
     if isinstance(event, RoundOpened):
-        rounds[event.round_id] = KnownRound(round_id=event.round_id, status="open",
+        rounds[event.round_id] = KnownRound(round_id=event.round_id, phase="betting",
                                            profile=event.profile,
                                            profile_version=event.profile_version,
                                            betting_closes_at=event.betting_closes_at,
@@ -87,11 +80,11 @@ def fold(view: TableRounds | None, event: TableEventBase) -> TableRounds:
         if len(rounds) > KEEP_ROUNDS:
             for old in sorted(rounds, key=lambda r: rounds[r].seq)[:len(rounds) - KEEP_ROUNDS]:
                 del rounds[old]
-    elif isinstance(event, (BettingClosed, RoundCompleted, RoundVoided)) \
-            and event.round_id in rounds:
-        info = rounds[event.round_id]
-        if info.status != "voided":
-            rounds[event.round_id] = info.model_copy(update={"status": _STATUS_AFTER[type(event)]})
+    elif (round_id := getattr(event, "round_id", None)) in rounds:
+        info = rounds[round_id]
+        phase = phase_after(info.phase, event)
+        if phase != info.phase:
+            rounds[round_id] = info.model_copy(update={"phase": phase})
     return view.model_copy(update={"last_seq": event.seq, "rounds": rounds,
                                    "current_round": current,
                                    "shoes": fold_shoes(view.shoes, event)})
@@ -147,9 +140,9 @@ def check_round_takes_bet(view: TableRounds | None, *, table_id: str, round_id: 
     info = view.rounds.get(round_id)
     if info is None:
         raise BetRefused(404, "unknown_round", f"unknown round {round_id!r} on table {table_id!r}")
-    if info.status != "open" or now >= info.betting_closes_at:
-        raise BetRefused(409, "round_closed",
-                         f"betting on round {round_id!r} is closed ({info.status})")
+    if not accepts_bets(info.phase) or now >= info.betting_closes_at:
+        raise BetRefused(409, "round_closed", f"betting on round {round_id!r} is closed "
+                                              f"({betting_status(info.phase)})")
     try:
         profile = round_profile(info.profile, info.profile_version)
     except ProfileError as exc:
@@ -225,7 +218,8 @@ def current_round_body(view: TableRounds, currency: str | None = None) -> dict[s
         for name in profile.bets
     }
     offered = profile.offered_currencies()
-    return {"table_id": view.table_id, "round_id": info.round_id, "status": info.status,
+    return {"table_id": view.table_id, "round_id": info.round_id,
+            "status": betting_status(info.phase),
             "profile": info.profile, "game": profile.game,
             "betting_closes_at": info.betting_closes_at.isoformat(), "bets": bets,
             "currencies": list(offered) if offered is not None else None, "limits": limits,
@@ -255,7 +249,7 @@ def tables_body(views: dict[str, TableRounds], currency: str | None = None) -> d
             profile = None
         offered = profile.offered_currencies() if profile is not None else None
         tables.append({"table_id": table_id, "current_round": view.current_round,
-                       "round_status": info.status if info else None,
+                       "round_status": betting_status(info.phase) if info else None,
                        "profile": info.profile if info else None,
                        "shoe_id": view.shoes[-1].shoe_id if view.shoes else None,
                        "flagged": view.flagged,

@@ -74,7 +74,7 @@ class TableViews:
         self.ready.set()
         for view in self.views.values():
             for info in view.rounds.values():
-                if info.status == "closed":
+                if info.phase == "dealing":
                     self.closed(view.table_id, info.round_id)
 
     def apply_batch(self, batch) -> None:

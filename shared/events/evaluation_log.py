@@ -29,6 +29,7 @@ from shared.events.canonical import GENESIS_HASH
 from shared.events.dead_letters import DeadLetter
 from shared.events.results import RoundResultPublished
 from shared.events.sources import ChainedEntry
+from shared.round_phase import EvaluationStatus
 
 
 class RoundView(BaseModel):
@@ -43,7 +44,9 @@ class RoundView(BaseModel):
     profile_digest: str | None = None
     dealer: str
     cards: tuple[str, ...] = ()
-    status: Literal["open", "complete", "voided"] = "open"
+    # the evaluator's own words, on the wire since the first entry: not the round's phase
+    # (shared.round_phase.phases_of maps them; docs/decisions/round-phase.md)
+    status: EvaluationStatus = "open"
 
 
 class EvaluationState(BaseModel):

@@ -33,6 +33,7 @@ from shared.events.bet_events import (
     SettlementReversed,
 )
 from shared.events.sources import ChainedEntry
+from shared.round_phase import SettlementStatus
 
 # A record's changes are cut into entries of about ENTRY_BYTES of bet entries, spot totals
 # and what they publish (docs/decisions/scale.md: no record above 64 KB; Kafka's limit is
@@ -41,8 +42,9 @@ ENTRY_BYTES = 48_000
 BETS_PER_ENTRY = 200
 SPOTS_PER_ENTRY = 1000
 
-Status = Literal["pending", "open", "closing", "closed", "settled", "voided", "annulled",
-                 "unknown"]
+# bet-settlement's own words for its work on a round, on the wire since the first entry: not
+# the round's phase (shared.round_phase.phases_of maps them; docs/decisions/round-phase.md)
+Status = SettlementStatus
 Decision = Annotated[BetAccepted | BetRejected, Field(discriminator="type")]
 
 

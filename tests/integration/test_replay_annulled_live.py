@@ -51,4 +51,4 @@ def test_issue12_item8_without_looking_further_the_round_reads_as_it_completed(
         platform_kafka, annulled):
     done = croupier(platform_kafka, *replay_args(annulled, "--format", "json"))
     report = json.loads(done.stdout)
-    assert report["status"] == "complete" and report["annul_reason"] is None
+    assert report["status"] == "completed" and report["annul_reason"] is None

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.archive.queries import ArchiveQueries
+from services.archive.queries import ArchiveQueries, recall_status
 from services.infra.archive_store import DirectoryStore
 from shared.topics import OPERATOR_ACTIONS_TOPIC, TABLE_EVENTS_TOPIC
 from tests.archive_builder import archive_records, archive_rounds
@@ -168,3 +168,10 @@ def test_the_floor_counts_the_open_rounds_bets_and_a_shoes_realised_rtp(archived
         len(kept), sum(s.stake for s in kept), sum(s.returned for s in kept))
     assert t2["realised_rtp"] == round(t2["returned"] / t2["stake"], 6)
     assert "T0" not in found["shoes"]
+
+
+def test_a_recalled_rounds_status_is_its_final_phase_or_the_recalls_own_word():
+    assert [recall_status(p, True) for p in ("voided", "annulled", "completed", None)] == [
+        "voided", "annulled", "settled", "settled"]
+    assert [recall_status(p, False) for p in ("betting", "dealing", "completed", "voided")] == [
+        "open", "open", "open", "voided"]

@@ -42,3 +42,33 @@ def test_the_rounds_of_a_shoe_are_those_its_roads_hold():
     table = played(TIE, BANKER, PLAYER)
     roads = ShoeRoads.model_validate(roads_body(wallet_view(table.events), "T1", None))
     assert shoe_round_ids(roads) == ["S1-r1", "S1-r2", "S1-r3"]
+
+
+def test_the_floor_names_each_tables_round_by_its_phase():
+    """The wallet answers in its public words; the console reads them back as the round's
+    phase (shared.round_phase), the words the replay report uses too."""
+    import asyncio
+
+    from services.operator.console_floor import read_floor
+
+    class Wallet:
+        async def tables(self):
+            return [{"table_id": "T1", "current_round": "R7", "round_status": "open",
+                     "profile": "sbo-baccarat", "shoe_id": "S1", "flagged": None},
+                    {"table_id": "T2", "current_round": "R3", "round_status": "closed",
+                     "profile": "sbo-baccarat", "shoe_id": "S1", "flagged": None},
+                    {"table_id": "T3", "current_round": None, "round_status": None,
+                     "profile": None, "shoe_id": None, "flagged": None}]
+
+        async def current_round(self, table_id):
+            return None
+
+        async def roads(self, table_id):
+            return None
+
+    async def query(fn):
+        return fn(None)
+
+    floor = asyncio.run(read_floor(Wallet(), query))  # type: ignore[arg-type]
+    assert [(t.status, t.round_phase) for t in floor.tables] == [
+        ("betting", "betting"), ("dealing", "dealing"), ("no round yet", None)]

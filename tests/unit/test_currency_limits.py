@@ -206,7 +206,7 @@ CLOSES = datetime(2030, 1, 1, tzinfo=UTC)
 
 def _view(profile="triple-face-jp", version: int | None = 2) -> TableRounds:
     return TableRounds(table_id="T1", current_round="R1", rounds={"R1": KnownRound(
-        round_id="R1", status="open", profile=profile, profile_version=version,
+        round_id="R1", phase="betting", profile=profile, profile_version=version,
         betting_closes_at=CLOSES, seq=1)})
 
 

@@ -216,7 +216,7 @@ def test_the_wallets_view_follows_the_winner_and_flags_nothing():
     r = race()
     full = _views(table_events(r.owner))
     assert _no_tips(full) == _views(r.winner_only()) and full.flagged is None
-    assert "R9" not in full.rounds and full.rounds["R1"].status == "closed"
+    assert "R9" not in full.rounds and full.rounds["R1"].phase == "dealing"
 
 
 def test_dealer_events_rebuild_follows_the_winner_and_keeps_the_table_in_play():
@@ -332,7 +332,7 @@ def test_a_long_zombie_chain_is_void_for_every_reader_and_the_winner_applies():
     # the wallet's view
     view = _views(log)
     assert view.flagged is None and _no_tips(view) == _views(winner)
-    assert view.rounds["R2"].status == "closed" and "R9" not in view.rounds
+    assert view.rounds["R2"].phase == "dealing" and "R9" not in view.rounds
     # dealer-event's rebuild
     states, alone_states = {}, {}
     fold_events(states, [(b"A", v) for v in log], KEY)

@@ -45,7 +45,7 @@ def test_a_faithful_round_replays_to_match():
     assert report.hands == {"player": parse_cards_list("AS,2D,9S"), "banker": parse_cards_list("3H,3C")}
     assert report.scores == {"player": 2, "banker": 6} and report.winner == "banker"
     assert [b.returned for b in report.bets] == [1_950, 0, 1_300]
-    assert report.dealer == "Ana" and report.status == "complete"
+    assert report.dealer == "Ana" and report.status == "completed"
 
 
 def parse_cards_list(text):
@@ -289,7 +289,7 @@ def test_issue12_item8_a_reversal_without_an_annulment_is_a_difference():
     rec = RecordedRound()
     rec.annul()
     report = _replay(rec, events=rec.events[:-1])  # the annulment is not in the log
-    assert report.verdict == "DIFFERENCES" and report.status == "complete"
+    assert report.verdict == "DIFFERENCES" and report.status == "completed"
     assert "bets.settled reverse:settle:b1" in {d.where for d in report.differences}
 
 

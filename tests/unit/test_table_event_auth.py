@@ -333,7 +333,7 @@ def test_the_wallet_view_skips_a_forged_event_and_takes_no_bet_on_the_flagged_ta
     chain.add(RoundOpened, shoe_id="S1", round_id="R1", round_number=1, dealer="Ana",
               profile="sbo-baccarat", betting_closes_at=datetime.now(UTC) + timedelta(seconds=60))
     view, refused = fold_verified(view, chain.head, KEY)
-    assert refused is None and view.rounds["R1"].status == "open"
+    assert refused is None and view.rounds["R1"].phase == "betting"
     with pytest.raises(BetRefused) as no:
         check_round_takes_bet(view, table_id="T1", round_id="R1", bet="player", position=None,
                   stake=10_000, currency="IDR", now=datetime.now(UTC))

@@ -70,7 +70,7 @@ def betting(shoe) -> Table:
 def completed(shoe) -> Table:
     """Round R1 dealt to completion (a player natural, four cards)."""
     shoe.round("R1", "9S,2H,KD,5C")
-    assert shoe.state.round.phase == "complete"
+    assert shoe.state.round.phase == "completed"
     return shoe
 
 
@@ -295,7 +295,7 @@ def test_triple_face_fixed_needs_four_burns_and_takes_a_fresh_deck_each_round():
     assert t.refused(CutCard) == "no_cut_card_in_game"
     # next round: a fresh deck, so the same cards are in it again
     t.round("R2", "JS,QS,KS,AH,2H,3H,4H,5H,6H,7H,8H,9H", burns=4)
-    assert t.state.round.phase == "complete"
+    assert t.state.round.phase == "completed"
     assert t.refused(EndShoe, role="device") == "role_not_allowed"
     t.ok(EndShoe)
     assert t.state.shoe is None

@@ -221,7 +221,7 @@ def test_seed000_s1_burning_error_before_player1_second_card_reshuffles_and_rede
     events = t.ok(ReportBurnError, round_id="R1", reason_text="three cards burned, not four")
     assert types(events) == ["round_redealt"]
     assert [str(c) for c in events[0].set_aside] == ["JS", "QS", "KS", "AH"]
-    assert t.state.round_status["R1"] == "open" and t.state.round.cards == []
+    assert t.state.round_status["R1"] == "dealing" and t.state.round.cards == []
     assert t.refused(ScanCard, round_id="R1", card=parse_card("JS")) == "burns_required"
     for card in parse_cards("2C,3C,4C,5C"):  # the reshuffled deck holds every card again
         t.ok(Burn, card=card)

@@ -68,7 +68,7 @@ def test_a_closed_round_refuses_and_the_view_ignores_old_events():
     closed = seal(BettingClosed, table_id="T1", seq=2, prev_hash=opened.hash, occurred_at=NOW,
                   round_id="R1", reason="timer")
     view = fold(view, closed)
-    assert fold(view, opened) == view and view.rounds["R1"].status == "closed"
+    assert fold(view, opened) == view and view.rounds["R1"].phase == "dealing"
     with pytest.raises(BetRefused) as err:
         check_round_takes_bet(view, table_id="T1", round_id="R1", bet="win", position=1, stake=1000,
                   currency="IDR", now=NOW)
