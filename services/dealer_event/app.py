@@ -26,7 +26,7 @@ import faust
 from faust.types import TP
 
 from services.dealer_event.rebuild import Rebuilt, rebuild
-from services.infra.batching import until_applied
+from services.infra.batching import retried_on_transient
 from services.infra.consume_loop import consume
 from services.infra.consumer import assignment_of
 from services.infra.dead_letters import give_up_on
@@ -92,7 +92,7 @@ async def dealer_inputs(s: DealerEvent) -> None:  # a task (register registers i
         s.runtime.on_assigned()
 
     await consume(s.app, [DEALER_INPUTS_TOPIC], partial(resume_at, s),
-                  until_applied(partial(decide_batch, s), "deciding inputs"),
+                  retried_on_transient(partial(decide_batch, s), "deciding inputs"),
                   drop_tables_on_revoke, rebuild_on_assign)
 
 

@@ -14,6 +14,7 @@ import logging
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import faust
 from aiokafka.errors import KafkaTimeoutError
@@ -22,7 +23,7 @@ from faust.streams import _current_event
 log = logging.getLogger(__name__)
 BATCH_MAX = 1000  # records at most per batch
 Record = tuple[str, bytes, bytes]  # topic, key, value
-ApplyBatch = Callable[[Sequence[faust.EventT]], Awaitable[None]]
+ApplyBatch = Callable[[Sequence[Any]], Awaitable[None]]  # applies one batch of input records
 
 
 class _Unacknowledged:
@@ -71,15 +72,18 @@ def transient(error: BaseException) -> bool:
         error, KafkaTimeoutError | ConnectionError | TimeoutError)
 
 
-def until_applied(apply: ApplyBatch, what: str, first_pause_s: float = 0.5,
-                  max_pause_s: float = 30.0) -> ApplyBatch:
+def retried_on_transient(apply: ApplyBatch, what: str, first_pause_s: float = 0.5,
+                         max_pause_s: float = 30.0,
+                         before_retry: Callable[[Sequence[Any]], None] | None = None
+                         ) -> ApplyBatch:
     """`apply`, tried again while it fails with a transient broker error (pausing twice as
     long each time, at most `max_pause_s`); any other error is raised at once. Safe because
-    applying a batch again is what a redelivery does: every consumer is idempotent. A
+    applying a batch again is what a redelivery does: every consumer is idempotent (the
+    kernel's `until_applied` folds the batch's partitions again in `before_retry`). A
     record the domain code cannot apply never gets here: it is dead-lettered
     (`services.infra.dead_letters.apply_each`), so no record is retried forever."""
 
-    async def retried(batch: Sequence[faust.EventT]) -> None:
+    async def retried(batch: Sequence[Any]) -> None:
         pause = first_pause_s
         while True:
             try:
@@ -88,6 +92,8 @@ def until_applied(apply: ApplyBatch, what: str, first_pause_s: float = 0.5,
             except Exception as error:
                 if not transient(error):
                     raise
+                if before_retry is not None:
+                    before_retry(batch)
                 log.warning("%s of %d record(s): broker error %r; retrying in %.1f s", what,
                             len(batch), error, pause)
                 await asyncio.sleep(pause)

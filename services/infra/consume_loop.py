@@ -18,7 +18,7 @@ from aiokafka import TopicPartition as ConsumerTP
 from aiokafka.admin import AIOKafkaAdminClient
 from faust.types import TP
 
-from services.infra.batching import BATCH_MAX, track_buffer, transient
+from services.infra.batching import BATCH_MAX, ApplyBatch, track_buffer, transient
 from services.infra.consumer import (
     Owners,
     kernel_group,
@@ -73,7 +73,6 @@ class LostPartition(Exception):
 
 
 ResumeAt = Callable[[TP], Awaitable["int | None"]]  # where an input partition resumes
-ApplyBatch = Callable[[Sequence[Any]], Awaitable[None]]
 Hook = Callable[[set[int]], "Awaitable[None] | None"]
 
 

@@ -7,7 +7,7 @@ For each batch of input records (`run_own_log`):
    outputs of entries not known to be published are published again;
 2. records the own log says were applied are skipped (a redelivery, or Faust handing on
    from a committed offset behind the log); a record past the next one the log expects
-   makes the reader read the gap from the log first (`contiguous`, baselined on the own
+   makes the reader read the gap from the log first (`_without_gaps`, baselined on the own
    log's checkpoints, never on the consumer group's commit);
 3. the service's pure `decide(state, record)` gives each record an answer and maybe an
    entry; entries are chained (`own_log.Batch`) and sent to the own log's partition;
@@ -42,7 +42,7 @@ from services.infra.batching import (
     BATCH_MAX,
     flush_all,
     publish_all,
-    transient,
+    retried_on_transient,
 )
 from services.infra.consume_loop import InputRecord, LostPartition, consume
 from services.infra.faust_app import service_of, settings_of
@@ -357,23 +357,18 @@ async def until_applied(own: OwnLog, events: Sequence[faust.EventT], decide: Dec
     from the log: some of its entries or outputs may have landed, and the fold, not this
     worker's memory, says which (then the outbox publishes what is missing and the records
     the log already applied are answered from it)."""
-    pause = first_pause_s
-    while True:
-        try:
-            if lock is not None:
-                async with lock:
-                    await apply_batch(own, events, decide, answer)
-            else:
-                await apply_batch(own, events, decide, answer)
-            return
-        except Exception as error:
-            if not transient(error):
-                raise
-            own.revoke({event.message.partition for event in events})
-            log.warning("%s: a batch of %d record(s) failed (%r); folding its partitions "
-                        "again and retrying in %.1f s", own.service, len(events), error, pause)
-            await asyncio.sleep(pause)
-            pause = min(2 * pause, max_pause_s)
+    async def once(batch: Sequence[Any]) -> None:
+        if lock is not None:
+            async with lock:
+                await apply_batch(own, batch, decide, answer)
+        else:
+            await apply_batch(own, batch, decide, answer)
+
+    def fold_again(batch: Sequence[Any]) -> None:
+        own.revoke({event.message.partition for event in batch})
+
+    await retried_on_transient(once, f"{own.service}: a batch (its partitions folded again)",
+                               first_pause_s, max_pause_s, before_retry=fold_again)(events)
 
 
 @dataclass

@@ -16,7 +16,7 @@ from services.operator.replay_difference import Difference
 from services.operator.replay_report import BetLine, SettlementStep
 from services.operator.replay_result import Stage
 from services.wallet.commands import ending_of
-from services.wallet.handlers import ending_movement, reversal_movement
+from services.wallet.handlers import ending_movement, reversal_movement, stake_movement
 from shared.events.bet_events import (
     BetAccepted,
     BetRejected,
@@ -384,7 +384,7 @@ def _wanted_moves(decision: Decision, expected: tuple[str | None, int | None],
     own `ending_movement` and `reversal_movement` key it; a credit an older wallet keyed
     otherwise (`OLDER_KEYS`) is found under that key when today's is not there."""
     bet_id = decision.bet_id
-    wanted = [(tx_id("stake_debit", bet_id), decision.stake)]
+    wanted = [(tx_id(*stake_movement(bet_id)), decision.stake)]
     expected_outcome, expected_returned = expected
     if isinstance(decision, BetRejected):
         wanted.append((tx_id(*ending_movement("rejected", bet_id, None)), decision.stake))

@@ -161,7 +161,7 @@ def _retry_body(account: Account, cmd: PlaceBet, record: BetRecord, look: Lookup
     """A bet placed before, answered as it was: from its record (which outlives its debit's
     place in the history: the history expires oldest first, the bet with its last change),
     or, for a record written before it said its balance after, from the debit itself."""
-    debit_tx_id = tx_id("stake_debit", cmd.bet_id)
+    debit_tx_id = tx_id(*stake_movement(cmd.bet_id))
     if record.debit_balance_after is not None:
         return bet_body(cmd.bet_id, cmd, record, debit_tx_id, record.debit_balance_after,
                         account.currency)
@@ -181,7 +181,7 @@ def place_bet(account: Account | None, cmd: PlaceBet, now: datetime, look: Looku
     if isinstance(checked, CommandResult):
         return checked
     key, before = checked
-    movement = Movement("stake_debit", cmd.bet_id, cmd.stake, cmd.table_id, cmd.round_id)
+    movement = Movement(*stake_movement(cmd.bet_id), cmd.stake, cmd.table_id, cmd.round_id)
     result = _apply(account, movement, now, look)
     if not isinstance(result, Applied):
         return _refused(result)
@@ -368,6 +368,12 @@ def reverse_settlement(account: Account | None, cmd: ReverseSettlement, now: dat
                     cmd.reversal_id, cmd.player_id, result.account.balance)
     return CommandResult(answer, Change("reverse_settlement", result.account, tx=tx,
                                         bet_id=cmd.bet_id, bet=reversed_bet))
+
+
+def stake_movement(bet_id: str) -> tuple[TxKind, str]:
+    """(kind, cause) of the debit a funded bet's stake moves (its tx id is `tx_id(kind,
+    cause)`), in transfer and seamless mode alike; the operator's replay looks for it by it."""
+    return "stake_debit", bet_id
 
 
 def ending_movement(ending: str, bet_id: str, settlement_id: str | None

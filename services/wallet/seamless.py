@@ -110,7 +110,7 @@ def place_bet(account: Account | None, cmd: PlaceBet, reply_id: str | None, now:
     placing = BetPlaced(bet_id=cmd.bet_id, player_id=cmd.player_id, table_id=cmd.table_id,
                         round_id=cmd.round_id, bet=cmd.bet, position=cmd.position,
                         stake=cmd.stake, currency=account.currency,
-                        debit_tx_id=tx_id("stake_debit", cmd.bet_id), placed_at=now,
+                        debit_tx_id=tx_id(*handlers.stake_movement(cmd.bet_id)), placed_at=now,
                         opened_seq=cmd.opened_seq)
     record = BetRecord(fingerprint=cmd.fingerprint(), table_id=cmd.table_id,
                        round_id=cmd.round_id, stake=cmd.stake, status="debiting", debit_seq=0,
@@ -188,10 +188,10 @@ def _debit_answered(account: Account, call: OperatorCall, answered: OperatorCall
     answer = answered.answer
     assert answer is not None
     if answer.outcome == "ok":
-        result = apply(account, Movement("stake_debit", request.bet_id, request.amount,
-                                         request.table_id, request.round_id), now,
-                       look.seq_of(account.player_id, tx_id("stake_debit", request.bet_id)),
-                       covered_elsewhere=True)
+        stake = handlers.stake_movement(request.bet_id)
+        result = apply(account, Movement(*stake, request.amount, request.table_id,
+                                         request.round_id), now,
+                       look.seq_of(account.player_id, tx_id(*stake)), covered_elsewhere=True)
         if not isinstance(result, Applied) or result.tx is None:
             raise LookupError(f"bet {request.bet_id!r} was debited before its debit's answer")
         balance = answer.balance if answer.balance is not None else result.tx.balance_after

@@ -13,7 +13,7 @@ import pytest
 from aiokafka.errors import KafkaConnectionError, MessageSizeTooLargeError
 
 from services.infra import metrics
-from services.infra.batching import until_applied
+from services.infra.batching import retried_on_transient
 from services.infra.dead_letters import apply_each
 from shared.events.dead_letters import KEEP_VALUE_BYTES, DeadLetter
 from shared.topics import DEAD_LETTERS_TOPIC, TABLE_EVENTS_TOPIC
@@ -78,7 +78,7 @@ def test_a_long_error_is_cut():
 
 
 def _run(apply, batch=("r",)):
-    return asyncio.run(until_applied(apply, "test", first_pause_s=0.001, max_pause_s=0.004)(
+    return asyncio.run(retried_on_transient(apply, "test", first_pause_s=0.001, max_pause_s=0.004)(
         list(batch)))
 
 
