@@ -17,9 +17,9 @@ DEFAULT_SEGMENT_MS = 6 * HOUR_MS
 DEFAULT_PARTITIONS = 4
 
 
-# Every topic's name, once: the catalogue below, the ACLs (`kafka_security.WRITERS`/
-# `READERS`), the event registry and every reader and writer use these constants, never a
-# quoted name (tests/unit/test_topic_names.py keeps it so).
+# Every topic's name, once: the catalogue below (and the ACLs built from it), the event
+# registry and every reader and writer use these constants, never a quoted name
+# (tests/unit/test_topic_names.py keeps it so).
 DEALER_INPUTS_TOPIC = "dealer.inputs"
 TABLE_EVENTS_TOPIC = "table.events"
 DEALER_REJECTIONS_TOPIC = "dealer.rejections"
@@ -55,49 +55,67 @@ class RetentionTooShortError(ValueError):
     """Raised when a retention below the 24-hour dispute window is asked for."""
 
 
+# The principals (Kafka users) the catalogue grants topics to: the four services by their
+# names, the table devices and the operator (services/infra/kafka_security.py gives each its
+# credentials, and derives the broker's ACLs from `writers` and `readers` below).
+TABLE_DEVICE = "table-device"
+OPERATOR = "operator"
+_EVERY_SERVICE = ("dealer-event", "game-evaluation", "bet-settlement", "wallet")
+
+
 class TopicSpec(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     name: str
     key: str = Field(description="What the record key is; it decides ordering.")
-    writer: str = Field(description="The one service allowed to write the topic.")
+    writers: tuple[str, ...] = Field(description="The principals allowed to write the topic "
+                                                 "(the broker refuses anyone else).")
+    readers: tuple[str, ...] = Field(description="The services that consume it or fold their "
+                                                 "state from it; the operator reads every topic.")
     carries: str
     partitions: int = Field(gt=0)
     replication: int = Field(default=1, gt=0, description="Copies of every partition.")
     configs: dict[str, str]
 
 
-# (name, key, writer, what it carries)
-_TOPICS: tuple[tuple[str, str, str, str], ...] = (
-    (DEALER_INPUTS_TOPIC, "table id", "table devices, supervisors",
+# (name, key, writers, readers, what it carries): readers are the services; the operator
+# reads every topic (replay, rebuild, reconcile, dead letters, the significant-event log)
+_Row = tuple[str, str, tuple[str, ...], tuple[str, ...], str]
+_TOPICS: tuple[_Row, ...] = (
+    # dealer-event also puts what POST /inputs receives on dealer.inputs (it then decides it
+    # like any device input), so it is the one service that writes it besides devices
+    (DEALER_INPUTS_TOPIC, "table id", (TABLE_DEVICE, "dealer-event"), ("dealer-event",),
      "raw card scans and commands (untrusted)"),
-    (TABLE_EVENTS_TOPIC, "table id", "dealer-event",
+    (TABLE_EVENTS_TOPIC, "table id", ("dealer-event",), _EVERY_SERVICE,
      "shoe, round, card, burn and void events; hash-chained per table"),
-    (DEALER_REJECTIONS_TOPIC, "table id", "dealer-event", "every refused input with its reason"),
-    (ROUND_RESULTS_TOPIC, "table id", "game-evaluation",
+    (DEALER_REJECTIONS_TOPIC, "table id", ("dealer-event",), ("dealer-event",),
+     "every refused input with its reason"),
+    (ROUND_RESULTS_TOPIC, "table id", ("game-evaluation",), ("bet-settlement",),
      "hands, points, ranks, winner, every fact a bet needs"),
-    (BETS_PLACED_TOPIC, "table id", "wallet", "a funded bet (stake already debited)"),
-    (BETS_DECISIONS_TOPIC, "table id", "bet-settlement",
+    (BETS_PLACED_TOPIC, "table id", ("wallet",), ("bet-settlement",), "a funded bet (stake already debited)"),
+    (BETS_DECISIONS_TOPIC, "table id", ("bet-settlement",), (),
      "accepted or rejected (with reason); round manifests when betting closes"),
-    (BETS_SETTLED_TOPIC, "table id", "bet-settlement",
+    (BETS_SETTLED_TOPIC, "table id", ("bet-settlement",), (),
      "one settlement per accepted bet: win, lose, push or void refund"),
-    (WALLET_TRANSACTIONS_TOPIC, "player id", "wallet",
+    (WALLET_TRANSACTIONS_TOPIC, "player id", ("wallet",), (),
      "every debit, credit and refund, with its idempotency key"),
-    (WALLET_OPERATOR_CALLS_TOPIC, "player id", "wallet",
+    (WALLET_OPERATOR_CALLS_TOPIC, "player id", ("wallet",), (),
      "seamless mode: each call to the operator's wallet (debit, credit, rollback) with its "
      "answer, once answered"),
-    (EVALUATION_LOG_TOPIC, "table id (partition: the table event's)", "game-evaluation",
+    (EVALUATION_LOG_TOPIC, "table id (partition: the table event's)", ("game-evaluation",),
+     ("game-evaluation",),  # its own state: folded on every assignment
      "game-evaluation's source of truth: one chained entry per table event that changed a "
      "table's progress, with the table's state after it, its result and the event's offset"),
-    (WALLET_LEDGER_TOPIC, "player id (partition: the command's)", "wallet",
+    (WALLET_LEDGER_TOPIC, "player id (partition: the command's)", ("wallet",), ("wallet",),
      "the wallet's source of truth: one chained entry per applied command, with the "
      "account, bet and spot after it and the command's input offset"),
-    (SETTLEMENT_LOG_TOPIC, "table id (partition: the input record's)", "bet-settlement",
+    (SETTLEMENT_LOG_TOPIC, "table id (partition: the input record's)", ("bet-settlement",),
+     ("bet-settlement",),  # likewise
      "bet-settlement's source of truth: chained entries of what each applied record "
      "changed (rounds' headers, bet entries, spot totals, chain watch) and publishes"),
-    (DEAD_LETTERS_TOPIC, "source topic and partition", "every service",
+    (DEAD_LETTERS_TOPIC, "source topic and partition", _EVERY_SERVICE, (),
      "records a service could not apply: where from, the error, the bytes or their digest"),
-    (OPERATOR_ACTIONS_TOPIC, "table id", "operator",
+    (OPERATOR_ACTIONS_TOPIC, "table id", (OPERATOR,), (),
      "each complaint filed, stamped with the platform's clock, and each use of an "
      "operator power the rules do not grant by themselves (a late complaint's window "
      "overridden): who, why, which round; the significant-event log lists the overrides"),
@@ -109,8 +127,8 @@ TOPIC_NAMES: tuple[str, ...] = tuple(name for name, *_ in _TOPICS)
 # reads them on the partition of its own log and no hop re-keys them: derived (their writer
 # publishes them from its own log's outbox), so neither events of their own nor archived
 # (the archive keeps the originals).
-_ROUTED_TOPICS: tuple[tuple[str, str, str, str], ...] = (
-    (WALLET_ENDINGS_TOPIC, "player id", "bet-settlement",
+_ROUTED_TOPICS: tuple[_Row, ...] = (
+    (WALLET_ENDINGS_TOPIC, "player id", ("bet-settlement",), ("wallet",),
      "each bet's ending the wallet applies (a settlement, a void's refund, a rejection, a "
      "settlement reversed: the very records bets.settled and bets.decisions carry), keyed "
      "by player so the wallet reads it on the partition of the player's ledger"),
@@ -121,9 +139,9 @@ ROUTED_TOPICS: tuple[str, ...] = tuple(name for name, *_ in _ROUTED_TOPICS)
 # bounds a recovery's time, verified against the log before use, so not a source of truth,
 # not events (no schema), not archived; compacted, a snapshot's writer tombstoning the one
 # before it, so each partition keeps about one or two.
-_SNAPSHOT_TOPICS: tuple[tuple[str, str, str, str], ...] = (
+_SNAPSHOT_TOPICS: tuple[_Row, ...] = (
     (WALLET_LEDGER_SNAPSHOTS_TOPIC, "<ledger partition>/<snapshot id>/c/<n> (chunks), "
-     "<ledger partition>/m/<snapshot id> (manifest); partition: the ledger's", "wallet",
+     "<ledger partition>/m/<snapshot id> (manifest); partition: the ledger's", ("wallet",), ("wallet",),
      "snapshots of wallet.ledger's folded partitions: chunks of at most 256 KB, then a "
      "manifest (their sha256, the stamp: head offset and id, end, input checkpoints)"),
 )
@@ -190,13 +208,15 @@ def topic_catalogue(
         **durable,
     }
     return tuple(
-        TopicSpec(name=name, key=key, writer=writer, carries=carries, partitions=partitions,
-                  replication=replication, configs={**configs, **SOURCE_OF_TRUTH.get(name, {})})
-        for name, key, writer, carries in _TOPICS + _ROUTED_TOPICS
+        TopicSpec(name=name, key=key, writers=writers, readers=readers, carries=carries,
+                  partitions=partitions, replication=replication,
+                  configs={**configs, **SOURCE_OF_TRUTH.get(name, {})})
+        for name, key, writers, readers, carries in _TOPICS + _ROUTED_TOPICS
     ) + tuple(
-        TopicSpec(name=name, key=key, writer=writer, carries=carries, partitions=partitions,
-                  replication=replication, configs={**SNAPSHOT_CONFIGS, **durable})
-        for name, key, writer, carries in _SNAPSHOT_TOPICS
+        TopicSpec(name=name, key=key, writers=writers, readers=readers, carries=carries,
+                  partitions=partitions, replication=replication,
+                  configs={**SNAPSHOT_CONFIGS, **durable})
+        for name, key, writers, readers, carries in _SNAPSHOT_TOPICS
     )
 
 

@@ -29,79 +29,22 @@ import ssl
 from pathlib import Path
 
 from services.infra.service_table import SERVICE_NAMES
-from shared.topics import (
-    BETS_DECISIONS_TOPIC,
-    BETS_PLACED_TOPIC,
-    BETS_SETTLED_TOPIC,
-    CATALOGUE_NAMES,
-    DEAD_LETTERS_TOPIC,
-    DEALER_INPUTS_TOPIC,
-    DEALER_REJECTIONS_TOPIC,
-    EVALUATION_LOG_TOPIC,
-    OPERATOR_ACTIONS_TOPIC,
-    ROUND_RESULTS_TOPIC,
-    SETTLEMENT_LOG_TOPIC,
-    TABLE_EVENTS_TOPIC,
-    WALLET_ENDINGS_TOPIC,
-    WALLET_LEDGER_SNAPSHOTS_TOPIC,
-    WALLET_LEDGER_TOPIC,
-    WALLET_OPERATOR_CALLS_TOPIC,
-    WALLET_TRANSACTIONS_TOPIC,
-)
+from shared.topics import CATALOGUE_NAMES, OPERATOR, TABLE_DEVICE, topic_catalogue
 
 SERVICE_PRINCIPALS = SERVICE_NAMES  # services.infra.service_table
-TABLE_DEVICE = "table-device"
-OPERATOR = "operator"
 ADMIN = "admin"
 PRINCIPALS = (*SERVICE_PRINCIPALS, TABLE_DEVICE, OPERATOR, ADMIN)
 PROTOCOLS = ("PLAINTEXT", "SASL_PLAINTEXT", "SASL_SSL")
 LOCAL_SECRET_FILE = "kafka-local-secret"
 
-# topic -> the principals that may write it (the rule of issue 11, item 3)
-WRITERS: dict[str, tuple[str, ...]] = {
-    # dealer-event also puts what POST /inputs receives on dealer.inputs (it then decides
-    # it like any device input), so it is the one service that writes it besides devices
-    DEALER_INPUTS_TOPIC: (TABLE_DEVICE, "dealer-event"),
-    TABLE_EVENTS_TOPIC: ("dealer-event",),
-    DEALER_REJECTIONS_TOPIC: ("dealer-event",),
-    ROUND_RESULTS_TOPIC: ("game-evaluation",),
-    BETS_PLACED_TOPIC: ("wallet",),
-    BETS_DECISIONS_TOPIC: ("bet-settlement",),
-    BETS_SETTLED_TOPIC: ("bet-settlement",),
-    WALLET_ENDINGS_TOPIC: ("bet-settlement",),
-    WALLET_TRANSACTIONS_TOPIC: ("wallet",),
-    WALLET_OPERATOR_CALLS_TOPIC: ("wallet",),
-    EVALUATION_LOG_TOPIC: ("game-evaluation",),
-    WALLET_LEDGER_TOPIC: ("wallet",),
-    SETTLEMENT_LOG_TOPIC: ("bet-settlement",),
-    WALLET_LEDGER_SNAPSHOTS_TOPIC: ("wallet",),  # its ledger's snapshots (a cache, compacted)
-    # each service writes what it could not apply; the operator re-drives as admin
-    DEAD_LETTERS_TOPIC: ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
-    # the operator's tools record each complaint filed and each use of an override here
-    OPERATOR_ACTIONS_TOPIC: (OPERATOR,),
-}
-
-# topic -> the services that read it (consume, or rebuild their state from it)
-READERS: dict[str, tuple[str, ...]] = {
-    DEALER_INPUTS_TOPIC: ("dealer-event",),
-    TABLE_EVENTS_TOPIC: ("dealer-event", "game-evaluation", "bet-settlement", "wallet"),
-    DEALER_REJECTIONS_TOPIC: ("dealer-event",),
-    ROUND_RESULTS_TOPIC: ("bet-settlement",),
-    BETS_PLACED_TOPIC: ("bet-settlement",),
-    BETS_DECISIONS_TOPIC: (),  # the operator reads it (replay, rebuild, reconcile)
-    BETS_SETTLED_TOPIC: (),  # likewise
-    WALLET_ENDINGS_TOPIC: ("wallet",),
-    WALLET_TRANSACTIONS_TOPIC: (),
-    WALLET_OPERATOR_CALLS_TOPIC: (),  # the operator reads it (croupier reconcile)
-    EVALUATION_LOG_TOPIC: ("game-evaluation",),  # its own state: folded on every assignment
-    WALLET_LEDGER_TOPIC: ("wallet",),  # its own state: folded on every assignment
-    SETTLEMENT_LOG_TOPIC: ("bet-settlement",),  # likewise
-    WALLET_LEDGER_SNAPSHOTS_TOPIC: ("wallet",),  # read back before folding its ledger's tail
-    DEAD_LETTERS_TOPIC: (),  # the operator reads it (croupier dead-letters)
-    OPERATOR_ACTIONS_TOPIC: (),  # the operator reads it (the significant-event log)
-}
-
+# topic -> the principals that may write it (the rule of issue 11, item 3), and the
+# services that read it: both from the catalogue (`shared.topics`), the one place that says
+# who writes and who reads each topic; the operator reads every topic besides
+WRITERS: dict[str, tuple[str, ...]] = {spec.name: spec.writers for spec in topic_catalogue()}
+READERS: dict[str, tuple[str, ...]] = {spec.name: spec.readers for spec in topic_catalogue()}
 assert set(WRITERS) == set(READERS) == set(CATALOGUE_NAMES), "every topic has its rights"
+assert {who for rights in (*WRITERS.values(), *READERS.values()) for who in rights} \
+    <= set(PRINCIPALS), "the catalogue grants topics to known principals only"
 
 
 class KafkaSecurityError(RuntimeError):

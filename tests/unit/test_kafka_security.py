@@ -51,13 +51,18 @@ def test_only_the_owner_writes_each_topic() -> None:
     assert writers_of(DEALER_INPUTS_TOPIC) == {"table-device", "dealer-event"}
 
 
-def test_the_catalogue_names_the_same_writers() -> None:
+def test_every_service_writes_its_dead_letters_and_reads_the_table() -> None:
+    # the catalogue's list of services is the service table's (services.infra.service_table)
+    assert writers_of(DEAD_LETTERS_TOPIC) == set(ks.SERVICE_PRINCIPALS)
+    assert set(ks.READERS[TABLE_EVENTS_TOPIC]) == set(ks.SERVICE_PRINCIPALS)
+
+
+def test_the_rights_are_the_catalogues() -> None:
+    # one place says who writes and reads each topic: the ACLs are built from it
     for spec in topic_catalogue():
-        if spec.name == DEAD_LETTERS_TOPIC:  # "every service": each writes what it gives up on
-            assert writers_of(spec.name) == {"dealer-event", "game-evaluation",
-                                             "bet-settlement", "wallet"}
-        elif spec.name != DEALER_INPUTS_TOPIC:
-            assert writers_of(spec.name) == {spec.writer}, spec.name
+        assert writers_of(spec.name) == set(spec.writers), spec.name
+        for reader in spec.readers:
+            assert (reader, "TOPIC", "LITERAL", spec.name, "READ") in rights(), spec.name
 
 
 def test_the_operator_and_devices_write_nothing_else() -> None:

@@ -1,8 +1,8 @@
 """One home for every topic's name: `shared.topics`.
 
 A topic's name is written once, as a constant of the catalogue; every service, benchmark
-and test imports it from there, and the ACLs (`kafka_security.WRITERS`/`READERS`) and the
-event registry are keyed by those constants. A quoted topic name anywhere else (a string
+and test imports it from there; the ACLs are built from the catalogue, and the event
+registry is keyed by those constants. A quoted topic name anywhere else (a string
 constant equal to a catalogue name, or a literal part of an f-string that is one) fails
 here with its file and line, so a rename of a topic is one edit and a typo is an import
 error, not a topic nobody writes.
