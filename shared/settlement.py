@@ -124,10 +124,16 @@ def needs_main_bet(bet: str, profile: AnyProfile) -> bool:
     return bet in TIGER_WAGERS and getattr(profile, "tiger_needs_main_bet", False)
 
 
-def validate_in_round(bet: Bet, profile: AnyProfile, currency: str, spot_before: int,
-                      has_main_bet: bool) -> None:
-    """Acceptance within the round, after `validate_bet`, from the round's profile:
-    `check_round_rules` with the table maximum and the Tiger rule the profile gives."""
+def accept_bet(bet: Bet, profile: AnyProfile, currency: str, spot_before: int,
+               has_main_bet: bool) -> None:
+    """A bet's acceptance, the one function that decides it (bet-settlement's binding
+    decision): offered, at a right position, in a currency the table takes, within its
+    limits in that currency (`validate_bet`), then the round's rules with the table maximum
+    and the Tiger rule the round's profile gives (`check_round_rules`). Raises `BetError`
+    naming the first rule it breaks. The wallet's door asks the same two functions, apart:
+    `validate_bet` where it reads the table's profile, `check_round_rules` in the pure
+    handler that holds the player's spot totals (the rules travel in its command)."""
+    validate_bet(bet, profile, currency)
     check_round_rules(bet, currency, stake_limits(bet, profile, currency).max_stake,
                       spot_before, needs_main_bet(bet.bet, profile), has_main_bet)
 

@@ -41,7 +41,7 @@ before the close), or when the round's result or void arrives, whichever is firs
 
 Seed 002's table maximum applies per spot (player, bet id, position) per round: each spot's
 running total of accepted stakes is kept under its own key (`SpotTotal`), and a Tiger wager
-needs a main bet of the same player when the profile says so (`validate_in_round`).
+needs a main bet of the same player when the profile says so (`shared.settlement.accept_bet`).
 
 A management void after completion (RoundAnnulled) reverses every settlement of the round
 with a `SettlementReversed`, then refunds the stake with a `void_refund` BetSettled of its
@@ -96,9 +96,8 @@ from shared.profile import ProfileError, UnknownProfileError, round_profile
 from shared.settlement import (
     Bet,
     BetError,
+    accept_bet,
     needs_main_bet,
-    validate_bet,
-    validate_in_round,
 )
 from shared.topics import BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC
 
@@ -242,10 +241,9 @@ class _Writer:
                 raise UnknownProfileError(f"round {h.round_id!r} names no profile")
             profile = round_profile(h.profile, h.profile_version)
             b = Bet(bet=bet.bet, position=bet.position, stake=bet.stake)
-            validate_bet(b, profile, bet.currency)  # limits in the player's currency
-            validate_in_round(b, profile, bet.currency, before,
-                              not needs_main_bet(bet.bet, profile)
-                              or self._has_main_bet(bet.player_id))
+            # the limits in the player's currency, then the spot maximum and the Tiger rule
+            accept_bet(b, profile, bet.currency, before,
+                       not needs_main_bet(bet.bet, profile) or self._has_main_bet(bet.player_id))
         except (BetError, ProfileError) as exc:
             return _reject(bet, getattr(exc, "code", "unknown_profile"), str(exc), now)
         self.update(accepted=h.accepted + 1, total_stake=h.total_stake + bet.stake,

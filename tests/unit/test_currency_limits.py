@@ -44,9 +44,9 @@ from shared.settlement import (
     BET_ERROR_CODES,
     Bet,
     BetError,
+    accept_bet,
     table_limits,
     validate_bet,
-    validate_in_round,
 )
 from tests.unit.round_book_support import NOW, event, placed
 
@@ -192,9 +192,9 @@ def test_a_currency_the_table_does_not_offer_is_refused_by_name():
 def test_the_spot_maximum_is_the_players_currency_maximum():
     bac = load_profile("sbo-baccarat")
     usd_max = bac.limits_in("USD").bets["player"].max_stake
-    validate_in_round(Bet(bet="player", stake=100), bac, "USD", usd_max - 100, True)
+    accept_bet(Bet(bet="player", stake=100), bac, "USD", usd_max - 100, True)
     with pytest.raises(BetError) as over:
-        validate_in_round(Bet(bet="player", stake=101), bac, "USD", usd_max - 100, True)
+        accept_bet(Bet(bet="player", stake=101), bac, "USD", usd_max - 100, True)
     assert over.value.code == "spot_maximum"
     assert "table maximum of USD 5,000.00 per spot" in str(over.value)
 
@@ -348,3 +348,14 @@ def test_an_account_in_a_currency_the_platform_does_not_know_is_refused_by_name(
     assert CreateAccountRequest(player_id="p", currency="JPY").currency == "JPY"
     with pytest.raises(pydantic.ValidationError, match="unknown currency 'ABC'"):
         CreateAccountRequest(player_id="p", currency="ABC")
+
+
+def test_accept_bet_checks_the_limits_in_the_players_currency_before_the_round_rules():
+    """One function decides a bet's acceptance: a stake under the minimum in the player's
+    currency is refused as such, even with nothing yet on the spot."""
+    bac = load_profile("sbo-baccarat")
+    usd_min = bac.limits_in("USD").bets["player"].min_stake
+    with pytest.raises(BetError) as under:
+        accept_bet(Bet(bet="player", stake=usd_min - 1), bac, "USD", 0, True)
+    assert under.value.code == "below_minimum"
+    accept_bet(Bet(bet="player", stake=usd_min), bac, "USD", 0, True)
