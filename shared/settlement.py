@@ -103,6 +103,11 @@ def stake_limits(bet: Bet, profile: AnyProfile, currency: str) -> StakeLimits:
 def validate_bet(bet: Bet, profile: AnyProfile, currency: str) -> None:
     """Acceptance check: offered, right position, the player's currency offered, stake within
     the table's limits in that currency."""
+    _checked_limits(bet, profile, currency)
+
+
+def _checked_limits(bet: Bet, profile: AnyProfile, currency: str) -> StakeLimits:
+    """`validate_bet`'s checks, and the limits it checked against (looked up once)."""
     check_bet(bet, profile)
     spec = stake_limits(bet, profile, currency)
     if bet.stake < spec.min_stake:
@@ -117,6 +122,7 @@ def validate_bet(bet: Bet, profile: AnyProfile, currency: str) -> None:
             f"stake {amount_text(bet.stake, currency)} is above the {bet.bet!r} maximum of "
             f"{amount_text(spec.max_stake, currency)}",
         )
+    return spec
 
 
 def needs_main_bet(bet: str, profile: AnyProfile) -> bool:
@@ -133,9 +139,9 @@ def accept_bet(bet: Bet, profile: AnyProfile, currency: str, spot_before: int,
     naming the first rule it breaks. The wallet's door asks the same two functions, apart:
     `validate_bet` where it reads the table's profile, `check_round_rules` in the pure
     handler that holds the player's spot totals (the rules travel in its command)."""
-    validate_bet(bet, profile, currency)
-    check_round_rules(bet, currency, stake_limits(bet, profile, currency).max_stake,
-                      spot_before, needs_main_bet(bet.bet, profile), has_main_bet)
+    limits = _checked_limits(bet, profile, currency)
+    check_round_rules(bet, currency, limits.max_stake, spot_before,
+                      needs_main_bet(bet.bet, profile), has_main_bet)
 
 
 def check_round_rules(bet: Bet, currency: str, spot_max: int | None, spot_before: int,

@@ -544,14 +544,16 @@ def _recalled_round(key: tuple[str, str], bets: list[dict[str, Any]],
         entry["stake"] += line["stake"]
         entry["returned"] += line["returned"] or 0
     result = next((json.loads(r["v"]) for r in of(results)), None)
-    marks = {r["type"]: json.loads(r["v"]) for r in of(ends)}
     phase: RoundPhase | None = None  # the round's phase: its events, in log order
+    opened_row = None  # only the opening's body is read: the others only move the phase
     for row in of(ends):
         phase = phase_after_type(phase, row["type"])
+        if row["type"] == "round_opened":
+            opened_row = row
     txs = [json.loads(r["v"]) for r in of(moves)]
     signed = [t["amount"] if t["kind"] in CREDITS else -t["amount"] for t in txs]
     status = recall_status(phase, bool(lines) and all(x["outcome"] for x in lines))
-    opened = marks.get("round_opened", {})
+    opened = json.loads(opened_row["v"]) if opened_row is not None else {}
     return {
         "table_id": key[0], "round_id": key[1], "status": status,
         "opened_at": opened.get("occurred_at"), "dealer": opened.get("dealer"),

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from faust import web
 
-from services.infra.faust_app import bound
+from services.infra.faust_app import bound, bound_view
 from services.infra.kernel import run_own_log
 from services.infra.observability import health_problems
 from shared.topics import BETS_PLACED_TOPIC, ROUND_RESULTS_TOPIC, TABLE_EVENTS_TOPIC
@@ -35,7 +35,7 @@ INPUTS = (BETS_PLACED_TOPIC, TABLE_EVENTS_TOPIC, ROUND_RESULTS_TOPIC)  # co-part
 def register(service: BetSettlement) -> None:
     """The worker's loop and page on its app (the bootstrap calls it)."""
     service.app.task(bound(settlement_agent, service))
-    service.app.page("/health")(type("HealthView", (HealthView,), {"service": service}))
+    service.app.page("/health")(bound_view(HealthView, service))
 
 
 async def settlement_agent(s: BetSettlement) -> None:  # a task (register registers it)

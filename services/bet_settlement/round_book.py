@@ -159,10 +159,15 @@ def _reject(bet: BetPlaced, code: str, message: str, now: datetime) -> BetReject
     return BetRejected(**_facts(bet), reason_code=code, message=message, decided_at=now)
 
 
-def _out(record: BaseModel, table_id: str) -> Output:
-    topic = BETS_SETTLED_TOPIC if isinstance(record, BetSettled | SettlementReversed) \
+def topic_of(record: BaseModel) -> str:
+    """The topic a decision record goes to: settlements and reversals on bets.settled,
+    the rest (acceptances, rejections, manifests) on bets.decisions."""
+    return BETS_SETTLED_TOPIC if isinstance(record, BetSettled | SettlementReversed) \
         else BETS_DECISIONS_TOPIC
-    return topic, table_id, record
+
+
+def _out(record: BaseModel, table_id: str) -> Output:
+    return topic_of(record), table_id, record
 
 
 class _Writer:

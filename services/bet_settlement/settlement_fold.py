@@ -34,6 +34,7 @@ from services.bet_settlement.round_book import (
     bet_key,
     order_key,
     round_key,
+    topic_of,
 )
 from shared.events.bet_events import BetRejected, BetSettled, SettlementReversed
 from shared.events.event_auth import TableWatch
@@ -49,11 +50,7 @@ from shared.events.settlement_log import (
     SpotWrite,
 )
 from shared.events.sources import InputRef
-from shared.topics import (
-    BETS_DECISIONS_TOPIC,
-    BETS_SETTLED_TOPIC,
-    WALLET_ENDINGS_TOPIC,
-)
+from shared.topics import WALLET_ENDINGS_TOPIC
 
 Record = tuple[str, bytes, bytes]
 BET_FIELDS: tuple[BetField, ...] = ("decision", "settlement", "reversal", "refund")
@@ -67,11 +64,6 @@ def pending_key(table_id: str) -> str:
     return f"p/{table_id}"
 
 
-
-
-def topic_of(record: BaseModel) -> str:
-    return BETS_SETTLED_TOPIC if isinstance(record, BetSettled | SettlementReversed) \
-        else BETS_DECISIONS_TOPIC
 
 
 def ending_of(record: BaseModel) -> str | None:

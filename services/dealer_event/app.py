@@ -75,7 +75,7 @@ async def decide_batch(s: DealerEvent, events) -> None:
     dead-lettered."""
 
     def give_up(index: int, error: BaseException):
-        return give_up_on("dealer-event", events[index], error, s.clock.now())
+        return give_up_on("dealer-event", events[index], error, s.runtime.clock.now())
 
     await s.runtime.handle_batch([(event.value, event.message.partition,
                                    event.message.offset) for event in events], give_up)

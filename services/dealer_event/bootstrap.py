@@ -16,7 +16,7 @@ from services.dealer_event import views
 from services.dealer_event.runtime import DealerRuntime, init_metrics, machine_config
 from services.infra import observability
 from services.infra.batching import publish_placed
-from services.infra.clock import Clock, SystemClock
+from services.infra.clock import SystemClock
 from services.infra.faust_app import make_app, topic
 from services.infra.settings import Settings, get_settings
 from shared.topics import DEALER_INPUTS_TOPIC
@@ -29,7 +29,6 @@ class DealerEvent:
     app: faust.App
     inputs_topic: faust.TopicT
     runtime: DealerRuntime
-    clock: Clock
 
     def input_partition(self, table_id: str) -> int | None:
         """The partition of dealer.inputs (and of table.events) that holds `table_id`."""
@@ -60,7 +59,7 @@ def bootstrap(service_settings: Settings | None = None) -> DealerEvent:
                             partial(worker.owned_partitions, app), joined=False,
                             read_events=partial(worker.read_events, settings),
                             accept_unsigned=settings.table_events_accept_unsigned)
-    service = DealerEvent(settings, app, inputs_topic, runtime, clock)
+    service = DealerEvent(settings, app, inputs_topic, runtime)
     worker.register(service)
     views.register(app, service)
     return service

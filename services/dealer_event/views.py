@@ -25,6 +25,7 @@ from faust import web
 from services.dealer_event.input_parsing import parse_raw
 from services.dealer_event.runtime import LOST_RACE, MOVED
 from services.infra import routing
+from services.infra.faust_app import bound_view
 from services.infra.observability import health_problems
 
 if TYPE_CHECKING:
@@ -144,4 +145,4 @@ def register(app: faust.App, service: DealerEvent) -> None:
     """The door's routes on the worker's app, bound to `service` (the bootstrap calls it)."""
     for path, view in (("/inputs", InputsView), ("/tables/{table_id}", TablePage),
                        ("/health", HealthView)):
-        app.page(path)(type(view.__name__, (view,), {"service": service}))
+        app.page(path)(bound_view(view, service))

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from faust import web
 
 from services.infra.consumer import assignment_of, owners_of
-from services.infra.faust_app import bound
+from services.infra.faust_app import bound, bound_view
 from services.infra.kernel import run_own_log
 from services.infra.observability import health_problems
 from shared.topics import TABLE_EVENTS_TOPIC
@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 def register(service: GameEvaluation) -> None:
     """The worker's loop and page on its app (the bootstrap calls it)."""
     service.app.task(bound(evaluate, service))
-    service.app.page("/health")(type("HealthView", (HealthView,), {"service": service}))
+    service.app.page("/health")(bound_view(HealthView, service))
 
 
 async def evaluate(s: GameEvaluation) -> None:  # a task (register registers it)

@@ -199,10 +199,10 @@ async def _partitions_of(service: str, bootstrap: str, topic: str) -> list[int]:
 async def _follow_once(service: str, bootstrap: str, topic: str, since_ms: Callable[[], int],
                        apply: ApplyBatch, caught_up: Callable[[], None],
                        max_records: int) -> None:
+    partitions = await _partitions_of(service, bootstrap, topic)
     consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
                                 enable_auto_commit=False, auto_offset_reset="earliest",
                                 **aiokafka_options(service))
-    partitions = await _partitions_of(service, bootstrap, topic)
     await consumer.start()
     try:
         tps = [ConsumerTP(topic, p) for p in partitions]

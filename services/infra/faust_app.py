@@ -140,6 +140,12 @@ def bound(fun: Callable[..., Awaitable[None]], *args: Any) -> Callable[[], Await
     return run
 
 
+def bound_view(view: type[faust.web.View], service: Any) -> type[faust.web.View]:
+    """`view` with its `service` attribute set to the object the bootstrap built, as a
+    page takes it: built once, at registration, never per request."""
+    return type(view.__name__, (view,), {"service": service})
+
+
 def writer_name(settings: Settings, service: str) -> str:
     """The name an own log's entries are written under: unique to this process's life, so
     no two lives of a worker share an entry id."""

@@ -40,7 +40,6 @@ class Wallet:
     """Everything the worker and its routes run on, built once by `bootstrap`."""
     settings: Settings
     app: faust.App
-    commands_topic_name: str  # the private commands topic, `<instance>-wallet-commands`
     commands_topic: faust.TopicT
     own: OwnLog[LedgerEntry]  # the worker's folded partitions of wallet.ledger
     store: Store
@@ -49,9 +48,13 @@ class Wallet:
     replies: Replies[handlers.Answer, None]
     batches: CommandBatches
     table_views: TableViews
-    marks: IntakeMarks
     auth: Authenticator
     clock: Clock
+
+    @property
+    def commands_topic_name(self) -> str:
+        """The private commands topic, `<instance>-wallet-commands`."""
+        return wallet_commands_topic(self.settings.instance)
 
     async def send_command(self, env: Envelope) -> None:
         """Put an HTTP request's command on the commands topic, keyed by its player."""
@@ -72,8 +75,7 @@ def bootstrap(service_settings: Settings | None = None) -> Wallet:
     money_metrics.init_metrics()
     clock = SystemClock()
 
-    commands_topic_name = wallet_commands_topic(settings.instance)
-    commands_topic = app.topic(commands_topic_name, key_type=bytes, value_type=bytes,
+    commands_topic = app.topic(wallet_commands_topic(settings.instance), key_type=bytes, value_type=bytes,
                                internal=True, partitions=settings.topic_partitions)
     writer = writer_name(settings, "wallet")
     own: OwnLog[LedgerEntry] = OwnLog("wallet", WALLET_LEDGER_TOPIC, fold, LedgerEntry.model_validate_json,
@@ -98,8 +100,8 @@ def bootstrap(service_settings: Settings | None = None) -> Wallet:
     table_views.on_close = marks.schedule
     auth = Authenticator.from_settings(settings)
 
-    service = Wallet(settings, app, commands_topic_name, commands_topic, own, store, replies,
-                     batches, table_views, marks, auth, clock)
+    service = Wallet(settings, app, commands_topic, own, store, replies, batches, table_views,
+                     auth, clock)
     worker.register(service)
     views.register(app, service)
     return service

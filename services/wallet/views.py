@@ -24,6 +24,7 @@ from pydantic_core import ErrorDetails
 from services.infra import routing
 from services.infra.auth import AuthError
 from services.infra.consumer import settling
+from services.infra.faust_app import bound_view
 from services.infra.observability import health_problems
 from services.wallet import money_metrics
 from services.wallet.api_models import (
@@ -143,7 +144,7 @@ _ROUTES: list[tuple[str, type[faust.web.View]]] = []  # (path, page): `register`
 def register(app: faust.App, service: Wallet) -> None:
     """The routes on the worker's app, bound to `service` (the bootstrap calls it)."""
     for path, page in _ROUTES:
-        app.page(path)(type(page.__name__, (page,), {"service": service}))
+        app.page(path)(bound_view(page, service))
 
 
 def route(path: str):
