@@ -31,3 +31,6 @@ _.leases  # the new field a snapshot test adds to see it refused
 
 # pytest fixtures asked for by name (request.getfixturevalue)
 _.broker_pool, _.local_s3
+
+# fields on the wire that nothing reads back any more
+_.decided_through  # InputPosition (shared/events/sources.py): in every table event and refusal since issue 17; dealer-event resumes from dealer.log since issue 29

@@ -35,6 +35,7 @@ SETTLEMENT_LOG_TOPIC = "settlement.log"
 DEAD_LETTERS_TOPIC = "dead.letters"
 OPERATOR_ACTIONS_TOPIC = "operator.actions"
 WALLET_ENDINGS_TOPIC = "wallet.endings"
+DEALER_LOG_TOPIC = "dealer.log"
 
 
 def snapshot_topic(own_log_topic: str) -> str:
@@ -102,6 +103,11 @@ _TOPICS: tuple[_Row, ...] = (
     (WALLET_OPERATOR_CALLS_TOPIC, "player id", ("wallet",), (),
      "seamless mode: each call to the operator's wallet (debit, credit, rollback) with its "
      "answer, once answered"),
+    (DEALER_LOG_TOPIC, "table id (partition: the input's)", ("dealer-event",),
+     ("dealer-event",),  # its own state: folded on every assignment
+     "dealer-event's source of truth: one chained entry per decided input (and per timer "
+     "tick that moved a table), with the table events and the refusal it publishes and "
+     "the input's offset"),
     (EVALUATION_LOG_TOPIC, "table id (partition: the table event's)", ("game-evaluation",),
      ("game-evaluation",),  # its own state: folded on every assignment
      "game-evaluation's source of truth: one chained entry per table event that changed a "
@@ -228,6 +234,7 @@ def topic_catalogue(
 OWN_LOG: dict[str, str] = {"retention.ms": "-1", "retention.bytes": "-1",
                            "message.timestamp.type": "LogAppendTime"}
 SOURCE_OF_TRUTH: dict[str, dict[str, str]] = {
+    DEALER_LOG_TOPIC: OWN_LOG,
     EVALUATION_LOG_TOPIC: OWN_LOG,
     WALLET_LEDGER_TOPIC: OWN_LOG,
     SETTLEMENT_LOG_TOPIC: OWN_LOG,

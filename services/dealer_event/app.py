@@ -1,45 +1,41 @@
 """dealer-event as a Faust worker: `dealer.inputs` in, `table.events` and
 `dealer.rejections` out, an HTTP door for table devices and supervisors.
 
-Several workers share the consumer group and split the partitions of `dealer.inputs`
-(see docs/decisions/tables.md). Each worker holds the states of the tables of its
-partitions, rebuilt from the log after every assignment before any of their inputs is
-decided; the HTTP door forwards a request to the worker that owns the table. The
-kernel's consume loop (`services.infra.consume_loop.consume`) resumes each partition of
-`dealer.inputs` after the last input the log says was decided
-(`DealerRuntime.resume_offsets`), never where a consumer group committed
-(docs/decisions/dealer-checkpoints.md).
+Its state is the fold of its own log, `dealer.log` (one chained entry per decided input,
+on the input's partition; `dealer_fold`): each table's state is the events its entries
+sealed. The loop runs on the kernel (`services.infra.kernel.run_own_log`): a worker
+assigned a partition folds that partition of its own log first, publishes what its outbox
+holds, and resumes `dealer.inputs` after the last input the log decided (the consumer
+group's commit only saves time). Events and refusals are published from the entries once
+they are verified in the log; a worker that lost the partition and has not noticed (a
+zombie) writes void entries that no fold and no reader takes (docs/decisions/
+dealer-fencing.md). Several workers share the group and split the partitions
+(docs/decisions/tables.md); the HTTP door forwards a request to the worker that owns the
+table.
+
+The betting timer decides nothing itself: for each owned table whose window ran out, or
+whose round is left hanging, it puts a `TimerTick` on `dealer.inputs`, decided like any
+input.
 
 This module is the worker's loop and timer, functions of the `DealerEvent` that
-`services.dealer_event.bootstrap` builds when the worker starts; importing it
-builds nothing.
+`services.dealer_event.bootstrap` builds when the worker starts; importing it builds
+nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-from functools import partial
 from typing import TYPE_CHECKING
 
-import faust
-from faust.types import TP
-
-from services.dealer_event.rebuild import Rebuilt, rebuild
-from services.infra.batching import retried_on_transient
-from services.infra.consume_loop import consume
-from services.infra.consumer import assignment_of
-from services.infra.dead_letters import give_up_on
+from services.dealer_event.dealer_fold import tables_of
 from services.infra.faust_app import bound
-from services.infra.log_reader import read_range
-from services.infra.settings import Settings
-from shared.topics import DEALER_INPUTS_TOPIC, TABLE_EVENTS_TOPIC
+from services.infra.kernel import run_own_log
+from shared.topics import DEALER_INPUTS_TOPIC
 
 if TYPE_CHECKING:
     from services.dealer_event.bootstrap import DealerEvent
 
 log = logging.getLogger(__name__)
-
 
 
 def register(service: DealerEvent) -> None:
@@ -49,62 +45,22 @@ def register(service: DealerEvent) -> None:
         bound(betting_timer, service))
 
 
-def owned_partitions(app: faust.App) -> frozenset[int]:
-    """The partitions of dealer.inputs this worker's consumer is assigned now."""
-    return frozenset(tp.partition for tp in assignment_of(app) if tp.topic == DEALER_INPUTS_TOPIC)
-
-
-async def rebuild_tables(settings: Settings, partitions) -> Rebuilt:
-    return await asyncio.to_thread(
-        rebuild, settings.bootstrap_servers, partitions,
-        events_key=settings.table_events_key_bytes,
-        accept_unsigned=settings.table_events_accept_unsigned)
-
-
-async def read_events(settings: Settings, partition: int, start: int,
-                      stop: int) -> list[tuple[int, bytes]]:
-    """Records of table.events (the writer's check that its batch landed as chained)."""
-    records = await asyncio.to_thread(read_range, settings.bootstrap_servers, TABLE_EVENTS_TOPIC,
-                                      partition, start, stop, principal="dealer-event")
-    return [(r.offset, r.value) for r in records]
-
-
-async def decide_batch(s: DealerEvent, events) -> None:
-    """A failed publish leaves the states unadopted and marks them for a rebuild from the
-    log; the batch is then decided again. An input that cannot be decided at all is
-    dead-lettered."""
-
-    def give_up(index: int, error: BaseException):
-        return give_up_on("dealer-event", events[index], error, s.runtime.clock.now())
-
-    await s.runtime.handle_batch([(event.value, event.message.partition,
-                                   event.message.offset) for event in events], give_up)
-
-
 async def dealer_inputs(s: DealerEvent) -> None:  # a task (register registers it)
-    """The kernel's loop over dealer.inputs."""
-    async def drop_tables_on_revoke(partitions: set[int]) -> None:
-        await s.runtime.on_revoked()
-
-    def rebuild_on_assign(partitions: set[int]) -> None:
-        log.info("assigned partition(s) %s of %s: rebuilding their tables",
-                 sorted(partitions), DEALER_INPUTS_TOPIC)
-        s.runtime.on_assigned()
-
-    await consume(s.app, [DEALER_INPUTS_TOPIC], partial(resume_at, s),
-                  retried_on_transient(partial(decide_batch, s), "deciding inputs"),
-                  drop_tables_on_revoke, rebuild_on_assign)
-
-
-async def resume_at(s: DealerEvent, tp: TP) -> int | None:
-    """Where a partition of dealer.inputs resumes: after the last input the rebuilt log
-    says was decided (None: its records name no input; the loop then takes the group's
-    commit, else the start)."""
-    return (await s.runtime.resume_offsets()).get(tp.partition)
+    """The kernel's loop over dealer.inputs: decide, write the entries, verify, publish
+    their events and refusals, answer."""
+    await run_own_log(s.app, [DEALER_INPUTS_TOPIC], s.own, s.decisions.decide,
+                      s.decisions.answer, revoked=s.decisions.moved)
 
 
 async def betting_timer(s: DealerEvent) -> None:  # a timer (register registers it)
+    """Ask for a tick on each owned table with something due (its window ran out, its
+    round left hanging)."""
     try:
-        await s.runtime.tick_all()
+        for partition in sorted(s.own.owned):
+            state = s.own.state(partition)
+            if state is None:
+                continue
+            for asked in s.decisions.due_ticks(tables_of(state.kv).values()):
+                await s.forward(asked.model_dump_json().encode(), asked.table_id)
     except Exception:
-        log.exception("closing overdue betting windows failed; next tick retries")
+        log.exception("asking for the timer's ticks failed; the next tick asks again")

@@ -16,11 +16,12 @@ from pydantic import ValidationError
 
 from services.dealer_event.refusals import InputRefusal
 from shared.events.canonical import sha256_hex
-from shared.events.inputs import DEALER_INPUT, InputBase
+from shared.events.inputs import DEALER_INPUT, InputBase, TimerTick
 from shared.events.rejections import InputRefused
 from shared.events.sources import InputPosition
 
 UNKNOWN_TABLE = "unknown"
+TIMER_TICK = TimerTick.model_fields["type"].default
 RAW_KEEP = 4096
 
 
@@ -33,6 +34,7 @@ class Parsed:
     table_id: str
     input_id: str | None
     command: str | None
+    tick: TimerTick | None = None  # dealer-event's own timer tick (no input, no refusal)
 
     @property
     def problem(self) -> InputRefusal:
@@ -52,6 +54,12 @@ def parse_raw(raw: bytes | str) -> Parsed:
         return _malformed("JSON nested too deep", {})
     if not isinstance(data, dict):
         return _malformed(f"expected a JSON object, got {type(data).__name__}", {})
+    if data.get("type") == TIMER_TICK:
+        try:
+            tick = TimerTick.model_validate(data)
+        except ValidationError as exc:
+            return _malformed(describe_errors(exc), data)
+        return Parsed(None, None, tick.table_id, None, None, tick)
     try:
         inp = DEALER_INPUT.validate_python(data)
     except ValidationError as exc:

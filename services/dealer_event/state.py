@@ -128,8 +128,6 @@ class TableState:
     table_id: str
     seq: int = 0
     head_hash: str = GENESIS_HASH
-    # the hashes of the latest void events (event_auth.ChainHead.void_tips, bounded)
-    void_tips: tuple[str, ...] = ()
     shoe: ShoeState | None = None
     round: TableRound | None = None
     # round id -> its phase (shared.round_phase), and -> its shoe id (both in log order)

@@ -178,6 +178,22 @@ def watch(state: TableState, now: datetime, quiet: timedelta, config: MachineCon
     return MachineStep(em.state, tuple(em.events))
 
 
+def tick_due(state: TableState, now: datetime, quiet: timedelta, config: MachineConfig
+             ) -> bool:
+    """`tick` or `watch` would write an event now (the timer's question, without copying
+    the state)."""
+    rnd = state.round
+    if state.corrupt or rnd is None:
+        return False
+    if rnd.phase == "betting" and now >= rnd.betting_closes_at:
+        return True
+    if not rnd.in_progress or rnd.last_input_at is None:
+        return False
+    waited = min(now - rnd.last_input_at, quiet)
+    return waited >= config.abandon_after or (waited >= config.stall_after
+                                              and not rnd.stalled)
+
+
 def _span(duration: timedelta) -> str:
     seconds = int(duration.total_seconds())
     return f"{seconds // 60} min {seconds % 60} s" if seconds >= 60 else f"{seconds} s"

@@ -22,11 +22,13 @@ import faust
 from aiohttp.web import BaseRequest
 from faust import web
 
+from services.dealer_event.decisions import LOST_RACE, MOVED
 from services.dealer_event.input_parsing import parse_raw
-from services.dealer_event.runtime import LOST_RACE, MOVED
 from services.infra import routing
+from services.infra.consumer import assignment_of, owners_of
 from services.infra.faust_app import bound_view
 from services.infra.observability import health_problems
+from shared.topics import DEALER_INPUTS_TOPIC
 
 if TYPE_CHECKING:
     from services.dealer_event.bootstrap import DealerEvent
@@ -87,6 +89,10 @@ class InputsView(DoorView):
                               "message": f"an input is at most {d.settings.input_max_bytes} "
                                          "bytes; nothing was written"}, status=413)
         parsed = parse_raw(raw)
+        if parsed.tick is not None:  # the platform's own record, not an input
+            return self.json({"status": "refused", "reason_code": "malformed_input",
+                              "message": "a timer tick is dealer-event's own record, not an "
+                                         "input; nothing was written"}, status=400)
         if parsed.input is None:  # any worker may log it: it moves no table
             await d.forward(raw, parsed.table_id)
             return self.json({"status": "refused", "input_id": parsed.input_id,
@@ -96,7 +102,7 @@ class InputsView(DoorView):
         if routed is not None:
             return routed
         input_id, signature = parsed.input.input_id, parsed.input.signature
-        waiter = d.runtime.expect(input_id, d.input_partition(parsed.table_id), signature)
+        waiter = d.decisions.expect(input_id, d.input_partition(parsed.table_id), signature)
         try:
             await d.forward(raw, parsed.table_id)
             report = await asyncio.wait_for(asyncio.shield(waiter),
@@ -104,7 +110,7 @@ class InputsView(DoorView):
         except TimeoutError:
             return self.json({"status": "queued", "input_id": input_id}, status=202)
         finally:
-            d.runtime.forget(input_id, waiter, signature)
+            d.decisions.forget(input_id, waiter, signature)
         if report["status"] == MOVED:
             return routing.unavailable(self.web, "the table moved to another worker before "
                                                  "this input was decided; resend it")
@@ -121,9 +127,10 @@ class TablePage(DoorView):
         routed = await _elsewhere(self, request, table_id)
         if routed is not None:
             return routed
-        if not d.runtime.ready:
-            return routing.unavailable(self.web, "this worker is rebuilding its tables")
-        state = d.runtime.tables.get(table_id)
+        partition = d.input_partition(table_id)
+        if partition is None or d.own.state(partition) is None:
+            return routing.unavailable(self.web, "this worker is folding its tables' log")
+        state = d.table(table_id)
         if state is None:
             return self.json({"error": f"table {table_id} has no events yet"}, status=404)
         return self.json(state.summary())
@@ -131,13 +138,21 @@ class TablePage(DoorView):
 
 class HealthView(DoorView):
     async def get(self, request: web.Request) -> web.Response:
+        """Ready once the worker joined the group and every partition it was assigned is
+        folded from its own log; a worker with no partition stands by, ready."""
         d = self.service
-        partitions = d.runtime.partitions
-        problems = [] if d.runtime.ready else ["rebuilding its tables from the log"]
+        owners = owners_of(d.app)
+        joined = owners is not None and not owners.rebalancing
+        partitions = sorted(tp.partition for tp in assignment_of(d.app)
+                            if tp.topic == DEALER_INPUTS_TOPIC) if joined else []
+        folding = sorted(set(partitions) - d.own.owned)
+        problems = [] if joined else ["not in the consumer group yet"]
+        if folding:
+            problems.append(f"recovering: partitions {folding} of dealer.log not folded yet")
         problems += [p for p in health_problems(d.app) if p.startswith("stalled")]
+        tables = sum(len(s.kv) for p in partitions if (s := d.own.state(p)) is not None)
         return self.json({"service": "dealer-event", "ready": not problems,
-                          "partitions": None if partitions is None else sorted(partitions),
-                          "tables": len(d.runtime.tables), "problems": problems},
+                          "partitions": partitions, "tables": tables, "problems": problems},
                          status=503 if problems else 200)
 
 

@@ -119,14 +119,6 @@ def processing(event: faust.EventT) -> Iterator[None]:
         _current_event.reset(token)
 
 
-async def publish_placed(app: faust.App, records: Iterable[Record]) -> list[tuple[int, int]]:
-    """`publish_all`, answering where each record landed: (partition, offset), in order."""
-    acks = [await app.producer.send(topic, key, value, None, None, None)
-            for topic, key, value in records]
-    metadata = await asyncio.gather(*acks) if acks else []
-    return [(m.partition, m.offset) for m in metadata]
-
-
 async def publish_all(app: faust.App, records: Iterable[Record]) -> None:
     """Send every record (in order), then wait until the broker acknowledged all of them."""
     acks = [await app.producer.send(topic, key, value, None, None, None)

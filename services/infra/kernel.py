@@ -333,9 +333,12 @@ def outputs_acked(state: PartitionState, through: int) -> None:
 
 async def run_own_log(app: faust.App, topics: Sequence[str], own: OwnLog, decide: Decide,
                       answer: Answer, lock: asyncio.Lock | None = None,
-                      max_records: int = BATCH_MAX) -> None:
+                      max_records: int = BATCH_MAX,
+                      revoked: Callable[[set[int]], None] | None = None) -> None:
     """Apply the records of `topics` through `decide`, with `own` as the only state: each
-    input partition resumes after the last record its own log applied (`consume`)."""
+    input partition resumes after the last record its own log applied (`consume`).
+    `revoked`: told of the partitions a rebalance took, once the own log let them go (the
+    service answers the waiters it will not answer now)."""
     own.io = KafkaLogIO(app, settings_of(app).bootstrap_servers, service_of(app))
 
     async def position(tp: TP) -> int:
@@ -346,7 +349,12 @@ async def run_own_log(app: faust.App, topics: Sequence[str], own: OwnLog, decide
         await until_applied(own, batch, decide, answer, lock)
         own.snapshot_if_due({event.message.partition for event in batch})
 
-    await consume(app, topics, position, apply, own.revoke, max_records=max_records)
+    def revoke(partitions: set[int]) -> None:
+        own.revoke(partitions)
+        if revoked is not None:
+            revoked(partitions)
+
+    await consume(app, topics, position, apply, revoke, max_records=max_records)
 
 
 async def until_applied(own: OwnLog, events: Sequence[faust.EventT], decide: Decide,

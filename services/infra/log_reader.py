@@ -105,31 +105,6 @@ def log_starts(bootstrap: str, topic: str, principal: str = OPERATOR) -> dict[in
         consumer.close()
 
 
-def read_range(bootstrap: str, topic: str, partition: int, start: int, stop: int,
-               principal: str = OPERATOR, stall_s: float = 30.0) -> list[ConsumerRecord]:
-    """The records of one partition from offset `start` up to (not including) `stop`:
-    what a writer reads back to check where its batch landed (dealer-event).
-    Offsets the log no longer holds (retention) are simply not returned."""
-    consumer = log_reader(bootstrap, principal)
-    try:
-        tp = TopicPartition(topic, partition)
-        consumer.assign([tp])
-        consumer.seek(tp, max(start, consumer.beginning_offsets([tp])[tp]))
-        records: list[ConsumerRecord] = []
-        last_progress = time.monotonic()
-        while consumer.position(tp) < stop:
-            if time.monotonic() - last_progress > stall_s:
-                raise LogReadError(f"re-reading {topic}[{partition}] offsets {start}..{stop - 1} "
-                                   f"stalled for {stall_s:.0f} s at {consumer.position(tp)}")
-            for record in consumer.poll(timeout_ms=500).get(tp, []):
-                last_progress = time.monotonic()
-                if start <= record.offset < stop:
-                    records.append(record)
-        return records
-    finally:
-        consumer.close()
-
-
 class LogEnds:
     """The end offsets of partitions, from a client outside any group (used in a thread;
     recreated after a failure)."""

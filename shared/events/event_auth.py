@@ -18,12 +18,12 @@ view; replay and rebuild for the operator) asks `verify_next` before it acts on 
    everything chained on the loser is void: the reader keeps the hashes of the latest
    void events per table (`ChainHead.void_tips`, at most VOID_TIPS, one per zombie chain)
    and an event chained on one is void whatever its seq. Every reader skips a void event
-   and counts it, never flags; its writer sees it lost (`services/dealer_event/landing.py`)
-   and never answers it. An authentic event past the next seq on no void tip is a
-   **gap** (an event missing from the log): refused, the table flagged. An unsigned
-   event (accepted only with `accept_unsigned`) proves nothing about its writer, so a
-   non-chaining one stays a break (refused), as before
-   (docs/decisions/dealer-fencing.md). `lost_race` is the one rule; `verify_next` and
+   and counts it, never flags. (dealer-event itself cannot write one since issue 29: its
+   own log `dealer.log` fences a zombie before anything is published.) An authentic
+   event past the next seq on no void tip is a **gap** (an event missing from the log):
+   refused, the table flagged. An unsigned event (accepted only with `accept_unsigned`)
+   proves nothing about its writer, so a non-chaining one stays a break (refused), as
+   before (docs/decisions/dealer-fencing.md). `lost_race` is the one rule; `verify_next` and
    `chain.follow_chain` use it.
 
 A consumer that has never seen the table (no head) takes the first authentic event as

@@ -223,3 +223,17 @@ def make_input(command_type: type[InputBase], *, key: bytes, sent_at: datetime,
                **fields: Any) -> InputBase:
     """A signed input, as a table device or supervisor console would send it."""
     return command_type(sent_at=sent_at, **fields).signed(key)
+
+
+class TimerTick(BaseModel):
+    """dealer-event's own record on `dealer.inputs`: its timer found a table's betting window
+    over or its round left hanging, and asks for the decision. Deciding it is what any
+    input's decision does first (`table_machine.tick`, then `watch`), so a tick changes
+    nothing that the rules, the table's state and the clock do not already say: one from
+    anyone else is harmless, and a tick that finds nothing due writes nothing."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["timer_tick"] = "timer_tick"
+    table_id: TableId
+    seq: int = Field(ge=0, description="The table's seq the timer saw (for the logs).")

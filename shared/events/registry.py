@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import json
 from functools import cache
-from typing import Any, get_args
+from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter
 
 from shared.events.bet_events import BetDecision, BetEnding, BetIntake
 from shared.events.dead_letters import DeadLettersRecord
+from shared.events.dealer_log import DealerEntry
 from shared.events.evaluation_log import EvaluationEntry
-from shared.events.inputs import DealerInput
+from shared.events.inputs import DealerInput, TimerTick
 from shared.events.operator_actions import OperatorAction
 from shared.events.operator_wallet import OperatorCallRecord
 from shared.events.rejections import InputRefused
@@ -30,6 +31,7 @@ from shared.topics import (
     BETS_SETTLED_TOPIC,
     DEAD_LETTERS_TOPIC,
     DEALER_INPUTS_TOPIC,
+    DEALER_LOG_TOPIC,
     DEALER_REJECTIONS_TOPIC,
     EVALUATION_LOG_TOPIC,
     OPERATOR_ACTIONS_TOPIC,
@@ -44,7 +46,7 @@ from shared.topics import (
 # topic -> what one record of it is: a model, or a discriminated union of models. The one
 # map of which events travel where; readers parse through `topic_adapter`.
 TOPIC_TYPES: dict[str, Any] = {
-    DEALER_INPUTS_TOPIC: DealerInput,
+    DEALER_INPUTS_TOPIC: DealerInput | TimerTick,  # devices' inputs, dealer-event's ticks
     TABLE_EVENTS_TOPIC: TableEvent,
     DEALER_REJECTIONS_TOPIC: InputRefused,
     ROUND_RESULTS_TOPIC: RoundResultPublished,
@@ -53,6 +55,7 @@ TOPIC_TYPES: dict[str, Any] = {
     BETS_SETTLED_TOPIC: BetEnding,  # settlements and their reversals
     WALLET_TRANSACTIONS_TOPIC: WalletTransaction,
     WALLET_OPERATOR_CALLS_TOPIC: OperatorCallRecord,
+    DEALER_LOG_TOPIC: DealerEntry,
     EVALUATION_LOG_TOPIC: EvaluationEntry,
     WALLET_LEDGER_TOPIC: LedgerEntry,
     SETTLEMENT_LOG_TOPIC: SettlementEntry,
@@ -62,10 +65,13 @@ TOPIC_TYPES: dict[str, Any] = {
 
 
 def _models(record_type: Any) -> tuple[type[BaseModel], ...]:
+    """The models a record type names: a model, `Annotated[A | B | ..., Field(...)]`, or a
+    union of those."""
     if isinstance(record_type, type) and issubclass(record_type, BaseModel):
         return (record_type,)
-    union, _discriminator = get_args(record_type)  # Annotated[A | B | ..., Field(...)]
-    return get_args(union)
+    if get_origin(record_type) is Annotated:
+        return _models(get_args(record_type)[0])
+    return tuple(model for member in get_args(record_type) for model in _models(member))
 
 
 EVENTS_BY_TOPIC: dict[str, tuple[type[BaseModel], ...]] = {

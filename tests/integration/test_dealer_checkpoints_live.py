@@ -2,8 +2,10 @@
 
 faust-streaming can commit past a record nobody processed (upstream #606). Here the group's
 commit is moved past an input by hand, with the worker stopped: the restarted worker still
-decides that input, because its rebuild of `table.events` / `dealer.rejections` says where
-its decisions stopped (docs/decisions/dealer-checkpoints.md).
+decides that input, because its own log (`dealer.log`, one entry per decided input) says
+where its decisions stopped (docs/decisions/kernel.md, "dealer-event on the kernel").
+And a zombie's entry on `dealer.log` that lands before the owner's wins: the owner's input
+is decided again on it and answered as the log says.
 """
 
 from __future__ import annotations
@@ -18,10 +20,12 @@ import pytest
 from kafka import KafkaProducer, TopicPartition
 
 from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.log_reader import read_to_end
 from services.infra.settings import Settings
+from shared.events.dealer_log import DealerEntry
 from shared.events.inputs import CloseBetting, NewShoe, OpenRound
 from shared.events.table import BettingClosed, seal
-from shared.topics import DEALER_INPUTS_TOPIC, TABLE_EVENTS_TOPIC
+from shared.topics import DEALER_INPUTS_TOPIC, DEALER_LOG_TOPIC
 from tests.conftest import instance_for
 from tests.integration.tables_live_support import (
     HandDriver,
@@ -85,36 +89,52 @@ def test_an_input_the_group_committed_past_is_still_decided_after_restart(
     assert [e.type for e in closed] == ["betting_closed"], closed
 
 
-def test_a_batch_that_lands_after_a_rivals_event_is_answered_resend_never_its_outcome(
+def test_an_input_decided_after_a_rivals_entry_is_answered_as_the_log_says(
         services, platform_kafka):
-    """A zombie (a worker that lost the table without noticing, holding the key) seals the
-    next seq on the same head first; the owner's event for the next input lands after it,
-    void. The owner answers 503 `lost_race` (real acks, a real re-read of table.events),
-    rebuilds from the log, and the resend is decided on the zombie's event, which every
-    reader follows: the table stays in play (docs/decisions/dealer-fencing.md)."""
+    """A zombie (a worker that lost the table without noticing) writes the next entry of
+    dealer.log on the owner's head first: it closes the round's betting. The owner's entry
+    for the next input lands after it and is void (its chain does not continue the log's);
+    the owner folds the log again (real acks, a real read of dealer.log), publishes the
+    zombie's valid event from its outbox, decides the input again on it and answers that
+    decision, never the void one (docs/decisions/dealer-fencing.md)."""
     dealer = services["dealer-event"]
     dealer.wait_ready(90)
     hand = HandDriver(dealer.base_url, f"FENCE-{uuid.uuid4().hex[:6]}")
     hand.ok(NewShoe, shoe_id="S1", profile="sbo-baccarat")
     hand.ok(OpenRound, round_id="R1", dealer="Ayu")
     head = table_events(platform_kafka, {hand.table_id})[hand.table_id][-1]
-    zombie = seal(BettingClosed, table_id=hand.table_id, seq=head.seq + 1,
+    last = _last_entry(platform_kafka, hand.table_id)
+    key = Settings().table_events_key_bytes
+    closed = seal(BettingClosed, table_id=hand.table_id, seq=head.seq + 1,
                   prev_hash=head.hash, occurred_at=datetime.now(UTC), round_id="R1",
-                  reason="timer", key=Settings().table_events_key_bytes)
+                  reason="timer", key=key)
+    zombie = DealerEntry(entry_id="zombie-worker:1", prev=last.entry_id, source=last.source,
+                         published_through=last.published_through,
+                         recorded_at=datetime.now(UTC), table_id=hand.table_id,
+                         events=(closed,))
     producer = KafkaProducer(bootstrap_servers=platform_kafka, **kafka_python_options(ADMIN))
-    producer.send(TABLE_EVENTS_TOPIC, key=hand.table_id.encode(),
+    producer.send(DEALER_LOG_TOPIC, key=hand.table_id.encode(),
                   value=zombie.model_dump_json().encode()).get(timeout=30)
     producer.close()
 
     close = hand.make.make(CloseBetting, round_id="R1", role="supervisor",
-                           reason_text="test: the owner's close, sealed on the old head")
+                           reason_text="test: the owner's close, decided on the old head")
     status, body = hand.post(close.model_dump_json().encode())
-    assert (status, body["error"]["code"]) == (503, "lost_race"), body
-    status, again = hand.post(close.model_dump_json().encode())  # the resend
-    assert status != 503 and again.get("reason_code") != "chain_corrupt", again
+    assert body.get("reason_code") == "betting_already_closed", (status, body)
     events = table_events(platform_kafka, {hand.table_id})[hand.table_id]
-    mine = [e for e in events if e.input_id == close.input_id]
-    assert len(mine) == 1, "the owner's void close is in the log, and nothing else of it"
+    assert [e.hash for e in events if e.seq == head.seq + 1] == [closed.hash], \
+        "the zombie's close is the chain's, published once; the owner's void one never"
     table = httpx.get(f"{dealer.base_url}/tables/{hand.table_id}", timeout=30).json()
-    assert table["corrupt"] is None and table["head_hash"] == zombie.hash, table
-    assert table["round"]["phase"] != "betting", "it follows the zombie's close"
+    assert table["head_hash"] == closed.hash and table["round"]["phase"] == "dealing", table
+
+
+def _last_entry(bootstrap: str, table_id: str) -> DealerEntry:
+    """The newest entry of the dealer.log partition that holds `table_id` (whatever its
+    table: a zombie chains on the partition's head)."""
+    records = list(read_to_end(bootstrap, DEALER_LOG_TOPIC))
+    partitions = {r.partition for r in records
+                  if DealerEntry.model_validate_json(r.value).table_id == table_id}
+    assert len(partitions) == 1, f"{table_id}'s entries are on partitions {partitions}"
+    (partition,) = partitions
+    return DealerEntry.model_validate_json(
+        [r for r in records if r.partition == partition][-1].value)

@@ -4,8 +4,6 @@ it afterwards is refused by that name."""
 
 from __future__ import annotations
 
-import asyncio
-import json
 from dataclasses import replace
 from datetime import timedelta
 
@@ -18,13 +16,11 @@ from services.infra.settings import Settings
 from shared.cards import parse_card
 from shared.events.inputs import (
     CloseTable,
-    NewShoe,
     OpenRound,
     ScanCard,
     VoidRound,
 )
 from shared.events.table import VoidReason
-from tests.unit.dealer_runtime_support import World, close
 from tests.unit.table_machine_support import Table, types
 
 STALL, ABANDON = timedelta(seconds=300), timedelta(seconds=3600)
@@ -116,35 +112,3 @@ def test_no_input_may_name_the_platforms_reason():
 def test_abandonment_must_come_after_the_stall():
     with pytest.raises(ValidationError, match="must be more than"):
         Settings(round_stall_seconds=600, round_abandon_seconds=300)
-
-
-def test_the_runtime_decides_once_by_its_own_monotonic_watch_and_a_restart_decides_nothing_again():
-    w = World()
-    w.runtime.config = replace(w.runtime.config, stall_after=STALL, abandon_after=ABANDON)
-
-    async def go():
-        await w.runtime.handle_batch([w.raw("A", NewShoe, shoe_id="S1", profile="sbo-baccarat"),
-                                      w.raw("A", OpenRound, round_id="R1", dealer="Ayu"),
-                                      close(w, "R1")])
-        await w.runtime.tick_all()  # the worker starts watching table A
-        w.clock.reset_to(w.clock.now() + timedelta(hours=2))  # its wall clock jumps
-        await w.runtime.tick_all()
-        assert [json.loads(v)["type"] for v in w.events("A")][-1] == "betting_closed"
-        w.clock.advance(300)  # five minutes watched
-        await w.runtime.tick_all()
-        w.clock.advance(3300)  # an hour
-        await w.runtime.tick_all()
-        await w.runtime.tick_all()
-        # a restarted worker on the same log: rebuilds, and finds the round already voided
-        again = World(log=w.log)
-        again.runtime.config = w.runtime.config
-        again.clock.advance(7200)
-        await again.runtime.ensure_ready()
-        await again.runtime.tick_all()
-        again.clock.advance(7200)
-        await again.runtime.tick_all()
-
-    asyncio.run(go())
-    kinds = [json.loads(v)["type"] for v in w.events("A")]
-    assert kinds[-2:] == ["round_stalled", "round_voided"]
-    assert kinds.count("round_voided") == 1

@@ -9,7 +9,6 @@ redelivered table event writes nothing and counts nothing."""
 from __future__ import annotations
 
 import asyncio
-from collections import defaultdict
 from dataclasses import dataclass
 
 from services.game_evaluation.decisions import Evaluations
@@ -17,7 +16,7 @@ from services.game_evaluation.evaluation_fold import EVALUATION_FOLD, state_key,
 from services.game_evaluation.evaluator import EvaluationState, observe_verified
 from services.infra import metrics
 from services.infra.kernel import OwnLog, apply_batch
-from services.infra.own_log import Landed, Logged, PartitionState, fold_entry
+from services.infra.own_log import PartitionState, fold_entry
 from shared.cards import parse_card
 from shared.events.evaluation_log import EvaluationEntry
 from shared.events.results import RoundResultPublished
@@ -30,7 +29,7 @@ from shared.topics import (
 )
 from tests.crashsim.consume import Event
 from tests.crashsim.consume import Message as SimMessage
-from tests.unit.agent_loop_support import APPENDED
+from tests.unit.dealer_support import MemoryLog
 from tests.unit.test_table_event_auth import FORGED, KEY, REAL, T0, Chain, opened_round
 
 
@@ -39,30 +38,8 @@ class Message(SimMessage):
     key: bytes = b"T1"  # a dead letter keeps the record's key
 
 
-class MemoryIO:
-    """`kernel.LogIO` on in-memory partitions; every send is acknowledged."""
-
-    def __init__(self) -> None:
-        self.logs: dict[tuple[str, int], list[bytes]] = defaultdict(list)
-        self.published: list[tuple[str, bytes, bytes]] = []
-
-    async def send(self, topic, partition, records):
-        log = self.logs[(topic, partition)]
-        offsets = []
-        for _key, value in records:
-            log.append(value)
-            offsets.append(Landed(len(log) - 1, APPENDED))
-        return offsets
-
-    async def read(self, topic, partition, start):
-        log = self.logs[(topic, partition)]
-        return [Logged(o, v, APPENDED) for o, v in enumerate(log) if o >= start], len(log)
-
-    async def publish(self, records):
-        self.published += records
-
-    async def end(self, topic, partition):
-        return len(self.logs[(topic, partition)])
+class MemoryIO(MemoryLog):
+    """`kernel.LogIO` on in-memory partitions (dealer_support's), read as game-evaluation's."""
 
     def entries(self, partition: int = 0) -> list[EvaluationEntry]:
         return [EvaluationEntry.model_validate_json(v)

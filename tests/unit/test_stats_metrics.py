@@ -9,7 +9,7 @@ from datetime import timedelta
 from prometheus_client import REGISTRY
 
 from services.bet_settlement.decision_metrics import Fresh, record_table_hold
-from services.dealer_event.runtime import count_published, dealer_of
+from services.dealer_event.decisions import count_published, dealer_of
 from services.dealer_event.state import CompletedRound, TableRound, TableState
 from shared.events.bet_events import BetSettled
 from shared.events.table import MisdealCorrected, RoundCompleted, RoundVoided
@@ -55,6 +55,19 @@ def test_rounds_voids_and_corrections_are_counted_per_table_and_dealer():
     assert {k: after[k] - before[k] for k in before} == {
         ("completed", "Ana"): 1, ("voided", "Ana"): 0, ("corrected", "Ana"): 1,
         ("completed", "Budi"): 0, ("voided", "Budi"): 1, ("corrected", "Budi"): 0}
+
+
+def test_an_event_counted_without_the_tables_state_has_no_dealer_and_no_game():
+    """dealer-event counts what its log backs; a round's end counted with no state at hand
+    (`state` None) is still counted, under dealer `none` and game `other`."""
+    labels = dict(table="T1", dealer="none", kind="voided")
+    before = value("croupier_dealer_activity_total", **labels)
+    rounds = value("croupier_rounds_total", table="T1", game="other", outcome="voided")
+    count_published(event(RoundVoided, 2, round_id="R2", reason_code="card_dropped",
+                          reason_text="a card fell", supervisor="Sari"), None)
+    assert value("croupier_dealer_activity_total", **labels) == before + 1
+    assert value("croupier_rounds_total", table="T1", game="other",
+                 outcome="voided") == rounds + 1
 
 
 def settled(bet_id, bet, stake, returned, table, position=None, outcome="win"):

@@ -1,17 +1,19 @@
 """Issue 11 finding 3 / deliverable 4: table events carry dealer-event's HMAC; every consumer
 verifies it and the chain's continuity before acting, refuses (dead-letters) a forged,
-altered, unsigned or out-of-order event and flags the table; replay, rebuild and
-dealer-event's own rebuild leave a forged event out."""
+altered, unsigned or out-of-order event and flags the table; replay and the operator's
+rebuild leave a forged event out. dealer-event signs what it publishes and no longer reads
+table.events at all (its state is the fold of its own log, dealer.log): that nothing on
+table.events, forged or not, moves it is test_hostile_rebuild's."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from services.bet_settlement.settlement_fold import Lookups
-from services.dealer_event.rebuild import fold_events
-from services.dealer_event.runtime import machine_config
+from services.dealer_event.decisions import machine_config
 from services.game_evaluation.evaluator import (
     EvaluationState,
     flagged_view,
@@ -34,6 +36,7 @@ from shared.events.event_auth import (
     chain_problem,
     verify_next,
 )
+from shared.events.inputs import NewShoe, OpenRound
 from shared.events.results import RoundResultPublished, result_id
 from shared.events.table import (
     BettingClosed,
@@ -56,6 +59,7 @@ from shared.topics import (
 )
 from tests.round_builder import RecordedRound
 from tests.unit.agent_loop_support import Event
+from tests.unit.dealer_support import World
 from tests.unit.settlement_log_support import LogBroker, Worker, patch_kernel, rebuilt
 
 KEY = b"test-table-events-key"
@@ -392,22 +396,25 @@ def test_the_wallet_view_anchors_on_the_first_event_it_reads():
     assert refused is not None and "out of order" in str(refused), "unsigned: a break"
 
 
-# --- dealer-event, replay, rebuild ------------------------------------------------------------
+# --- dealer-event, replay ------------------------------------------------------------
 
-def test_dealer_event_signs_with_the_setting_and_its_rebuild_skips_a_forgery():
+def test_dealer_event_signs_what_it_publishes_with_the_setting():
     config = machine_config(Settings(env="development", table_events_key=KEY.decode()))
     assert config.table_events_key == KEY
-    chain = opened_round()
-    forged = chain.card(FORGED, 3, append=False)
-    chain.card(REAL, 3)
-    records = [(b"T1", e.model_dump_json().encode()) for e in [*chain.events[:-1], forged,
-                                                             chain.events[-1]]]
-    states: dict = {}
-    fold_events(states, records, KEY)
-    assert not states["T1"].corrupt and states["T1"].head_hash == chain.head.hash
-    states = {}
-    fold_events(states, records)  # without the key the forgery takes the real card's place
-    assert states["T1"].head_hash == forged.hash
+    signed, unsigned = World(events_key=KEY), World()
+
+    async def deal(w: World) -> list:
+        await w.handle([w.raw("A", NewShoe, shoe_id="S1", profile="sbo-baccarat"),
+                        w.raw("A", OpenRound, round_id="R1", dealer="Ana")])
+        return [parse_table_event(v) for v in w.events("A")]
+
+    events = asyncio.run(deal(signed))
+    assert [e.seq for e in events] == [1, 2]
+    assert all(auth_problem(e, KEY) is None for e in events)
+    # the events in dealer.log are the very ones published, signature and all
+    assert [e for entry in signed.log.entries() for e in entry.events] == events
+    bare = asyncio.run(deal(unsigned))
+    assert all(e.auth is None for e in bare) and "unsigned" in auth_problem(bare[0], KEY)
 
 
 def test_replay_reports_a_forged_event_and_rebuilds_the_round_from_the_real_ones():

@@ -323,21 +323,20 @@ def test_rebuilding_from_the_log_gives_the_same_state():
     assert t.state.seq == len(t.events)
 
 
-def test_a_table_whose_log_breaks_its_chain_is_out_of_play_and_others_play_on():
-    from services.dealer_event.rebuild import fold_events
-
+def test_a_table_out_of_play_refuses_every_input_and_others_play_on():
+    """The machine's half of a table whose chain is not to be trusted (`TableState.corrupt`):
+    every input refused `chain_corrupt`, no timer event; another table plays on. (Which
+    tables are out of play was dealer-event's old rebuild of table.events to say; it now
+    folds its own log, dealer.log, and no longer reads table.events.)"""
     t1, t2 = Table("T1"), Table("T2")
     for table in (t1, t2):
         table.ok(NewShoe, shoe_id=f"{table.state.table_id}-S1", profile="sbo-baccarat")
         table.ok(OpenRound, round_id=f"{table.state.table_id}-R1", dealer="Ayu")
-    foreign = t1.events[1].model_copy(update={"seq": 2, "prev_hash": "f" * 64})  # another writer
-    raws = [(e.table_id.encode(), e.model_dump_json().encode())
-            for e in (t1.events[0], foreign, *t2.events)]
-    states: dict = {}
-    fold_events(states, raws)
-    assert states["T1"].corrupt and "seq 2" in states["T1"].corrupt
-    assert states["T2"].corrupt is None and states["T2"].seq == len(t2.events)
-    t1.state = states["T1"]
+    t1.state = t1.state.copy()
+    t1.state.corrupt = "seq 2 does not continue seq 1"
     assert t1.refused(CloseBetting, round_id="T1-R1") == "chain_corrupt"
-    t2.state = states["T2"]
+    assert t1.state.refused_inputs == {}, "not a decision on the input: it may come again"
+    late = t1.clock.now() + timedelta(hours=2)  # the window long over, the round hanging
+    assert tick(t1.state, late).events == ()
+    assert t2.state.corrupt is None
     t2.close("T2-R1")

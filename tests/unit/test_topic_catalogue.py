@@ -19,6 +19,7 @@ ARCHITECTURE_TOPICS = {
     "wallet.ledger", "settlement.log", "evaluation.log",  # issue 17: own logs, their state
     "operator.actions",  # issue 19: each use of an operator override, a significant event
     "wallet.operator_calls",  # issue 20: each call to the operator's wallet and its answer
+    "dealer.log",  # issue 29: dealer-event's own log, its state on the kernel
 }
 
 
