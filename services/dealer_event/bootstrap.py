@@ -7,6 +7,7 @@ importing this module builds nothing."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import faust
 
@@ -36,10 +37,7 @@ class DealerEvent:
     def input_partition(self, table_id: str) -> int | None:
         """The partition of dealer.inputs (and of dealer.log, table.events) that holds
         `table_id`."""
-        try:
-            return self.app.producer.key_partition(DEALER_INPUTS_TOPIC, table_id.encode()).partition
-        except Exception:  # no metadata yet: the waiter is then answered by decision or timeout
-            return None
+        return input_partition(self.app, table_id)
 
     def table(self, table_id: str) -> TableState | None:
         """The table's state as this worker's fold of its partition has it; None while the
@@ -52,6 +50,15 @@ class DealerEvent:
         """The HTTP door puts what it received on `dealer.inputs`, like any device would
         (and the timer its ticks)."""
         await self.app.producer.send_and_wait(DEALER_INPUTS_TOPIC, table_id.encode(), raw, None, None, None)
+
+
+def input_partition(app: faust.App, table_id: str) -> int | None:
+    """The partition of dealer.inputs that holds `table_id` (Kafka's partitioner on the
+    table id, as every writer keys it); None while the producer has no metadata."""
+    try:
+        return app.producer.key_partition(DEALER_INPUTS_TOPIC, table_id.encode()).partition
+    except Exception:  # no metadata yet: the waiter is then answered by decision or timeout
+        return None
 
 
 def bootstrap(service_settings: Settings | None = None) -> DealerEvent:
@@ -69,7 +76,8 @@ def bootstrap(service_settings: Settings | None = None) -> DealerEvent:
                                       DealerEntry.model_validate_json,
                                       lambda entry: entry.table_id.encode(),
                                       writer_name(settings, "dealer-event"))
-    decisions = Decisions(machine_config(settings), SystemClock())
+    decisions = Decisions(machine_config(settings), SystemClock(),
+                          partial(input_partition, app))
     service = DealerEvent(settings, app, inputs_topic, own, decisions)
     worker.register(service)
     views.register(app, service)

@@ -9,7 +9,8 @@
   the overdue timer first, then the input), its events signed with the table-events key,
   and for a refused input its `InputRefused`, all in one `DealerEntry`;
 - for an unreadable record: its `malformed_input` refusal (an entry too: every input is
-  answered by name);
+  answered by name); for an input on a partition that is not its table's (keyed by
+  something other than the table id): `wrong_partition`, nothing decided;
 - for dealer-event's own `TimerTick`: the window's close, or the hanging round's stall or
   void, if still due; nothing otherwise;
 - for a record the kernel cannot decide at all (an error, not a refusal): its dead letter.
@@ -30,7 +31,7 @@ input, on the log's state.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,6 +39,7 @@ from typing import Any
 import faust
 
 from services.dealer_event.admission import AdmissionPolicy
+from services.dealer_event.dealer_fold import table_key as table_state_key
 from services.dealer_event.dealer_fold import table_of
 from services.dealer_event.input_parsing import Parsed, make_rejection, parse_raw
 from services.dealer_event.refusals import InputRefusal
@@ -121,9 +123,12 @@ class Decisions:
     """dealer-event's `decide` and `answer` for the kernel, its HTTP waiters and its timer's
     memory: built once per worker by the bootstrap."""
 
-    def __init__(self, config: MachineConfig, clock: Clock) -> None:
+    def __init__(self, config: MachineConfig, clock: Clock,
+                 partition_of: Callable[[str], int | None] | None = None) -> None:
         self.config = config
         self.clock = clock
+        # the partition of dealer.inputs a table's records belong on (None: not known)
+        self._partition_of = partition_of
         self._waiters: Replies[dict, int] = Replies()  # tagged with the input's partition
         # per table, the seq this worker last saw and when it first saw it (the monotonic
         # clock): how long it has itself watched the table stand still (table_machine.watch)
@@ -156,9 +161,25 @@ class Decisions:
             return self._entry(source, now, parsed, raw, ref, MachineStep(
                 TableState(parsed.table_id), (), parsed.problem), known=False)
         before = table_of(scratch, parsed.table_id)
+        known = table_state_key(parsed.table_id) in scratch
+        misplaced = self._misplaced(parsed.table_id, m.partition)
+        if misplaced is not None:  # its table's state is on another partition
+            return self._entry(source, now, parsed, raw, ref,
+                               MachineStep(before, (), misplaced), known)
         outcome = step(before, parsed.input, now, self.config, ref)
-        known = before.seq > 0 or bool(before.refused_inputs)
         return self._entry(source, now, parsed, raw, ref, outcome, known)
+
+    def _misplaced(self, table_id: str, partition: int) -> InputRefusal | None:
+        """An input on a partition of dealer.inputs that is not its table's: its table's
+        state lives (and its events are chained) on the other partition, so deciding it
+        here would fork the table's chain. Refused by name, nothing decided."""
+        home = None if self._partition_of is None else self._partition_of(table_id)
+        if home is None or home == partition:
+            return None
+        return InputRefusal("wrong_partition", (
+            f"an input of table {table_id} is on partition {partition} of dealer.inputs, "
+            f"its table's is {home}: it was keyed by something other than the table id; "
+            "resend it keyed by the table id"))
 
     def _entry(self, source: InputRef, now: datetime, parsed: Parsed, raw: bytes,
                ref: InputPosition, outcome: MachineStep, known: bool) -> Decided:

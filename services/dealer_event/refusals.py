@@ -13,7 +13,7 @@ from dataclasses import dataclass
 # a decision on the input id, so the genuine input with that id can still come.
 NOT_A_DECISION = frozenset({
     "malformed_input", "unsigned", "bad_signature", "stale_input", "input_from_future",
-    "duplicate_input", "chain_corrupt",
+    "duplicate_input", "chain_corrupt", "wrong_partition",
 })
 
 CODES = frozenset({

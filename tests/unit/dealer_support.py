@@ -103,7 +103,7 @@ class World:
         self.owned = set(owned)
         config = MachineConfig(AdmissionPolicy(key_for), betting_window_override=5,
                                table_events_key=events_key)
-        self.decisions = Decisions(config, self.clock)
+        self.decisions = Decisions(config, self.clock, PARTITIONS.get)
         self.own: OwnLog[DealerEntry] = OwnLog("dealer-event", DEALER_LOG_TOPIC, DEALER_FOLD,
                                                DealerEntry.model_validate_json,
                                                lambda e: e.table_id.encode(), writer)

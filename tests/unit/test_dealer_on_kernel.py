@@ -207,3 +207,19 @@ def test_a_record_that_cannot_be_decided_is_dead_lettered_and_the_rest_decided(m
     again = World(log=w.log, writer="w2")
     run(again.recover())
     assert again.own.state(0).resume_at(DEALER_INPUTS_TOPIC, 0) == 2, "decided, once"
+
+
+def test_an_input_keyed_onto_another_tables_partition_is_refused_and_forks_nothing():
+    """A writer keying by anything but the table id puts table A's input on partition 1:
+    deciding it there would start a second chain of A beside the real one."""
+    w = World()
+    run(w.handle([w.raw("A", NewShoe, **SHOE)]))
+    stray = w.make["A"].make(OpenRound, round_id="R1", dealer="Ayu")
+    misplaced = w.log.append_input("B", stray.model_dump_json().encode())  # partition 1
+    (report,) = run(w.handle([misplaced]))
+    assert report["reason_code"] == "wrong_partition" and "partition 1" in report["message"]
+    assert "A" not in tables_of(w.own.state(1).kv) and w.tables["A"].seq == 1
+    assert seqs(w, "A") == [1]
+    # refused without deciding the input: sent right, it is decided
+    (again,) = run(w.handle([w.put("A", stray.model_dump_json().encode())]))
+    assert again["status"] == "accepted" and seqs(w, "A") == [1, 2]
