@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from services.dealer_event.refusals import NOT_A_DECISION
-from services.dealer_event.state import TableState, fold_into
+from services.dealer_event.state import TableState, fold_into, remember_input
 from services.infra.own_log import Record, Writes
 from shared.events.dealer_log import DealerEntry
 from shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
@@ -88,7 +88,8 @@ class DealerFold:
         refused = entry.rejection
         if refused is not None and refused.input_id is not None \
                 and refused.reason_code not in NOT_A_DECISION:
-            state.refused_inputs.setdefault(refused.input_id, refused.reason_code)
+            if refused.input_id not in state.refused_inputs:
+                remember_input(state.refused_inputs, refused.input_id, refused.reason_code)
         kv[table_key(entry.table_id)] = state
 
     def outputs(self, entry: DealerEntry) -> list[Record]:

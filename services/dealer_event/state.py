@@ -106,6 +106,12 @@ class TableRound:
 
 
 KEEP_COMPLETED = 500  # completed rounds a table keeps the facts of, to correct them
+# input ids a table keeps, applied and refused each, newest last: an id matters only while
+# a resend of its input could still pass the time window (CROUPIER_INPUT_MAX_AGE_SECONDS,
+# at most 10 minutes, and a table decides far fewer inputs than this in 10 minutes); past
+# it a resend is refused `stale_input` anyway. Bounded by count, not by time: no writer's
+# clock decides what is forgotten
+KEEP_INPUT_IDS = 5_000
 
 
 @dataclass(frozen=True)
@@ -135,8 +141,10 @@ class TableState:
     round_shoe: dict[str, str] = field(default_factory=dict)
     closed: str | None = None  # why the table is out of play until a supervisor reopens it
     profile: str | None = None  # the profile of the table's last shoe (kept after it ends)
-    applied_inputs: set[str] = field(default_factory=set)
-    refused_inputs: dict[str, str] = field(default_factory=dict)  # input id -> reason code
+    # the last KEEP_INPUT_IDS input ids applied (an ordered set), and refused on the table's
+    # rules (-> the reason code), oldest first: bounded, whatever the history
+    applied_inputs: dict[str, None] = field(default_factory=dict)
+    refused_inputs: dict[str, str] = field(default_factory=dict)
     corrupt: str | None = None  # why the log does not continue this table's chain
     # the last KEEP_COMPLETED completed rounds, oldest first (bounded, whatever the history)
     completed: dict[str, CompletedRound] = field(default_factory=dict)
@@ -147,7 +155,7 @@ class TableState:
         rnd = None if self.round is None else replace(self.round, cards=list(self.round.cards))
         return replace(self, shoe=shoe, round=rnd, round_status=dict(self.round_status),
                        round_shoe=dict(self.round_shoe),
-                       applied_inputs=set(self.applied_inputs),
+                       applied_inputs=dict(self.applied_inputs),
                        refused_inputs=dict(self.refused_inputs),
                        completed=dict(self.completed))
 
@@ -178,7 +186,7 @@ class TableState:
                 "shoe_cancelled": rnd.shoe_cancelled,
             },
             "rounds_seen": len(self.round_status),
-            "inputs_applied": len(self.applied_inputs),
+            "inputs_applied_kept": len(self.applied_inputs),
         }
 
 
@@ -197,7 +205,15 @@ def fold_into(state: TableState, event: TableEventBase) -> None:
     state.seq = event.seq
     state.head_hash = event.hash
     if event.input_id:
-        state.applied_inputs.add(event.input_id)
+        remember_input(state.applied_inputs, event.input_id, None)
+
+
+def remember_input(ids: dict[str, Any], input_id: str, value: Any) -> None:
+    """`input_id` in `ids` as the newest, the oldest forgotten past KEEP_INPUT_IDS."""
+    ids.pop(input_id, None)
+    ids[input_id] = value
+    while len(ids) > KEEP_INPUT_IDS:
+        del ids[next(iter(ids))]
 
 
 def _shoe_started(state: TableState, e: ShoeStarted) -> None:

@@ -20,6 +20,7 @@ from services.dealer_event.state import (
     KEEP_COMPLETED,
     TableState,
     fold_into,
+    remember_input,
 )
 from services.dealer_event.table_checks import (
     _current_round,
@@ -224,7 +225,7 @@ def apply(state: TableState, inp: InputBase, now: datetime, config: MachineConfi
         _DECIDE[type(inp)](em, inp, config)
     except Refused as refused_by:
         refused = state.copy()
-        refused.refused_inputs[inp.input_id] = refused_by.refusal.code
+        remember_input(refused.refused_inputs, inp.input_id, refused_by.refusal.code)
         return MachineStep(refused, (), refused_by.refusal)
     return MachineStep(em.state, tuple(em.events))
 

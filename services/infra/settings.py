@@ -157,7 +157,10 @@ class Settings(BaseSettings):
     retention_ms: int = DEFAULT_RETENTION_MS
     # tables
     input_max_age_seconds: float = Field(
-        default=30.0, description="Dealer inputs sent longer ago than this are refused as stale.")
+        default=30.0, gt=0, le=600,
+        description="Dealer inputs sent longer ago than this are refused as stale (at most 10 "
+                    "minutes: a table keeps the ids of its last 5,000 inputs to refuse a "
+                    "resend, services/dealer_event/state.py KEEP_INPUT_IDS).")
     input_max_ahead_seconds: float = Field(
         default=5.0, description="Dealer inputs dated further ahead than this are refused.")
     betting_timer_interval_seconds: float = Field(

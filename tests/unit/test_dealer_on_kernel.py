@@ -16,7 +16,9 @@ import pytest
 
 from services.dealer_event.dealer_fold import DEALER_FOLD, tables_of
 from services.dealer_event.decisions import LOST_RACE, MOVED
+from services.dealer_event.state import KEEP_INPUT_IDS, remember_input
 from services.infra.own_log import PartitionState, fold_entry
+from services.infra.settings import Settings
 from shared.cards import parse_card
 from shared.events.inputs import NewShoe, OpenRound, ScanCard, TimerTick
 from shared.topics import DEAD_LETTERS_TOPIC, DEALER_INPUTS_TOPIC, DEALER_LOG_TOPIC
@@ -223,3 +225,18 @@ def test_an_input_keyed_onto_another_tables_partition_is_refused_and_forks_nothi
     # refused without deciding the input: sent right, it is decided
     (again,) = run(w.handle([w.put("A", stray.model_dump_json().encode())]))
     assert again["status"] == "accepted" and seqs(w, "A") == [1, 2]
+
+
+def test_a_tables_input_ids_stay_bounded_whatever_its_history():
+    """A table decides thousands of inputs a day; it keeps the ids of the last
+    KEEP_INPUT_IDS (each kind), enough to refuse any resend still inside the time window,
+    and copying its state costs the same after a year as after a day."""
+    ids: dict[str, None] = {}
+    for i in range(KEEP_INPUT_IDS + 10):
+        remember_input(ids, f"in-{i}", None)
+    assert len(ids) == KEEP_INPUT_IDS and "in-9" not in ids and "in-10" in ids
+    remember_input(ids, "in-10", None)  # seen again: the newest now
+    remember_input(ids, "in-new", None)
+    assert "in-10" in ids and "in-11" not in ids
+    with pytest.raises(ValueError, match="input_max_age_seconds"):
+        Settings(input_max_age_seconds=3600)
