@@ -4,7 +4,9 @@ Given events already authenticated (their HMAC verified: `authenticated=True`), 
 event that forks off the chain, or is chained on such an event, is void, a lost race
 (`event_auth.lost_race`, the rule every reader uses), not a break: it is set aside and the
 chain goes on from the last valid event (docs/decisions/dealer-fencing.md). A gap (an
-event missing, the next one on no void event) is a break, as ever."""
+event missing, the next one on no void event) is a break, as ever. A valid event's record
+read again (the same seq and hash: published again by its writer's outbox after a
+recovery) is `repeated`: neither a break nor a void event."""
 
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ class FollowedChain:
     valid: list[TableEventBase] = field(default_factory=list)
     void: list[TableEventBase] = field(default_factory=list)
     breaks: list[ChainBreak] = field(default_factory=list)
+    # records of a valid event read again (the same seq and hash: its writer published it
+    # again, as dealer-event's outbox does after a recovery): neither news nor a race
+    repeated: list[TableEventBase] = field(default_factory=list)
 
 
 def verify_chain(events: Iterable[TableEventBase], prev_hash: str | None = None,
@@ -57,7 +62,11 @@ def follow_chain(events: Iterable[TableEventBase], prev_hash: str | None = None,
     expected_prev = prev_hash
     expected_seq = None if prev_seq is None else prev_seq + 1
     tips: tuple[str, ...] = ()  # the void tips (event_auth.ChainHead.after_void)
+    valid_at: dict[int, str] = {}  # seq -> hash of the run's valid events
     for event in events:
+        if valid_at.get(event.seq) == event.hash == event.computed_hash():
+            out.repeated.append(event)
+            continue
         if expected_seq is None:
             expected_seq = event.seq
             if prev_hash is None and event.seq == 1:
@@ -81,6 +90,7 @@ def follow_chain(events: Iterable[TableEventBase], prev_hash: str | None = None,
         if expected_prev is not None and event.prev_hash != expected_prev:
             breaks.append(ChainBreak(event.seq, "prev_hash does not match the previous event"))
         out.valid.append(event)
+        valid_at[event.seq] = event.hash
         expected_prev = event.hash
         expected_seq = event.seq + 1
     return out

@@ -138,10 +138,18 @@ def check_results_match_rules(bootstrap: str, tables: dict[str, str]) -> int:
 
 
 def table_events(bootstrap: str, tables: set[str]) -> dict[str, list]:
+    """Each table's events as its readers follow them: a record published again (the same
+    seq and hash: dealer-event's outbox publishes the entries a recovering worker cannot
+    know were acknowledged, at least once) is not news and is left out; two different
+    events of one seq are both kept."""
     out: dict[str, list] = defaultdict(list)
+    seen: set[tuple[str, int, str]] = set()
     for record in read_to_end(bootstrap, TABLE_EVENTS_TOPIC):
         if record.key is not None and record.key.decode() in tables:
             event = parse_table_event(record.value)
+            if (event.table_id, event.seq, event.hash) in seen:
+                continue
+            seen.add((event.table_id, event.seq, event.hash))
             out[event.table_id].append(event)
     return out
 

@@ -110,3 +110,21 @@ def test_events_recorded_before_a_field_was_added_keep_their_hashes():
     events = [parse_table_event(raw) for raw in RECORDED_BEFORE_THE_NEW_FIELDS]
     assert [e.computed_hash() for e in events] == [e.hash for e in events]
     assert verify_chain(events) == []
+
+
+def test_a_valid_events_record_read_again_is_repeated_not_a_break_nor_a_race():
+    """dealer-event's outbox publishes the entries a recovering worker cannot know were
+    acknowledged again (issue 29): the log may hold a batch's events twice, after later
+    ones. That is neither tampering nor a zombie's lost race."""
+    from shared.events.chain import follow_chain
+    from tests.unit.test_table_event_auth import opened_round
+
+    events = opened_round().events
+    again = [*events, *events[2:4], *events[4:]]  # a batch of three published twice
+    for authenticated in (True, False):
+        followed = follow_chain(again, authenticated=authenticated)
+        assert followed.valid == events and followed.breaks == [] and followed.void == []
+        assert followed.repeated == events[2:4] + events[4:]
+    assert verify_chain(again) == []
+    altered = events[3].model_copy(update={"hash": "0" * 64})  # same seq, not the same record
+    assert verify_chain([*events, altered]) != []
