@@ -122,7 +122,9 @@ class Lookups:
 
     def watch(self, table_id: str) -> TableWatch:
         found: ChainWatch | None = self.kv.get(watch_key(table_id))
-        return TableWatch.from_json(None if found is None else found.model_dump())
+        if found is None:
+            return TableWatch.from_json(None)
+        return _watch_of(found)
 
     def pending(self, table_id: str) -> tuple[str, ...]:
         found: tuple[str, ...] = self.kv.get(pending_key(table_id), ())
@@ -153,6 +155,23 @@ class FoldedBets:
     def spot(self, key: str) -> SpotTotal | None:
         found: SpotTotal | None = self.kv.get(key)
         return found
+
+
+_WATCHES: dict[int, tuple[ChainWatch, TableWatch]] = {}  # id of a folded watch: it, read
+WATCHES_KEPT = 1024
+
+
+def _watch_of(found: ChainWatch) -> TableWatch:
+    """The folded watch as `event_auth` reads it (both frozen), converted once per folded
+    value rather than once per bet (a dump and a parse: 3 % of bet-settlement at intake)."""
+    cached = _WATCHES.get(id(found))
+    if cached is not None and cached[0] is found:
+        return cached[1]
+    if len(_WATCHES) >= WATCHES_KEPT:
+        _WATCHES.clear()
+    watch = TableWatch.from_json(found.model_dump())
+    _WATCHES[id(found)] = (found, watch)
+    return watch
 
 
 def watch_of(table_id: str, watch: TableWatch) -> ChainWatch:

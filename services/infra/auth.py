@@ -24,6 +24,7 @@ from itsdangerous import BadSignature, URLSafeSerializer
 from services.infra.settings import Settings
 
 _SALT = "croupier.wallet.player-token.v2"
+VERIFIED_KEPT = 100_000  # verified tokens remembered (all forgotten at once past this)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,10 @@ class Authenticator:
         self._signers = {kid: URLSafeSerializer(key, salt=_SALT) for kid, key in keys.items()}
         self._key_id, self._ttl, self._now = key_id, ttl_seconds, now
         self._operator = operator_token.encode()
+        # token -> (player id, expiry) of tokens whose signature checked out: the signers
+        # are fixed for the authenticator's life, so a signature once good stays good;
+        # the expiry is still checked on every call
+        self._verified: dict[str, tuple[str, int]] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings) -> Authenticator:
@@ -90,6 +95,21 @@ class Authenticator:
         return Caller("player", self._player_of(token))
 
     def _player_of(self, token: str) -> str:
+        """The token's player. A token verified before is looked up, not verified again
+        (an HMAC and a JSON parse per request: 6 % of the wallet's event loop at intake)."""
+        known = self._verified.get(token)
+        if known is None:
+            known = self._verify(token)
+            if len(self._verified) >= VERIFIED_KEPT:
+                self._verified.clear()
+            self._verified[token] = known
+        player_id, expires = known
+        if expires <= self._now():
+            raise _unauthenticated("expired bearer token: ask for a new one", "token_expired")
+        return player_id
+
+    def _verify(self, token: str) -> tuple[str, int]:
+        """(player id, expiry) of a token whose signature is good; 401 otherwise."""
         key_id, _, signed = token.partition(".")
         signer = self._signers.get(key_id)
         if signer is None:
@@ -101,9 +121,7 @@ class Authenticator:
         if not isinstance(data, dict) or not isinstance(data.get("player_id"), str) \
                 or type(data.get("exp")) is not int:
             raise _unauthenticated("invalid bearer token")
-        if data["exp"] <= self._now():
-            raise _unauthenticated("expired bearer token: ask for a new one", "token_expired")
-        return data["player_id"]
+        return data["player_id"], data["exp"]
 
     def require_operator(self, authorization: str | None) -> Caller:
         caller = self.caller(authorization)

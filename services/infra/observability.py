@@ -65,8 +65,8 @@ class HttpSensor(Sensor):
                            *, view: Any = None) -> None:
         route = route_template(request)
         status = str(getattr(response, "status", 500)) if response is not None else "500"
-        metrics.HTTP_REQUESTS.labels(self.service, route, request.method, status).inc()
-        metrics.HTTP_LATENCY.labels(self.service, route).observe(
+        metrics.child(metrics.HTTP_REQUESTS, self.service, route, request.method, status).inc()
+        metrics.child(metrics.HTTP_LATENCY, self.service, route).observe(
             monotonic() - state.get("time_start", monotonic()))
 
 

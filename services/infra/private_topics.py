@@ -14,7 +14,7 @@ from collections.abc import Callable
 import faust
 from kafka.errors import TopicAlreadyExistsError, TopicAuthorizationFailedError
 
-from services.infra import topic_admin
+from services.infra import gc_tuning, topic_admin
 from services.infra.settings import Settings
 from shared.topics import durability_configs, validate_retention
 
@@ -77,7 +77,8 @@ def table_configs(table) -> dict[str, str]:
 def run_worker(app: faust.App, settings: Settings, extra: tuple[str, ...] = (),
                compacted: tuple[str, ...] = ()) -> None:
     """Every service's `__main__`: no development secret in production, its own topics,
-    then the Faust worker."""
+    the collector's settings (`gc_tuning`), then the Faust worker."""
     settings.require_production_secrets(app.conf.id)
     ensure_private_topics(app, settings, extra, compacted)
+    gc_tuning.tune()
     app.main()

@@ -14,6 +14,8 @@ instead of being forwarded again, so a request never loops.
 
 from __future__ import annotations
 
+import functools
+
 import aiohttp
 import faust
 from yarl import URL
@@ -36,6 +38,13 @@ def _ident(url: URL) -> tuple[str, int]:
     return (url.host or "", int(url.port or 80))
 
 
+@functools.lru_cache(maxsize=256)
+def _ident_of(url: str) -> tuple[str, int]:
+    """`_ident` of a URL given as text (the owners' table's: a few per group), parsed once
+    instead of twice per request."""
+    return _ident(URL(url))
+
+
 def owner_of(app: faust.App, topic: faust.TopicT, key: bytes) -> URL | None:
     """The URL of the worker consuming `key`'s partition of `topic`; None if it is us."""
     owners = owners_of(app)
@@ -48,7 +57,7 @@ def owner_of(app: faust.App, topic: faust.TopicT, key: bytes) -> URL | None:
         held_by = owners.owner(name, partition)
         if held_by is None:
             raise NoOwner(f"no worker owns {name!r} for this key yet")
-        return None if _ident(URL(held_by)) == _ident(URL(owners.url)) else URL(held_by)
+        return None if _ident_of(held_by) == _ident_of(owners.url) else URL(held_by)
     try:
         url = app.router.external_topic_key_store(topic, key)
     except (KeyError, TypeError):  # TypeError: a (re)starting worker has no topic metadata yet

@@ -36,11 +36,11 @@ def init_metrics() -> None:
 def record(env: Envelope, outcome: CommandResult) -> None:
     """Count a command once it is applied (a duplicate carries no new transaction)."""
     status = "deferred" if outcome.answer is None else str(outcome.answer.status)
-    metrics.WALLET_COMMANDS.labels(env.command.type, status).inc()
+    metrics.child(metrics.WALLET_COMMANDS, env.command.type, status).inc()
     for tx in outcome.txs:
-        metrics.MONEY.labels(tx.kind, tx.currency).inc(tx.amount)
+        metrics.child(metrics.MONEY, tx.kind, tx.currency).inc(tx.amount)
         if tx.kind in HOUSE_SIGN:
-            metrics.HOUSE_RESULT.labels(tx.currency).inc(HOUSE_SIGN[tx.kind] * tx.amount)
+            metrics.child(metrics.HOUSE_RESULT, tx.currency).inc(HOUSE_SIGN[tx.kind] * tx.amount)
     if outcome.breach is not None:
         metrics.breach(outcome.breach)
 

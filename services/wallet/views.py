@@ -11,6 +11,7 @@ any worker: each one folds all of `table.events` itself."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import logging
 import re
@@ -98,8 +99,12 @@ def _bad_id(error: ErrorDetails) -> bool:
                                   "string_too_long"))
 
 
+_REPLY_PREFIX = uuid.uuid4().hex[:16]  # this process's: no other life reuses its reply ids
+_reply_numbers = itertools.count(1)
+
+
 async def ask(w: Wallet, env: Envelope) -> Answer:
-    reply_id = uuid.uuid4().hex
+    reply_id = f"{_REPLY_PREFIX}{next(_reply_numbers):x}"  # (a uuid4 per request: 3 %)
     env = env.model_copy(update={"reply_id": reply_id})
     future = w.replies.expect(reply_id)
     try:
