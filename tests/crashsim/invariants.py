@@ -24,8 +24,12 @@ topics, never from a service's resume offset, status or metrics:
 - `late`: no bet placed after its round's close (by the dealer's events and the bet's
   `placed_at`, in the order bet-settlement's log read them) is accepted, and none placed in
   time is rejected as late;
-- `dealer`: every input the dealer model sent dealer-event's machine was decided as the
-  model's own rules say (accepted with the events it expects, or refused by name).
+- `dealer`: every record on dealer.inputs decided once by a valid dealer.log entry (none
+  lost), as the model's own rules say at the decision's time (accepted with the events it
+  expects, or refused by name); table.events is, per table, one continuous authenticated
+  chain, the valid log's events, with the cards the dealer dealt; dealer.rejections is the
+  valid log's refusals;
+- `answers` (dealer): every answer a device's HTTP waiter got is what dealer.log says.
 """
 
 from __future__ import annotations
@@ -36,17 +40,24 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from services.dealer_event.decisions import LOST_RACE, MOVED
 from services.infra.own_log import PartitionState, fold_entry
 from services.wallet.commands import CreateAccount, Deposit, PlaceBet, Withdraw
 from shared.events.bet_events import BetPlaced
+from shared.events.canonical import GENESIS_HASH
 from shared.events.dead_letters import DeadLetter
+from shared.events.dealer_log import DealerEntry
 from shared.events.results import RoundResultPublished
+from shared.events.table import event_auth
 from shared.events.wallet_events import WalletTransaction
 from shared.events.wallet_ledger import LedgerEntry
 from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_PLACED_TOPIC,
     DEAD_LETTERS_TOPIC,
+    DEALER_INPUTS_TOPIC,
+    DEALER_LOG_TOPIC,
+    DEALER_REJECTIONS_TOPIC,
     ROUND_RESULTS_TOPIC,
     SETTLEMENT_LOG_TOPIC,
     TABLE_EVENTS_TOPIC,
@@ -55,7 +66,7 @@ from shared.topics import (
 )
 from tests.crashsim.pipeline import Sim
 from tests.crashsim.stages import COMMANDS, PARTITIONS, STAGES
-from tests.crashsim.world import baccarat, returned
+from tests.crashsim.world import NOT_ITS_FACT, TABLE_KEY, baccarat, describe, returned
 
 Problems = list[str]
 
@@ -140,15 +151,178 @@ def check(sim: Sim) -> Problems:
 
 
 def check_dealer(sim: Sim, problems: Problems) -> None:
-    """Every input the dealer model sent was decided by dealer-event's machine as the
-    model's own rules say (`world.Table`: its shoe's counts, its rounds, its betting window,
-    the tableau by `baccarat`): the event types it expected, or the refusal by name."""
+    """dealer-event, judged from the dealer model and the topics:
+
+    - each record the dealers (or its timer, or garbage) put on dealer.inputs is decided
+      once by a valid dealer.log entry (a tick that found nothing due writes none), none
+      lost, none decided twice, and every valid entry decides a record someone sent;
+    - each decision is what the model's own rules say at the decision's time (`world.
+      TableModel`): the event types it expects, or the refusal by name;
+    - every answer a device's HTTP waiter got is what the log says: "accepted" with the
+      events of a valid entry of that input, "refused" with the code of one; never
+      "accepted" for an input whose events are not in the log, nor "refused" for one the
+      log applied (but by a refusal that says nothing of the input's fact: a duplicate, a
+      record out of its time window, which the device sends again);
+    - every table's chain on table.events (what the readers see) is one event per seq,
+      from 1 with no gap, each chained to the one before and authenticated, and it is the
+      chain of the model's decisions: the events of the valid entries, in order, with the
+      cards the dealer dealt; dealer.rejections holds the valid entries' refusals, and
+      nothing else."""
+    sim.dealer_sync()
+    problems += [f"dealer: {stray}" for stray in sim.dealer_strays]
+    for where, (table_id, inp) in sim.dealer_records.items():
+        n = sim.dealer_decided[where]
+        if n > 1 or (n == 0 and inp is not None):
+            problems.append(f"dealer: {table_id} {describe(inp)} ({DEALER_INPUTS_TOPIC}"
+                            f"[{where[0]}]@{where[1]}): decided {n} times in the valid log")
+    for where in sim.dealer_garbage:
+        if sim.dealer_decided[where] != 1:
+            problems.append(f"dealer: garbage {DEALER_INPUTS_TOPIC}[{where[0]}]@{where[1]}: "
+                            f"decided {sim.dealer_decided[where]} times, not refused once")
+    judged = [(t.table_id + " ", d) for t in sim.tables for d in t.decisions]
     for table in sim.tables:
-        for decision in table.decisions:
-            if not decision.as_the_rules_say:
-                problems.append(f"dealer: {table.table_id} {decision.what}: the rules say "
-                                f"{_verdict(decision.expected)}, the machine decided "
-                                f"{_verdict(decision.decided)}")
+        problems += [f"dealer: {table.table_id} {what}: unmodelled (a state the model "
+                     "never drives a table into)" for what in table.unmodelled]
+    for table_id, decision in (*judged, *(("", d) for d in sim.dealer_garbage_decisions)):
+        if not decision.as_the_rules_say:
+            problems.append(f"dealer: {table_id}{decision.what}: the rules say "
+                            f"{_verdict(decision.expected)}, the log decided "
+                            f"{_verdict(decision.decided)}")
+    check_dealer_answers(sim, problems)
+    check_table_chains(sim, problems)
+
+
+def check_dealer_answers(sim: Sim, problems: Problems) -> None:
+    """What each device's waiter was told, against the valid entries of its input that the
+    log held when it was told."""
+    offset_of: dict[int, int] = {}
+    deciding = {(e.source.partition, e.source.offset): (o, e.entry_id)
+                for _, o, e in sim.dealer_valid}
+    for p, o, worker, end in sim.dealer_backed:
+        at, entry_id = deciding.get((p, o), (None, ""))
+        if at is None or at >= end or not entry_id.startswith(f"{worker}:"):
+            problems.append(f"answers: dealer {DEALER_INPUTS_TOPIC}[{p}]@{o}: {worker} answered "
+                            "it as decided by its own entry, but the log's decision of it is "
+                            + ("none yet" if at is None or at >= end else entry_id))
+    by_input: dict[str, list[DealerEntry]] = defaultdict(list)
+    for _, o, entry in sim.dealer_valid:
+        record = sim.dealer_records.get((entry.source.partition, entry.source.offset))
+        if record is not None and record[1] is not None:
+            by_input[record[1].input_id].append(entry)
+            offset_of[id(entry)] = o
+    for future, inp, worker, end in sim.waiters:
+        if not future.done():
+            continue  # never answered: the door times out, the device resends
+        report = future.result()
+        status = report.get("status")
+        # what the log held when the device was told (a worker answers only what it backs)
+        every = by_input.get(inp.input_id, [])
+        entries = [e for e in every if end is None or offset_of[id(e)] < end]
+        said = f"answers: dealer {inp.table_id} {describe(inp)}: {worker} told {status}"
+        if status == "accepted":
+            told = [(e["seq"], e["type"], e["event_id"]) for e in report.get("events", [])]
+            if not any(e.rejection is None and told == [(x.seq, x.type, x.event_id)
+                                                       for x in e.events] for e in entries):
+                problems.append(f"{said} {told}, not the events of a valid entry of it "
+                                f"the log held then ({[[x.seq for x in e.events] for e in entries]})")
+        elif status == "refused":
+            code = report.get("reason_code")
+            if not any(e.rejection is not None and e.rejection.reason_code == code
+                       and e.rejection.rejection_id == report.get("rejection_id")
+                       for e in entries):
+                problems.append(f"{said} {code}, not the refusal of a valid entry of it "
+                                "the log held then")
+            if code not in NOT_ITS_FACT and any(e.rejection is None for e in every):
+                problems.append(f"{said} {code}, but the log applied it")
+        elif status not in (LOST_RACE, MOVED):
+            problems.append(f"{said}: no status a device knows ({report})")
+
+
+def check_table_chains(sim: Sim, problems: Problems) -> None:
+    """table.events and dealer.rejections against the valid dealer.log and the model."""
+    logged: dict[str, list[Any]] = defaultdict(list)  # table -> the valid entries' events
+    refusals: set[str] = set()
+    for _, _, entry in sim.dealer_valid:
+        logged[entry.table_id] += entry.events
+        if entry.rejection is not None:
+            refusals.add(entry.rejection.rejection_id)
+    published: set[str] = set()
+    for _, _, value in values(sim, DEALER_REJECTIONS_TOPIC):
+        published.add(json.loads(value)["rejection_id"])
+    if published != refusals:
+        problems.append(f"dealer: dealer.rejections holds {len(published - refusals)} "
+                        f"refusal(s) of no valid entry and misses {len(refusals - published)}"
+                        " of the valid entries'")
+    seen: dict[str, dict[int, set[bytes]]] = defaultdict(lambda: defaultdict(set))
+    events: dict[str, dict[int, Any]] = defaultdict(dict)
+    for (p, o), event in table_events(sim).items():
+        if event is not None:
+            seen[event.table_id][event.seq].add(sim.kafka.logs[TABLE_EVENTS_TOPIC][p][o][1])
+            events[event.table_id][event.seq] = event
+    for table in sim.tables:
+        tid = table.table_id
+        chain, head = events.get(tid, {}), GENESIS_HASH
+        for seq, versions in sorted(seen.get(tid, {}).items()):
+            if len(versions) > 1:
+                problems.append(f"dealer: {tid} seq {seq}: {len(versions)} different events "
+                                "on table.events")
+        for seq in range(1, len(chain) + 1):
+            event = chain.get(seq)
+            if event is None:
+                problems.append(f"dealer: {tid}: table.events has no seq {seq} (it holds "
+                                f"{sorted(chain)})")
+                break
+            # (each event's hash is the valid log's, checked below)
+            if event.prev_hash != head or event.auth != event_auth(TABLE_KEY, event.hash):
+                problems.append(f"dealer: {tid} seq {seq}: not chained to seq {seq - 1}, or "
+                                "not authenticated")
+                break
+            head = event.hash
+        mine = [(e.type, getattr(e, "card", None) if e.type == "card_dealt" else None)
+                for _, e in sorted(chain.items())]
+        if mine != table.truth.chain:
+            first = next((i for i, (a, b) in enumerate(zip(mine, table.truth.chain,
+                                                           strict=False)) if a != b),
+                         min(len(mine), len(table.truth.chain)))
+            problems.append(f"dealer: {tid}: table.events says {mine[first:first + 3]} at "
+                            f"seq {first + 1}, the dealer's decisions "
+                            f"{table.truth.chain[first:first + 3]}")
+        if [e.hash for e in logged.get(tid, [])] != [e.hash for _, e in sorted(chain.items())]:
+            problems.append(f"dealer: {tid}: table.events is not the valid dealer.log's events")
+
+
+class TableEventSeen:
+    """A table.events record as a reader sees it: its JSON fields as attributes (the times
+    as datetimes). Read here with `json`, not with the event's model."""
+
+    FIELDS = ("table_id", "seq", "type", "prev_hash", "hash")
+
+    def __init__(self, record: dict[str, Any]) -> None:
+        self.__dict__.update(record)
+        for name in ("occurred_at", "betting_closes_at"):
+            if isinstance(record.get(name), str):
+                setattr(self, name, datetime.fromisoformat(record[name]))
+
+    @classmethod
+    def of(cls, value: bytes) -> TableEventSeen | None:
+        try:
+            record = json.loads(value)
+        except ValueError:  # a garbage record
+            return None
+        if not isinstance(record, dict) or any(f not in record for f in cls.FIELDS):
+            return None
+        return cls(record)
+
+
+def table_events(sim: Sim) -> dict[tuple[int, int], TableEventSeen | None]:
+    """table.events (partition, offset) -> its event (None: a garbage record), read once."""
+    seen: dict[tuple[int, int], TableEventSeen | None] | None = getattr(
+        sim, "_table_events", None)
+    if seen is None:
+        seen = {(p, o): TableEventSeen.of(value)
+                for p, o, value in values(sim, TABLE_EVENTS_TOPIC)}
+        sim._table_events = seen  # type: ignore[attr-defined]
+    return seen
 
 
 def _verdict(verdict: tuple[tuple[str, ...], str | None]) -> str:
@@ -369,9 +543,10 @@ def check_rebuild(sim: Sim, problems: Problems) -> None:
         fold = live.fold
         for p in range(PARTITIONS):
             state: PartitionState = PartitionState(p)
+            parsed = sim.dealer_parsed if stage.log_topic == DEALER_LOG_TOPIC else {}
             for o, _, v in sim.kafka.read(stage.log_topic, p):
-                fold_entry(state, o, stage.parse(v), fold,
-                           sim.kafka.appended_at(stage.log_topic, p, o))
+                entry = parsed.get((p, o)) or stage.parse(v)
+                fold_entry(state, o, entry, fold, sim.kafka.appended_at(stage.log_topic, p, o))
             mine = live.states.get(p)
             if mine is None or mine.kv != state.kv or mine.inputs != state.inputs:
                 problems.append(f"rebuild: {stage.name}[{p}]: the live state differs from "
@@ -430,12 +605,13 @@ def late_verdicts(sim: Sim) -> dict[str, bool]:
         else:
             rnd.deferred.append((bet_id, placed_at))
 
+    dealt = table_events(sim)
     for p in range(PARTITIONS):
         rounds: dict[str, _Round] = defaultdict(_Round)
         placed: set[str] = set()
         for topic, offset in applied_order(sim, SETTLEMENT_LOG_TOPIC, p):
             if topic == TABLE_EVENTS_TOPIC:
-                event = sim.dealt.get((p, offset))
+                event = dealt.get((p, offset))
                 round_id = getattr(event, "round_id", None)
                 if event is None or round_id is None:
                     continue  # garbage, or a table's event of no round

@@ -102,6 +102,9 @@ _EVAL = "services/game_evaluation/evaluator.py"
 _EFOLD = "services/game_evaluation/evaluation_fold.py"
 _EDEC = "services/game_evaluation/decisions.py"
 _TABLE = "services/dealer_event/table_machine.py"
+_DDEC = "services/dealer_event/decisions.py"
+_DFOLD = "services/dealer_event/dealer_fold.py"
+_DSTATE = "services/dealer_event/state.py"
 
 MUTANTS: tuple[Mutant, ...] = (
     # ---- the kernel: its batch, its own log, its snapshots
@@ -219,7 +222,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("G6", _EFOLD, "        kv[state_key(entry.state.table_id)] = entry.state",
            "        pass",
            "a table's state not remembered by the fold: every event seen afresh"),
-    # ---- dealer-event (its pure machine decides the dealer model's inputs: world.Table)
+    # ---- dealer-event (a stage: its workers decide the dealer model's inputs on the kernel)
     Mutant("D1", _TABLE, "    if cards_needed(shoe.rules, cards) == 0:",
            "    if cards_needed(shoe.rules, cards) <= 1:",
            "a wrong result decided: RoundCompleted one card early"),
@@ -235,6 +238,29 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("D5", _TABLE, "    if shoe.remaining.get(card, 0) <= 0:",
            "    if shoe.remaining.get(card, 0) < 0:",
            "a card not in the shoe accepted (a card dealt twice)"),
+    Mutant("D6", _DDEC, "        if not backed:",
+           "        if False:",
+           "an answer the log does not back: a lost race's decision told to the device"),
+    Mutant("D7", _DFOLD, "        if entry.rejection is not None:",
+           "        if False:",
+           "a refusal not published: dealer.rejections misses what the log refused"),
+    Mutant("D8", _DDEC, 'e.model_copy(update={"auth": event_auth(key, e.hash)})',
+           'e.model_copy(update={"auth": event_auth(key, e.prev_hash)})',
+           "events authenticated over the wrong hash: the readers refuse the table's chain"),
+    Mutant("D9", _DDEC, '"reason_code": refusal.code,',
+           '"reason_code": "refused",',
+           "a wrong answer: the device told a refusal's code the log does not hold"),
+    Mutant("D10", _DSTATE, "        remember_input(state.applied_inputs, event.input_id, None)",
+           "        pass",
+           "an idempotency key not remembered by the fold: an input resent is applied twice"),
+    Mutant("D11", _DSTATE,
+           "    _shoe(state).take(str(e.card))\n    _round(state).cards.append(str(e.card))",
+           "    pass\n    _round(state).cards.append(str(e.card))",
+           "a dealt card not taken out of the shoe: a card scanned once too often accepted"),
+    Mutant("D12", _DFOLD,
+           "                remember_input(state.refused_inputs, refused.input_id, refused.reason_code)",
+           "                pass",
+           "a refused input not remembered: its resend decided again instead of a duplicate"),
 )
 
 # id -> why the mutant, surviving, can change neither money nor an answer (at most three)

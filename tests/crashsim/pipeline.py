@@ -3,8 +3,8 @@
 Stages (`Stage`) are pluggable: each has its input topics, its own log and fold, and its
 decide/answer (the service's real ones); its outputs are the next stage's inputs:
 
-    dealer (modelled: world.Table)      -> dealer inputs -> dealer-event's pure machine
-                                           (table_machine.step, tick) -> table.events
+    dealer (modelled: world.Table)      -> dealer.inputs (signed inputs; the timer's ticks)
+    dealer-event      dealer.inputs     -> dealer.log -> table.events, dealer.rejections
     game-evaluation   table.events      -> evaluation.log -> round.results, dead.letters
     bet-settlement    bets.placed, table.events, round.results
                                         -> settlement.log -> bets.decisions, bets.settled,
@@ -14,11 +14,13 @@ decide/answer (the service's real ones); its outputs are the next stage's inputs
                                            wallet.operator_calls (seamless)
     operator caller and wallet (modelled, seamless mode) -> wallet-commands
 
-dealer-event's real decide function runs in the schedule (the model's device and
-supervisor send it signed inputs; its events, authenticated as its runtime does, are what
-lands on table.events), but not as a stage: its runtime (recovery, fencing, the refusals
-topic) is not on the kernel yet. When it is, it is one more `Stage` (dealer.inputs ->
-table.events) in `STAGES`, and the dealer model writes its inputs to dealer.inputs.
+dealer-event is a stage like the others (`Decisions.decide`/`answer` and `DEALER_FOLD`):
+the model's devices and supervisors put signed inputs on dealer.inputs and wait on the
+owner's HTTP waiter (`Decisions.expect`); its betting timer (`timer_step`, as
+`app.betting_timer`) puts a `TimerTick` there for each table its fold has due. The dealer
+model learns what was decided from dealer.log alone (`dealer_sync`: the valid chain, each
+entry judged by the model's own rules at the entry's time) and plans its next inputs on
+that, a few in flight at most.
 
 A worker's batch (`Sim.batch`) is the kernel's (`until_applied` over `apply_batch`) on
 records its `consume.Consumer` hands on; its I/O (`ModelIO`) is where the cut points are:
@@ -28,17 +30,19 @@ after the answers before the commit. Other faults: transient send failures (the 
 folds again and retries), a rival writer or a rebalance inside the send, zombies that keep
 writing, restarts on the surviving cache or on a wiped store (the wallet then recovers
 from its snapshots), redeliveries, a fetch from a faulty commit anywhere in the log, per
-worker clock skew, resends while the first attempt is in flight, unparseable and
-wrongly keyed records.
+worker clock skew, resends while the first attempt is in flight, unparseable and wrongly
+keyed records (on dealer.inputs: garbage, and a genuine input on the other partition).
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, cast
 
+from services.dealer_event.dealer_fold import tables_of
 from services.infra.consume_loop import LostPartition
 from services.infra.kernel import until_applied
 from services.infra.own_log import Landed, Logged
@@ -54,9 +58,13 @@ from services.wallet.commands import (
     Withdraw,
 )
 from services.wallet.ledger_fold import pending_calls
+from shared.events.dealer_log import DealerEntry
+from shared.events.inputs import InputBase
 from shared.events.operator_wallet import OperatorAnswer, OperatorCall
 from shared.topics import (
     BETS_PLACED_TOPIC,
+    DEALER_INPUTS_TOPIC,
+    DEALER_LOG_TOPIC,
     TABLE_EVENTS_TOPIC,
     WALLET_ENDINGS_TOPIC,
     WALLET_LEDGER_SNAPSHOTS_TOPIC,
@@ -68,6 +76,7 @@ from tests.crashsim.stages import (
     AHEAD,
     COMMANDS,
     CUTS,
+    DEALER,
     PARTITIONS,
     STAGES,
     T0,
@@ -79,7 +88,11 @@ from tests.crashsim.stages import (
     WorkerClock,
     partition_of,
 )
-from tests.crashsim.world import OperatorWallet, Table
+from tests.crashsim.world import Decision, OperatorWallet, Table, describe
+
+# a worker's batch: dealer-event's twice as often as each other stage's (a dealer waits for
+# its decisions before it closes betting; the bets wait for its rounds)
+WEIGHTED = (*STAGES, DEALER)
 
 
 class ModelIO:
@@ -163,6 +176,7 @@ class Worker:
         self.clock = WorkerClock(sim, skew)
         self.calls: dict[str, OperatorCall] = {}  # seamless: calls this process delivers
         service = stage.build(sim, self)
+        self.decisions = service.decisions
         self.own = service.own
         self.own.io = ModelIO(sim, self)
         if states is not None:
@@ -250,7 +264,25 @@ class Sim:
         self.requests: list[Request] = []
         self.by_reply: dict[str, Request] = {}
         self.garbage: list[tuple[str, int, int]] = []  # records nobody can apply
-        self.dealt: dict[tuple[int, int], Any] = {}  # table.events (p, o) -> the dealer's event
+        self.by_table = {t.table_id: t for t in self.tables}
+        # dealer.inputs (p, o) -> its table and input (None: a timer tick)
+        self.dealer_records: dict[tuple[int, int], tuple[str, InputBase | None]] = {}
+        self.dealer_garbage: set[tuple[int, int]] = set()  # unreadable dealer.inputs records
+        # a table's signed input on the other partition (keyed by something else)
+        self.dealer_misplaced: set[tuple[int, int]] = set()
+        self.dealer_garbage_decisions: list[Decision] = []
+        self.dealer_read = [0] * PARTITIONS  # dealer.log: read up to, and its valid head
+        self.dealer_head = [""] * PARTITIONS
+        self.dealer_valid: list[tuple[int, int, DealerEntry]] = []
+        self.dealer_parsed: dict[tuple[int, int], DealerEntry] = {}  # every dealer.log entry
+        self.dealer_decided: Counter[tuple[int, int]] = Counter()  # by source record
+        self.dealer_strays: list[str] = []  # valid entries of no record anyone sent
+        # the devices' HTTP waiters: future, input, the worker that holds it, and the end of
+        # its dealer.log partition when it was told (None: not yet)
+        self.waiters: list[list[Any]] = []
+        self.waiting: list[list[Any]] = []  # those not told yet
+        # records a worker answered as decided by its own entries: (p, o, worker, log end)
+        self.dealer_backed: list[tuple[int, int, str, int]] = []
         self.breaches: list[str] = []
         self.operator = OperatorWallet(self.rng)
         self.bets = 0
@@ -291,23 +323,141 @@ class Sim:
 
     # ------------------------------------------------------------- the world's steps
 
-    def dealer_step(self, finish: bool = False) -> None:
-        for table in (self.tables if finish else [self.rng.choice(self.tables)]):
-            events = table.finish(self.now(), self.config.annul_p) if finish else table.step(
-                self.now(), annul_p=self.config.annul_p)
-            for event in events:
-                p, o = self.outside(TABLE_EVENTS_TOPIC, table.table_id.encode(),
-                                    event.model_dump_json().encode())
-                self.dealt[(p, o)] = event
-                self.note(f"dealer {event.type} {getattr(event, 'round_id', '')} "
-                          f"-> table.events[{p}]@{o}")
+    def dealer_step(self) -> None:
+        """A table's dealer sends its next inputs (or, an input still in flight, sends it
+        again: the device's resend while the first attempt is in flight)."""
+        table = self.rng.choice(self.tables)
+        self.dealer_sync()
+        if table.pending and self.rng.random() < 0.2:
+            again = table.resend()
+            if again is not None:
+                self.faults.add("dealer resend in flight")
+                self.send_input(table, again, " (resent in flight)")
+            return
+        for inp in table.step(self.now(), annul_p=self.config.annul_p):
+            self.send_input(table, inp)
+
+    def send_input(self, table: Table, inp: InputBase, why: str = "") -> None:
+        """A signed input on dealer.inputs, its device waiting on the owner's HTTP door
+        (`Decisions.expect`, as views' door does before it forwards the input)."""
+        p, o = self.outside(DEALER_INPUTS_TOPIC, table.table_id.encode(),
+                            inp.model_dump_json().encode())
+        self.dealer_records[(p, o)] = (table.table_id, inp)
+        table.pending.append((p, o, inp))
+        owner = self.owners.get(DEALER.name)
+        if owner is not None and owner.alive and owner.decisions is not None:
+            waiter = [owner.decisions.expect(inp.input_id, p, inp.signature), inp,
+                      owner.name, None]
+            self.waiters.append(waiter)
+            self.waiting.append(waiter)
+        self.note(f"dealer {describe(inp)}{why} -> {DEALER_INPUTS_TOPIC}[{p}]@{o}")
+
+    def dealer_answered(self, worker: str, event: Any, as_its_own: bool) -> None:
+        """A dealer-event worker answered a record (`as_its_own`: as decided by its own
+        entries, which the log backs): each waiter told now is stamped with the end of the
+        record's partition of dealer.log (what the log held then), and so is the claim."""
+        m = event.message
+        end = self.kafka.end(DEALER_LOG_TOPIC, m.partition)
+        if as_its_own:
+            self.dealer_backed.append((m.partition, m.offset, worker, end))
+        if not any(w[0].done() for w in self.waiting):
+            return
+        for waiter in self.waiting:
+            if waiter[0].done():
+                waiter[3] = end
+        self.waiting = [w for w in self.waiting if not w[0].done()]
+
+    def timer_step(self) -> None:
+        """dealer-event's betting timer (app.betting_timer) on its owner or a zombie: a
+        `TimerTick` on dealer.inputs for each table of its owned partitions with something
+        due, as its own fold has them."""
+        zombies = [z for z in self.zombies[DEALER.name] if z.alive]
+        worker = self.rng.choice(zombies) if zombies and self.rng.random() < 0.3 \
+            else self.owners[DEALER.name]
+        if not worker.alive or worker.decisions is None:
+            return
+        for partition in sorted(worker.own.owned):
+            state = worker.own.state(partition)
+            if state is None:
+                continue
+            for asked in worker.decisions.due_ticks(tables_of(state.kv).values()):
+                p, o = self.outside(DEALER_INPUTS_TOPIC, asked.table_id.encode(),
+                                    asked.model_dump_json().encode())
+                self.dealer_records[(p, o)] = (asked.table_id, None)
+                self.fault("timer tick", f"{worker.name} timer: a tick of {asked.table_id} "
+                                         f"-> {DEALER_INPUTS_TOPIC}[{p}]@{o}")
+
+    def dealer_sync(self) -> None:
+        """dealer.log's valid entries read so far (the chain by ids, as every fold reads
+        it), each judged: the record it decided, by the model's rules at its time."""
+        for p in range(PARTITIONS):
+            for o, _, value in self.kafka.read(DEALER_LOG_TOPIC, p, self.dealer_read[p]):
+                entry = self.dealer_parsed[(p, o)] = DealerEntry.model_validate_json(value)
+                if entry.prev != self.dealer_head[p]:
+                    continue
+                self.dealer_head[p] = entry.entry_id
+                self.dealer_valid.append((p, o, entry))
+                self._judge(p, o, entry)
+            self.dealer_read[p] = self.kafka.end(DEALER_LOG_TOPIC, p)
+
+    def _judge(self, p: int, o: int, entry: DealerEntry) -> None:
+        source = entry.source
+        where = (source.partition, source.offset)
+        if source.topic != DEALER_INPUTS_TOPIC:
+            self.dealer_strays.append(f"{DEALER_LOG_TOPIC}[{p}]@{o} names {source}")
+            return
+        self.dealer_decided[where] += 1
+        if self.dealer_decided[where] > 1:
+            return  # decided twice: the invariant says so
+        decided = (tuple(e.type for e in entry.events),
+                   None if entry.rejection is None else entry.rejection.reason_code)
+        if where in self.dealer_garbage:
+            self.dealer_garbage_decisions.append(Decision(
+                f"garbage {DEALER_INPUTS_TOPIC}[{where[0]}]@{where[1]}",
+                ((), "malformed_input"), decided))
+            return
+        record = self.dealer_records.get(where)
+        if where in self.dealer_misplaced and record is not None:
+            self.dealer_garbage_decisions.append(Decision(
+                f"{describe(record[1])} on the wrong partition {where[0]}",
+                ((), "wrong_partition"), decided))
+            return
+        if record is None:
+            self.dealer_strays.append(f"{DEALER_LOG_TOPIC}[{p}]@{o} decided "
+                                      f"{DEALER_INPUTS_TOPIC}[{where[0]}]@{where[1]}, which "
+                                      "nobody sent")
+            return
+        table_id, inp = record
+        if entry.table_id != table_id:
+            self.dealer_strays.append(f"{DEALER_LOG_TOPIC}[{p}]@{o} decided {table_id}'s "
+                                      f"record as {entry.table_id}'s")
+        self.by_table[table_id].judge(where, inp, entry.recorded_at, decided)
 
     def garbage_step(self) -> None:
         """A record nobody can apply: unparseable, or a table event keyed to the wrong
         partition (its table's chain is on the other one)."""
         rng = self.rng
-        kind = rng.choice([TABLE_EVENTS_TOPIC, COMMANDS, BETS_PLACED_TOPIC])
+        kind = rng.choice([TABLE_EVENTS_TOPIC, COMMANDS, BETS_PLACED_TOPIC,
+                           DEALER_INPUTS_TOPIC])
         p = rng.randrange(PARTITIONS)
+        sent = [(t, i) for t in self.tables for i in t.sent]
+        if kind == DEALER_INPUTS_TOPIC and sent and rng.random() < 0.4:
+            table, inp = rng.choice(sent)  # a genuine input, keyed to the wrong partition
+            p = 1 - partition_of(table.table_id.encode())
+            p, o = self.outside(kind, b"??", inp.model_dump_json().encode(), partition=p)
+            self.dealer_records[(p, o)] = (table.table_id, inp)
+            self.dealer_misplaced.add((p, o))
+            self.fault("wrongly keyed", f"{describe(inp)} keyed to the wrong partition -> "
+                                        f"{kind}[{p}]@{o}")
+            return
+        if kind == DEALER_INPUTS_TOPIC:  # refused by name (malformed_input), not dead-lettered
+            value = rng.choice([b"{not json", b"", b'{"type": "nothing"}', b"\xff\xfe",
+                                b'{"command": "scan_card", "table_id": "T1"}',
+                                b'{"type": "timer_tick", "table_id": ""}'])
+            p, o = self.outside(kind, b"??", value, partition=p)
+            self.dealer_garbage.add((p, o))
+            self.fault("garbage", f"garbage {value[:20]!r} -> {kind}[{p}]@{o}")
+            return
         if kind == TABLE_EVENTS_TOPIC and rng.random() < 0.5 and self.tables[0].seq:
             table = rng.choice(self.tables)
             value = b'{"type": "card_dealt", "table_id": "' + table.table_id.encode() + b'"}'
@@ -533,7 +683,7 @@ class Sim:
 
     async def worker_step(self) -> None:
         rng, config = self.rng, self.config
-        stage = rng.choice(STAGES)
+        stage = rng.choice(WEIGHTED)
         owner = self.owners[stage.name]
         zombies = [z for z in self.zombies[stage.name] if z.alive]
         worker = rng.choice(zombies) if zombies and rng.random() < 0.3 else owner
@@ -572,6 +722,15 @@ class Sim:
         rng = self.rng
         for stage in STAGES:
             await self.start(stage)
+        for table in self.tables:  # the tables open (a shoe, a round) before the faults
+            for inp in table.step(self.now()):
+                self.send_input(table, inp)
+        await self.batch(self.owners[DEALER.name], count=5)
+        for table in self.tables:
+            for inp in table.step(self.now()):
+                self.send_input(table, inp)
+        await self.batch(self.owners[DEALER.name], count=5)
+        self.dealer_sync()
         for player in self.players:  # the players' accounts, funded in transfer mode
             self.client(CreateAccount(player_id=player, currency="IDR"))
             if not self.seamless:
@@ -599,18 +758,20 @@ class Sim:
                 owner.consumer.rewind(rng)
                 self.fault("redelivery", f"{owner.name} redelivery from "
                                          f"{owner.consumer.position}")
-            elif roll < 0.96:
+            elif roll < 0.95:
                 await self.snapshot_step()
-            elif roll < 0.96 + self.config.garbage_p:
+            elif roll < 0.97:
+                self.timer_step()
+            elif roll < 0.97 + self.config.garbage_p:
                 self.garbage_step()
             else:
                 self.dealer_step()
         await self.drain()
 
     async def drain(self) -> None:
-        """No more faults: the zombies stop, clean workers apply everything, the dealer
-        finishes its rounds, the caller delivers everything, and the
-        clients resend every request not yet decided."""
+        """No more faults: the zombies stop, clean workers apply everything, the dealers
+        finish their rounds (once every input in flight is decided), the caller delivers
+        everything, and the clients resend every request not yet decided."""
         self.tick += 1
         self.note("drain")
         self.operator.fail_p = 0.0
@@ -625,14 +786,18 @@ class Sim:
             final = self.new_worker(stage, old.own.states, clean=True)
             self.owners[stage.name] = final
             await self.assign(final, clean=True)
-        self.dealer_step(finish=True)
         replayed = self.rng.random() < 0.5
         for _ in range(30):
             before = {(t, p): self.kafka.end(t, p) for t in self.kafka.logs
                       for p in range(PARTITIONS)}
+            self.dealer_sync()
+            for table in self.tables:  # every dealer finishes its round
+                for inp in table.finish(self.now(), self.config.annul_p):
+                    self.send_input(table, inp)
             for stage in STAGES:
                 while await self.batch(self.owners[stage.name], count=1000):
                     pass
+            self.dealer_sync()
             self.caller_step(everything=True)
             for request in self.requests:
                 if not request.decided:

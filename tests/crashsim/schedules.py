@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from prometheus_client.metrics import MetricWrapperBase
+
 from services.infra import metrics
 from tests.crashsim import invariants
 from tests.crashsim.pipeline import Config, Sim
@@ -54,9 +56,27 @@ class Result:
 _loop: asyncio.AbstractEventLoop | None = None
 
 
+class _Unmetered:
+    """A Prometheus metric that counts nothing: a schedule's workers share one process's
+    registry, and no invariant reads it (a breach is recorded apart, below)."""
+
+    def labels(self, *_args: object, **_kwargs: object) -> _Unmetered:
+        return self
+
+    def inc(self, *_args: object, **_kwargs: object) -> None:
+        pass
+
+    dec = set = observe = inc
+
+
+_METRICS = {name: value for name, value in vars(metrics).items()
+            if isinstance(value, MetricWrapperBase)}
+
+
 @contextmanager
 def quiet_and_watched(sim_breaches: list[str]) -> Iterator[None]:
-    """Logging off (the kernel logs every repair), and every raised breach recorded."""
+    """Logging and the metrics off (the kernel logs every repair; the metrics only cost
+    time), and every raised breach recorded."""
     original = metrics.breach
 
     def breach(invariant: str) -> None:
@@ -64,12 +84,17 @@ def quiet_and_watched(sim_breaches: list[str]) -> Iterator[None]:
         original(invariant)
 
     metrics.breach = breach
+    unmetered = _Unmetered()
+    for name in _METRICS:
+        setattr(metrics, name, unmetered)
     previous = logging.root.manager.disable
     logging.disable(logging.CRITICAL)
     try:
         yield
     finally:
         metrics.breach = original
+        for name, metric in _METRICS.items():
+            setattr(metrics, name, metric)
         logging.disable(previous)
 
 

@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 from services.bet_settlement.records import SettlementRecords
 from services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
+from services.dealer_event.dealer_fold import DEALER_FOLD
+from services.dealer_event.decisions import Decisions
 from services.game_evaluation.decisions import Evaluations
 from services.game_evaluation.evaluation_fold import EVALUATION_FOLD
 from services.infra.kernel import Answer, Decide, OwnLog
@@ -20,6 +22,7 @@ from services.wallet.batches import CommandBatches
 from services.wallet.ledger_fold import WalletFold
 from services.wallet.seamless import SeamlessRules
 from services.wallet.snapshot_codec import WALLET_CODEC
+from shared.events.dealer_log import DealerEntry
 from shared.events.evaluation_log import EvaluationEntry
 from shared.events.settlement_log import SettlementEntry
 from shared.events.wallet_ledger import LedgerEntry
@@ -28,6 +31,9 @@ from shared.topics import (
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,
     DEAD_LETTERS_TOPIC,
+    DEALER_INPUTS_TOPIC,
+    DEALER_LOG_TOPIC,
+    DEALER_REJECTIONS_TOPIC,
     EVALUATION_LOG_TOPIC,
     ROUND_RESULTS_TOPIC,
     SETTLEMENT_LOG_TOPIC,
@@ -37,7 +43,7 @@ from shared.topics import (
     WALLET_OPERATOR_CALLS_TOPIC,
     WALLET_TRANSACTIONS_TOPIC,
 )
-from tests.crashsim.world import TABLE_KEY
+from tests.crashsim.world import MACHINE, TABLE_KEY
 
 if TYPE_CHECKING:
     from tests.crashsim.pipeline import Sim, Worker
@@ -70,6 +76,7 @@ class Service:
     own: OwnLog
     decide: Decide
     answer: Answer
+    decisions: Decisions | None = None  # dealer-event's: its HTTP waiters and its timer
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,10 @@ class WorkerClock:
     def now(self) -> datetime:
         return self.sim.now() + self.skew
 
+    def elapsed(self) -> float:
+        """The monotonic clock (seconds): the simulation's time, which no skew moves."""
+        return self.sim.tick + self.sim.micro / 1e6
+
 
 class RecordingReplies(Replies[handlers.Answer, None]):
     """The wallet's waiters: every answer a worker gives is what a client was told."""
@@ -107,6 +118,20 @@ class RecordingReplies(Replies[handlers.Answer, None]):
         if key:
             self.sim.told(key, answer, self.worker.name)
         super().resolve(key, answer)
+
+
+def _dealer(sim: Sim, worker: Worker) -> Service:
+    own: OwnLog = OwnLog("dealer-event", DEALER_LOG_TOPIC, DEALER_FOLD,
+                         DealerEntry.model_validate_json, lambda e: e.table_id.encode(),
+                         worker.name)
+    decisions = Decisions(MACHINE, worker.clock,
+                          lambda table_id: partition_of(table_id.encode()))
+
+    def answer(event: Any, decided: Any, backed: bool) -> None:
+        decisions.answer(event, decided, backed)
+        sim.dealer_answered(worker.name, event, bool(decided.entries) and backed)
+
+    return Service(own, decisions.decide, answer, decisions)
 
 
 def _evaluation(sim: Sim, worker: Worker) -> Service:
@@ -141,6 +166,9 @@ def _wallet(sim: Sim, worker: Worker) -> Service:
     return Service(own, batches.decide, batches.answer)
 
 
+DEALER = Stage("dealer-event", (DEALER_INPUTS_TOPIC,), DEALER_LOG_TOPIC,
+               DealerEntry.model_validate_json, _dealer,
+               (TABLE_EVENTS_TOPIC, DEALER_REJECTIONS_TOPIC, DEAD_LETTERS_TOPIC))
 EVALUATION = Stage("game-evaluation", (TABLE_EVENTS_TOPIC,), EVALUATION_LOG_TOPIC,
                    EvaluationEntry.model_validate_json, _evaluation,
                    (ROUND_RESULTS_TOPIC, DEAD_LETTERS_TOPIC))
@@ -151,7 +179,5 @@ WALLET = Stage("wallet", (COMMANDS, WALLET_ENDINGS_TOPIC), WALLET_LEDGER_TOPIC,
                LedgerEntry.model_validate_json, _wallet,
                (WALLET_TRANSACTIONS_TOPIC, BETS_PLACED_TOPIC, WALLET_OPERATOR_CALLS_TOPIC,
                 DEAD_LETTERS_TOPIC))
-STAGES = (EVALUATION, SETTLEMENT, WALLET)
-# dealer-event: its pure machine decides every table event (world.Table), its runtime is not
-# a stage yet
-SIMULATED = ("game-evaluation", "bet-settlement", "wallet")
+STAGES = (DEALER, EVALUATION, SETTLEMENT, WALLET)
+SIMULATED = tuple(stage.name for stage in STAGES)

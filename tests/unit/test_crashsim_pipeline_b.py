@@ -36,12 +36,15 @@ def test_the_simulator_finds_a_writer_that_trusts_its_acks(monkeypatch):
     assert "violated:" in broken.reproducer
 
 
-@pytest.mark.parametrize("seed", [97, 276, 333, 497])
+@pytest.mark.parametrize("seed", [5, 11, 18, 22])
 def test_every_unreadable_record_is_dead_lettered_whatever_the_crash(seed):
     """Bug (c), found by this simulator: a garbage record beside a record that writes an
     entry, in a batch killed after its send or whose other partition's send failed for a
     moment, was never dead-lettered (its dead letter travelled beside the entries, and a
     later record's checkpoint passed it). The kernel now publishes a batch's dead letters,
-    acknowledged, before its entries; these seeds broke before that."""
+    acknowledged, before its entries. The seeds that broke before that (97, 276, 333, 497)
+    are other schedules since dealer-event became a stage; these are schedules of today's
+    stream with garbage records and batches killed after their send or failed for a
+    moment."""
     result = schedules.run(seed)
     assert result.ok, result.reproducer
