@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 from shared.events.canonical import GENESIS_HASH
 from shared.events.table import (
@@ -150,14 +150,22 @@ class TableState:
     completed: dict[str, CompletedRound] = field(default_factory=dict)
 
     def copy(self) -> TableState:
-        """A copy sharing nothing mutable (cheaper than deepcopy: keys are strings)."""
-        shoe = None if self.shoe is None else replace(self.shoe, remaining=dict(self.shoe.remaining))
-        rnd = None if self.round is None else replace(self.round, cards=list(self.round.cards))
-        return replace(self, shoe=shoe, round=rnd, round_status=dict(self.round_status),
-                       round_shoe=dict(self.round_shoe),
-                       applied_inputs=dict(self.applied_inputs),
-                       refused_inputs=dict(self.refused_inputs),
-                       completed=dict(self.completed))
+        """A copy sharing nothing mutable (cheaper than deepcopy: keys are strings, values
+        immutable; and than `dataclasses.replace`, which runs `__init__` again: the fold
+        copies a table per entry)."""
+        new = _shallow(self)
+        if self.shoe is not None:
+            new.shoe = _shallow(self.shoe)
+            new.shoe.remaining = dict(self.shoe.remaining)
+        if self.round is not None:
+            new.round = _shallow(self.round)
+            new.round.cards = list(self.round.cards)
+        new.round_status = dict(self.round_status)
+        new.round_shoe = dict(self.round_shoe)
+        new.applied_inputs = dict(self.applied_inputs)
+        new.refused_inputs = dict(self.refused_inputs)
+        new.completed = dict(self.completed)
+        return new
 
     @property
     def round_in_progress(self) -> bool:
@@ -188,6 +196,16 @@ class TableState:
             "rounds_seen": len(self.round_status),
             "inputs_applied_kept": len(self.applied_inputs),
         }
+
+
+_T = TypeVar("_T")
+
+
+def _shallow(value: _T) -> _T:
+    """A new instance with the same attributes (shared, to be replaced if mutable)."""
+    new = object.__new__(type(value))
+    new.__dict__.update(value.__dict__)
+    return new
 
 
 def fold(state: TableState, event: TableEventBase) -> TableState:
