@@ -66,7 +66,7 @@ class _Unmetered:
     def inc(self, *_args: object, **_kwargs: object) -> None:
         pass
 
-    dec = set = observe = inc
+    set = observe = inc
 
 
 _METRICS = {name: value for name, value in vars(metrics).items()
