@@ -135,9 +135,10 @@ TOPIC_NAMES: tuple[str, ...] = tuple(name for name, *_ in _TOPICS)
 # (the archive keeps the originals).
 _ROUTED_TOPICS: tuple[_Row, ...] = (
     (WALLET_ENDINGS_TOPIC, "player id", ("bet-settlement",), ("wallet",),
-     "each bet's ending the wallet applies (a settlement, a void's refund, a rejection, a "
-     "settlement reversed: the very records bets.settled and bets.decisions carry), keyed "
-     "by player so the wallet reads it on the partition of the player's ledger"),
+     "the endings of bets the wallet applies (settlements, voids' refunds, rejections, "
+     "settlements reversed: the very records bets.settled and bets.decisions carry), "
+     "packed by the partition of their players' ledgers (services/infra/packs.py), so "
+     "the wallet reads them there"),
 )
 ROUTED_TOPICS: tuple[str, ...] = tuple(name for name, *_ in _ROUTED_TOPICS)
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 
 from services.bet_settlement.settlement_fold import ending_of
 from services.infra.kafka_security import ADMIN, kafka_python_options
+from services.infra.packs import pack_values
 from shared.events.bet_events import (
     BetAccepted,
     BetPlaced,
@@ -112,8 +113,9 @@ class Floor:
         value, ts = record.model_dump_json().encode(), int(at.timestamp() * 1000)
         self.records.append((topic, key.encode(), value, ts))
         player = ending_of(record) if topic in (BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC) else None
-        if player is not None:  # as bet-settlement's outbox: the ending, keyed by player
-            self.records.append((WALLET_ENDINGS_TOPIC, player.encode(), value, ts))
+        if player is not None:  # as bet-settlement's outbox: the ending, in a pack (of one)
+            self.records.append((WALLET_ENDINGS_TOPIC, player.encode(), pack_values([value]),
+                                 ts))
 
     def _event(self, table: _Table, kind, at: datetime, **fields):
         table.seq += 1

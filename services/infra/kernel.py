@@ -60,8 +60,10 @@ from services.infra.own_log import (
     fold_entry,
     skip_to,
 )
+from services.infra.packs import pack_routed
 from services.infra.snapshots import KeyedRecord, SnapshotStore
 from shared.events.sources import InputRef
+from shared.topics import ROUTED_TOPICS
 
 log = logging.getLogger(__name__)
 E = TypeVar("E")
@@ -111,6 +113,10 @@ class LogIO(Protocol):
         """The partition's end offset now."""
         ...
 
+    async def partition_for(self, topic: str, key: bytes) -> int:
+        """The partition of `topic` the producer's partitioner puts `key` in."""
+        ...
+
 
 class KafkaLogIO:
     """`LogIO` on a Faust app's producer and a kafka-python reader outside any group."""
@@ -122,6 +128,7 @@ class KafkaLogIO:
         self.ends = LogEnds(bootstrap, principal)
         self._ends_lock = asyncio.Lock()
         self._warned: set[str] = set()
+        self._known: set[str] = set()  # topics whose metadata the producer has
 
     async def send(self, topic: str, partition: int, records: Sequence[tuple[bytes | None, bytes]]
                    ) -> list[Landed]:
@@ -146,6 +153,12 @@ class KafkaLogIO:
     async def publish(self, records: Sequence[Record]) -> None:
         await publish_all(self.app, records)
         await flush_all(self.app.producer)
+
+    async def partition_for(self, topic: str, key: bytes) -> int:
+        if topic not in self._known:  # the producer's partitioner needs the topic's metadata
+            await cast(Any, self.app.producer)._ensure_producer().partitions_for(topic)
+            self._known.add(topic)
+        return int(self.app.producer.key_partition(topic, key).partition)
 
     async def send_keyed(self, topic: str, partition: int,
                          records: Sequence[tuple[bytes, bytes | None]]) -> list[int]:
@@ -246,13 +259,21 @@ class OwnLog(Generic[E]):
                 state = self.states[partition] = await self._from_snapshot(partition)
             await self.catch_up(state)
             if state.unpublished:
-                await self.io_().publish([r for _, e in state.unpublished
-                                          for r in self.fold.outputs(e)])
+                await self.publish([r for _, e in state.unpublished
+                                    for r in self.fold.outputs(e)])
                 outputs_acked(state, state.head)
             self.owned.add(partition)
             for told in self.on_recovered:
                 told(state)
             return state
+
+    async def publish(self, outputs: Sequence[Record]) -> None:
+        """Publish entries' outputs and wait for every ack, a routed topic's packed by
+        partition (`services.infra.packs`)."""
+        io = self.io_()
+        where = {(topic, key): await io.partition_for(topic, key)
+                 for topic, key, _ in outputs if topic in ROUTED_TOPICS}
+        await io.publish(pack_routed(outputs, lambda topic, key: where[(topic, key)]))
 
     async def refold(self, partition: int) -> set[int]:
         """Catch up after a lost race: the offsets that folded valid (publishing the
@@ -478,7 +499,7 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
             kept = _backed_prefix(part, landed, valid)
             answers += [(x, not x.applied) for x in part[:kept]]
             conflicted[partition] = [x.event for x in part[kept:]]
-        await io.publish(outputs)
+        await own.publish(outputs)
         for partition, through in committed.items():
             outputs_acked(own.states[partition], through)
         for x, backed in answers:

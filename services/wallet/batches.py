@@ -14,21 +14,26 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import cast
 
 import faust
+from pydantic import BaseModel
 
 from services.infra.clock import Clock
-from services.infra.dead_letters import give_up_on
+from services.infra.dead_letters import dead_letter, give_up_on, note_dead_letter, record_of
 from services.infra.kernel import Decided
-from services.infra.own_log import Overlay
+from services.infra.own_log import Overlay, Record
+from services.infra.packs import pack_values
 from services.infra.replies import Replies
 from services.wallet import handlers, money_metrics, seamless
 from services.wallet.balance_guard import guarded
-from services.wallet.commands import ENVELOPE, Envelope, ending_command
-from services.wallet.ledger_fold import Lookups
+from services.wallet.commands import ENVELOPE, Envelope, ending_commands
+from services.wallet.ledger_fold import WALLET_FOLD, Lookups
 from services.wallet.seamless import SeamlessRules
 from shared.events.operator_wallet import OperatorCall
 from shared.events.sources import InputRef
+from shared.events.wallet_ledger import LedgerEntry
 from shared.topics import WALLET_ENDINGS_TOPIC
 
 log = logging.getLogger("croupier.wallet")
@@ -55,12 +60,12 @@ class CommandBatches:
 
     def decide(self, scratch: Overlay, event: faust.EventT) -> Decided:
         now = self.clock.now()
+        if event.message.topic == WALLET_ENDINGS_TOPIC:
+            return self.decide_endings(scratch, event, now)
         try:
-            env = envelope_of(event)
+            env = ENVELOPE.validate_json(event.value)
         except Exception as error:  # unreadable: dead-lettered, nothing moved
             return Decided(also=[give_up_on("wallet", event, error, now)])
-        if env is None:  # a record of wallet.endings that moves no money: nothing to do
-            return Decided()
         try:
             outcome = self.handle(env, now, Lookups(scratch))
         except Exception as error:  # never stop the consumer on one command
@@ -84,6 +89,53 @@ class CommandBatches:
             return change.entry(entry_id, prev, published_through, source, now)
         return Decided(entries=[make], reply=(env, outcome))
 
+    def decide_endings(self, scratch: Overlay, event: faust.EventT, now) -> Decided:
+        """A record of wallet.endings: a pack of bets' endings (or one alone), each decided
+        on the state the ones before it left, each writing its own entry; the record's
+        entries take effect together (its parts). An ending refused for good (a late one)
+        or that could not be applied is dead-lettered, in one letter per record holding
+        those endings (a re-drive applies them again; the others are then duplicates)."""
+        try:
+            endings = ending_commands(event.value)
+        except Exception as error:  # unreadable: dead-lettered, nothing moved
+            return Decided(also=[give_up_on("wallet", event, error, now)])
+        local = Overlay(cast(dict, scratch))  # the pack's earlier endings, for the later
+        message = event.message
+        first = InputRef(topic=message.topic, partition=message.partition,
+                         offset=message.offset)
+        written: list[LedgerEntry] = []
+        applied: list[tuple[Envelope, handlers.CommandResult]] = []
+        failed: list[tuple[BaseModel, BaseException]] = []
+        for record, command in endings:
+            env = Envelope(command=command)
+            try:
+                outcome = self.handle(env, now, Lookups(local))
+            except Exception as error:  # one ending, not the pack, failed
+                log.exception("ending %s of bet %r could not be applied (nothing written)",
+                              command.type, command.bet_id)
+                failed.append((record, error))
+                continue
+            if outcome.dead_letter is not None:
+                failed.append((record, handlers.LateEnding(outcome.dead_letter)))
+                continue
+            applied.append((env, outcome))
+            if outcome.change is not None:
+                entry = outcome.change.entry("", "", -1, first, now)
+                WALLET_FOLD.apply(local, entry)
+                written.append(entry)
+        parts = [entry.source.model_copy(update={"part": i, "last": i == len(written) - 1})
+                 for i, entry in enumerate(written)]
+
+        def maker(entry: LedgerEntry, source: InputRef):
+            def make(entry_id: str, prev: str, published_through: int) -> LedgerEntry:
+                return entry.model_copy(update={"entry_id": entry_id, "prev": prev,
+                                                "published_through": published_through,
+                                                "source": source})
+            return make
+        also = [] if not failed else [_letter(event, failed, now)]
+        return Decided(entries=[maker(e, s) for e, s in zip(written, parts, strict=True)],
+                       also=also, reply=Endings(applied))
+
     def handle(self, env: Envelope, now, look: Lookups) -> handlers.CommandResult:
         if self.seamless_rules is not None:
             return seamless.handle(env, now, look, self.seamless_rules)
@@ -95,25 +147,49 @@ class CommandBatches:
         request reaches that worker, which answers as its entry says."""
         if decided.reply is None:
             return
+        if isinstance(decided.reply, Endings):  # no one waits on an ending
+            for env, outcome in decided.reply.applied if backed else ():
+                self.applied(env, outcome)
+            return
         env, outcome = decided.reply
         waiter = outcome.reply_to or env.reply_id
         if not backed:
             self.replies.resolve(waiter, RETRY)
             return
-        money_metrics.record(env, outcome)
-        money_metrics.observe_latency(env.command, outcome, self.clock.now())
+        self.applied(env, outcome)
         if outcome.answer is not None:
             self.replies.resolve(waiter, outcome.answer)
+
+    def applied(self, env: Envelope, outcome: handlers.CommandResult) -> None:
+        """A command the log backs: counted, and the operator's wallet called for what
+        its entry owes (seamless mode)."""
+        money_metrics.record(env, outcome)
+        money_metrics.observe_latency(env.command, outcome, self.clock.now())
         owed = [c for c in outcome.change.calls if c.pending] if outcome.change else []
         if owed and self.on_calls is not None:
             self.on_calls(owed)
 
 
-def envelope_of(event: faust.EventT) -> Envelope | None:
-    """The command a record of the wallet's inputs carries: an HTTP request's envelope on
-    the commands topic, or a bet's ending bet-settlement put on wallet.endings (None for a
-    record there that moves no money). Raises on a record that is neither."""
-    if event.message.topic == WALLET_ENDINGS_TOPIC:
-        command = ending_command(event.value)
-        return None if command is None else Envelope(command=command)
-    return ENVELOPE.validate_json(event.value)
+@dataclass(frozen=True)
+class Endings:
+    """What a record of wallet.endings decided: each ending applied, with its outcome."""
+
+    applied: list[tuple[Envelope, handlers.CommandResult]]
+
+
+class EndingsRefused(Exception):
+    """Endings of one record of wallet.endings that were refused or could not be applied."""
+
+
+def _letter(event: faust.EventT, failed: list[tuple[BaseModel, BaseException]], now
+            ) -> Record:
+    """The dead letter of a record's failed endings: the record's place, and a pack of only
+    those endings (what a re-drive applies again), with why each failed."""
+    message = event.message
+    error = failed[0][1] if len(failed) == 1 else EndingsRefused("; ".join(
+        f"bet {getattr(r, 'bet_id', '?')}: {type(e).__name__}: {e}" for r, e in failed))
+    letter = dead_letter("wallet", message.topic, message.partition, message.offset,
+                         message.key, pack_values([r.model_dump_json().encode()
+                                                   for r, _ in failed]), error, now)
+    note_dead_letter(letter)
+    return record_of(letter)

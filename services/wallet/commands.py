@@ -3,7 +3,7 @@
 Every change to an account goes through the private commands topic keyed by
 player id, so one agent owns each balance: HTTP requests (with a `reply_id` the
 web view waits on) and the bet endings forwarded from bet-settlement alike
-(`ending_command` translates those records).
+(`ending_commands` translates the records of wallet.endings).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from shared.events.bet_events import (
     BetAccepted,
     BetRejected,
     BetSettled,
+    EndingsPack,
     RoundManifest,
     SettlementReversed,
 )
@@ -138,10 +139,13 @@ class Envelope(BaseModel):
 ENVELOPE: TypeAdapter[Envelope] = TypeAdapter(Envelope)
 
 # every record of bets.decisions and bets.settled, told apart by its `type` alone
-_ENDING_RECORD: TypeAdapter[BetAccepted | BetRejected | RoundManifest | BetSettled |
-                            SettlementReversed] = TypeAdapter(
-    Annotated[BetAccepted | BetRejected | RoundManifest | BetSettled | SettlementReversed,
-              Field(discriminator="type")])
+_Ending = BetAccepted | BetRejected | RoundManifest | BetSettled | SettlementReversed
+_ENDING_RECORD: TypeAdapter[_Ending] = TypeAdapter(Annotated[_Ending,
+                                                             Field(discriminator="type")])
+# a record of wallet.endings: a pack of them (`services.infra.packs`), or one of them alone
+# (what bet-settlement wrote there before packs)
+_ENDINGS_RECORD: TypeAdapter[EndingsPack | _Ending] = TypeAdapter(
+    Annotated[EndingsPack | _Ending, Field(discriminator="type")])
 
 
 def ending_of(outcome: str) -> Literal["settled", "voided"]:
@@ -153,7 +157,20 @@ def ending_of(outcome: str) -> Literal["settled", "voided"]:
 def ending_command(raw: bytes) -> EndBet | ReverseSettlement | None:
     """The wallet's side of a bet-settlement record (read by its parsed type, never by
     searching its bytes): refund or pay, or nothing to do."""
-    record = _ENDING_RECORD.validate_json(raw)
+    return command_of(_ENDING_RECORD.validate_json(raw))
+
+
+def ending_commands(raw: bytes) -> list[tuple[BaseModel, EndBet | ReverseSettlement]]:
+    """What a record of wallet.endings asks of the wallet: each ending it holds (a pack's,
+    in order, or the one record's) with its command; the records that move no money are
+    left out. Raises on a record that is neither a pack nor an ending."""
+    record = _ENDINGS_RECORD.validate_json(raw)
+    records = record.records if isinstance(record, EndingsPack) else (record,)
+    return [(r, command) for r in records if (command := command_of(r)) is not None]
+
+
+def command_of(record: BaseModel) -> EndBet | ReverseSettlement | None:
+    """The wallet's side of a parsed bet-settlement record: refund or pay, or nothing."""
     if isinstance(record, SettlementReversed):
         return ReverseSettlement(player_id=record.player_id, bet_id=record.bet_id,
                                  reversal_id=record.reversal_id,

@@ -171,3 +171,20 @@ class SettlementReversed(BetFacts):
 
 
 BetEnding = Annotated[BetSettled | SettlementReversed, Field(discriminator="type")]
+
+
+WalletEnding = Annotated[BetSettled | SettlementReversed | BetRejected,
+                         Field(discriminator="type")]
+
+
+class EndingsPack(BaseModel):
+    """One record of `wallet.endings`: the endings of bets (settlements, reversals,
+    rejections: the very records bets.settled and bets.decisions carry) of players on one
+    partition, in the order bet-settlement published them. bet-settlement's outbox packs
+    an entry's endings by the wallet's partition (`services.infra.packs`), so a round's
+    thousand settlements reach the wallet in a few records instead of a thousand."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    type: Literal["pack"] = "pack"
+    records: tuple[WalletEnding, ...] = Field(min_length=1)

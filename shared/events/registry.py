@@ -12,7 +12,7 @@ from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel, TypeAdapter
 
-from shared.events.bet_events import BetDecision, BetEnding, BetIntake
+from shared.events.bet_events import BetDecision, BetEnding, BetIntake, EndingsPack
 from shared.events.dead_letters import DeadLettersRecord
 from shared.events.dealer_log import DealerEntry
 from shared.events.evaluation_log import EvaluationEntry
@@ -38,6 +38,7 @@ from shared.topics import (
     ROUND_RESULTS_TOPIC,
     SETTLEMENT_LOG_TOPIC,
     TABLE_EVENTS_TOPIC,
+    WALLET_ENDINGS_TOPIC,
     WALLET_LEDGER_TOPIC,
     WALLET_OPERATOR_CALLS_TOPIC,
     WALLET_TRANSACTIONS_TOPIC,
@@ -61,6 +62,7 @@ TOPIC_TYPES: dict[str, Any] = {
     SETTLEMENT_LOG_TOPIC: SettlementEntry,
     DEAD_LETTERS_TOPIC: DeadLettersRecord,  # dead letters and their re-drives
     OPERATOR_ACTIONS_TOPIC: OperatorAction,  # the operator's uses of what the rules do not do
+    WALLET_ENDINGS_TOPIC: EndingsPack,  # bet-settlement's endings packed by the wallet's partition
 }
 
 

@@ -85,10 +85,10 @@ def group_of(file: str) -> str:
 
 
 KERNEL_FILES = ("services/infra/kernel.py", "services/infra/own_log.py",
-                "services/infra/snapshots.py")
+                "services/infra/snapshots.py", "services/infra/packs.py")
 GROUPS = ("dealer-event", "game-evaluation", "bet-settlement", "wallet", "kernel")
 
-_KERNEL, _OWN, _SNAP = KERNEL_FILES
+_KERNEL, _OWN, _SNAP, _PACKS = KERNEL_FILES
 _HANDLERS = "services/wallet/handlers.py"
 _LEDGER = "services/wallet/ledger.py"
 _FOLD = "services/wallet/ledger_fold.py"
@@ -129,8 +129,8 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("K7", _KERNEL, "            kept = i + 1",
            "            kept = len(part)",
            "an answer the log does not back: a lost race answered as decided"),
-    Mutant("K8", _KERNEL, "await io.publish(outputs)",
-           "await io.publish(outputs[:-1])",
+    Mutant("K8", _KERNEL, "await own.publish(outputs)",
+           "await own.publish(outputs[:-1])",
            "an output acknowledged that was never sent (the batch's last one)"),
     Mutant("K9", _OWN, "        if at > state.published_through:",
            "        if at > state.published_through + 1:",
@@ -144,6 +144,12 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("K12", _SNAP, "if at_head != manifest.head_id:",
            "if False:",
            "a snapshot check removed: one the log does not confirm is restored"),
+    Mutant("K13", _PACKS, "pack_values(pack.values))",
+           "pack_values(pack.values[:-1] or pack.values))",
+           "a pack of a routed topic loses its last record (an ending never sent)"),
+    Mutant("K14", _PACKS, "where = (topic, partition_for(topic, key))",
+           "where = (topic, 0)",
+           "records of different partitions packed together (endings misrouted)"),
     # ---- the wallet (transfer and seamless)
     Mutant("W1", _HANDLERS, "    if cmd.returned == 0:",
            "    if cmd.returned == 0 or cmd.ending != \"settled\":",

@@ -137,6 +137,9 @@ class ModelIO:
     async def end(self, topic: str, partition: int) -> int:
         return self.sim.kafka.end(topic, partition)
 
+    async def partition_for(self, topic: str, key: bytes) -> int:
+        return partition_of(key)
+
     async def publish(self, records) -> None:
         sim, w = self.sim, self.worker
         for topic, key, value in records:

@@ -110,11 +110,14 @@ def test_a_round_read_in_one_batch_is_decided_then_settled_by_the_rules(rec, wor
     assert broker.kinds() == ["publish", "flush"]  # everything a batch decided, sent together
     assert {t for t, _, _ in broker.published} == {BETS_DECISIONS_TOPIC, BETS_SETTLED_TOPIC,
                                                     WALLET_ENDINGS_TOPIC}
-    # each settlement again on wallet.endings, keyed by its player (the wallet's partition)
-    settled = [v for t, _, v in broker.published if t == BETS_SETTLED_TOPIC]
-    endings = [(k, v) for t, k, v in broker.published if t == WALLET_ENDINGS_TOPIC]
-    assert sorted(v for _, v in endings if v in settled) == sorted(settled) and settled
-    assert all(k == json.loads(v)["player_id"].encode() for k, v in endings)
+    # each settlement again on wallet.endings, in order, packed by the wallet's partition
+    # (one here), the pack keyed by one of its players
+    settled = [json.loads(v) for t, _, v in broker.published if t == BETS_SETTLED_TOPIC]
+    packs = [(k, json.loads(v)) for t, k, v in broker.published if t == WALLET_ENDINGS_TOPIC]
+    assert len(packs) == 1 and [p["type"] for _, p in packs] == ["pack"]
+    key, pack = packs[0]
+    assert [r for r in pack["records"] if r["type"] == "bet_settled"] == settled and settled
+    assert key == pack["records"][0]["player_id"].encode()
 
 
 def test_the_same_records_in_batches_of_any_size_settle_the_same(rec, monkeypatch):
