@@ -57,6 +57,7 @@ from services.infra.own_log import (
     PartitionState,
     Record,
     broker_time,
+    entries_of,
     fold_entry,
     skip_to,
 )
@@ -309,6 +310,11 @@ class OwnLog(Generic[E]):
                  time.monotonic() - began)
         return state
 
+    def counted(self, partition: int, entries: int) -> None:
+        """`entries` more folded into the partition's state (a snapshot is due by them)."""
+        if self.snapshots is not None:
+            self.snapshots.folded(partition, entries)
+
     def snapshot_if_due(self, partitions: set[int]) -> None:
         """Between batches: start a snapshot of each of `partitions` this worker owns (its
         state folded verified entries only) that is due."""
@@ -328,16 +334,18 @@ class OwnLog(Generic[E]):
         folded = 0
         for offset, value, appended_at in records:
             try:
-                entry = self.parse(value)
+                entries = entries_of(value, self.parse)
             except Exception as error:  # noqa: BLE001 - not an entry: counted, skipped
                 log.error("%s: %s[%d]@%d is not an entry of its own log (%r): skipped",
                           self.service, self.topic, state.partition, offset, error)
                 skip_to(state, offset + 1)
                 state.void += 1
                 continue
-            if fold_entry(state, offset, entry, self.fold, appended_at):
-                folded += 1
-                self.last_valid.add(offset)
+            for entry in entries:  # a pack's entries: valid or void together
+                if fold_entry(state, offset, entry, self.fold, appended_at):
+                    folded += 1
+                    self.last_valid.add(offset)
+            self.counted(state.partition, len(entries))
         skip_to(state, end)
         if records:
             log.info("%s: %s[%d] folded %d entries up to offset %d (head %d, %d void)",
@@ -462,8 +470,7 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
             # nothing must not be passed over by a later record's checkpoint before its
             # dead letter is in the log (decided again, it writes the same letter again)
             await io.publish(also)
-        sent = {p: asyncio.ensure_future(io.send(own.topic, p, [
-                    (own.key_of(e), e.model_dump_json().encode()) for e in b.entries]))
+        sent = {p: asyncio.ensure_future(io.send(own.topic, p, b.records(own.key_of)))
                 for p, b in batches.items() if b.entries}
         # every send's outcome is taken (one failing leaves none unretrieved), then the
         # first failure raised
@@ -485,6 +492,7 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
                     or await io.end(own.topic, partition) <= batch.start):
                 for _, entry in batch.commit(landed):
                     outputs += own.fold.outputs(entry)
+                own.counted(partition, len(batch.entries))
                 if landed:
                     committed[partition] = landed[-1].offset
                 answers += [(x, not x.applied) for x in part]
@@ -496,7 +504,8 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
                         "between; folding the log again and deciding again", own.service,
                         own.topic, partition, [at.offset for at in landed], batch.expected)
             valid = await own.refold(partition)  # what landed, and the outbox published
-            kept = _backed_prefix(part, landed, valid)
+            kept = _backed_prefix(part, [landed[batch.record_of(k)] for k in
+                                         range(len(batch.entries))], valid)
             answers += [(x, not x.applied) for x in part[:kept]]
             conflicted[partition] = [x.event for x in part[kept:]]
         await own.publish(outputs)
@@ -566,7 +575,8 @@ def io_service(io: LogIO) -> str:
 
 def _backed_prefix(part: list[_Decision], landed: list[Landed], valid: set[int]) -> int:
     """How many of a conflicted partition's records the log backs as decided: those up to
-    the last one whose entries (and every earlier record's) all folded valid. The state
+    the last one whose entries (and every earlier record's) all folded valid (`landed`:
+    where each entry's record landed, a pack's entries all where the pack did). The state
     each of them was decided on is then the log's: the first valid entry's `prev` was the
     true head, and each later valid entry's proves nothing valid came in between."""
     kept = 0

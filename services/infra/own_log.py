@@ -24,6 +24,10 @@ One input record may write several entries (`source.part` 0, 1, ..., the last on
 entries a crash cut short changed nothing (its held entries are dropped when the record,
 decided again, starts over at part 0).
 
+A batch's entries are sent as packs (`services.infra.packs`: one record holding many of
+them, in order), so the entries of one record share its offset: a reader takes them with
+`entries_of`, and folds each at that offset.
+
 Entries write absolute values (an account's balance after, a bet's status after), never
 increments, so folding an entry over any state of the same keys that is at least as old
 gives the same result: a cache can be caught up from any offset it reflects.
@@ -52,12 +56,14 @@ in the last window (and the keys that never expire), not its whole history
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
+from services.infra.packs import EMPTY_SIZE, cost, fits, pack_values, unpack
 from shared.events.sources import InputRef
 
 Record = tuple[str, bytes, bytes]  # topic, key, value
@@ -123,6 +129,10 @@ class Entry(Protocol):
 
     @property
     def also_decided(self) -> Sequence[SourceRef]: ...
+
+    def model_dump_json(self) -> str:
+        """The entry as written (JSON)."""
+        ...
 
 
 E = TypeVar("E", bound=Entry)
@@ -229,7 +239,8 @@ def fold_entry(state: PartitionState[E], offset: int, entry: E, fold: Fold[E],
     and `croupier rebuild` all go through it. A fold with an expiry needs `appended_at`
     (its clock: `entry_time`); one without has no clock, and ignores it."""
     state.end = max(state.end, offset + 1)
-    if entry.prev != state.head_id or offset <= state.head:
+    # (a pack's entries share their record's offset: `offset == state.head` for its later ones)
+    if entry.prev != state.head_id or offset < state.head:
         state.void += 1
         return False
     state.head = offset
@@ -354,8 +365,10 @@ MakeEntry = Callable[[str, str, int], E]  # (entry id, prev, published_through) 
 class Batch(Generic[E]):
     """The entries one batch of inputs decided for one partition, chained on the state as
     it was folded: the first entry's `prev` is the state's head, each next one's the entry
-    before it. They land as chained when nothing lands in between: at `state.end`, one
-    after the other (`landed_as_chained`); then every one of them is valid."""
+    before it. They are sent as packs (`services.infra.packs`: as few records as their
+    bounds allow; an entry alone in a record of its own), and land as chained when nothing
+    lands in between: at `state.end`, one record after the other (`landed_as_chained`);
+    then every one of them is valid."""
 
     state: PartitionState[E]
     fold: Fold[E]
@@ -363,6 +376,9 @@ class Batch(Generic[E]):
     scratch: Overlay = field(init=False)
     entries: list[E] = field(default_factory=list)
     start: int = field(init=False)  # the log's end as the state had folded it
+    values: list[bytes] = field(default_factory=list)  # each entry as written
+    firsts: list[int] = field(default_factory=list)  # each record's first entry's index
+    size: int = EMPTY_SIZE  # the last record's, as a pack
 
     def __post_init__(self) -> None:
         self.scratch = Overlay(self.state.kv)
@@ -374,13 +390,31 @@ class Batch(Generic[E]):
         prev = self.entries[-1].entry_id if self.entries else self.state.head_id
         entry = make(self.new_id(), prev, self.state.published_through)
         self.fold.apply(self.scratch, entry)
+        value = entry.model_dump_json().encode()
+        if not self.firsts or not fits(len(self.entries) - self.firsts[-1], self.size, value):
+            self.firsts.append(len(self.entries))
+            self.size = EMPTY_SIZE
+        self.size += cost(value)
         self.entries.append(entry)
+        self.values.append(value)
         return entry
+
+    def records(self, key_of: Callable[[E], bytes | None]) -> list[tuple[bytes | None, bytes]]:
+        """The records to send, in order, each keyed by its first entry's key."""
+        if not self.entries:
+            return []
+        ends = [*self.firsts[1:], len(self.entries)]
+        return [(key_of(self.entries[a]), self.values[a] if b - a == 1 else
+                 pack_values(self.values[a:b])) for a, b in zip(self.firsts, ends, strict=True)]
+
+    def record_of(self, index: int) -> int:
+        """Which of the records sent holds the entry at `index`."""
+        return bisect_right(self.firsts, index) - 1
 
     @property
     def expected(self) -> list[int]:
-        """The offsets the entries land at if nothing lands in between."""
-        return list(range(self.start, self.start + len(self.entries)))
+        """The offsets the records land at if nothing lands in between."""
+        return list(range(self.start, self.start + len(self.firsts)))
 
     def landed_as_chained(self, landed: list[Landed]) -> bool:
         """Every entry landed right after the log the state had folded, and the state
@@ -391,7 +425,17 @@ class Batch(Generic[E]):
     def commit(self, landed: list[Landed]) -> list[tuple[int, E]]:
         """Fold the batch's entries, which landed as chained, into the state."""
         assert self.landed_as_chained(landed), "only a batch that landed as chained commits"
-        for (offset, appended_at), entry in zip(landed, self.entries, strict=True):
+        folded = []
+        for i, entry in enumerate(self.entries):
+            offset, appended_at = landed[self.record_of(i)]
             valid = fold_entry(self.state, offset, entry, self.fold, appended_at)
             assert valid, f"entry at {offset} landed as chained but does not fold"
-        return [(at.offset, entry) for at, entry in zip(landed, self.entries, strict=True)]
+            folded.append((offset, entry))
+        return folded
+
+
+def entries_of(value: bytes, parse: Callable[[bytes], E]) -> list[E]:
+    """The entries one record of an own log holds: a pack's (`services.infra.packs`), or
+    the record's own. Raises if any of them is not an entry."""
+    values = unpack(value)
+    return [parse(value)] if values is None else [parse(v) for v in values]

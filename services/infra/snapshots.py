@@ -15,7 +15,7 @@ A snapshot is a cache, never a second truth (docs/decisions/snapshots.md):
   `#<field>\\t<item JSON>` for the items of a collection field (`unpublished`, `held`:
   entries, dumped and parsed as the service's entries).
 - **Verification.** A manifest is used only if every chunk is there with its sha256, and
-  the own log's entry at the stamped head offset has the stamped head id: otherwise the
+  the own log's (last) entry at the stamped head offset has the stamped head id: else the
   snapshot is not a fold of this log (a lost branch, a topic recreated, a bug) and the next
   older one is tried, then the full fold from 0. Any doubt: the full fold.
 - **Fencing.** A snapshot is written only from a state that folded verified entries (the
@@ -23,9 +23,8 @@ A snapshot is a cache, never a second truth (docs/decisions/snapshots.md):
   snapshot is a fold of a prefix of the log: it can cost time (an older stamp), never
   money; the head id check refuses one whose head the log does not have.
 - **Compaction.** Once a newer manifest is acknowledged, the writer tombstones the chunks
-  and manifests of the partition's snapshots it knows of, and the records its recovery
-  found that no snapshot needs (a write a crash cut short): the topic keeps about one or
-  two snapshots per partition.
+  and manifests of the partition's snapshots it knows of, and the records no snapshot
+  needs (a write a crash cut short): about one or two snapshots a partition are kept.
 
 The coverage of `PartitionState` is generic and loud: every dataclass field but `kv` must
 have an entry in `SPECIAL_FIELDS`, checked at import (`check_coverage`), so a field added
@@ -49,7 +48,7 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, TypeAdapter
 
-from services.infra.own_log import Logged, PartitionState
+from services.infra.own_log import Logged, PartitionState, entries_of
 from shared.topics import snapshot_topic
 
 log = logging.getLogger(__name__)
@@ -490,6 +489,7 @@ class Taken:
 @dataclass
 class _Progress:
     last_end: int = 0
+    entries: int = 0  # entries folded since the last snapshot (a pack's each counted)
     last_at: float = field(default_factory=time.monotonic)
     running: asyncio.Task[Any] | None = None
     known: dict[str, SnapshotManifest] = field(default_factory=dict)  # by snapshot id
@@ -526,15 +526,19 @@ class SnapshotStore:
             progress = self._progress[partition] = _Progress(last_at=self.clock())
         return progress
 
+    def folded(self, partition: int, entries: int) -> None:
+        """`entries` more folded into the partition's state since its last snapshot."""
+        self._of(partition).entries += entries
+
     def due(self, state: PartitionState[Any]) -> bool:
-        """Enough folded since the last snapshot (entries, or time with anything new), and
-        none being written."""
+        """Enough folded since the last snapshot (entries, not records: a record may be a
+        pack of them; or time with anything new), and none being written."""
         progress = self._of(state.partition)
         if progress.running is not None and not progress.running.done():
             return False
         if state.head < 0 or state.end <= progress.last_end:
             return False
-        return (state.end - progress.last_end >= self.every_entries
+        return (progress.entries >= self.every_entries
                 or self.clock() - progress.last_at >= self.every_seconds)
 
     def start(self, io: SnapshotIO, state: PartitionState[Any]) -> asyncio.Task[Taken | None]:
@@ -544,7 +548,7 @@ class SnapshotStore:
         copy_began = time.perf_counter()
         copied = copy_state(state)
         copy_s = time.perf_counter() - copy_began
-        progress.last_end, progress.last_at = copied.end, self.clock()
+        progress.last_end, progress.last_at, progress.entries = copied.end, self.clock(), 0
         task = asyncio.ensure_future(self._write_logged(io, copied, copy_s))
         progress.running = task
         return task
@@ -646,7 +650,8 @@ class SnapshotStore:
         for _, _, manifest in sorted(candidates, key=lambda c: (c[0], c[1]), reverse=True):
             why = await self._try(io, manifest, chunks, parse_entry, state_type, found)
             if why is None:
-                progress.last_end, progress.last_at = manifest.end, self.clock()
+                progress.last_end, progress.last_at, progress.entries = (
+                    manifest.end, self.clock(), 0)
                 self.restores[partition] = (manifest, list(found.refused))
                 return found
             found.refused.append(f"{manifest.snapshot_id}: {why}")
@@ -676,7 +681,7 @@ class SnapshotStore:
         if not log_records or log_records[0].offset != manifest.head:
             return f"the log holds no record at the stamped head offset {manifest.head}"
         try:
-            at_head = parse_entry(log_records[0].value).entry_id
+            at_head = entries_of(log_records[0].value, parse_entry)[-1].entry_id
         except Exception as error:  # noqa: BLE001 - not an entry: this snapshot is not ours
             return f"the log's record at {manifest.head} is not an entry ({error!r})"
         if at_head != manifest.head_id:

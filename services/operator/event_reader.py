@@ -6,14 +6,14 @@ so a reader never silently skips what the log holds.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
 from services.archive.store_ops import read_archive_then_log
 from services.infra.archive_store import ArchiveStore
+from services.infra.own_log import entries_of
 from services.operator.audit import Books
 from shared.events.registry import topic_adapter
 from shared.topics import (
@@ -31,8 +31,11 @@ BOOK_TOPICS = (ROUND_RESULTS_TOPIC, BETS_PLACED_TOPIC, BETS_DECISIONS_TOPIC, BET
                WALLET_TRANSACTIONS_TOPIC, WALLET_OPERATOR_CALLS_TOPIC)
 PARSERS: dict[str, Callable[[bytes], Any]] = {
     topic: topic_adapter(topic).validate_json
-    for topic in (TABLE_EVENTS_TOPIC, *BOOK_TOPICS, WALLET_LEDGER_TOPIC, WALLET_OPERATOR_CALLS_TOPIC)
+    for topic in (TABLE_EVENTS_TOPIC, *BOOK_TOPICS, WALLET_OPERATOR_CALLS_TOPIC)
 }
+# an own log's record holds its entries (a pack of them, or one alone): the list of them
+PARSERS[WALLET_LEDGER_TOPIC] = functools.partial(
+    entries_of, parse=topic_adapter(WALLET_LEDGER_TOPIC).validate_json)
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,7 @@ def read_topic(bootstrap: str, topic: str,
     for rec in read_archive_then_log(bootstrap, topic, archive, progress):
         try:
             value = parse(rec.value or b"")  # a record without a value is unparsed too
-        except ValidationError as exc:
+        except ValueError as exc:  # a ValidationError, or a pack that is not one
             value = Unparsed(topic, rec.partition, rec.offset, str(exc)[:500])
         yield LogRecord(topic, rec.partition, rec.offset, rec.timestamp, value)
 

@@ -154,7 +154,8 @@ def ledger_balances(bootstrap: str, progress: Progress | None = None,
             problems.append(f"unreadable ledger entry at partition {rec.partition} offset "
                             f"{rec.offset}: {rec.value.error[:120]}")
             continue
-        fold_entry(state, rec.offset, rec.value, fold, broker_time(rec.timestamp_ms))
+        for entry in rec.value:  # a pack's entries, or the record's one
+            fold_entry(state, rec.offset, entry, fold, broker_time(rec.timestamp_ms))
     balances = {account.player_id: account.balance for state in states.values()
                 for account in accounts(state.kv)}
     return balances, problems

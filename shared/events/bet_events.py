@@ -10,7 +10,7 @@ import hashlib
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from shared.bets import Position
 from shared.events.ids import BetId
@@ -187,4 +187,13 @@ class EndingsPack(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["pack"] = "pack"
+    sizes: tuple[int, ...] = Field(description="The size of each record in bytes, as "
+                                               "written (`services.infra.packs.unpack`).")
     records: tuple[WalletEnding, ...] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _a_size_each(self) -> EndingsPack:
+        if len(self.sizes) != len(self.records):
+            raise ValueError(f"a pack of {len(self.records)} records with "
+                             f"{len(self.sizes)} sizes")
+        return self

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.dealer_event.dealer_fold import tables_of
+from services.infra.own_log import entries_of
 from shared.events.dealer_log import DealerEntry
 from shared.events.inputs import InputBase
 from shared.topics import (
@@ -94,12 +95,14 @@ class DealerSide:
         it), each judged: the record it decided, by the model's rules at its time."""
         for p in range(PARTITIONS):
             for o, _, value in self.kafka.read(DEALER_LOG_TOPIC, p, self.dealer_read[p]):
-                entry = self.dealer_parsed[(p, o)] = DealerEntry.model_validate_json(value)
-                if entry.prev != self.dealer_head[p]:
-                    continue
-                self.dealer_head[p] = entry.entry_id
-                self.dealer_valid.append((p, o, entry))
-                self._judge(p, o, entry)
+                entries = self.dealer_parsed[(p, o)] = entries_of(
+                    value, DealerEntry.model_validate_json)
+                for entry in entries:  # a pack's, in order
+                    if entry.prev != self.dealer_head[p]:
+                        continue
+                    self.dealer_head[p] = entry.entry_id
+                    self.dealer_valid.append((p, o, entry))
+                    self._judge(p, o, entry)
             self.dealer_read[p] = self.kafka.end(DEALER_LOG_TOPIC, p)
 
     def _judge(self, p: int, o: int, entry: DealerEntry) -> None:

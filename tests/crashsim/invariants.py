@@ -41,7 +41,8 @@ from datetime import datetime
 from typing import Any
 
 from services.dealer_event.decisions import LOST_RACE, MOVED
-from services.infra.own_log import PartitionState, fold_entry
+from services.infra.own_log import PartitionState, entries_of, fold_entry
+from services.infra.packs import unpack
 from services.wallet.commands import CreateAccount, Deposit, PlaceBet, Withdraw
 from shared.events.bet_events import BetPlaced
 from shared.events.canonical import GENESIS_HASH
@@ -87,10 +88,10 @@ def valid_entries(sim: Sim, topic: str, parse: Any) -> list[tuple[int, int, Any]
     for p in range(PARTITIONS):
         head = ""
         for o, _, v in sim.kafka.read(topic, p):
-            entry = parse(v)
-            if entry.prev == head:
-                out.append((p, o, entry))
-                head = entry.entry_id
+            for entry in entries_of(v, parse):  # a pack's entries, in order
+                if entry.prev == head:
+                    out.append((p, o, entry))
+                    head = entry.entry_id
     return out
 
 
@@ -545,8 +546,9 @@ def check_rebuild(sim: Sim, problems: Problems) -> None:
             state: PartitionState = PartitionState(p)
             parsed = sim.dealer_parsed if stage.log_topic == DEALER_LOG_TOPIC else {}
             for o, _, v in sim.kafka.read(stage.log_topic, p):
-                entry = parsed.get((p, o)) or stage.parse(v)
-                fold_entry(state, o, entry, fold, sim.kafka.appended_at(stage.log_topic, p, o))
+                for entry in parsed.get((p, o)) or entries_of(v, stage.parse):
+                    fold_entry(state, o, entry, fold,
+                               sim.kafka.appended_at(stage.log_topic, p, o))
             mine = live.states.get(p)
             if mine is None or mine.kv != state.kv or mine.inputs != state.inputs:
                 problems.append(f"rebuild: {stage.name}[{p}]: the live state differs from "
@@ -569,15 +571,15 @@ def applied_order(sim: Sim, topic: str, partition: int) -> list[tuple[str, int]]
     (topic, offset) at the valid entry that completes it, the first time."""
     out, seen, head = [], set(), ""
     for _, _, value in sim.kafka.read(topic, partition):
-        entry = json.loads(value)
-        if entry["prev"] != head:
-            continue
-        head = entry["entry_id"]
-        source = entry["source"]
-        where = (source["topic"], source["offset"])
-        if source.get("last", True) and where not in seen:
-            seen.add(where)
-            out.append(where)
+        for entry in map(json.loads, unpack(value) or [value]):  # a pack's, or the one
+            if entry["prev"] != head:
+                continue
+            head = entry["entry_id"]
+            source = entry["source"]
+            where = (source["topic"], source["offset"])
+            if source.get("last", True) and where not in seen:
+                seen.add(where)
+                out.append(where)
     return out
 
 

@@ -269,7 +269,7 @@ class Sim(DealerSide):
         self.dealer_read = [0] * PARTITIONS  # dealer.log: read up to, and its valid head
         self.dealer_head = [""] * PARTITIONS
         self.dealer_valid: list[tuple[int, int, DealerEntry]] = []
-        self.dealer_parsed: dict[tuple[int, int], DealerEntry] = {}  # every dealer.log entry
+        self.dealer_parsed: dict[tuple[int, int], list[DealerEntry]] = {}  # each record's
         self.dealer_decided: Counter[tuple[int, int]] = Counter()  # by source record
         self.dealer_strays: list[str] = []  # valid entries of no record anyone sent
         # the devices' HTTP waiters: future, input, the worker that holds it, and the end of

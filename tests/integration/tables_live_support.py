@@ -20,7 +20,7 @@ from services.game_evaluation.evaluation_fold import EVALUATION_FOLD
 from services.infra import topic_admin
 from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import read_to_end
-from services.infra.own_log import PartitionState, broker_time, fold_entry
+from services.infra.own_log import PartitionState, broker_time, entries_of, fold_entry
 from services.infra.processes import ServiceProcess
 from services.infra.settings import Settings
 from services.infra.table_keys import table_key
@@ -161,9 +161,10 @@ def fold_evaluation_log(bootstrap: str) -> tuple[dict[str, Any], list[Evaluation
     valid: list[EvaluationEntry] = []
     for record in read_to_end(bootstrap, EVALUATION_LOG_TOPIC):
         state = states.setdefault(record.partition, PartitionState(record.partition))
-        entry = EvaluationEntry.model_validate_json(record.value)
-        if fold_entry(state, record.offset, entry, EVALUATION_FOLD, broker_time(record.timestamp)):
-            valid.append(entry)
+        for entry in entries_of(record.value, EvaluationEntry.model_validate_json):
+            if fold_entry(state, record.offset, entry, EVALUATION_FOLD,
+                          broker_time(record.timestamp)):
+                valid.append(entry)
     return {k: v for state in states.values() for k, v in state.kv.items()}, valid
 
 

@@ -21,6 +21,7 @@ from kafka import KafkaProducer, TopicPartition
 
 from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import read_to_end
+from services.infra.own_log import entries_of
 from services.infra.settings import Settings
 from shared.events.dealer_log import DealerEntry
 from shared.events.inputs import CloseBetting, NewShoe, OpenRound
@@ -131,10 +132,9 @@ def test_an_input_decided_after_a_rivals_entry_is_answered_as_the_log_says(
 def _last_entry(bootstrap: str, table_id: str) -> DealerEntry:
     """The newest entry of the dealer.log partition that holds `table_id` (whatever its
     table: a zombie chains on the partition's head)."""
-    records = list(read_to_end(bootstrap, DEALER_LOG_TOPIC))
-    partitions = {r.partition for r in records
-                  if DealerEntry.model_validate_json(r.value).table_id == table_id}
+    records = [(r.partition, e) for r in read_to_end(bootstrap, DEALER_LOG_TOPIC)
+               for e in entries_of(r.value, DealerEntry.model_validate_json)]
+    partitions = {p for p, e in records if e.table_id == table_id}
     assert len(partitions) == 1, f"{table_id}'s entries are on partitions {partitions}"
     (partition,) = partitions
-    return DealerEntry.model_validate_json(
-        [r for r in records if r.partition == partition][-1].value)
+    return [e for p, e in records if p == partition][-1]

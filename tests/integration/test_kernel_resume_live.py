@@ -20,6 +20,7 @@ from kafka import KafkaProducer, TopicPartition
 from services.infra.consumer import kernel_group
 from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import read_to_end
+from services.infra.own_log import entries_of
 from services.wallet.commands import CreateAccount, Deposit, Envelope
 from shared.events.wallet_ledger import LedgerEntry
 from shared.topics import WALLET_LEDGER_TOPIC, wallet_commands_topic
@@ -56,10 +57,10 @@ def deposits(bootstrap: str, player: str) -> list[str]:
     """The deposits the ledger applied for `player`, in order (one entry each)."""
     out = []
     for record in read_to_end(bootstrap, WALLET_LEDGER_TOPIC, principal=ADMIN):
-        entry = LedgerEntry.model_validate_json(record.value)
-        if entry.account.player_id == player and entry.tx is not None \
-                and entry.tx.kind == "deposit":
-            out.append(entry.tx.tx_id)
+        for entry in entries_of(record.value, LedgerEntry.model_validate_json):
+            if entry.account.player_id == player and entry.tx is not None \
+                    and entry.tx.kind == "deposit":
+                out.append(entry.tx.tx_id)
     return out
 
 

@@ -16,6 +16,7 @@ from kafka import KafkaAdminClient
 
 from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import read_to_end
+from services.infra.packs import unpack
 from services.operator.audit import audit
 from services.operator.event_reader import read_books
 from shared.events.bet_events import manifest_digest
@@ -66,10 +67,11 @@ async def place_all(base_url: str, players: dict[str, str], table_id: str, round
 
 
 def largest_record(bootstrap: str, topic: str) -> tuple[int, int]:
-    """(records, size of the largest value) on `topic`."""
+    """(records, size of the largest value) on `topic`, a pack's records each counted
+    (`services.infra.packs`: an own log's entries)."""
     count = largest = 0
     for record in read_to_end(bootstrap, topic):
-        count += 1
+        count += len(unpack(record.value or b"") or [record.value])
         largest = max(largest, len(record.value or b""))
     return count, largest
 

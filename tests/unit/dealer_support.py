@@ -21,7 +21,7 @@ from services.dealer_event.state import TableState
 from services.dealer_event.table_machine import MachineConfig
 from services.infra.clock import ManualClock
 from services.infra.kernel import Decided, OwnLog, apply_batch
-from services.infra.own_log import Landed, Logged
+from services.infra.own_log import Landed, Logged, entries_of
 from services.simulators.tables.inputs import InputFactory
 from shared.events.dealer_log import DealerEntry
 from shared.events.inputs import CloseBetting
@@ -41,8 +41,12 @@ PARTITIONS = {"A": 0, "B": 1, "C": 0}  # table -> partition (every dealer topic)
 class MemoryLog:
     """`kernel.LogIO` on in-memory partitions; every send is acknowledged, unless
     `fail_after` says a send writes that many records and then fails (a broker failing
-    mid-send). `before_send`, if set, runs once before the next send lands (another writer
+    mid-send; a record of an own log may be a pack of entries, landing whole or not at
+    all). `before_send`, if set, runs once before the next send lands (another writer
     getting in first)."""
+
+    own_topic = DEALER_LOG_TOPIC  # the own log `entries` and `logged` read
+    parse = staticmethod(DealerEntry.model_validate_json)
 
     def __init__(self) -> None:
         self.logs: dict[tuple[str, int], list[bytes]] = defaultdict(list)
@@ -85,9 +89,16 @@ class MemoryLog:
         return Event(Message(DEALER_INPUTS_TOPIC, partition, len(log) - 1, value,
                              table.encode()))
 
-    def entries(self, partition: int = 0) -> list[DealerEntry]:
-        return [DealerEntry.model_validate_json(v)
-                for v in self.logs[(DEALER_LOG_TOPIC, partition)]]
+    def logged(self, partition: int = 0) -> list[tuple[int, Any]]:
+        """(offset, entry) for every entry of the own log's partition, in order: a pack's
+        entries all at its record's offset (`own_log.entries_of`)."""
+        return [(offset, entry)
+                for offset, value in enumerate(self.logs[(self.own_topic, partition)])
+                for entry in entries_of(value, self.parse)]
+
+    def entries(self, partition: int = 0) -> list[Any]:
+        """Every entry of the own log's partition, in order (however they were packed)."""
+        return [entry for _, entry in self.logged(partition)]
 
     def on(self, topic: str, table: str) -> list[bytes]:
         return [v for t, k, v in self.published if t == topic and k == table.encode()]

@@ -15,7 +15,7 @@ from services.bet_settlement.records import SettlementRecords
 from services.bet_settlement.settlement_fold import SETTLEMENT_FOLD
 from services.infra import kernel
 from services.infra.clock import Clock
-from services.infra.own_log import Landed, Logged
+from services.infra.own_log import Landed, Logged, entries_of
 from shared.events.settlement_log import SettlementEntry
 from shared.topics import SETTLEMENT_LOG_TOPIC
 from tests.event_keys import events_key
@@ -23,12 +23,13 @@ from tests.unit.agent_loop_support import APPENDED, Broker, Event
 
 
 class LogBroker(Broker):
-    """Broker + the own log's partitions, as lists of entry bytes: the kernel's `LogIO`."""
+    """Broker + the own log's partitions, as lists of record bytes (a record: a pack of
+    entries, or one entry alone): the kernel's `LogIO`."""
 
     def __init__(self) -> None:
         super().__init__()
         self.log: dict[int, list[bytes]] = {}
-        self.fail_after: int | None = None  # entries accepted before the "crash"
+        self.fail_after: int | None = None  # records accepted before the "crash"
 
     async def send(self, topic, partition, records):
         assert topic == SETTLEMENT_LOG_TOPIC
@@ -57,8 +58,16 @@ class LogBroker(Broker):
         await self.publish_all(None, records)
         await self.flush_all()
 
-    def entries(self, partition: int = 0) -> list[SettlementEntry]:
-        return [SettlementEntry.model_validate_json(v) for v in self.log.get(partition, [])]
+    def logged(self, partition: int = 0, start: int = 0) -> list[tuple[int, SettlementEntry]]:
+        """(offset, entry) for each entry of the partition's records from offset `start`:
+        a pack's entries all at its record's offset (`own_log.entries_of`)."""
+        values = self.log.get(partition, [])
+        return [(offset, entry) for offset in range(start, len(values))
+                for entry in entries_of(values[offset], SettlementEntry.model_validate_json)]
+
+    def entries(self, partition: int = 0, start: int = 0) -> list[SettlementEntry]:
+        """The entries of the partition's records from offset `start`, in order."""
+        return [entry for _, entry in self.logged(partition, start)]
 
 
 def own_log(broker: LogBroker, writer: str = "w0") -> kernel.OwnLog:

@@ -77,7 +77,7 @@ def folded(w: World) -> tuple[list[DealerEntry], list[DealerEntry], PartitionSta
     it folds it: its valid entries, its void ones, and the state."""
     state: PartitionState = PartitionState(P)
     valid, void = [], []
-    for offset, entry in enumerate(w.log.entries(P)):
+    for offset, entry in w.log.logged(P):  # a pack's entries at its record's offset
         (valid if fold_entry(state, offset, entry, DEALER_FOLD, APPENDED) else void).append(entry)
     return valid, void, state
 
@@ -191,9 +191,9 @@ def test_the_losers_waiters_are_told_to_resend_never_given_its_void_outcome():
 
 
 def test_the_owners_decisions_stand_and_it_answers_past_the_void_entries():
-    """The owner's next entry lands after the zombie's three void ones (not at the end it
-    had folded): folded again, it is valid, so it is answered, and every worker folding
-    the log has the owner's table."""
+    """The owner's next entry lands after the zombie's three void ones (one record, a pack:
+    not at the end it had folded): folded again, it is valid, so it is answered, and every
+    worker folding the log has the owner's table."""
     r = race()
     (report,) = run(r.owner.handle([r.owner.raw("A", ScanCard, round_id="R1",
                                                 card=parse_card("KD"))]))

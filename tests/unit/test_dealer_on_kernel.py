@@ -17,11 +17,12 @@ import pytest
 from services.dealer_event.dealer_fold import DEALER_FOLD, tables_of
 from services.dealer_event.decisions import LOST_RACE, MOVED
 from services.dealer_event.state import KEEP_INPUT_IDS, remember_input
+from services.infra import packs
 from services.infra.own_log import PartitionState, fold_entry
 from services.infra.settings import Settings
 from shared.cards import parse_card
 from shared.events.inputs import NewShoe, OpenRound, ScanCard, TimerTick
-from shared.topics import DEAD_LETTERS_TOPIC, DEALER_INPUTS_TOPIC, DEALER_LOG_TOPIC
+from shared.topics import DEAD_LETTERS_TOPIC, DEALER_INPUTS_TOPIC
 from tests.unit.dealer_support import PARTITIONS, World, close
 
 SHOE = {"shoe_id": "S1", "profile": "sbo-baccarat"}
@@ -53,6 +54,8 @@ def test_a_batch_is_decided_in_order_one_send_per_partition_and_published_from_t
     assert [(e.source.topic, e.source.offset) for e in entries] == [
         (DEALER_INPUTS_TOPIC, 0), (DEALER_INPUTS_TOPIC, 1), (DEALER_INPUTS_TOPIC, 2)]
     assert [len(e.events) for e in entries] == [1, 1, 1]
+    # the partition's three entries in one record (a pack), at its offset
+    assert [o for o, _ in w.log.logged(PARTITIONS["A"])] == [0, 0, 0]
 
 
 def test_a_worker_folding_the_log_has_the_live_state_and_resumes_after_what_it_decided():
@@ -74,21 +77,25 @@ def test_a_worker_folding_the_log_has_the_live_state_and_resumes_after_what_it_d
         assert state.resume_at(DEALER_INPUTS_TOPIC, partition) == len(inputs)
         # and the one fold, by hand over the entries, gives the same tables
         by_hand: PartitionState = PartitionState(partition)
-        for offset, entry in enumerate(w.log.entries(partition)):
+        for offset, entry in w.log.logged(partition):  # a pack's entries at its offset
             assert fold_entry(by_hand, offset, entry, DEALER_FOLD)
         assert {t: s.seq for t, s in tables_of(by_hand.kv).items()} == {
             t: s.seq for t, s in tables_of(state.kv).items()}
     # a redelivered input writes nothing more and is not applied twice
-    before = len(w.log.logs[(DEALER_LOG_TOPIC, 0)])
+    before = len(w.log.entries(0))
     redelivered = again.log.append_input("A", w.log.logs[(DEALER_INPUTS_TOPIC, 0)][2])
     assert run(again.handle([redelivered]))[0]["reason_code"] == "duplicate_input"
-    assert len(w.log.logs[(DEALER_LOG_TOPIC, 0)]) == before + 1
+    assert len(w.log.entries(0)) == before + 1  # its refusal, and nothing else
     # the recovering worker published its outbox again (at least once): the same records
     by_seq = {json.loads(v)["seq"]: v for v in w.events("A")}
     assert sorted(by_seq) == [1, 2, 3] and set(w.events("A")) == set(by_seq.values())
 
 
-def test_a_send_cut_short_is_decided_again_only_for_what_the_log_lacks():
+def test_a_send_cut_short_is_decided_again_only_for_what_the_log_lacks(monkeypatch):
+    # a batch's entries go as one record (a pack) while they fit, and a pack lands whole or
+    # not at all; a batch past a pack's bounds is sent as several records, and a send can
+    # then be cut short between two of them: here one entry a record, to cut between them
+    monkeypatch.setattr(packs, "PACK_MAX_RECORDS", 1)
     w = World()
     run(w.handle([w.raw("A", NewShoe, **SHOE)]))
     opened, closed = w.raw("A", OpenRound, round_id="R1", dealer="Ayu"), close(w, "R1")
@@ -158,9 +165,9 @@ def test_the_timer_asks_and_the_tick_is_decided_on_the_log_once():
              if b"timer_tick" in v]
     assert [TimerTick.model_validate(t).table_id for t in ticks] == ["A"]
     # a tick that finds nothing due (read again, or sent by anyone) writes nothing
-    entries = len(w.log.logs[(DEALER_LOG_TOPIC, 0)])
+    entries = len(w.log.entries(0))
     run(w.handle([w.put("A", TimerTick(table_id="A", seq=2).model_dump_json().encode())]))
-    assert len(w.log.logs[(DEALER_LOG_TOPIC, 0)]) == entries
+    assert len(w.log.entries(0)) == entries
     assert w.kinds("A").count("betting_closed") == 1
 
 

@@ -39,11 +39,11 @@ class Message(SimMessage):
 
 
 class MemoryIO(MemoryLog):
-    """`kernel.LogIO` on in-memory partitions (dealer_support's), read as game-evaluation's."""
+    """`kernel.LogIO` on in-memory partitions (dealer_support's), read as game-evaluation's:
+    `entries` and `logged` read evaluation.log (a record: a pack of entries, or one)."""
 
-    def entries(self, partition: int = 0) -> list[EvaluationEntry]:
-        return [EvaluationEntry.model_validate_json(v)
-                for v in self.logs[(EVALUATION_LOG_TOPIC, partition)]]
+    own_topic = EVALUATION_LOG_TOPIC
+    parse = staticmethod(EvaluationEntry.model_validate_json)
 
     def results(self) -> list[RoundResultPublished]:
         return [RoundResultPublished.model_validate_json(v)
@@ -112,7 +112,7 @@ def test_the_state_rebuilt_from_the_entries_equals_the_live_one():
     assert state.resume_at(TABLE_EVENTS_TOPIC, 0) == len(chain.events)
     # and so does the one fold run over the entries by hand
     by_hand: PartitionState = PartitionState(0)
-    for offset, entry in enumerate(io.entries()):
+    for offset, entry in io.logged():  # a pack's entries at its record's offset
         assert fold_entry(by_hand, offset, entry, EVALUATION_FOLD)
     assert by_hand.kv == {state_key("T1"): view}
 

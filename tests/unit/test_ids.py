@@ -187,24 +187,29 @@ _COMMAND_OF = {"deposit": "deposit", "withdrawal": "withdrawal", "stake_debit": 
 
 def ledger_of(books: Books) -> list:
     """The wallet's ledger that wrote the books' movements: one chained entry each, every
-    player on partition 0 (a live wallet's, as `croupier rebuild` reads it)."""
-    from services.operator.event_reader import LogRecord
+    player on partition 0, each player's entries in one record (a pack, as a wallet batch
+    sends them), each record parsed as `croupier rebuild` reads it (`event_reader`: the
+    record's entries)."""
+    from services.infra.packs import pack_values
+    from services.operator.event_reader import PARSERS, LogRecord
     from shared.events.sources import InputRef
     from shared.events.wallet_ledger import Account, LedgerEntry
 
-    records, prev = [], ""
+    records, prev, written = [], "", 0
     for player, txs in books.ledger.items():
+        values = []
         for seq, tx in enumerate(txs, start=1):
-            offset = len(records)
             entry = LedgerEntry(
-                entry_id=f"w0:{offset}", prev=prev,
-                source=InputRef(topic="commands", partition=0, offset=offset),
+                entry_id=f"w0:{written}", prev=prev,
+                source=InputRef(topic="commands", partition=0, offset=written),
                 command=_COMMAND_OF[tx.kind],
                 account=Account(player_id=player, currency=tx.currency,
                                 balance=tx.balance_after, tx_count=seq),
                 tx=tx, published_through=-1, recorded_at=NOW)
-            records.append(LogRecord(WALLET_LEDGER_TOPIC, 0, offset, 0, entry))
-            prev = entry.entry_id
+            values.append(entry.model_dump_json().encode())
+            prev, written = entry.entry_id, written + 1
+        entries = PARSERS[WALLET_LEDGER_TOPIC](pack_values(values))
+        records.append(LogRecord(WALLET_LEDGER_TOPIC, 0, len(records), 0, entries))
     return records
 
 
@@ -241,11 +246,11 @@ def test_rebuild_names_a_player_whose_ledger_and_transactions_disagree(monkeypat
     from services.operator import rebuild as rb
 
     ledger = ledger_of(shared_ids.books)
-    last_of_bob = max(i for i, r in enumerate(ledger) if r.value.account.player_id == "bob")
-    entry = ledger[last_of_bob].value
-    ledger[last_of_bob] = dataclasses.replace(ledger[last_of_bob], value=entry.model_copy(
-        update={"account": entry.account.model_copy(
-            update={"balance": entry.account.balance + 1})}))
+    last_of_bob = max(i for i, r in enumerate(ledger) if r.value[-1].account.player_id == "bob")
+    *before, entry = ledger[last_of_bob].value  # bob's last entry, the last of its record
+    ledger[last_of_bob] = dataclasses.replace(ledger[last_of_bob], value=[
+        *before, entry.model_copy(update={"account": entry.account.model_copy(
+            update={"balance": entry.account.balance + 1})})])
     monkeypatch.setattr(rb, "read_topic", lambda bootstrap, topic, *a, **k: iter(
         ledger if topic == WALLET_LEDGER_TOPIC else ()))
     monkeypatch.setattr(rb, "read_books", lambda *a, **k: (shared_ids.books, []))

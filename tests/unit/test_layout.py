@@ -35,7 +35,7 @@ PURE_CORES = {
                "services.wallet.rounds_view", "services.wallet.seamless"],
     # the own-log kernel's pure half: the one fold every service on the kernel uses
     # (its I/O is services.infra.kernel, not a core)
-    "kernel": ["services.infra.own_log"],
+    "kernel": ["services.infra.own_log", "services.infra.packs"],
     "operator": ["services.operator.audit", "services.operator.complaints",
                  "services.operator.reconcile", "services.operator.replay",
                  "services.operator.replay_bets", "services.operator.replay_calls",

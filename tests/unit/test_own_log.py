@@ -16,12 +16,15 @@ the fold of its own log, and nothing else (docs/decisions/ledger.md).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from services.infra import packs
 from services.infra.kernel import outputs_acked
 from services.infra.own_log import (
     Batch,
@@ -33,6 +36,7 @@ from services.infra.own_log import (
     fold_entry,
     skip_to,
 )
+from services.infra.packs import unpack
 from shared.events.sources import InputRef
 
 INPUT = "commands"
@@ -54,6 +58,9 @@ class Entry:
     @property
     def writer(self) -> str:
         return self.entry_id.rsplit(":", 1)[0]
+
+    def model_dump_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), default=str)
 
 
 class KeyValueFold:
@@ -144,6 +151,13 @@ def test_a_record_is_applied_only_once_its_last_entry_folds():
     assert state.resume_at(INPUT, 0) == 2
 
 
+@pytest.fixture
+def one_entry_a_record(monkeypatch):
+    """Entries one to a record, as a batch sends them once it outgrows a pack: the chain's
+    cases (a rival's record between two of a batch's) are about records."""
+    monkeypatch.setattr(packs, "PACK_MAX_RECORDS", 1)
+
+
 def _racing_batches() -> tuple[Batch, Batch]:
     """Two writers that both hold the partition folded through `chained(2)` (a rebalance:
     the old owner has not noticed), each deciding its own batch of two entries."""
@@ -179,7 +193,7 @@ ORDERS = ["AABB", "ABAB", "ABBA", "BAAB", "BABA", "BBAA"]
 
 
 @pytest.mark.parametrize("order", ORDERS)
-def test_two_writers_racing_the_fold_picks_the_first_valid_chain(order):
+def test_two_writers_racing_the_fold_picks_the_first_valid_chain(order, one_entry_a_record):
     """Whoever lands first after the head wins its whole chain, however the two interleave;
     every entry of the other is void (chained on a head that is no longer the head, or on
     its own void entry), so no entry folds that was decided on a state the log never had."""
@@ -200,7 +214,7 @@ def test_two_writers_racing_the_fold_picks_the_first_valid_chain(order):
 
 
 @pytest.mark.parametrize("order", ORDERS)
-def test_every_fold_of_a_raced_log_reads_the_same_winner(order):
+def test_every_fold_of_a_raced_log_reads_the_same_winner(order, one_entry_a_record):
     """Whoever folds the log, whenever (the live writer, a restart, `croupier rebuild`), in
     one go or caught up from any offset it reflects: the same state."""
     log, _, _ = _race(order)
@@ -213,7 +227,7 @@ def test_every_fold_of_a_raced_log_reads_the_same_winner(order):
             whole.kv, whole.head, whole.head_id, whole.void, whole.inputs)
 
 
-def test_a_batch_shifted_by_a_rivals_entry_folds_none_of_its_entries():
+def test_a_batch_shifted_by_a_rivals_entry_folds_none_of_its_entries(one_entry_a_record):
     """The rival's entry took the offset the batch's first entry expected: the batch's
     second entry's link names the batch's first (void), never whatever landed there."""
     a, b = _racing_batches()
@@ -224,7 +238,7 @@ def test_a_batch_shifted_by_a_rivals_entry_folds_none_of_its_entries():
 
 # --- a batch ------------------------------------------------------------------------------
 
-def test_a_batch_chains_on_the_state_end_and_decides_on_its_scratch():
+def test_a_batch_chains_on_the_state_end_and_decides_on_its_scratch(one_entry_a_record):
     state = fold_log(chained(3))
     skip_to(state, 5)  # offsets 3 and 4 hold no entry (a transaction's markers)
     batch = Batch(state, FOLD, writer("w1"))
@@ -240,7 +254,7 @@ def test_a_batch_chains_on_the_state_end_and_decides_on_its_scratch():
     assert (state.head, state.head_id) == (6, second.entry_id)
 
 
-def test_a_batch_knows_when_a_foreign_record_landed_in_between():
+def test_a_batch_knows_when_a_foreign_record_landed_in_between(one_entry_a_record):
     state = fold_log(chained(2))
     batch = Batch(state, FOLD, writer("w1"))
     batch.add(make("a", 1, 2))
@@ -251,6 +265,42 @@ def test_a_batch_knows_when_a_foreign_record_landed_in_between():
     with pytest.raises(AssertionError):
         batch.commit(landed(3, 4))
     assert state.kv == fold_log(chained(2)).kv and state.head == 1  # nothing folded
+
+
+def test_a_batchs_entries_are_sent_as_one_pack_and_fold_at_its_offset():
+    """A batch's entries go as one record (a pack) while they fit: one offset expected, every
+    entry folded at it, valid one after the other; a reader takes them back in order."""
+    state = fold_log(chained(2))
+    batch = Batch(state, FOLD, writer("w1"))
+    first, second = batch.add(make("a", 1, 2)), batch.add(make("b", 2, 3))
+    [(key, value)] = batch.records(lambda e: e.key.encode())
+    assert key == b"a" and [json.loads(v)["entry_id"] for v in unpack(value)] == [
+        first.entry_id, second.entry_id]
+    assert batch.expected == [2] and not batch.landed_as_chained(landed(3))
+    assert batch.commit(landed(2)) == [(2, first), (2, second)]
+    assert (state.head, state.head_id, state.end) == (2, second.entry_id, 3)
+    assert state.kv["b"] == 2 and state.resume_at(INPUT, 0) == 4
+
+
+def test_a_pack_chained_on_a_head_that_moved_is_void_as_a_whole(one_entry_a_record):
+    """A zombie's pack: its first entry names a head the log moved past, each later one the
+    entry before it; none folds, whoever reads them (at one offset or several)."""
+    a, b = _racing_batches()
+    log = [*chained(2), (2, b.entries[0]), (3, a.entries[0]), (3, a.entries[1])]
+    assert _valid(log) == ["B:x"] and fold_log(log).void == 2
+
+
+def test_a_batch_past_a_packs_bounds_is_sent_as_several(monkeypatch):
+    monkeypatch.setattr(packs, "PACK_MAX_RECORDS", 2)
+    batch = Batch(fold_log(chained(1)), FOLD, writer("w1"))
+    made = [batch.add(make(f"k{i}", i, i + 1)) for i in range(5)]
+    records = batch.records(lambda e: e.key.encode())
+    assert [k for k, _ in records] == [b"k0", b"k2", b"k4"]  # each keyed by its first
+    assert [len(unpack(v) or [v]) for _, v in records] == [2, 2, 1]
+    assert batch.expected == [1, 2, 3] and [batch.record_of(i) for i in range(5)] == [
+        0, 0, 1, 1, 2]
+    assert [o for o, _ in batch.commit(landed(1, 2, 3))] == [1, 1, 2, 2, 3]
+    assert batch.state.head_id == made[-1].entry_id
 
 
 def test_an_empty_batch_lands_as_chained_with_nothing_to_send():
@@ -410,10 +460,15 @@ def test_a_batch_decides_on_its_states_clock_and_the_landed_entries_expire_by_th
         views.append(set(batch.scratch))
     assert views == [{"t/a", "g/x/1", "t/b", "t/c"}, {"t/a", "g/x/1", "t/b", "t/c", "g/x/2"},
                      {"t/a", "g/x/1", "t/b", "t/c", "g/x/2", "t/d"}]
-    batch.commit([Landed(o, e.recorded_at) for o, e in zip(batch.expected, batch.entries,
-                                                             strict=True)])
+    # one pack, appended once its last entry was written
+    committed = batch.commit([Landed(batch.expected[0], T0 + timedelta(minutes=130))])
     assert set(state.kv) == {"t/d"}  # the fold of the landed entries, by their times
     rebuilt: PartitionState = PartitionState(0)
-    for offset, e in [*enumerate(log), *zip(batch.expected, batch.entries, strict=True)]:
+    for offset, e in [*enumerate(log), *committed]:
         fold_timed(rebuilt, offset, e)
     assert rebuilt.kv == state.kv and rebuilt.clock == state.clock
+
+
+def test_an_empty_batch_sends_no_record():
+    batch = Batch(fold_log(chained(1)), FOLD, writer("w1"))
+    assert batch.records(lambda e: e.key.encode()) == [] and batch.expected == []

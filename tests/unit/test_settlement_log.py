@@ -3,7 +3,8 @@
 - a round's state rebuilt from the log's entries alone equals the live one (the annulment
   of a settled round too);
 - a 10,000-bet round's settlement is split over entries of about 48 KB (at most 200 bet
-  entries), far under Kafka's 1 MB record limit, the header in the last one;
+  entries), the header in the last one, sent as records (packs of entries while they fit:
+  `services.infra.packs`) each under scale.md's 64 KB, far under Kafka's 1 MB limit;
 - a record whose entries reached the log only in part (the worker died between them)
   changed nothing: the accepted bets are still there to settle, the round is not stuck,
   and when the record is decided again every bet is settled exactly once (the store-ahead
@@ -19,8 +20,10 @@ import pytest
 
 from services.bet_settlement import round_book
 from services.bet_settlement.settlement_fold import SETTLEMENT_FOLD, Lookups
+from services.infra import packs
 from services.infra.clock import ManualClock
 from services.infra.own_log import PartitionState, fold_entry
+from services.infra.packs import unpack
 from shared.events.bet_events import BetSettled
 from shared.events.settlement_log import BETS_PER_ENTRY, ENTRY_BYTES, SettlementEntry
 from shared.events.table import RoundAnnulled, RoundOpened, seal
@@ -64,6 +67,13 @@ def settled(broker: LogBroker) -> list[BetSettled]:
             if t == BETS_SETTLED_TOPIC]
 
 
+def written(broker: LogBroker, before: int) -> tuple[list[bytes], list[bytes]]:
+    """The records of partition 0 from offset `before`, and each entry they hold as it was
+    written (a pack's entries, or a record's one)."""
+    records = broker.log[0][before:]
+    return records, [v for record in records for v in unpack(record) or [record]]
+
+
 def big_round(worker: Worker, feed: Feed, bets: int) -> None:
     """Round R1 of table T1 opened and `bets` bets of distinct players accepted."""
     worker.apply([feed(TABLE_EVENTS_TOPIC, opened())])
@@ -88,7 +98,7 @@ def test_a_round_rebuilt_from_its_entries_alone_equals_the_live_one(broker):
     assert rebuilt(broker) == live
     # the fold alone, entry by entry, gives the same
     state: PartitionState = PartitionState(0)
-    for offset, entry in enumerate(broker.entries()):
+    for offset, entry in broker.logged():  # a pack's entries at its record's offset
         assert fold_entry(state, offset, entry, SETTLEMENT_FOLD)
     assert state.kv == live
     assert state.inputs == {(TABLE_EVENTS_TOPIC, 0): annul.seq - 1, (BETS_PLACED_TOPIC, 0): 2,
@@ -102,13 +112,16 @@ def test_a_10000_bet_settlement_is_chunked_under_1_mb_per_entry(broker):
     before = len(broker.log[0])
     broker.steps.clear()
     worker.apply([feed(ROUND_RESULTS_TOPIC, result())])
-    raw = broker.log[0][before:]
+    records, raw = written(broker, before)
     entries = [SettlementEntry.model_validate_json(v) for v in raw]
+    assert entries == broker.entries(0, before)  # as the kernel reads them back
     assert sum(len(e.bets) for e in entries) == 10_000
     assert all(0 < len(e.bets) <= BETS_PER_ENTRY for e in entries)
     largest = max(len(v) for v in raw)
-    # well under the broker's 1 MB record limit, and scale.md's 64 KB for any record
     assert largest < ENTRY_BYTES + 4096 < 64 * 1024 < MB, largest
+    # and every record sent (a pack of entries while they fit, else one alone) under a
+    # pack's bound: well under the broker's 1 MB record limit, and scale.md's 64 KB
+    assert max(len(v) for v in records) <= packs.PACK_MAX_BYTES < 64 * 1024 < MB
     assert [e.source.part for e in entries] == list(range(len(entries)))
     assert [e.source.last for e in entries] == [False] * (len(entries) - 1) + [True]
     assert [len(e.headers) for e in entries] == [0] * (len(entries) - 1) + [1]
@@ -116,7 +129,8 @@ def test_a_10000_bet_settlement_is_chunked_under_1_mb_per_entry(broker):
     out = settled(broker)
     assert len(out) == len({s.settlement_id for s in out}) == 10_000
     assert out[-1].last_of_round and not any(s.last_of_round for s in out[:-1])
-    print(f"a 10,000-bet settlement: {len(raw)} entries, the largest {largest} bytes")
+    print(f"a 10,000-bet settlement: {len(raw)} entries, the largest {largest} bytes, in "
+          f"{len(records)} records, the largest {max(len(v) for v in records)} bytes")
 
 
 def test_a_record_whose_entries_landed_in_part_is_decided_again_without_double_settlement(
@@ -125,12 +139,16 @@ def test_a_record_whose_entries_landed_in_part_is_decided_again_without_double_s
     feed = Feed()
     big_round(worker, feed, 1_000)
     the_result = feed(ROUND_RESULTS_TOPIC, result())
-    broker.fail_after = 2  # two of the result's entries reach the log, then it dies
+    before = len(broker.log[0])
+    # the result's entries are more than one record holds (a pack's bounds): its first two
+    # records reach the log, then the worker dies
+    broker.fail_after = 2
     with pytest.raises(ConnectionError):
         worker.apply([the_result])
-    partial = broker.entries()[-2:]
+    partial = broker.entries(0, before)
+    assert len(broker.log[0]) == before + 2 and len(partial) >= 2
     assert [(e.source.topic, e.source.part, e.source.last) for e in partial] == [
-        (ROUND_RESULTS_TOPIC, 0, False), (ROUND_RESULTS_TOPIC, 1, False)]
+        (ROUND_RESULTS_TOPIC, part, False) for part in range(len(partial))]
     assert settled(broker) == []  # nothing of a record is published before all of it landed
 
     broker.fail_after = None
@@ -176,8 +194,9 @@ def test_an_annulment_of_a_large_round_is_chunked_and_publishes_each_reversal_th
                  occurred_at=NOW, round_id="R1", reason_code="card_exposed",
                  reason_text="exposed", supervisor="Sari")
     worker.apply([feed(TABLE_EVENTS_TOPIC, annul)])
-    raw = broker.log[0][before:]
-    assert len(raw) > 1 and max(len(v) for v in raw) < 64 * 1024
+    records, raw = written(broker, before)
+    assert len(raw) > 1 and max(len(v) for v in raw) < 64 * 1024  # chunked into entries
+    assert max(len(v) for v in records) < 64 * 1024  # and so is every record sent
     out = [json.loads(v) for t, _, v in broker.published if t == BETS_SETTLED_TOPIC]
     assert [r["type"] for r in out] == ["settlement_reversed", "bet_settled"] * 600
     assert [r["bet_id"] for r in out[::2]] == [r["bet_id"] for r in out[1::2]]

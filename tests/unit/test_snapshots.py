@@ -314,7 +314,11 @@ def test_a_snapshot_is_due_after_n_entries_or_after_some_time_with_something_new
     store._of(0).last_end, store._of(0).last_at = state.end, now[0]
     now[0] = 700
     assert not store.due(state)  # nothing folded since
-    state.end += 1000
+    store._of(0).last_at = now[0]  # and not long enough ago either
+    state.end += 20  # 20 records holding 999 entries (packs): not yet
+    store.folded(0, 999)
+    assert not store.due(state)
+    store.folded(0, 1)
     assert store.due(state)
 
 

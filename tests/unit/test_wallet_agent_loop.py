@@ -21,7 +21,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from services.infra import kernel
+from services.infra import kernel, packs
 from services.infra.clock import ManualClock
 from services.infra.kernel import Decided, OwnLog
 from services.infra.own_log import (
@@ -30,6 +30,7 @@ from services.infra.own_log import (
     Logged,
     PartitionState,
     Record,
+    entries_of,
     fold_entry,
 )
 from services.infra.replies import Replies
@@ -89,14 +90,14 @@ class Step:
     def land(self) -> list[Record]:
         """The entries landed as chained: fold them; their outputs (the outbox)."""
         outputs: list[Record] = []
-        self.landed = self.batch.expected
-        for _, entry in self.batch.commit([Landed(o, e.recorded_at) for o, e in zip(
-                self.landed, self.batch.entries, strict=True)]):
+        self.landed = self.batch.expected  # one offset per record (a pack of entries)
+        for _, entry in self.batch.commit([Landed(o, BROKER_AHEAD) for o in self.landed]):
             outputs += WALLET_FOLD.outputs(entry)
         return outputs
 
     def log(self) -> list[tuple[int, LedgerEntry]]:
-        return list(zip(self.landed, self.batch.entries, strict=True))
+        return [(self.landed[self.batch.record_of(i)], e)
+                for i, e in enumerate(self.batch.entries)]
 
 
 IDS = itertools.count(1)  # entry ids: never two alike, as a writer's life makes them
@@ -158,11 +159,14 @@ def test_a_batchs_commands_are_applied_in_the_order_they_were_sent(batches, repl
     assert [tx["kind"] for tx in on(outputs, WALLET_TRANSACTIONS_TOPIC)] == [
         "deposit", "stake_debit", "deposit", "stake_debit"]
     assert [b["bet_id"] for b in on(outputs, BETS_PLACED_TOPIC)] == ["b1", "b3"]
-    # one entry per command that changed anything, chained in the order sent
+    # one entry per command that changed anything, chained in the order sent...
     entries = step.batch.entries
     assert [e.source.offset for e in entries] == [0, 1, 2, 4, 5]
     assert [e.prev for e in entries] == ["", *(e.entry_id for e in entries[:-1])]
-    assert state.head == 4 and state.head_id == entries[-1].entry_id
+    # ... and sent as one record (a pack) at offset 0: the head is its offset, and its
+    # last entry's id
+    assert [offset for offset, _ in step.log()] == [0] * 5
+    assert state.head == 0 and state.head_id == entries[-1].entry_id
     assert state.resume_at(COMMANDS, 0) == 6  # a restart resumes after the last applied
 
 
@@ -286,12 +290,18 @@ def _interleavings(a: list, b: list):
         yield [b[0], *rest]
 
 
-def test_two_workers_deciding_the_same_commands_fold_to_one_consistent_account():
+@pytest.mark.parametrize("per_record", [1, 2, 100])
+def test_two_workers_deciding_the_same_commands_fold_to_one_consistent_account(
+        per_record, monkeypatch):
     """A zombie and the new owner both decide the same commands from the same head (the
     same checkpoint, the same records of one input partition), at different times. However
-    their entries interleave in the log, every fold is an account its history adds up to
+    their records interleave in the log, every fold is an account its history adds up to
     (balance = the sum of its movements, every seq present and indexed), and once the
     commands the log did not apply are decided again, money moved once per command."""
+    # a batch's entries go as packs of at most `per_record` (PACK_MAX_RECORDS): 1, one entry
+    # a record, gives the finest interleavings of the two writers' records; 100, each
+    # writer's batch in one record
+    monkeypatch.setattr(packs, "PACK_MAX_RECORDS", per_record)
     state = PartitionState(0)
     first = commands(CreateAccount(player_id="p1", currency="IDR"))
     _, _, created = run(CommandBatches(Replies(), ManualClock(NOW)), Replies(), state,
@@ -303,20 +313,26 @@ def test_two_workers_deciding_the_same_commands_fold_to_one_consistent_account()
     later.advance(5)
     deciders = {"zombie": CommandBatches(Replies(), ManualClock(NOW)),
                 "owner": CommandBatches(Replies(), later)}
-    sent = []
+    sent = []  # each writer's records, each a list of its entries
     for writer, decider in deciders.items():
         own = PartitionState(0)
         for offset, e in base:
             fold_entry(own, offset, e, WALLET_FOLD, e.recorded_at)
-        sent.append(decide(decider, own, cmds, writer).batch.entries)
+        batch = decide(decider, own, cmds, writer).batch
+        ends = [*batch.firsts[1:], len(batch.entries)]
+        sent.append([batch.entries[a:b] for a, b in zip(batch.firsts, ends, strict=True)])
+    assert [len(records) for records in sent] == [-(-3 // per_record)] * 2
+    start = base[-1][0] + 1  # the records after the head both folded
     balances = set()
     for order in _interleavings(*sent):
         folded = PartitionState(0)
         kept = set()
-        for offset, e in [*base, *enumerate(order, start=len(base))]:
-            if fold_entry(folded, offset, e, WALLET_FOLD, e.recorded_at) and offset >= len(base):
+        log = [*base, *((offset, e) for offset, record in enumerate(order, start=start)
+                        for e in record)]
+        for offset, e in log:
+            if fold_entry(folded, offset, e, WALLET_FOLD, e.recorded_at) and offset >= start:
                 kept.add(writer_of(e))
-        assert kept == {writer_of(order[0])}  # the first to land after the head: all of it
+        assert kept == {writer_of(order[0][0])}  # the first to land after the head: all of it
         look = Lookups(folded.kv)
         account = look.account("p1")
         history = [look.tx_at("p1", seq) for seq in range(1, account.tx_count + 1)]
@@ -377,8 +393,14 @@ class FakeIO:
     def published(self) -> list[Record]:
         return [r for step in self.steps for r in step[1]]
 
+    def logged(self) -> list[tuple[int, LedgerEntry]]:
+        """(offset, entry) for every entry of the ledger, in order: a pack's entries all at
+        its record's offset (`own_log.entries_of`)."""
+        return [(o, e) for o, v in self.records
+                for e in entries_of(v, LedgerEntry.model_validate_json)]
+
     def entries(self) -> list[LedgerEntry]:
-        return [LedgerEntry.model_validate_json(v) for _, v in self.records]
+        return [e for _, e in self.logged()]
 
 
 @pytest.fixture
@@ -415,8 +437,10 @@ def test_the_kernel_answers_only_after_the_entries_outputs_are_published(
     assert [t for t, _, _ in outputs] == [WALLET_TRANSACTIONS_TOPIC, WALLET_TRANSACTIONS_TOPIC,
                                           BETS_PLACED_TOPIC]
     assert [e.command for e in io.entries()] == ["create_account", "deposit", "place_bet"]
+    assert len(io.records) == 1  # the batch's three entries in one record (a pack)
     state = own.states[0]
-    assert (state.head, state.published_through, state.unpublished) == (2, 2, [])
+    # the head is the pack's offset; every entry in it published
+    assert (state.head, state.published_through, state.unpublished) == (0, 0, [])
     assert balance(state) == 7_000
 
 
@@ -429,13 +453,13 @@ def test_the_kernel_skips_a_redelivered_record_and_a_resend_gets_the_first_answe
     # it is not this decision's to answer (a waiter is told to retry)
     again = kernel_batch(own, io, batches, replies, events[1:])
     assert (again[0].status, again[0].body["error"]["code"]) == (503, "rebalancing")
-    assert len(io.records) == 2
+    assert len(io.entries()) == 2 and len(io.records) == 1  # the first batch's, one pack
     # the request sent again (a new record): answered from the log as it was the first time
     resent = kernel_batch(own, io, batches, replies, commands(
         Deposit(player_id="p1", request_id="d1", amount=1_000), first_offset=2))
     assert (first[1].status, resent[0].status) == (201, 200)
     assert resent[0].body == first[1].body
-    assert len(io.records) == 2 and balance(own.states[0]) == 1_000
+    assert len(io.entries()) == 2 and len(io.records) == 1 and balance(own.states[0]) == 1_000
 
 
 def test_a_worker_recovering_a_partition_folds_it_and_publishes_its_outbox_again(
@@ -453,7 +477,9 @@ def test_a_worker_recovering_a_partition_folds_it_and_publishes_its_outbox_again
     assert balance(state) == 500 and state.resume_at(COMMANDS, 0) == 2
     # the entries carry published_through as their writer knew it (-1: nothing yet)
     assert [t for t, _, _ in io.published] == [WALLET_TRANSACTIONS_TOPIC]
-    assert state.published_through == state.head == 1 and state.unpublished == []
+    # both entries in one record (a pack) at offset 0: published through it
+    assert [o for o, _ in io.logged()] == [0, 0]
+    assert state.published_through == state.head == 0 and state.unpublished == []
 
 
 def test_the_kernel_decides_again_when_another_writer_came_in_between(
@@ -465,7 +491,7 @@ def test_the_kernel_decides_again_when_another_writer_came_in_between(
                  commands(CreateAccount(player_id="p1", currency="IDR")))
     deposit = commands(Deposit(player_id="p1", request_id="d1", amount=700), first_offset=1)
     zombie = PartitionState(0)
-    for offset, entry in enumerate(io.entries()):
+    for offset, entry in io.logged():
         fold_entry(zombie, offset, entry, WALLET_FOLD, entry.recorded_at)
     theirs = decide(CommandBatches(Replies(), ManualClock(NOW)), zombie, deposit, "zombie")
     io.foreign.append(theirs.batch.entries[0].model_dump_json().encode())

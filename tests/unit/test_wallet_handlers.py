@@ -9,7 +9,8 @@ from collections import Counter
 
 import pytest
 
-from services.infra.own_log import Batch, Landed, PartitionState
+from services.infra.own_log import Batch, Landed, PartitionState, entries_of
+from services.infra.packs import unpack
 from services.wallet import handlers, seamless
 from services.wallet.commands import (
     ENVELOPE,
@@ -279,14 +280,15 @@ def test_the_fold_of_the_entries_is_the_state_the_handlers_saw(mode, seed):
     """Seeded random commands in batches, decided as the kernel decides them, in each
     wallet mode: each command reads the state its batch's earlier commands left
     (`Batch.scratch`), its change is chained as the next entry. Then the entries alone, as
-    bytes, folded into a fresh dict (a restart, `croupier rebuild`): the same state the
-    handlers saw, key for key, and in seamless mode the same calls owed the operator."""
+    the records the batches sent (packs of entries) read back, folded into a fresh dict (a
+    restart, `croupier rebuild`): the same state the handlers saw, key for key, and in
+    seamless mode the same calls owed the operator."""
     decide, next_command = MODES[mode]
     rng = random.Random(seed)
     players = ["p1", "p2", "p3"]
     first = [CreateAccount(player_id=p, currency="IDR") for p in players]
     state: PartitionState = PartitionState(0)
-    log: list[tuple[int, bytes]] = []  # the ledger partition, as bytes
+    log: list[tuple[int, bytes]] = []  # the ledger partition's records, as bytes
     statuses: Counter[int | None] = Counter()
     ids = itertools.count(1)
     offset = 0
@@ -306,13 +308,17 @@ def test_the_fold_of_the_entries_is_the_state_the_handlers_saw(mode, seed):
         seen = dict(batch.scratch)  # the state as the batch's last command saw it
         landed = [Landed(o, NOW) for o in batch.expected]  # nothing came in between
         assert batch.landed_as_chained(landed)
-        log += [(o, e.model_dump_json().encode()) for o, e in batch.commit(landed)]
+        sent = batch.records(lambda e: e.account.player_id.encode())  # none if empty
+        log += [(o, value) for o, (_, value) in zip(batch.expected, sent, strict=True)]
+        batch.commit(landed)
         assert state.kv == seen
     assert statuses[201] > 10 and statuses[200] > 0 and statuses[409] > 0
     if mode == "seamless":  # bets waited on the operator; some were refused, some timed out
         assert statuses[None] > 10 and statuses[504] > 0
         assert statuses[401] + statuses[402] + statuses[403] > 0
-    rebuilt = fold_all([(o, LedgerEntry.model_validate_json(raw)) for o, raw in log])
+    assert any(unpack(raw) for _, raw in log)  # some records hold several entries
+    rebuilt = fold_all([(o, entry) for o, raw in log
+                        for entry in entries_of(raw, LedgerEntry.model_validate_json)])
     assert rebuilt.kv == state.kv
     assert (rebuilt.head, rebuilt.end, rebuilt.inputs, rebuilt.void) == (
         state.head, state.end, state.inputs, 0)

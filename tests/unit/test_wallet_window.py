@@ -173,8 +173,10 @@ def test_live_batches_and_rebuild_forget_the_same_keys(seed):
             offset += 1
         seen = dict(batch.scratch)
         assert before <= set(seen)  # nothing expired in the batch's scratch
-        landed = [Landed(o, e.recorded_at) for o, e in zip(batch.expected, batch.entries,
-                                                             strict=True)]
+        # each record (a pack of entries) appended once its last entry was written
+        ends = [*batch.firsts[1:], len(batch.entries)][:len(batch.firsts)]  # none: no record
+        landed = [Landed(o, batch.entries[end - 1].recorded_at)
+                  for o, end in zip(batch.expected, ends, strict=True)]
         log += [(o, e.model_dump_json().encode()) for o, e in batch.commit(landed)]
         assert state.kv == reference.kv
         assert {k: seen[k] for k in state.kv} == state.kv  # what it saw, less the expired
@@ -262,10 +264,10 @@ def test_an_ending_forwarded_again_after_its_bet_expired_moves_no_money(wallet):
     assert wallet.balance == 11_000
     wallet.after(WINDOW + timedelta(hours=1))
     assert Lookups(wallet.state.kv).bet_of("p1", "b1") is None
-    entries = len(wallet.io.records)
+    entries = len(wallet.io.entries())
     (answer,) = wallet.send(settle("b1"))  # a new record of the commands topic: re-forwarded
     assert (answer.status, answer.body["error"]["code"]) == (409, "bet_record_expired")
-    assert wallet.balance == 11_000 and len(wallet.io.records) == entries  # nothing written
+    assert wallet.balance == 11_000 and len(wallet.io.entries()) == entries  # nothing written
     (letter,) = wallet.dead_letters()
     assert letter["error_type"] == "LateEnding"
     assert letter["error"].startswith("bet_record_expired:")
@@ -413,17 +415,17 @@ def test_a_worker_whose_clock_runs_ahead_expires_nobodys_keys(wallet):
     ahead = ManualClock(NOW + 10 * WINDOW)  # the skewed worker's wall clock
     wallet.batches = CommandBatches(wallet.replies, ahead)
     wallet.send(CreateAccount(player_id="other", currency="IDR"))
-    assert LedgerEntry.model_validate_json(wallet.io.records[-1][1]).recorded_at == ahead.now()
+    assert wallet.io.entries()[-1].recorded_at == ahead.now()
     assert wallet.state.clock < NOW + WINDOW  # the broker's time held the writer's back
     for state in (wallet.state, wallet.refold()):  # live, and a worker folding from 0
         assert Lookups(state.kv).bet_of("p1", "b1") is not None
         assert tx_id_key("p1", tx_id("deposit", "d2")) in state.kv
-    entries = len(wallet.io.records)
+    entries = len(wallet.io.entries())
     (bet_again, deposit_again) = wallet.send(
         place("b1"), Deposit(player_id="p1", request_id="d2", amount=500))
     assert (bet_again.status, bet_again.body) == (200, placed.body)
     assert (deposit_again.status, deposit_again.body) == (200, deposit.body)
-    assert wallet.balance == 9_500 and len(wallet.io.records) == entries
+    assert wallet.balance == 9_500 and len(wallet.io.entries()) == entries
     # the right worker back: the same first answers, nothing moved
     wallet.batches = CommandBatches(wallet.replies, wallet.clock)
     (again,) = wallet.send(Deposit(player_id="p1", request_id="d2", amount=500))
