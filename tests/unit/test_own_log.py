@@ -151,8 +151,7 @@ def test_a_record_is_applied_only_once_its_last_entry_folds():
     assert state.resume_at(INPUT, 0) == 2
 
 
-@pytest.fixture
-def one_entry_a_record(monkeypatch):
+def one_entry_a_record(monkeypatch) -> None:
     """Entries one to a record, as a batch sends them once it outgrows a pack: the chain's
     cases (a rival's record between two of a batch's) are about records."""
     monkeypatch.setattr(packs, "PACK_MAX_RECORDS", 1)
@@ -193,10 +192,11 @@ ORDERS = ["AABB", "ABAB", "ABBA", "BAAB", "BABA", "BBAA"]
 
 
 @pytest.mark.parametrize("order", ORDERS)
-def test_two_writers_racing_the_fold_picks_the_first_valid_chain(order, one_entry_a_record):
+def test_two_writers_racing_the_fold_picks_the_first_valid_chain(order, monkeypatch):
     """Whoever lands first after the head wins its whole chain, however the two interleave;
     every entry of the other is void (chained on a head that is no longer the head, or on
     its own void entry), so no entry folds that was decided on a state the log never had."""
+    one_entry_a_record(monkeypatch)
     log, a, b = _race(order)
     winner = order[0]
     kv = {"x": 1, "y": 1} if winner == "A" else {"x": 2, "z": 2}
@@ -214,9 +214,10 @@ def test_two_writers_racing_the_fold_picks_the_first_valid_chain(order, one_entr
 
 
 @pytest.mark.parametrize("order", ORDERS)
-def test_every_fold_of_a_raced_log_reads_the_same_winner(order, one_entry_a_record):
+def test_every_fold_of_a_raced_log_reads_the_same_winner(order, monkeypatch):
     """Whoever folds the log, whenever (the live writer, a restart, `croupier rebuild`), in
     one go or caught up from any offset it reflects: the same state."""
+    one_entry_a_record(monkeypatch)
     log, _, _ = _race(order)
     whole = fold_log(log)
     for cut in range(len(log) + 1):  # a cache folded up to `cut`, then caught up
@@ -227,9 +228,10 @@ def test_every_fold_of_a_raced_log_reads_the_same_winner(order, one_entry_a_reco
             whole.kv, whole.head, whole.head_id, whole.void, whole.inputs)
 
 
-def test_a_batch_shifted_by_a_rivals_entry_folds_none_of_its_entries(one_entry_a_record):
+def test_a_batch_shifted_by_a_rivals_entry_folds_none_of_its_entries(monkeypatch):
     """The rival's entry took the offset the batch's first entry expected: the batch's
     second entry's link names the batch's first (void), never whatever landed there."""
+    one_entry_a_record(monkeypatch)
     a, b = _racing_batches()
     log = [*chained(2), (2, b.entries[0]), (3, a.entries[0]), (4, a.entries[1])]
     assert _valid(log) == ["B:x"]
@@ -238,7 +240,8 @@ def test_a_batch_shifted_by_a_rivals_entry_folds_none_of_its_entries(one_entry_a
 
 # --- a batch ------------------------------------------------------------------------------
 
-def test_a_batch_chains_on_the_state_end_and_decides_on_its_scratch(one_entry_a_record):
+def test_a_batch_chains_on_the_state_end_and_decides_on_its_scratch(monkeypatch):
+    one_entry_a_record(monkeypatch)
     state = fold_log(chained(3))
     skip_to(state, 5)  # offsets 3 and 4 hold no entry (a transaction's markers)
     batch = Batch(state, FOLD, writer("w1"))
@@ -254,7 +257,8 @@ def test_a_batch_chains_on_the_state_end_and_decides_on_its_scratch(one_entry_a_
     assert (state.head, state.head_id) == (6, second.entry_id)
 
 
-def test_a_batch_knows_when_a_foreign_record_landed_in_between(one_entry_a_record):
+def test_a_batch_knows_when_a_foreign_record_landed_in_between(monkeypatch):
+    one_entry_a_record(monkeypatch)
     state = fold_log(chained(2))
     batch = Batch(state, FOLD, writer("w1"))
     batch.add(make("a", 1, 2))
@@ -282,9 +286,10 @@ def test_a_batchs_entries_are_sent_as_one_pack_and_fold_at_its_offset():
     assert state.kv["b"] == 2 and state.resume_at(INPUT, 0) == 4
 
 
-def test_a_pack_chained_on_a_head_that_moved_is_void_as_a_whole(one_entry_a_record):
+def test_a_pack_chained_on_a_head_that_moved_is_void_as_a_whole(monkeypatch):
     """A zombie's pack: its first entry names a head the log moved past, each later one the
     entry before it; none folds, whoever reads them (at one offset or several)."""
+    one_entry_a_record(monkeypatch)
     a, b = _racing_batches()
     log = [*chained(2), (2, b.entries[0]), (3, a.entries[0]), (3, a.entries[1])]
     assert _valid(log) == ["B:x"] and fold_log(log).void == 2
