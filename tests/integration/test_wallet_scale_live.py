@@ -17,6 +17,7 @@ from services.infra import topic_admin
 from services.infra.kafka_clients import ensure_acls
 from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import read_to_end
+from services.infra.packs import unpack
 from services.infra.processes import ServiceProcess
 from services.infra.routing import FORWARDED_HEADER
 from services.infra.settings import Settings
@@ -78,10 +79,17 @@ def bet_body(table: ScriptedTable, round_id: str, bet_id: str) -> dict:
 
 
 def record_sizes(bootstrap: str, topic: str, player_id: str) -> list[int]:
-    """Key + value bytes of the player's records on `topic`, in log order."""
+    """Key + value bytes of the player's records on `topic`, in log order; a pack's
+    records (an own log's entries, `services.infra.packs`) each on its own."""
     marker = player_id.encode()
-    return [len(r.key or b"") + len(r.value or b"") for r in read_to_end(bootstrap, topic)
-            if marker in (r.key or b"") or marker in (r.value or b"")]
+    sizes = []
+    for r in read_to_end(bootstrap, topic):
+        key, packed = r.key or b"", unpack(r.value or b"")
+        if packed is None:
+            sizes += [len(key) + len(r.value or b"")] if marker in key + (r.value or b"") else []
+        else:  # a pack is keyed by its first record's key: each record by its own bytes
+            sizes += [len(key) + len(value) for value in packed if marker in value]
+    return sizes
 
 
 @pytest.fixture(scope="module")
