@@ -105,7 +105,7 @@ CARDS = [rank + suit for rank in "A23456789TJQK" for suit in "SHDC"]
 PIPELINE = 3  # a table's inputs in flight (sent, not yet decided in the log) at most
 # a table knows its last 500 rounds (docs/decisions/tables.md, "Rounds a table keeps"): an
 # older id is a new id to it, and an annulment naming one is refused round_too_old_to_annul
-# (a schedule deals tens of rounds a table, its ids all new: the rule is written, not met)
+# (a schedule deals a few rounds a table, its ids all new: the rule is written, not met)
 KEPT_ROUNDS = 500
 
 
