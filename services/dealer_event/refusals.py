@@ -31,6 +31,8 @@ CODES = frozenset({
     "exposed_during_deal", "exposed_outside_play", "exposed_card_management",
     "round_too_old_to_correct", "correction_not_a_round", "correction_changes_nothing",
     "late_correction_reason",
+    # a round older than the table keeps (docs/decisions/tables.md, "Rounds a table keeps")
+    "round_too_old_to_annul",
     "two_cards_by_card_rules", "two_cards_already_reported",
 })
 

@@ -2,7 +2,8 @@
 
 The log is the source of truth. The live worker and the start-up rebuild use the
 same `fold_into`, so the state after a restart is exactly the state before it:
-chain head, shoe composition, current round, round ids and input ids seen.
+chain head, shoe composition, current round, and the last rounds and input ids seen (each
+bounded by count: KEEP_ROUNDS, KEEP_INPUT_IDS).
 """
 
 from __future__ import annotations
@@ -105,7 +106,12 @@ class TableRound:
         return in_progress(self.phase)
 
 
-KEEP_COMPLETED = 500  # completed rounds a table keeps the facts of, to correct them
+# rounds a table keeps, newest last: each one's phase and shoe and, completed, the facts a
+# correction needs; an older round is forgotten whole (docs/decisions/tables.md, "Rounds a
+# table keeps"). Bounded by count, not by time: no writer's clock decides what is forgotten.
+# 500: the reach corrections always had (more than eight hours at a round a minute), and
+# more than a baccarat shoe deals (8 decks, at least 4 cards a round: 104 rounds with cards)
+KEEP_ROUNDS = 500
 # input ids a table keeps, applied and refused each, newest last: an id matters only while
 # a resend of its input could still pass the time window (CROUPIER_INPUT_MAX_AGE_SECONDS,
 # at most 10 minutes, and a table decides far fewer inputs than this in 10 minutes); past
@@ -136,9 +142,11 @@ class TableState:
     head_hash: str = GENESIS_HASH
     shoe: ShoeState | None = None
     round: TableRound | None = None
-    # round id -> its phase (shared.round_phase), and -> its shoe id (both in log order)
+    # the last KEEP_ROUNDS rounds, oldest first: round id -> its phase (shared.round_phase),
+    # and -> its shoe id (bounded, whatever the history)
     round_status: dict[str, RoundPhase] = field(default_factory=dict)
     round_shoe: dict[str, str] = field(default_factory=dict)
+    rounds_opened: int = 0  # every round the table ever opened, kept or forgotten
     closed: str | None = None  # why the table is out of play until a supervisor reopens it
     profile: str | None = None  # the profile of the table's last shoe (kept after it ends)
     # the last KEEP_INPUT_IDS input ids applied (an ordered set), and refused on the table's
@@ -146,7 +154,7 @@ class TableState:
     applied_inputs: dict[str, None] = field(default_factory=dict)
     refused_inputs: dict[str, str] = field(default_factory=dict)
     corrupt: str | None = None  # why the log does not continue this table's chain
-    # the last KEEP_COMPLETED completed rounds, oldest first (bounded, whatever the history)
+    # the completed rounds among the last KEEP_ROUNDS, oldest first
     completed: dict[str, CompletedRound] = field(default_factory=dict)
 
     def copy(self) -> TableState:
@@ -193,7 +201,8 @@ class TableState:
                 "cards": list(rnd.cards), "last_of_shoe": rnd.last_of_shoe,
                 "shoe_cancelled": rnd.shoe_cancelled,
             },
-            "rounds_seen": len(self.round_status),
+            "rounds_seen": self.rounds_opened,
+            "rounds_kept": len(self.round_status),
             "inputs_applied_kept": len(self.applied_inputs),
         }
 
@@ -288,6 +297,12 @@ def _round_opened(state: TableState, e: RoundOpened) -> None:
                              profile_digest=e.profile_digest)
     _follow_phase(state, e.round_id, e)
     state.round_shoe[e.round_id] = e.shoe_id
+    state.rounds_opened += 1
+    while len(state.round_shoe) > KEEP_ROUNDS:  # the oldest round is forgotten whole
+        oldest = next(iter(state.round_shoe))
+        del state.round_shoe[oldest]
+        state.round_status.pop(oldest, None)
+        state.completed.pop(oldest, None)
 
 
 def _betting_closed(state: TableState, e: BettingClosed) -> None:
@@ -309,8 +324,6 @@ def _round_completed(state: TableState, e: RoundCompleted) -> None:
         shoe_id=shoe.shoe_id, profile=rnd.profile, profile_version=rnd.profile_version,
         profile_digest=rnd.profile_digest, dealer=rnd.dealer,
         cards=tuple(str(c) for c in e.cards), completed_at=e.occurred_at)
-    while len(state.completed) > KEEP_COMPLETED:
-        del state.completed[next(iter(state.completed))]
     _end_round(state, e)
 
 

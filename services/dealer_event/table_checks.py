@@ -78,6 +78,24 @@ def _round_status(state: TableState, round_id: str) -> RoundPhase:
     return status
 
 
+def _kept_round_status(state: TableState, round_id: str, too_old: str) -> RoundPhase:
+    """`_round_status` for a decision after the fact (annul, correct): once the table has
+    forgotten rounds (state.KEEP_ROUNDS), an id it does not know is refused `too_old`. It
+    cannot tell a forgotten id from one never dealt here, and says both."""
+    status = state.round_status.get(round_id)
+    if status is None and _forgot_rounds(state):
+        raise Refused(too_old, f"table {state.table_id} keeps its last "
+                               f"{len(state.round_status)} rounds (of {state.rounds_opened} "
+                               f"it opened): round {round_id} is not one of them, so it is "
+                               "older (a decision on it is no longer the table's) or was "
+                               "never dealt here")
+    return _round_status(state, round_id)
+
+
+def _forgot_rounds(state: TableState) -> bool:
+    return state.rounds_opened > len(state.round_status)
+
+
 def _dealt_round(state: TableState, round_id: str, allow_betting: bool = False) -> TableRound:
     """`round_id` is the table's current round: being dealt (or betting), or just complete."""
     status = _round_status(state, round_id)
@@ -105,7 +123,8 @@ def _current_round(state: TableState, round_id: str, allow_complete: bool = Fals
 
 
 def _round_not_found(state: TableState, round_id: str) -> Refused:
-    return Refused("round_not_found", f"table {state.table_id} has no round {round_id}")
+    kept = f" among the last {len(state.round_status)} it keeps" if _forgot_rounds(state) else ""
+    return Refused("round_not_found", f"table {state.table_id} has no round {round_id}{kept}")
 
 
 def _not_in_shoe(card: str, shoe_id: str) -> Refused:

@@ -17,7 +17,6 @@ from typing import Any
 from services.dealer_event.admission import AdmissionPolicy, authenticate, check_freshness
 from services.dealer_event.refusals import InputRefusal, Refused
 from services.dealer_event.state import (
-    KEEP_COMPLETED,
     TableState,
     fold_into,
     remember_input,
@@ -25,6 +24,7 @@ from services.dealer_event.state import (
 from services.dealer_event.table_checks import (
     _current_round,
     _dealt_round,
+    _kept_round_status,
     _no_round_in_progress,
     _not_abandoned,
     _not_ended,
@@ -574,7 +574,7 @@ def _annul_rounds(em: _Emitter, inp: AnnulRounds, config: MachineConfig) -> None
 
 def _annul(em: _Emitter, inp: AnnulRounds) -> None:
     state = em.state
-    status = _round_status(state, inp.round_id)
+    status = _kept_round_status(state, inp.round_id, "round_too_old_to_annul")
     if inp.scope == "round":
         _not_ended(inp.round_id, status)
         if status != "completed":
@@ -605,16 +605,12 @@ def _correct_round(em: _Emitter, inp: CorrectRound, config: MachineConfig) -> No
     cards as corrected supersede its result (`round_corrected`; the log is never edited);
     a correction of a correction works the same way."""
     state = em.state
-    status = _round_status(state, inp.round_id)
+    status = _kept_round_status(state, inp.round_id, "round_too_old_to_correct")
     _not_ended(inp.round_id, status)
     if status != "completed":
         raise Refused("round_not_completed", f"round {inp.round_id} is not complete; a round "
                                              "is corrected once its result stands")
-    kept = state.completed.get(inp.round_id)
-    if kept is None:
-        raise Refused("round_too_old_to_correct",
-                      f"table {state.table_id} keeps the facts of its last {KEEP_COMPLETED} "
-                      f"completed rounds; round {inp.round_id} is older: annul it instead")
+    kept = state.completed[inp.round_id]  # every completed round kept, with its facts
     if inp.cards is not None:
         cards = tuple(str(c) for c in inp.cards)
     else:

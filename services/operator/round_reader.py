@@ -29,8 +29,8 @@ before any parsing, so a busy window costs little more than the round itself.
 
 Corrections after the fact (seed 004 §5) may come hours later: `table.events` is read
 forward from the round's end for its `round_corrected` events (parsing only those, and the
-table's `round_completed` to count), until the table has completed `KEEP_COMPLETED` (500)
-more rounds (dealer-event keeps no more than that to correct: it refuses an older round,
+table's `round_completed` to count), until the table has completed `KEEP_ROUNDS` (500)
+more rounds (dealer-event keeps its last 500 rounds: it refuses to correct an older one,
 `round_too_old_to_correct`), or `CORRECTION_HORIZON` (48 h, twice the dispute window) after
 the round's end, or the end of the log. The money topics are then also read around each
 correction (`START_SLACK` before it to `SETTLE_SLACK` after it: the corrected result, the
@@ -51,7 +51,7 @@ from kafka.partitioner.default import murmur2
 
 from services.archive.segment import ArchivedRecord
 from services.archive.store_ops import read_archived
-from services.dealer_event.state import KEEP_COMPLETED
+from services.dealer_event.state import KEEP_ROUNDS
 from services.infra.archive_store import ArchiveStore
 from services.infra.kafka_security import OPERATOR, kafka_python_options
 from services.operator.event_reader import PARSERS, Unparsed
@@ -383,7 +383,7 @@ class RoundReader:
     def _corrections(self, table_id: str, round_id: str, events: list[TableEventBase]
                      ) -> list[RoundCorrected]:
         """The round's RoundCorrected events after the last event read, until the table has
-        completed KEEP_COMPLETED more rounds (no correction of this round can follow: dealer-
+        completed KEEP_ROUNDS more rounds (no correction of this round can follow: dealer-
         event no longer keeps it), CORRECTION_HORIZON past it, or the end of the log."""
         last = events[-1]
         until_ms = int((last.occurred_at + CORRECTION_HORIZON).timestamp() * 1000)
@@ -398,7 +398,7 @@ class RoundReader:
             nonlocal later
             if isinstance(value, RoundCompleted) and value.round_id != round_id:
                 later += 1
-            return later >= KEEP_COMPLETED or ts > until_ms
+            return later >= KEEP_ROUNDS or ts > until_ms
 
         window = Window(TABLE_EVENTS_TOPIC, [self._tp(TABLE_EVENTS_TOPIC, table_id).partition], stop, keep)
         found = self.read_windows([window], last.occurred_at)[TABLE_EVENTS_TOPIC]

@@ -103,6 +103,10 @@ MAX_AHEAD = timedelta(seconds=5)  # one dated further ahead is refused input_fro
 DECKS = 8  # the profile's shoe: every card eight times
 CARDS = [rank + suit for rank in "A23456789TJQK" for suit in "SHDC"]
 PIPELINE = 3  # a table's inputs in flight (sent, not yet decided in the log) at most
+# a table knows its last 500 rounds (docs/decisions/tables.md, "Rounds a table keeps"): an
+# older id is a new id to it, and an annulment naming one is refused round_too_old_to_annul
+# (a schedule deals a few rounds a table, its ids all new: the rule is written, not met)
+KEPT_ROUNDS = 500
 
 
 def input_key(table_id: str, role: str) -> bytes:
@@ -171,7 +175,8 @@ class TableModel:
         return self.rounds[-1] if self.rounds else None
 
     def round(self, round_id: str) -> Round | None:
-        return next((r for r in self.rounds if r.round_id == round_id), None)
+        """The round of that id among those the table keeps (None: no such round, or older)."""
+        return next((r for r in self.rounds[-KEPT_ROUNDS:] if r.round_id == round_id), None)
 
     def decide(self, inp: InputBase | None, now: datetime) -> Verdict:
         """The rules' verdict on `inp` (None: dealer-event's timer tick) decided at `now`;
@@ -223,6 +228,8 @@ class TableModel:
             self.rounds[-1].opened_seq = self.seq
             return out
         rnd = self.round(getattr(inp, "round_id", ""))
+        if rnd is None and isinstance(inp, AnnulRounds) and len(self.rounds) > KEPT_ROUNDS:
+            raise _Refused("round_too_old_to_annul")
         if rnd is None:
             raise _Refused("round_not_found")
         if isinstance(inp, CloseBetting):

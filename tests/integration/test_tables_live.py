@@ -206,11 +206,12 @@ def test_a_catalogue_of_bad_inputs_is_refused_code_by_code(services, platform_ka
     # chain_corrupt needs a damaged log (a signed event of a second writer is void, not a
     # break: dealer-fencing.md) and a restart: it is exercised in
     # tests/unit/test_table_machine.py (rebuild puts the table out of play)
-    # round_too_old_to_correct needs 500 completed rounds: tests/unit/test_table_procedures;
+    # round_too_old_to_correct and round_too_old_to_annul need 500 rounds:
+    # tests/unit/test_table_procedures and tests/unit/test_table_rounds_kept;
     # round_abandoned an hour's silence: tests/integration/test_abandoned_rounds_live.py
     # wrong_partition an input keyed by anything but its table: tests/unit/test_dealer_on_kernel
-    unexercised = {"chain_corrupt", "round_too_old_to_correct", "round_abandoned",
-                   "wrong_partition"}
+    unexercised = {"chain_corrupt", "round_too_old_to_correct", "round_too_old_to_annul",
+                   "round_abandoned", "wrong_partition"}
     assert set(codes) == CODES - unexercised, f"never exercised: {CODES - set(codes)}"
 
     # ... and both tables keep working

@@ -518,12 +518,13 @@ def test_seed004_s5_management_corrects_the_result_of_a_wrong_hand():
     assert_rebuilds(t)
 
 
-def test_seed004_s5_a_round_older_than_the_table_keeps_is_annulled_not_corrected(monkeypatch):
-    """The table keeps the facts of its last KEEP_COMPLETED completed rounds (bounded); a
-    round older than that is refused, naming annul_rounds."""
+def test_seed004_s5_a_round_older_than_the_table_keeps_is_refused_by_name(monkeypatch):
+    """The table keeps its last KEEP_ROUNDS rounds (bounded), the completed ones' facts with
+    them; a round older than that is neither corrected nor annulled, each refusal naming why
+    (docs/decisions/tables.md, "Rounds a table keeps")."""
     from services.dealer_event import state as table_state
 
-    monkeypatch.setattr(table_state, "KEEP_COMPLETED", 1)
+    monkeypatch.setattr(table_state, "KEEP_ROUNDS", 1)
     t = Table()
     t.shoe("sbo-baccarat")
     t.round("R1", "9S,2H,KD,5C")
@@ -532,6 +533,8 @@ def test_seed004_s5_a_round_older_than_the_table_keeps_is_annulled_not_corrected
     fix = dict(reason_code="mis_scan", reason_text="video")
     assert t.refused(CorrectRound, round_id="R1", cards=parse_cards("2S,2H,KD,5C,3D"),
                      **fix) == "round_too_old_to_correct"
+    assert t.refused(AnnulRounds, round_id="R1", reason_code="other",
+                     reason_text="video") == "round_too_old_to_annul"
     assert types(t.ok(CorrectRound, round_id="R2", cards=parse_cards("2S,2H,KD,5C,3D"),
                       **fix)) == ["round_corrected"]
 
