@@ -24,8 +24,9 @@ killed mid-send (a prefix of the entries landed), after the send before the ack 
 landed, no ack seen), after the ack before the answers (a prefix of the outputs published),
 after the answers before the commit. Other faults: transient send failures (the kernel
 folds again and retries), a rival writer or a rebalance inside the send, zombies that keep
-writing, restarts on the surviving cache or on a wiped store (the wallet then recovers
-from its snapshots), redeliveries, a fetch from a faulty commit anywhere in the log, per
+writing (dealer-event's old owner is told of half its moves: `DealerSide.told_moved`),
+restarts on the surviving cache or on a wiped store (the wallet then recovers from its
+snapshots), redeliveries, a fetch from a faulty commit anywhere in the log, per
 worker clock skew, resends while the first attempt is in flight, unparseable and wrongly
 keyed records (on dealer.inputs: garbage, and a genuine input on the other partition).
 """
