@@ -378,12 +378,20 @@ async def run_own_log(app: faust.App, topics: Sequence[str], own: OwnLog, decide
         await until_applied(own, batch, decide, answer, lock)
         own.snapshot_if_due({event.message.partition for event in batch})
 
+    await consume(app, topics, position, apply, revoker(own, revoked), max_records=max_records)
+
+
+def revoker(own: OwnLog, revoked: Callable[[set[int]], None] | None = None
+            ) -> Callable[[set[int]], None]:
+    """What a worker does when a rebalance takes partitions from it: its own log lets them
+    go (their cache kept), then the service is told (`revoked`: dealer-event answers the
+    waiters it will no longer answer). The consume loop's hook; the crash simulator's
+    rebalance calls the same."""
     def revoke(partitions: set[int]) -> None:
         own.revoke(partitions)
         if revoked is not None:
             revoked(partitions)
-
-    await consume(app, topics, position, apply, revoke, max_records=max_records)
+    return revoke
 
 
 async def until_applied(own: OwnLog, events: Sequence[faust.EventT], decide: Decide,

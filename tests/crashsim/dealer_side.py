@@ -1,14 +1,17 @@
 """The dealer's side of a schedule (`Sim` mixes it in, tests/crashsim/pipeline.py): the
-model's devices send signed inputs to dealer.inputs and wait on the owner's door, the
-timer's ticks go there as `app.betting_timer` puts them, garbage and wrongly keyed records
-are written, and every valid entry of dealer.log is judged against the model's rules
-(`world.TableModel`) as it lands."""
+model's devices send signed inputs to dealer.inputs and wait on the owner's door (and send
+again when a rebalance its owner was told of answers them `moved`), the timer's ticks go
+there as `app.betting_timer` puts them, garbage and wrongly keyed records are written, and
+every valid entry of dealer.log is judged against the model's rules (`world.TableModel`)
+as it lands."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from services.dealer_event.dealer_fold import tables_of
+from services.dealer_event.decisions import LOST_RACE, MOVED
+from services.infra.kernel import revoker
 from services.infra.own_log import entries_of
 from shared.events.dealer_log import DealerEntry
 from shared.events.inputs import InputBase
@@ -18,7 +21,7 @@ from shared.topics import (
     DEALER_LOG_TOPIC,
     TABLE_EVENTS_TOPIC,
 )
-from tests.crashsim.stages import COMMANDS, DEALER, PARTITIONS, partition_of
+from tests.crashsim.stages import COMMANDS, DEALER, PARTITIONS, TOLD_P, partition_of
 from tests.crashsim.world import Decision, Table, describe
 
 
@@ -69,6 +72,41 @@ class DealerSide:
             if waiter[0].done():
                 waiter[3] = end
         self.waiting = [w for w in self.waiting if not w[0].done()]
+
+    def told_moved(self, worker: Any) -> list[list[Any]] | None:
+        """A rebalance takes every partition from `worker`: dealer-event's owner, alive, is
+        told half the time (`TOLD_P`; None: it is not, and goes on as a zombie). Told, it
+        does what the consume loop's hook does (`kernel.revoker`: its own log lets the
+        partitions go, then `Decisions.moved`, as app.py wires `run_own_log(...,
+        revoked=decisions.moved)`) and its consumer reads nothing more; a batch it has in
+        flight (a rebalance mid-batch) goes on. The waiters it held, which the model knows
+        (not from the code), must all be answered now: each is stamped with its dealer.log
+        partition's end (`answers` judges what it was told against the log then), and one
+        left waiting is a problem. Returns them."""
+        if worker.revoked is None or not worker.alive or self.rng.random() >= TOLD_P:
+            return None
+        held = [w for w in self.waiting if w[2] == worker.name]
+        worker.consumer.position, worker.consumer.stale = {}, {}
+        revoker(worker.own, worker.revoked)(set(range(PARTITIONS)))
+        for waiter in held:
+            if waiter[0].done():
+                waiter[3] = self.kafka.end(DEALER_LOG_TOPIC,
+                                           partition_of(waiter[1].table_id.encode()))
+            else:
+                self.dealer_left_waiting.append(f"{describe(waiter[1])} of {worker.name}")
+        self.waiting = [w for w in self.waiting if not w[0].done()]
+        return held
+
+    def resend_moved(self, old: Any, new: Any, held: list[list[Any]]) -> None:
+        """Each device `old` told to resend (`moved`, or `lost_race`) sends its input again,
+        to the new owner's door: the new owner decides the record once (a duplicate of the
+        first record, which is decided before it)."""
+        self.fault("told it moved", f"dealer-event: partitions move to {new.name}; "
+                                    f"{old.name} is told, and answers its {len(held)} "
+                                    "waiter(s)")
+        for future, inp, _, _ in held:
+            if future.done() and future.result().get("status") in (MOVED, LOST_RACE):
+                self.send_input(self.by_table[inp.table_id], inp, " (resent: moved)")
 
     def timer_step(self) -> None:
         """dealer-event's betting timer (app.betting_timer) on its owner or a zombie: a

@@ -189,6 +189,8 @@ def check_dealer(sim: Sim, problems: Problems) -> None:
             problems.append(f"dealer: {table_id}{decision.what}: the rules say "
                             f"{_verdict(decision.expected)}, the log decided "
                             f"{_verdict(decision.decided)}")
+    problems += [f"answers: dealer {what}: told its partitions moved, it left the waiter "
+                 "waiting" for what in sim.dealer_left_waiting]
     check_dealer_answers(sim, problems)
     check_table_chains(sim, problems)
 

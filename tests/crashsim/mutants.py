@@ -267,6 +267,9 @@ MUTANTS: tuple[Mutant, ...] = (
            "                remember_input(state.refused_inputs, refused.input_id, refused.reason_code)",
            "                pass",
            "a refused input not remembered: its resend decided again instead of a duplicate"),
+    Mutant("D13", _DDEC, "            if partition is not None and partition in partitions:",
+           "            if partition is not None and partition not in partitions:",
+           "a moved partition's waiters left waiting (those of the partitions kept answered)"),
 )
 
 # id -> why the mutant, surviving, can change neither money nor an answer (at most three)

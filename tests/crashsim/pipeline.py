@@ -24,8 +24,9 @@ killed mid-send (a prefix of the entries landed), after the send before the ack 
 landed, no ack seen), after the ack before the answers (a prefix of the outputs published),
 after the answers before the commit. Other faults: transient send failures (the kernel
 folds again and retries), a rival writer or a rebalance inside the send, zombies that keep
-writing, restarts on the surviving cache or on a wiped store (the wallet then recovers
-from its snapshots), redeliveries, a fetch from a faulty commit anywhere in the log, per
+writing (dealer-event's old owner is told of half its moves: `DealerSide.told_moved`),
+restarts on the surviving cache or on a wiped store (the wallet then recovers from its
+snapshots), redeliveries, a fetch from a faulty commit anywhere in the log, per
 worker clock skew, resends while the first attempt is in flight, unparseable and wrongly
 keyed records (on dealer.inputs: garbage, and a genuine input on the other partition).
 """
@@ -74,6 +75,7 @@ from tests.crashsim.stages import (
     T0,
     WALLET,
     WINDOW,
+    Config,
     Crash,
     Stage,
     Transient,
@@ -177,6 +179,7 @@ class Worker:
         if states is not None:
             self.own.states = states
         self.decide, self.answer = service.decide, service.answer
+        self.revoked = service.revoked  # what the service is told of a rebalance, if anything
         self.consumer = Consumer(sim.kafka, stage.name, stage.inputs)
         self.alive = True
         self.crash_at: str | None = None
@@ -213,25 +216,6 @@ class Request:
     @property
     def decided(self) -> bool:
         return any(a.status != 503 for _, a, _, _ in self.answers)
-
-
-@dataclass
-class Config:
-    length: int = 24
-    players: int = 3
-    tables: int = 2
-    seamless: bool = False
-    cut_p: float = 0.12  # a batch killed at one of the cut points
-    transient_p: float = 0.05
-    race_p: float = 0.08  # with a zombie alive: it gets in inside the batch's send
-    move_mid_batch_p: float = 0.03
-    bad_commit_p: float = 0.15
-    stale_fetch_p: float = 0.5
-    ahead_p: float = 0.0  # a new wallet worker's clock runs AHEAD (the known bug (a))
-    garbage_p: float = 0.03
-    annul_p: float = 0.2
-    start_balance: int = 30_000  # each player's first deposit (transfer mode)
-    stacked: bool = False  # the first table deals one card out of its shoe in the drain
 
 
 class Sim(DealerSide):
@@ -278,6 +262,7 @@ class Sim(DealerSide):
         self.waiting: list[list[Any]] = []  # those not told yet
         # records a worker answered as decided by its own entries: (p, o, worker, log end)
         self.dealer_backed: list[tuple[int, int, str, int]] = []
+        self.dealer_left_waiting: list[str] = []  # waiters a worker told it moved left waiting
         self.breaches: list[str] = []
         self.operator = OperatorWallet(self.rng)
         self.bets = 0
@@ -461,13 +446,18 @@ class Sim(DealerSide):
         return worker
 
     async def rebalance(self, stage: Stage) -> Worker:
-        """The partitions move to a new worker; the old owner goes on as a zombie."""
+        """The partitions move to a new worker; the old owner goes on as a zombie, unless
+        it is told (`DealerSide.told_moved`: dealer-event's, half the time)."""
         old = self.owners[stage.name]
-        if old.alive:
+        held = self.told_moved(old)
+        if old.alive and held is None:
             self.zombies[stage.name].append(old)
         new = await self.start(stage)
-        self.fault("zombie", f"{stage.name}: partitions move to {new.name}; {old.name} "
-                             "is a zombie")
+        if held is None:
+            self.fault("zombie", f"{stage.name}: partitions move to {new.name}; {old.name} "
+                                 "is a zombie")
+        else:
+            self.resend_moved(old, new, held)
         return new
 
     async def restart(self, stage: Stage, wiped: bool) -> Worker:

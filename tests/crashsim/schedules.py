@@ -13,7 +13,8 @@ from prometheus_client.metrics import MetricWrapperBase
 
 from services.infra import metrics
 from tests.crashsim import invariants
-from tests.crashsim.pipeline import Config, Sim
+from tests.crashsim.pipeline import Sim
+from tests.crashsim.stages import Config
 
 DEFAULT_SEED = 1
 DEFAULT_SCHEDULES = 10_000

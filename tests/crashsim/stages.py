@@ -54,6 +54,7 @@ T0 = datetime(2026, 12, 1, tzinfo=UTC)
 WINDOW = timedelta(hours=24)  # the wallet's state window (the smallest it takes)
 AHEAD = timedelta(hours=30)  # a clock reset into the future: more than the window
 CUTS = ("mid-send", "after-send", "after-ack", "after-answer")
+TOLD_P = 0.5  # a rebalance of dealer-event its old owner is told of (else it is a zombie)
 
 
 def partition_of(key: bytes) -> int:
@@ -77,6 +78,8 @@ class Service:
     decide: Decide
     answer: Answer
     decisions: Decisions | None = None  # dealer-event's: its HTTP waiters and its timer
+    # told of the partitions a rebalance took (`run_own_log(..., revoked=...)`), if anything
+    revoked: Callable[[set[int]], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,25 @@ class Stage:
     parse: Callable[[bytes], Any]
     build: Callable[[Sim, Worker], Service]
     outputs: tuple[str, ...] = ()
+
+
+@dataclass
+class Config:
+    length: int = 24
+    players: int = 3
+    tables: int = 2
+    seamless: bool = False
+    cut_p: float = 0.12  # a batch killed at one of the cut points
+    transient_p: float = 0.05
+    race_p: float = 0.08  # with a zombie alive: it gets in inside the batch's send
+    move_mid_batch_p: float = 0.03
+    bad_commit_p: float = 0.15
+    stale_fetch_p: float = 0.5
+    ahead_p: float = 0.0  # a new wallet worker's clock runs AHEAD (the known bug (a))
+    garbage_p: float = 0.03
+    annul_p: float = 0.2
+    start_balance: int = 30_000  # each player's first deposit (transfer mode)
+    stacked: bool = False  # the first table deals one card out of its shoe in the drain
 
 
 class WorkerClock:
@@ -131,7 +153,7 @@ def _dealer(sim: Sim, worker: Worker) -> Service:
         decisions.answer(event, decided, backed)
         sim.dealer_answered(worker.name, event, bool(decided.entries) and backed)
 
-    return Service(own, decisions.decide, answer, decisions)
+    return Service(own, decisions.decide, answer, decisions, revoked=decisions.moved)
 
 
 def _evaluation(sim: Sim, worker: Worker) -> Service:

@@ -13,7 +13,8 @@ FAULTS = ("killed mid-send", "killed after-send", "killed after-ack", "killed af
           "restart on cache", "restart wiped", "from a snapshot", "zombie", "race",
           "rebalance mid-batch", "transient", "commit anywhere", "fetch from the commit",
           "redelivery", "resend in flight", "clock ahead", "garbage", "back on cache",
-          "snapshot", "timer tick", "dealer resend in flight", "wrongly keyed")
+          "snapshot", "timer tick", "dealer resend in flight", "wrongly keyed",
+          "told it moved")
 
 
 def run_range(first: int, count: int) -> tuple[list[Result], Counter[str]]:

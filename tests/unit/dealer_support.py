@@ -20,7 +20,7 @@ from services.dealer_event.decisions import LOST_RACE, Decisions
 from services.dealer_event.state import TableState
 from services.dealer_event.table_machine import MachineConfig
 from services.infra.clock import ManualClock
-from services.infra.kernel import Decided, OwnLog, apply_batch
+from services.infra.kernel import Decided, OwnLog, apply_batch, revoker
 from services.infra.own_log import Landed, Logged, entries_of
 from services.simulators.tables.inputs import InputFactory
 from shared.events.dealer_log import DealerEntry
@@ -168,8 +168,8 @@ class World:
             await self.own.recover(partition)
 
     def revoke(self, partitions: set[int]) -> None:
-        self.own.revoke(partitions)
-        self.decisions.moved(partitions)
+        """A rebalance took the partitions (the kernel's hook, wired as app.py wires it)."""
+        revoker(self.own, self.decisions.moved)(partitions)
         self.owned -= partitions
 
     @property

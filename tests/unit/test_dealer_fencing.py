@@ -104,7 +104,8 @@ def assert_only_the_log_is_published(w: World) -> None:
 
 def pair() -> tuple[World, World]:
     """The owner opened round R1 at t0 (table A at seq 2, betting open until t0 + 5); the
-    zombie folded dealer.log then, and lost the partition without noticing."""
+    zombie folded dealer.log then, and lost the partition without noticing. The zombie's
+    clock is then at t0 + 3 (betting open), the owner's at t0 + 6 (the window over)."""
     owner = World(events_key=KEY, tag="own", writer="own")
     zombie = World(log=owner.log, events_key=KEY, tag="zom", writer="zom")
     reports = run(owner.handle([owner.raw("A", NewShoe, shoe_id="S1", profile="sbo-baccarat"),
@@ -112,44 +113,39 @@ def pair() -> tuple[World, World]:
     assert [r["status"] for r in reports] == ["accepted", "accepted"]
     run(zombie.recover())
     assert zombie.tables == owner.tables
+    zombie.clock.advance(3)
+    owner.clock.advance(6)
     return owner, zombie
 
 
 @dataclass
-class Race:
-    owner: World
-    zombie: World
-    records: list[InputRecord]  # the records both decided
-    zombie_answers: list[dict]  # what its waiters were given
-    zombie_reports: list[dict | None]
-    owner_reports: list[dict | None]
+class Raced:
+    answers: list[dict | None]  # what the loser's waiters were told (None: nothing)
+    reports: list[dict | None]  # the loser's reports
+    winner_reports: list[dict | None]
 
 
-def race() -> Race:
-    """At t0 + 3 the zombie decides three records on its fold: a supervisor's early close
-    of R1 (its seq 3), a card (its seq 4), and a new round R2 (refused: R1 is in progress).
-    It stalls before its entries land; meanwhile the owner decides the same records at
-    t0 + 6, the window over: the timer's close first (seq 3), so the supervisor's close is
-    refused `betting_already_closed`, then the card (seq 4), and R2 refused too. The
-    owner's entries land first; the zombie's after them."""
-    owner, zombie = pair()
-    zombie.clock.advance(3)
-    owner.clock.advance(6)
-    records = [zombie.raw("A", CloseBetting, round_id="R1", role="supervisor",
-                          reason_text="test: close now"),
-               zombie.raw("A", ScanCard, round_id="R1", card=parse_card("8H")),
-               zombie.raw("A", OpenRound, round_id="R2", dealer="Zed")]
+def statuses(answers: list[dict | None]) -> list[str | None]:
+    return [a["status"] if a else None for a in answers]
+
+
+def race(loser: World, winner: World, records: list[InputRecord],
+         winner_decides: list[InputRecord] | None = None) -> Raced:
+    """`loser` decides `records` on its fold, a device waiting on each (as the HTTP door
+    does), and stalls before its entries land; meanwhile `winner` decides
+    `winner_decides` (by default the same records) and its entries land first."""
     got: dict = {}
 
-    async def owner_first() -> None:  # the zombie stalls; the owner writes first
-        got["owner"] = await owner.handle(records)
+    async def winner_first() -> None:
+        got["winner"] = await winner.handle(records if winner_decides is None
+                                            else winner_decides)
 
-    async def go() -> Race:
-        waiters = [zombie.decisions.expect(*_waiter_of(r)) for r in records]
-        owner.log.before_send = owner_first
-        reports = await zombie.handle(records)
-        return Race(owner, zombie, records, [w.result() for w in waiters if w.done()],
-                    reports, got["owner"])
+    async def go() -> Raced:
+        waiters = [loser.decisions.expect(*_waiter_of(r)) for r in records]
+        loser.log.before_send = winner_first
+        reports = await loser.handle(records)
+        return Raced([w.result() if w.done() else None for w in waiters], reports,
+                     got["winner"])
 
     return run(go())
 
@@ -160,49 +156,64 @@ def _waiter_of(record: InputRecord) -> tuple[str, int, str]:
     return inp["input_id"], record.message.partition, inp["signature"]
 
 
+def zombie_loses() -> tuple[World, World, Raced]:
+    """At t0 + 3 the zombie decides three records on its fold: a supervisor's early close
+    of R1 (its seq 3), a card (its seq 4), and a new round R2 (refused: R1 is in progress).
+    It stalls before its entries land; meanwhile the owner decides the same records at
+    t0 + 6, the window over: the timer's close first (seq 3), so the supervisor's close is
+    refused `betting_already_closed`, then the card (seq 4), and R2 refused too. The
+    owner's entries land first; the zombie's after them."""
+    owner, zombie = pair()
+    records = [zombie.raw("A", CloseBetting, round_id="R1", role="supervisor",
+                          reason_text="test: close now"),
+               zombie.raw("A", ScanCard, round_id="R1", card=parse_card("8H")),
+               zombie.raw("A", OpenRound, round_id="R2", dealer="Zed")]
+    return owner, zombie, race(zombie, owner, records)
+
+
 def test_the_losers_waiters_are_told_to_resend_never_given_its_void_outcome():
-    r = race()
-    assert [rep["status"] for rep in r.owner_reports] == ["refused", "accepted", "refused"]
-    assert [rep.get("reason_code") for rep in r.owner_reports] == [
+    owner, zombie, r = zombie_loses()
+    assert statuses(r.winner_reports) == ["refused", "accepted", "refused"]
+    assert [rep.get("reason_code") for rep in r.winner_reports] == [
         "betting_already_closed", None, "round_in_progress"]
     # the zombie decided otherwise (its close accepted) and wrote it: void in dealer.log
-    valid, void, state = folded(r.owner)
+    valid, void, state = folded(owner)
     assert [e.entry_id.split(":")[0] for e in void] == ["zom"] * 3
     assert [[e.type for e in entry.events] for entry in void] == [
         ["betting_closed"], ["card_dealt"], []]
     assert void[0].events[0].reason == "supervisor" and void[2].rejection is not None
     assert state.void == 3 and all(e.entry_id.startswith("own:") for e in valid)
     # its waiters, its refusal's too, are told to resend; no void event is shown
-    assert [a["status"] for a in r.zombie_answers] == [LOST_RACE] * 3
-    assert [rep["status"] for rep in r.zombie_reports] == [LOST_RACE] * 3
-    assert not any("events" in a or "reason_code" in a for a in r.zombie_answers)
+    assert statuses(r.answers) == [LOST_RACE] * 3
+    assert statuses(r.reports) == [LOST_RACE] * 3
+    assert not any("events" in a or "reason_code" in a for a in r.answers if a)
     # nothing of the zombie's is published: table.events and dealer.rejections are the log's
-    assert_only_the_log_is_published(r.owner)
-    kinds = [parse_table_event(v) for v in r.owner.events("A")]
+    assert_only_the_log_is_published(owner)
+    kinds = [parse_table_event(v) for v in owner.events("A")]
     assert {(e.seq, e.type, getattr(e, "reason", None)) for e in kinds} >= {
         (3, "betting_closed", "timer"), (4, "card_dealt", None)}
     assert not [e for e in kinds if getattr(e, "reason", None) == "supervisor"]
-    assert {(j["input_id"], j["reason_code"], j["received_at"]) for j in r.owner.rejections("A")
+    assert {(j["input_id"], j["reason_code"], j["received_at"]) for j in owner.rejections("A")
             } == {("A-zom-1", "betting_already_closed", "2026-01-01T00:00:06Z"),
                   ("A-zom-3", "round_in_progress", "2026-01-01T00:00:06Z")}
     # the zombie folded the log again: its tables are the owner's
-    assert r.zombie.tables == r.owner.tables
-    assert r.zombie.tables["A"].round.cards == ["8H"] and r.zombie.tables["A"].seq == 4
+    assert zombie.tables == owner.tables
+    assert zombie.tables["A"].round.cards == ["8H"] and zombie.tables["A"].seq == 4
 
 
 def test_the_owners_decisions_stand_and_it_answers_past_the_void_entries():
     """The owner's next entry lands after the zombie's three void ones (one record, a pack:
     not at the end it had folded): folded again, it is valid, so it is answered, and every
     worker folding the log has the owner's table."""
-    r = race()
-    (report,) = run(r.owner.handle([r.owner.raw("A", ScanCard, round_id="R1",
-                                                card=parse_card("KD"))]))
+    owner, _, _ = zombie_loses()
+    (report,) = run(owner.handle([owner.raw("A", ScanCard, round_id="R1",
+                                            card=parse_card("KD"))]))
     assert report["status"] == "accepted" and [e["seq"] for e in report["events"]] == [5]
-    assert r.owner.tables["A"].seq == 5 and r.owner.tables["A"].round.cards == ["8H", "KD"]
-    later = World(log=r.owner.log, events_key=KEY, writer="w3")  # the partition's next worker
+    assert owner.tables["A"].seq == 5 and owner.tables["A"].round.cards == ["8H", "KD"]
+    later = World(log=owner.log, events_key=KEY, writer="w3")  # the partition's next worker
     run(later.recover())
-    assert later.tables == r.owner.tables
-    assert_only_the_log_is_published(r.owner)
+    assert later.tables == owner.tables
+    assert_only_the_log_is_published(owner)
 
 
 def test_a_zombies_refusal_is_not_answered_when_the_log_decided_otherwise():
@@ -211,24 +222,11 @@ def test_a_zombies_refusal_is_not_answered_when_the_log_decided_otherwise():
     told to resend, never "refused"; the refusal is void in dealer.log and never
     published; the resent input is decided on the log (already applied)."""
     owner, zombie = pair()
-    zombie.clock.advance(3)
-    owner.clock.advance(6)
     card = zombie.raw("A", ScanCard, round_id="R1", card=parse_card("8H"))
-    got: dict = {}
-
-    async def owner_first() -> None:
-        got["owner"] = await owner.handle([card])
-
-    async def go():
-        waiter = zombie.decisions.expect(*_waiter_of(card))
-        owner.log.before_send = owner_first
-        (report,) = await zombie.handle([card])
-        return waiter.result(), report
-
-    answer, report = run(go())
-    assert [rep["status"] for rep in got["owner"]] == ["accepted"]
-    assert answer == {"status": LOST_RACE, "input_id": "A-zom-1", "table_id": "A"}
-    assert report["status"] == LOST_RACE
+    r = race(zombie, owner, [card])
+    assert statuses(r.winner_reports) == ["accepted"]
+    assert r.answers == [{"status": LOST_RACE, "input_id": "A-zom-1", "table_id": "A"}]
+    assert statuses(r.reports) == [LOST_RACE]
     _, void, _ = folded(owner)
     (refused,) = void
     assert refused.entry_id.startswith("zom:") and refused.events == ()
@@ -250,24 +248,12 @@ def test_whoever_lands_second_loses_even_the_rightful_owner():
     zombie answers it), the owner's lands after it on the same head and is void; the
     owner's waiter is told to resend, and the owner folds the zombie's decision."""
     owner, zombie = pair()
-    zombie.clock.advance(3)
-    owner.clock.advance(6)
     closing = owner.raw("A", CloseBetting, round_id="R1", role="supervisor",
                         reason_text="test: close now")
-    got: dict = {}
-
-    async def zombie_first() -> None:
-        got["zombie"] = await zombie.handle([closing])
-
-    async def go():
-        waiter = owner.decisions.expect(*_waiter_of(closing))
-        zombie.log.before_send = zombie_first
-        (report,) = await owner.handle([closing])
-        return waiter.result(), report
-
-    answer, report = run(go())
-    assert answer["status"] == report["status"] == LOST_RACE
-    assert [rep["status"] for rep in got["zombie"]] == ["accepted"]
+    r = race(owner, zombie, [closing])
+    assert statuses(r.answers) == [LOST_RACE]
+    assert statuses(r.reports) == [LOST_RACE]
+    assert statuses(r.winner_reports) == ["accepted"]
     valid, void, _ = folded(owner)
     assert valid[-1].entry_id.startswith("zom:") and void[0].entry_id.startswith("own:")
     # the owner's timer close and refusal are void: the log has the supervisor's close
@@ -283,20 +269,14 @@ def test_a_record_only_the_losers_void_entry_decided_is_decided_again_on_the_log
     first. The zombie's entries are void; the second record is not counted as decided by
     them: folded again, the zombie decides it on the log, and that entry is valid."""
     owner, zombie = pair()
-    zombie.clock.advance(3)
-    owner.clock.advance(6)
     first = zombie.raw("A", ScanCard, round_id="R1", card=parse_card("8H"))
     second = zombie.raw("A", CloseBetting, round_id="R1", role="supervisor",
                         reason_text="test: close now")
-
-    async def owner_first() -> None:
-        await owner.handle([first])
-
-    zombie.log.before_send = owner_first
-    reports = run(zombie.handle([first, second]))
-    assert [rep["status"] for rep in reports] == [LOST_RACE, "refused"]
+    r = race(zombie, owner, [first, second], winner_decides=[first])
+    assert statuses(r.reports) == [LOST_RACE, "refused"]
+    assert statuses(r.answers) == [LOST_RACE, "refused"]
     # decided again at t0 + 3 on the log's table (betting closed by the owner's timer)
-    assert reports[1]["reason_code"] == "betting_already_closed"
+    assert r.reports[1]["reason_code"] == "betting_already_closed"
     valid, void, state = folded(owner)
     assert [e.entry_id.split(":")[0] for e in void] == ["zom", "zom"]
     assert valid[-1].entry_id.startswith("zom:") and valid[-1].source.offset == \
