@@ -83,15 +83,23 @@ def values(sim: Sim, topic: str) -> list[tuple[int, int, bytes]]:
 
 
 def valid_entries(sim: Sim, topic: str, parse: Any) -> list[tuple[int, int, Any]]:
-    """(partition, offset, entry) of each own log's valid entries: the chain by ids."""
+    """(partition, offset, entry) of each own log's valid entries that took effect: the
+    chain by ids; of a record's parts, a run from part 0 to the last (a crash's cut dropped)."""
     out = []
     for p in range(PARTITIONS):
-        head = ""
+        head, held = "", []
         for o, _, v in sim.kafka.read(topic, p):
             for entry in entries_of(v, parse):  # a pack's entries, in order
                 if entry.prev == head:
-                    out.append((p, o, entry))
-                    head = entry.entry_id
+                    head, s = entry.entry_id, entry.source
+                    if s.part == 0 or held and held[0][2].source.topic != s.topic or \
+                            held and held[0][2].source.offset != s.offset:
+                        held = []
+                    if s.part == len(held):
+                        held.append((p, o, entry))
+                    if s.last and held and held[-1][2] is entry:
+                        out.extend(held)
+                        held = []
     return out
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from prometheus_client.metrics import MetricWrapperBase
 
-from services.infra import metrics
+from services.infra import metrics, packs
 from tests.crashsim import invariants
 from tests.crashsim.pipeline import Sim
 from tests.crashsim.stages import Config
@@ -27,10 +27,11 @@ def config_for(seed: int) -> Config:
     twenty-five has wallet workers whose clock may run ahead by more than its window; one
     in five starts its players on a balance a few bets spend (the funds guard is met); one
     in fifty has its first table deal, in the drain, every copy of one card and then scan
-    it again (dealer-event's card_not_in_shoe is met)."""
+    it again (dealer-event's card_not_in_shoe is met). Two in three send a batch's entries
+    in packs of one or two (a batch over the production bound, in small)."""
     return Config(seamless=seed % 4 == 3, ahead_p=0.5 if seed % 25 == 7 else 0.0,
                   start_balance=LOW_START if seed % 5 == 4 else 30_000,
-                  stacked=seed % 50 == STACKED)
+                  stacked=seed % 50 == STACKED, pack_records=(1, 2, 100)[seed % 3])
 
 
 @dataclass
@@ -105,10 +106,13 @@ def run(seed: int, config: Config | None = None) -> Result:
     if _loop is None or _loop.is_closed():
         _loop = asyncio.new_event_loop()
     sim = Sim(seed, config or config_for(seed))
+    bound, packs.PACK_MAX_RECORDS = packs.PACK_MAX_RECORDS, sim.config.pack_records
     with quiet_and_watched(sim.breaches):
         try:
             _loop.run_until_complete(sim.run())
             problems = invariants.check(sim)
         except Exception as error:  # noqa: BLE001 - a crash of the run is a finding too
             problems = [f"the run raised {type(error).__name__}: {error}"]
+        finally:
+            packs.PACK_MAX_RECORDS = bound
     return Result(seed, sim.steps, problems, sim.faults, sim.seamless, sim.ahead)

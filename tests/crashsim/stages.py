@@ -111,6 +111,10 @@ class Config:
     annul_p: float = 0.2
     start_balance: int = 30_000  # each player's first deposit (transfer mode)
     stacked: bool = False  # the first table deals one card out of its shoe in the drain
+    # at most this many entries a pack (`services.infra.packs`): the production bound (100)
+    # makes a schedule's small batches one record each; a smaller one sends them as several,
+    # as a large batch is sent, so a rival can land between a batch's records
+    pack_records: int = 100
 
 
 class WorkerClock:
