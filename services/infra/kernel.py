@@ -272,8 +272,8 @@ class OwnLog(Generic[E]):
         """Publish entries' outputs and wait for every ack, a routed topic's packed by
         partition (`services.infra.packs`)."""
         io = self.io_()
-        where = {(topic, key): await io.partition_for(topic, key)
-                 for topic, key, _ in outputs if topic in ROUTED_TOPICS}
+        routed = {(topic, key) for topic, key, _ in outputs if topic in ROUTED_TOPICS}
+        where = {(topic, key): await io.partition_for(topic, key) for topic, key in routed}
         await io.publish(pack_routed(outputs, lambda topic, key: where[(topic, key)]))
 
     async def refold(self, partition: int) -> set[int]:
