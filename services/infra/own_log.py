@@ -56,14 +56,13 @@ in the last window (and the keys that never expire), not its whole history
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Generic, NamedTuple, Protocol, TypeVar, cast
 
-from services.infra.packs import EMPTY_SIZE, cost, fits, pack_values, unpack
+from services.infra.packs import Packs, records_of
 from shared.events.sources import InputRef
 
 Record = tuple[str, bytes, bytes]  # topic, key, value
@@ -376,9 +375,7 @@ class Batch(Generic[E]):
     scratch: Overlay = field(init=False)
     entries: list[E] = field(default_factory=list)
     start: int = field(init=False)  # the log's end as the state had folded it
-    values: list[bytes] = field(default_factory=list)  # each entry as written
-    firsts: list[int] = field(default_factory=list)  # each record's first entry's index
-    size: int = EMPTY_SIZE  # the last record's, as a pack
+    packs: Packs = field(default_factory=Packs)  # the entries as written, in records
 
     def __post_init__(self) -> None:
         self.scratch = Overlay(self.state.kv)
@@ -390,31 +387,23 @@ class Batch(Generic[E]):
         prev = self.entries[-1].entry_id if self.entries else self.state.head_id
         entry = make(self.new_id(), prev, self.state.published_through)
         self.fold.apply(self.scratch, entry)
-        value = entry.model_dump_json().encode()
-        if not self.firsts or not fits(len(self.entries) - self.firsts[-1], self.size, value):
-            self.firsts.append(len(self.entries))
-            self.size = EMPTY_SIZE
-        self.size += cost(value)
+        self.packs.add(entry.model_dump_json().encode())
         self.entries.append(entry)
-        self.values.append(value)
         return entry
 
     def records(self, key_of: Callable[[E], bytes | None]) -> list[tuple[bytes | None, bytes]]:
         """The records to send, in order, each keyed by its first entry's key."""
-        if not self.entries:
-            return []
-        ends = [*self.firsts[1:], len(self.entries)]
-        return [(key_of(self.entries[a]), self.values[a] if b - a == 1 else
-                 pack_values(self.values[a:b])) for a, b in zip(self.firsts, ends, strict=True)]
+        return [(key_of(self.entries[first]), value)
+                for first, value in zip(self.packs.firsts, self.packs.packed(), strict=True)]
 
     def record_of(self, index: int) -> int:
         """Which of the records sent holds the entry at `index`."""
-        return bisect_right(self.firsts, index) - 1
+        return self.packs.pack_of(index)
 
     @property
     def expected(self) -> list[int]:
         """The offsets the records land at if nothing lands in between."""
-        return list(range(self.start, self.start + len(self.firsts)))
+        return list(range(self.start, self.start + len(self.packs.firsts)))
 
     def landed_as_chained(self, landed: list[Landed]) -> bool:
         """Every entry landed right after the log the state had folded, and the state
@@ -437,5 +426,4 @@ class Batch(Generic[E]):
 def entries_of(value: bytes, parse: Callable[[bytes], E]) -> list[E]:
     """The entries one record of an own log holds: a pack's (`services.infra.packs`), or
     the record's own. Raises if any of them is not an entry."""
-    values = unpack(value)
-    return [parse(value)] if values is None else [parse(v) for v in values]
+    return [parse(v) for v in records_of(value)]

@@ -25,8 +25,10 @@ players on 6 partitions of `wallet.endings` is then about 100 records there inst
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 from shared.topics import ROUTED_TOPICS
 
@@ -44,22 +46,6 @@ EMPTY_SIZE = len(_HEAD) + len(_MID) + len(_TAIL)
 PartitionFor = Callable[[str, bytes], int]  # (topic, key) -> the partition the key goes to
 
 
-@dataclass
-class _Pack:
-    at: int  # its place among the outputs (where its first record was)
-    topic: str
-    key: bytes
-    values: list[bytes] = field(default_factory=list)
-    size: int = EMPTY_SIZE
-
-    def fits(self, value: bytes) -> bool:
-        return fits(len(self.values), self.size, value)
-
-    def add(self, value: bytes) -> None:
-        self.values.append(value)
-        self.size += cost(value)
-
-
 def cost(value: bytes) -> int:
     """What one more record adds to a pack's size (its bytes, its size, two separators)."""
     return len(value) + len(str(len(value))) + 2 * len(_SEP)
@@ -74,6 +60,42 @@ def pack_values(values: Sequence[bytes]) -> bytes:
     """The pack holding `values` (JSON records), in order."""
     sizes = _SEP.join(str(len(v)).encode() for v in values)
     return _HEAD + sizes + _MID + _SEP.join(values) + _TAIL
+
+
+@dataclass
+class Packs:
+    """Records split into packs within the bounds, in the order they were added: each pack
+    is its records' consecutive run. The one pack builder of own logs and routed topics."""
+
+    values: list[bytes] = field(default_factory=list)  # every record, as written
+    firsts: list[int] = field(default_factory=list)  # each pack's first record's index
+    size: int = EMPTY_SIZE  # the last pack's
+
+    def add(self, value: bytes) -> bool:
+        """Add `value` to the last pack, or start a new one when it has no room for it;
+        True when it started a new one."""
+        new = not self.firsts or not fits(len(self.values) - self.firsts[-1], self.size, value)
+        if new:
+            self.firsts.append(len(self.values))
+            self.size = EMPTY_SIZE
+        self.size += cost(value)
+        self.values.append(value)
+        return new
+
+    def packed(self) -> list[bytes]:
+        """Each pack as the one record it is sent as: a record alone as itself."""
+        bounds = [*self.firsts, len(self.values)]  # each pack from its first to the next one
+        return [self.values[a] if b - a == 1 else pack_values(self.values[a:b])
+                for a, b in pairwise(bounds)]
+
+    def pack_of(self, index: int) -> int:
+        """Which pack holds the record added `index`-th."""
+        return bisect_right(self.firsts, index) - 1
+
+
+def records_of(value: bytes) -> list[bytes]:
+    """The records one Kafka record holds: a pack's, or the record itself."""
+    return unpack(value) or [value]
 
 
 def unpack(value: bytes) -> list[bytes] | None:
@@ -105,21 +127,19 @@ def unpack(value: bytes) -> list[bytes] | None:
 
 def pack_routed(records: Sequence[Record], partition_for: PartitionFor) -> list[Record]:
     """`records` with those of a routed topic packed by (topic, partition), each pack
-    where its first record was; the others as they were, in order."""
+    where its first record was and keyed by its key; the others as they were, in order."""
     out: list[Record | None] = []
-    packs: list[_Pack] = []
-    open_: dict[tuple[str, int], _Pack] = {}
+    packs: dict[tuple[str, int], Packs] = {}
+    places: dict[tuple[str, int], list[tuple[int, bytes]]] = {}  # each pack's place, key
     for topic, key, value in records:
         if topic not in ROUTED_TOPICS:
             out.append((topic, key, value))
             continue
         where = (topic, partition_for(topic, key))
-        pack = open_.get(where)
-        if pack is None or (pack.values and not pack.fits(value)):
-            pack = open_[where] = _Pack(len(out), topic, key)
-            packs.append(pack)
+        if packs.setdefault(where, Packs()).add(value):
+            places.setdefault(where, []).append((len(out), key))
             out.append(None)
-        pack.add(value)
-    for pack in packs:
-        out[pack.at] = (pack.topic, pack.key, pack_values(pack.values))
+    for where, group in packs.items():
+        for (at, key), value in zip(places[where], group.packed(), strict=True):
+            out[at] = (where[0], key, value)
     return [record for record in out if record is not None]

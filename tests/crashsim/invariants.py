@@ -42,7 +42,7 @@ from typing import Any
 
 from services.dealer_event.decisions import LOST_RACE, MOVED
 from services.infra.own_log import PartitionState, entries_of, fold_entry
-from services.infra.packs import unpack
+from services.infra.packs import records_of
 from services.wallet.commands import CreateAccount, Deposit, PlaceBet, Withdraw
 from shared.events.bet_events import BetPlaced
 from shared.events.canonical import GENESIS_HASH
@@ -581,7 +581,7 @@ def applied_order(sim: Sim, topic: str, partition: int) -> list[tuple[str, int]]
     (topic, offset) at the valid entry that completes it, the first time."""
     out, seen, head = [], set(), ""
     for _, _, value in sim.kafka.read(topic, partition):
-        for entry in map(json.loads, unpack(value) or [value]):  # a pack's, or the one
+        for entry in map(json.loads, records_of(value)):  # a pack's, or the one
             if entry["prev"] != head:
                 continue
             head = entry["entry_id"]

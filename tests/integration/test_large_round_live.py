@@ -16,7 +16,7 @@ from kafka import KafkaAdminClient
 
 from services.infra.kafka_security import ADMIN, kafka_python_options
 from services.infra.log_reader import read_to_end
-from services.infra.packs import unpack
+from services.infra.packs import records_of
 from services.operator.audit import audit
 from services.operator.event_reader import read_books
 from shared.events.bet_events import manifest_digest
@@ -71,7 +71,7 @@ def largest_record(bootstrap: str, topic: str) -> tuple[int, int]:
     (`services.infra.packs`: an own log's entries)."""
     count = largest = 0
     for record in read_to_end(bootstrap, topic):
-        count += len(unpack(record.value or b"") or [record.value])
+        count += len(records_of(record.value or b""))
         largest = max(largest, len(record.value or b""))
     return count, largest
 

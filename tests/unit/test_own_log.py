@@ -36,7 +36,7 @@ from services.infra.own_log import (
     fold_entry,
     skip_to,
 )
-from services.infra.packs import unpack
+from services.infra.packs import records_of, unpack
 from shared.events.sources import InputRef
 
 INPUT = "commands"
@@ -301,7 +301,7 @@ def test_a_batch_past_a_packs_bounds_is_sent_as_several(monkeypatch):
     made = [batch.add(make(f"k{i}", i, i + 1)) for i in range(5)]
     records = batch.records(lambda e: e.key.encode())
     assert [k for k, _ in records] == [b"k0", b"k2", b"k4"]  # each keyed by its first
-    assert [len(unpack(v) or [v]) for _, v in records] == [2, 2, 1]
+    assert [len(records_of(v)) for _, v in records] == [2, 2, 1]
     assert batch.expected == [1, 2, 3] and [batch.record_of(i) for i in range(5)] == [
         0, 0, 1, 1, 2]
     assert [o for o, _ in batch.commit(landed(1, 2, 3))] == [1, 1, 2, 2, 3]

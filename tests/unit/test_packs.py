@@ -7,7 +7,7 @@ import pytest
 
 from services.bet_settlement import round_book
 from services.infra import packs
-from services.infra.packs import pack_routed, pack_values
+from services.infra.packs import pack_routed, pack_values, records_of
 from services.wallet.commands import ending_commands
 from shared.events.bet_events import BetSettled, EndingsPack
 from shared.topics import BETS_SETTLED_TOPIC, WALLET_ENDINGS_TOPIC
@@ -35,14 +35,15 @@ def test_each_partitions_records_become_one_pack_in_their_order_keyed_to_that_pa
     other = (BETS_SETTLED_TOPIC, b"T1", b'{"x":1}')
     out = pack_routed([other, *records], _partition)
     assert out[0] == other  # other topics as they were, in place
-    got = [(k, json.loads(v)) for t, k, v in out[1:]]
+    got = [(k, [json.loads(r) for r in records_of(v)]) for t, k, v in out[1:]]
     assert all(t == WALLET_ENDINGS_TOPIC for t, _, _ in out[1:])
     assert len(got) == 3  # partitions 1, 2 and 0
-    by_partition = {_partition("", k): [r["i"] for r in p["records"]] for k, p in got}
+    by_partition = {_partition("", k): [r["i"] for r in pack] for k, pack in got}
     assert by_partition == {1: [0, 2, 4, 6], 2: [1, 5], 0: [3]}
+    assert packs.unpack(out[3][2]) is None  # a record alone is sent as itself
     for key, pack in got:  # every record's key goes where its pack's key goes
         assert all(_partition("", f"player-{r['n']}".encode()) == _partition("", key)
-                   for r in pack["records"])
+                   for r in pack)
 
 
 def test_a_pack_is_split_past_its_bounds_and_the_order_is_kept(monkeypatch):

@@ -23,7 +23,7 @@ from services.bet_settlement.settlement_fold import SETTLEMENT_FOLD, Lookups
 from services.infra import packs
 from services.infra.clock import ManualClock
 from services.infra.own_log import PartitionState, fold_entry
-from services.infra.packs import unpack
+from services.infra.packs import records_of
 from shared.events.bet_events import BetSettled
 from shared.events.settlement_log import BETS_PER_ENTRY, ENTRY_BYTES, SettlementEntry
 from shared.events.table import RoundAnnulled, RoundOpened, seal
@@ -71,7 +71,7 @@ def written(broker: LogBroker, before: int) -> tuple[list[bytes], list[bytes]]:
     """The records of partition 0 from offset `before`, and each entry they hold as it was
     written (a pack's entries, or a record's one)."""
     records = broker.log[0][before:]
-    return records, [v for record in records for v in unpack(record) or [record]]
+    return records, [v for record in records for v in records_of(record)]
 
 
 def big_round(worker: Worker, feed: Feed, bets: int) -> None:

@@ -319,8 +319,8 @@ def test_two_workers_deciding_the_same_commands_fold_to_one_consistent_account(
         for offset, e in base:
             fold_entry(own, offset, e, WALLET_FOLD, e.recorded_at)
         batch = decide(decider, own, cmds, writer).batch
-        ends = [*batch.firsts[1:], len(batch.entries)]
-        sent.append([batch.entries[a:b] for a, b in zip(batch.firsts, ends, strict=True)])
+        ends = [*batch.packs.firsts[1:], len(batch.entries)]
+        sent.append([batch.entries[a:b] for a, b in zip(batch.packs.firsts, ends, strict=True)])
     assert [len(records) for records in sent] == [-(-3 // per_record)] * 2
     start = base[-1][0] + 1  # the records after the head both folded
     balances = set()

@@ -174,7 +174,7 @@ def test_live_batches_and_rebuild_forget_the_same_keys(seed):
         seen = dict(batch.scratch)
         assert before <= set(seen)  # nothing expired in the batch's scratch
         # each record (a pack of entries) appended once its last entry was written
-        ends = [*batch.firsts[1:], len(batch.entries)][:len(batch.firsts)]  # none: no record
+        ends = [*batch.packs.firsts[1:], len(batch.entries)][:len(batch.packs.firsts)]  # none: no record
         landed = [Landed(o, batch.entries[end - 1].recorded_at)
                   for o, end in zip(batch.expected, ends, strict=True)]
         log += [(o, e.model_dump_json().encode()) for o, e in batch.commit(landed)]
