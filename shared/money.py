@@ -8,13 +8,14 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from shared.models import FrozenModel
 
 
-class Odds(BaseModel):
+class Odds(FrozenModel):
     """Exact payout odds, winnings per unit staked: 0.95:1 is {"num": 19, "den": 20}."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     num: int = Field(ge=0, strict=True)
     den: int = Field(gt=0, strict=True)

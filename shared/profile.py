@@ -14,11 +14,12 @@ from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import Field, TypeAdapter, model_validator
 
 from shared.bets import GAME_RULES
 from shared.currency import CurrencyError, check_currency
 from shared.events.table import VoidReason
+from shared.models import FrozenModel
 from shared.money import Odds
 from shared.triple_face import Procedure
 
@@ -36,11 +37,10 @@ def _limits_in_order(min_stake: int | None, max_stake: int | None) -> None:
         raise ValueError(f"min_stake {min_stake} is above max_stake {max_stake}")
 
 
-class StakeLimits(BaseModel):
+class StakeLimits(FrozenModel):
     """One bet's stake limits in one currency, in its minor units. `max_stake` is also seed
     002's table maximum on one spot in one round."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     min_stake: int = Field(gt=0, strict=True)
     max_stake: int = Field(gt=0, strict=True)
@@ -51,12 +51,11 @@ class StakeLimits(BaseModel):
         return self
 
 
-class CurrencyLimits(BaseModel):
+class CurrencyLimits(FrozenModel):
     """What a table offers a player in one currency, in its minor units: each bet's limits and
     the chip denominations (ascending, each within the table's lowest minimum and highest
     maximum)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     chips: tuple[Annotated[int, Field(gt=0, strict=True)], ...] = Field(min_length=1)
     bets: dict[str, StakeLimits] = Field(min_length=1)
@@ -73,11 +72,10 @@ class CurrencyLimits(BaseModel):
         return self
 
 
-class BetSpec(BaseModel):
+class BetSpec(FrozenModel):
     """One bet a table offers: its paytable and, in a profile without per-currency limits
     (`currencies`), its stake limits in minor units."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     min_stake: int | None = Field(default=None, gt=0, strict=True)
     max_stake: int | None = Field(default=None, gt=0, strict=True)
@@ -97,8 +95,7 @@ class BetSpec(BaseModel):
         return StakeLimits.model_construct(min_stake=self.min_stake, max_stake=self.max_stake)
 
 
-class _ProfileBase(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class _ProfileBase(FrozenModel):
 
     name: str
     # a changed profile is a new version; released versions stay shipped, never edited

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
+
+from shared.models import FrozenModel
 
 FORMAT = "croupier-archive/1"
 PARQUET_SUFFIX = ".parquet"
@@ -70,8 +72,7 @@ class ArchivedRecord:
     headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
-class Manifest(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Manifest(FrozenModel):
 
     format: str = FORMAT
     topic: str

@@ -46,9 +46,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict, TypeAdapter
+from pydantic import BaseModel, TypeAdapter
 
 from services.infra.own_log import Logged, PartitionState, entries_of
+from shared.models import FrozenModel
 from shared.topics import snapshot_topic
 
 log = logging.getLogger(__name__)
@@ -255,11 +256,10 @@ check_coverage()
 
 # ----------------------------------------------------------------- the manifest
 
-class SnapshotManifest(BaseModel):
+class SnapshotManifest(FrozenModel):
     """What a snapshot is: its chunks (count, sha256 of each) and its stamp (every field of
     the state but its values)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     format: Literal[1] = 1  # the snapshot format's version
     topic: str  # the own log this is a snapshot of

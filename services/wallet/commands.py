@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, Field, TypeAdapter
 
 from shared.bets import Position
 from shared.events.bet_events import (
@@ -24,12 +24,12 @@ from shared.events.bet_events import (
 )
 from shared.events.ids import BetId, RequestId, RoundId, TableId
 from shared.events.operator_wallet import OperatorAnswer
+from shared.models import FrozenModel
 
 Amount = Annotated[int, Field(gt=0, strict=True, description="Minor units.")]
 
 
-class _Command(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class _Command(FrozenModel):
 
     player_id: str
 
@@ -51,11 +51,10 @@ class Withdraw(_Command):
     amount: Amount
 
 
-class DoorRefusal(BaseModel):
+class DoorRefusal(FrozenModel):
     """What the HTTP door found wrong with a bet (the round closed, the table unknown...):
     binding only on a bet id never placed, so a resent bet gets its first answer."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     status: int
     code: str
@@ -129,8 +128,7 @@ Command = Annotated[CreateAccount | Deposit | Withdraw | PlaceBet | EndBet | Rev
                     | OperatorAnswered, Field(discriminator="type")]
 
 
-class Envelope(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Envelope(FrozenModel):
 
     reply_id: str | None = None
     command: Command

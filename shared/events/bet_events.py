@@ -10,10 +10,11 @@ import hashlib
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import AwareDatetime, Field, TypeAdapter, model_validator
 
 from shared.bets import Position
 from shared.events.ids import BetId
+from shared.models import FrozenModel
 
 
 def settlement_id(bet_id: str, correction: int = 0) -> str:
@@ -54,10 +55,9 @@ def manifest_digest(bet_ids: Iterable[str]) -> str:
     return f"{sum(_bet_hash(bet_id) for bet_id in bet_ids) % DIGEST_MODULUS:064x}"
 
 
-class BetFacts(BaseModel):
+class BetFacts(FrozenModel):
     """What every bet event repeats, so each record stands on its own in a replay."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = 1
     bet_id: BetId
@@ -70,7 +70,7 @@ class BetFacts(BaseModel):
     currency: str
 
 
-class IntakeMark(BaseModel):
+class IntakeMark(FrozenModel):
     """A wallet worker's progress marker on `bets.placed` (keyed by table id), written once
     it has seen the round's BettingClosed: every bet it stamped before `through` is earlier
     in this partition, every bet it stamps from now on is stamped after `through`. The
@@ -78,7 +78,6 @@ class IntakeMark(BaseModel):
     marks of a round cover all `partition_count` of them, bet-settlement knows every bet
     placed before the close is in hand and writes the round's manifest."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = 1
     type: Literal["intake_mark"] = "intake_mark"
@@ -112,10 +111,9 @@ class BetRejected(BetFacts):
     decided_at: AwareDatetime
 
 
-class RoundManifest(BaseModel):
+class RoundManifest(FrozenModel):
     """Written once when betting closes: the accepted bets the round will settle."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = 1
     type: Literal["round_manifest"] = "round_manifest"
@@ -177,14 +175,13 @@ WalletEnding = Annotated[BetSettled | SettlementReversed | BetRejected,
                          Field(discriminator="type")]
 
 
-class EndingsPack(BaseModel):
+class EndingsPack(FrozenModel):
     """One record of `wallet.endings`: the endings of bets (settlements, reversals,
     rejections: the very records bets.settled and bets.decisions carry) of players on one
     partition, in the order bet-settlement published them. bet-settlement's outbox packs
     an entry's endings by the wallet's partition (`services.infra.packs`), so a round's
     thousand settlements reach the wallet in a few records instead of a thousand."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["pack"] = "pack"
     sizes: tuple[int, ...] = Field(description="The size of each record in bytes, as "

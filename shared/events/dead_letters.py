@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, Field
+
+from shared.models import FrozenModel
 
 KEEP_VALUE_BYTES = 64 * 1024  # larger values are kept as their digest and size only
 
@@ -25,8 +27,7 @@ def dead_letter_id(service: str, topic: str, partition: int, offset: int) -> str
     return f"{service}:{topic}:{partition}:{offset}"
 
 
-class DeadLetter(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class DeadLetter(FrozenModel):
 
     schema_version: Literal[1] = 1
     type: Literal["dead_letter"] = "dead_letter"
@@ -46,10 +47,9 @@ class DeadLetter(BaseModel):
     occurred_at: AwareDatetime
 
 
-class DeadLetterRedriven(BaseModel):
+class DeadLetterRedriven(FrozenModel):
     """An operator put a dead letter's original record back on its topic."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = 1
     type: Literal["dead_letter_redriven"] = "dead_letter_redriven"

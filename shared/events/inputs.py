@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 from pydantic import (
     AfterValidator,
     AwareDatetime,
-    BaseModel,
-    ConfigDict,
     Field,
     TypeAdapter,
     model_validator,
@@ -25,6 +23,7 @@ from shared.cards import Card
 from shared.events.canonical import canonical_bytes, hmac_hex, same_digest
 from shared.events.ids import InputId, RoundId, ShoeId, TableId
 from shared.events.table import CorrectionReason, VoidReason
+from shared.models import FrozenModel
 
 Role = Literal["device", "supervisor"]
 
@@ -40,8 +39,7 @@ def _not_the_platforms(reason: VoidReason) -> VoidReason:
 GivenVoidReason = Annotated[VoidReason, AfterValidator(_not_the_platforms)]
 
 
-class InputBase(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class InputBase(FrozenModel):
 
     if TYPE_CHECKING:  # each command declares its own literal `command`
         command: str
@@ -225,14 +223,13 @@ def make_input(command_type: type[InputBase], *, key: bytes, sent_at: datetime,
     return command_type(sent_at=sent_at, **fields).signed(key)
 
 
-class TimerTick(BaseModel):
+class TimerTick(FrozenModel):
     """dealer-event's own record on `dealer.inputs`: its timer found a table's betting window
     over or its round left hanging, and asks for the decision. Deciding it is what any
     input's decision does first (`table_machine.tick`, then `watch`), so a tick changes
     nothing that the rules, the table's state and the clock do not already say: one from
     anyone else is harmless, and a tick that finds nothing due writes nothing."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["timer_tick"] = "timer_tick"
     table_id: TableId

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, Field
 
 from shared.events.ids import PlayerId, RoundId, TableId
+from shared.models import FrozenModel
 
 
-class ComplaintWindowOverridden(BaseModel):
+class ComplaintWindowOverridden(FrozenModel):
     """An operator replayed a complaint filed after the 24-hour window."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = 1
     type: Literal["complaint_window_overridden"] = "complaint_window_overridden"
@@ -40,7 +40,7 @@ class ComplaintWindowOverridden(BaseModel):
                                                 "filed, past the 24-hour window included.")
 
 
-class ComplaintFiled(BaseModel):
+class ComplaintFiled(FrozenModel):
     """A player's complaint as the platform received it (RULES §6, seed 002). `filed_at` is
     the clock of the process that recorded it, never a time its caller gave: the 24-hour
     window is judged against it, at filing and whenever the complaint's report is opened. A
@@ -48,7 +48,6 @@ class ComplaintFiled(BaseModel):
     `override` its reason), and then beside a `complaint_window_overridden` record whose
     `action_id` is this complaint's id."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: Literal[1] = 1
     type: Literal["complaint_filed"] = "complaint_filed"

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, Field
 
 from shared.events.sources import InputPosition
+from shared.models import FrozenModel
 
 # refusals that are not the dealer's: a device's resend of an input already applied. The
 # per-dealer refused-input figures (`croupier stats`, the metrics) leave them out.
 NOT_THE_DEALERS = ("duplicate_input",)
 
 
-class InputRefused(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class InputRefused(FrozenModel):
 
     schema_version: Literal[1] = 1
     type: Literal["input_refused"] = "input_refused"

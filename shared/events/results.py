@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, Field
 
 from shared.cards import Card
+from shared.models import FrozenModel
 from shared.rounds import RoundResult
 
 
@@ -20,10 +21,9 @@ def _absent(value: object) -> bool:
     return value is None
 
 
-class ResultCorrection(BaseModel):
+class ResultCorrection(FrozenModel):
     """What a corrected result supersedes, and who corrected it and why (RoundCorrected)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     replaces: str = Field(description="The result id this one supersedes.")
     correction: int = Field(ge=1)
@@ -34,8 +34,7 @@ class ResultCorrection(BaseModel):
     supervisor: str
 
 
-class RoundResultPublished(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class RoundResultPublished(FrozenModel):
 
     schema_version: Literal[1] = 1
     type: Literal["round_result"] = "round_result"

@@ -33,6 +33,7 @@ from shared.events.bet_events import (
     SettlementReversed,
 )
 from shared.events.sources import ChainedEntry
+from shared.models import FrozenModel
 from shared.round_phase import SettlementStatus
 
 # A record's changes are cut into entries of about ENTRY_BYTES of bet entries, spot totals
@@ -99,17 +100,15 @@ class BetEntry(BaseModel):
     refund: BetSettled | None = None
 
 
-class SpotWrite(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class SpotWrite(FrozenModel):
 
     key: str
     total: int
 
 
-class ChainWatch(BaseModel):
+class ChainWatch(FrozenModel):
     """The table's chain head (`event_auth.TableWatch`) and its flag."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     table_id: str
     seq: int | None = None
@@ -120,10 +119,9 @@ class ChainWatch(BaseModel):
     void_tips: tuple[str, ...] = Field(default=(), exclude_if=lambda tips: not tips)
 
 
-class PendingRounds(BaseModel):
+class PendingRounds(FrozenModel):
     """The table's rounds with bets read before their RoundOpened, after the record."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     table_id: str
     rounds: tuple[str, ...] = ()
@@ -132,10 +130,9 @@ class PendingRounds(BaseModel):
 BetField = Literal["decision", "settlement", "reversal", "refund"]
 
 
-class OutRef(BaseModel):
+class OutRef(FrozenModel):
     """A record the entry publishes that one of its own bet entries holds."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     type: Literal["ref"] = "ref"
     round_id: str

@@ -3,13 +3,14 @@ and what a worker resumes after (`services.infra.own_log`)."""
 
 from __future__ import annotations
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, Field
+
+from shared.models import FrozenModel
 
 
-class InputRef(BaseModel):
+class InputRef(FrozenModel):
     """Where a record stood in a service's input: what a worker resumes after."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     topic: str
     partition: int = Field(ge=0)
@@ -22,11 +23,10 @@ class InputRef(BaseModel):
                                                    "of one a crash cut short are dropped).")
 
 
-class ChainedEntry(BaseModel):
+class ChainedEntry(FrozenModel):
     """What every entry of a service's own log carries, whatever else it holds: its place
     in the partition's chain, its writer, its input record and the outbox's mark."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     entry_id: str = Field(description="Unique to its writer's life: `<writer>:<n>`.")
     prev: str = Field(description="The id of the partition's previous valid entry; \"\" "
@@ -43,12 +43,11 @@ class ChainedEntry(BaseModel):
                     "worker resumes after them.")
 
 
-class InputPosition(BaseModel):
+class InputPosition(FrozenModel):
     """Where the `dealer.inputs` record that caused a record of dealer-event stood, and how
     far its partition was decided before: the checkpoint dealer-event resumes after
     (docs/decisions/dealer-checkpoints.md). The topic is implied (dealer-event reads one)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     partition: int = Field(ge=0)
     offset: int = Field(ge=0)

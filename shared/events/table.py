@@ -13,12 +13,13 @@ from datetime import datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AwareDatetime, Field, TypeAdapter
 
 from shared.cards import Card
 from shared.events.canonical import canonical_bytes, hmac_hex, sha256_hex
 from shared.events.ids import RoundId, ShoeId, TableId
 from shared.events.sources import InputPosition
+from shared.models import FrozenModel
 
 
 class VoidReason(StrEnum):
@@ -54,8 +55,7 @@ def _absent(value: object) -> bool:
     return value is None
 
 
-class TableEventBase(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class TableEventBase(FrozenModel):
 
     if TYPE_CHECKING:  # each event type declares its own literal `type`
         type: str

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, Field
+
+from shared.models import FrozenModel
 
 TxKind = Literal["deposit", "withdrawal", "stake_debit", "bet_refund", "payout",
                  "payout_reversal"]
@@ -17,8 +19,7 @@ def tx_id(kind: TxKind, cause_id: str) -> str:
     return f"{kind}:{cause_id}"
 
 
-class WalletTransaction(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class WalletTransaction(FrozenModel):
 
     schema_version: Literal[1] = 1
     type: Literal["wallet_transaction"] = "wallet_transaction"

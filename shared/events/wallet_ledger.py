@@ -18,12 +18,13 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AwareDatetime, Field
 
 from shared.events.bet_events import BetPlaced
 from shared.events.operator_wallet import OperatorCall
 from shared.events.sources import ChainedEntry
 from shared.events.wallet_events import WalletTransaction
+from shared.models import FrozenModel
 
 # "reversed": a settled bet whose settlement a management void took back; its refund
 # (`voided`) follows
@@ -36,10 +37,9 @@ CommandKind = Literal["create_account", "deposit", "withdrawal", "place_bet", "e
                       "reverse_settlement", "operator_answered"]
 
 
-class Account(BaseModel):
+class Account(FrozenModel):
     """The one value per player: bounded, whatever the player's history."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     player_id: str
     currency: str
@@ -52,20 +52,18 @@ class Account(BaseModel):
     operator_balance: int | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
-class BetFailure(BaseModel):
+class BetFailure(FrozenModel):
     """Why a bet was never placed (seamless mode): the answer its player got."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     status: int
     code: str
     message: str
 
 
-class BetRecord(BaseModel):
+class BetRecord(FrozenModel):
     """What the wallet keeps of a bet: enough to answer a retry and to end it once."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     fingerprint: str
     table_id: str
@@ -89,10 +87,9 @@ class BetRecord(BaseModel):
     placing: BetPlaced | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
-class SpotTotal(BaseModel):
+class SpotTotal(FrozenModel):
     """A player's running total on one spot of a round (seed 002's table maximum)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     key: str
     total: int = Field(ge=0)

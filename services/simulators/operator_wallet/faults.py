@@ -18,18 +18,18 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from shared.events.operator_wallet import CallKind
+from shared.models import FrozenModel
 
 Rate = Field(default=0.0, ge=0.0, le=1.0)
 
 
-class Faults(BaseModel):
+class Faults(FrozenModel):
     """The fault settings: at start (CLI flags, `OPERATOR_WALLET_FAULTS` as JSON) and at
     runtime (`PUT /admin/faults`). Rates are probabilities per call, not money."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     latency_ms: int = Field(default=0, ge=0, le=600_000)
     error_rate: float = Rate
