@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import re
 import uuid
@@ -75,16 +74,14 @@ class Problem(Exception):
 
 async def parse(request, model: type[_Model]) -> _Model:
     raw = await request.read()
-    try:
-        json.loads(raw or b"null")
-    except ValueError as exc:
-        raise Problem(400, "malformed_body", f"body is not JSON: {exc}") from exc
-    except RecursionError:  # "[[[[...]]]]" deeper than any body of ours
-        raise Problem(400, "malformed_body", "body is JSON nested too deep") from None
-    try:
+    try:  # one parse: pydantic's own JSON parser says when the body is not JSON at all
         return model.model_validate_json(raw or b"null")
     except ValidationError as exc:
         errors = exc.errors()
+        not_json = next((e for e in errors if e["type"] == "json_invalid"), None)
+        if not_json is not None:  # also "[[[[...]]]]" deeper than its recursion limit
+            raise Problem(400, "malformed_body", f"body is not JSON: {not_json['msg']}"
+                          ) from None
         fields = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'body'}: {e['msg']}"
                            for e in errors)
         code = "bad_id" if any(_bad_id(e) for e in errors) else "malformed_body"
