@@ -45,7 +45,8 @@ needs a main bet of the same player when the profile says so (`shared.settlement
 
 A management void after completion (RoundAnnulled) reverses every settlement of the round
 with a `SettlementReversed`, then refunds the stake with a `void_refund` BetSettled of its
-own id: compensating records, the original settlements stay in the log.
+own id: compensating records, the original settlements stay in the log. An ended round's
+id opened again (`reused_at`): what follows it is the new round's, ignored (tables.md).
 """
 
 from __future__ import annotations
@@ -389,11 +390,17 @@ def apply_table_event(header: RoundHeader | None, bets: RoundBets, event: TableE
                       now: datetime) -> Transition:
     w = _Writer(_new(header, event.table_id, getattr(event, "round_id", None)), bets)
     status = w.header.status
+    if _of_reuse(w.header, event.seq, f"{event.type} at seq {event.seq}"):
+        return w.done()
     if isinstance(event, RoundOpened):
         if status == "pending":
             w.update(status="open", profile=event.profile, profile_version=event.profile_version,
                      closes_at=event.betting_closes_at)
             w.decide_pending(now)
+        elif status in ENDED:  # the new round's records never move this one's money
+            log.error("round %s of table %s, %s, opened again at seq %d: its id is reused",
+                      w.header.round_id, w.header.table_id, status, event.seq)
+            w.update(reused_at=event.seq)
     elif isinstance(event, BettingClosed):
         if status == "open":
             w.cut(event.occurred_at, now)
@@ -406,6 +413,18 @@ def apply_table_event(header: RoundHeader | None, bets: RoundBets, event: TableE
     elif isinstance(event, RoundAnnulled):
         _annul(w, event, now)
     return w.done()
+
+
+ENDED = ("settled", "voided", "annulled")  # a round whose bets all ended
+
+
+def _of_reuse(header: RoundHeader, seq: int, what: str) -> bool:
+    """A record after the reuse of `header`'s id on the chain: the new round's, ignored."""
+    if header.reused_at is None or seq <= header.reused_at:
+        return False
+    log.error("round %s of table %s: %s is of the round that reused its id at seq %d: "
+              "ignored", header.round_id, header.table_id, what, header.reused_at)
+    return True
 
 
 def apply_mark(header: RoundHeader | None, bets: RoundBets, mark: IntakeMark, now: datetime
@@ -503,10 +522,12 @@ def apply_result(header: RoundHeader | None, bets: RoundBets, published: RoundRe
     """Settle every accepted bet with the rule engine, once. `result_at`: when the result was
     published (the record's broker timestamp), else the result's own time."""
     w = _Writer(_new(header, published.table_id, published.round_id), bets)
+    if _of_reuse(w.header, published.completed_seq, f"result {published.result_id}"):
+        return w.done()
     if published.correction is not None:
         _correct(w, published, now)
         return w.done()
-    if w.header.status in ("settled", "voided", "annulled"):
+    if w.header.status in ENDED:
         if w.header.status == "voided" and not _annulled(w.header):
             log.error("result %s for voided round %s ignored", published.result_id,
                       w.header.round_id)
@@ -643,40 +664,34 @@ class RoundBook:
 _NO_BETS = RoundBook(RoundHeader(table_id="", round_id=""))
 
 
-def _header_of(state: RoundBook | None) -> RoundHeader | None:
-    return None if state is None else state.header
-
-
-def _run(state: RoundBook | None, t: Transition) -> tuple[RoundBook, list[Output]]:
+def _run(state: RoundBook | None, step: Callable[[RoundHeader | None, RoundBets], Transition]
+         ) -> tuple[RoundBook, list[Output]]:
+    t = step(None if state is None else state.header, state or _NO_BETS)
     return (state or _NO_BETS).apply(t), t.out
 
 
 def on_bet(state: RoundBook | None, bet: BetPlaced, now: datetime
            ) -> tuple[RoundBook, list[Output]]:
-    bets = state or _NO_BETS
-    return _run(state, place(_header_of(state), bets, bet, now))
+    return _run(state, lambda h, b: place(h, b, bet, now))
 
 
 def on_table_event(state: RoundBook | None, event: TableEventBase, now: datetime
                    ) -> tuple[RoundBook, list[Output]]:
-    bets = state or _NO_BETS
-    return _run(state, apply_table_event(_header_of(state), bets, event, now))
+    return _run(state, lambda h, b: apply_table_event(h, b, event, now))
 
 
 def on_result(state: RoundBook | None, published: RoundResultPublished, now: datetime,
               result_at: datetime | None = None) -> tuple[RoundBook, list[Output]]:
-    bets = state or _NO_BETS
-    return _run(state, apply_result(_header_of(state), bets, published, now, result_at))
+    return _run(state, lambda h, b: apply_result(h, b, published, now, result_at))
 
 
 def on_mark(state: RoundBook | None, mark: IntakeMark, now: datetime
             ) -> tuple[RoundBook, list[Output]]:
-    bets = state or _NO_BETS
-    return _run(state, apply_mark(_header_of(state), bets, mark, now))
+    return _run(state, lambda h, b: apply_mark(h, b, mark, now))
 
 
 def expire_pending(state: RoundBook, now: datetime) -> tuple[RoundBook, list[Output]]:
-    return _run(state, expire(state.header, state, now))
+    return _run(state, lambda h, b: expire(state.header, b, now))
 
 
 def conflicting_settlements(state: RoundBook, record: RoundResultPublished | RoundVoided,

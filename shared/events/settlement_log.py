@@ -76,6 +76,10 @@ class RoundHeader(BaseModel):
     # a pending round: the seq of its RoundOpened, as its bets say the wallet saw it (the
     # round never opened here once the table's chain passed it); None: no bet said
     opened_seq: int | None = None
+    # an ended round's id opened again on the chain at this seq (a device reused it, more
+    # than the table's kept rounds later): what follows it there is the new round's, and
+    # never moves this round's money (docs/decisions/tables.md, "A reused round id")
+    reused_at: int | None = None
 
 
 class SpotTotal(BaseModel):

@@ -23,7 +23,7 @@ from shared.events.results import RoundResultPublished, result_id
 from shared.events.table import RoundCorrected
 from shared.profile import load_profile
 from shared.rounds import evaluate_round
-from tests.unit.round_book_support import NOW, PROFILE, event, open_round, placed
+from tests.unit.round_book_support import NOW, PROFILE, event, kinds, open_round, opened, placed
 from tests.unit.wallet_support import Ledger, bet
 
 ORIGINAL = "9S,2H,KD,5C"  # Player 9 (a natural) against Banker 7: Player wins
@@ -196,3 +196,30 @@ def test_an_annulment_after_a_correction_takes_back_the_settlement_standing_then
     assert led.account.balance == 10_000
     assert {b: led.bets[b].status for b in ("b1", "b2", "b3")} == dict.fromkeys(
         ("b1", "b2", "b3"), "voided")
+
+
+def test_a_round_id_reused_after_its_round_settled_moves_none_of_the_old_rounds_money():
+    """A device reuses a round id more than 500 rounds later (dealer-event no longer keeps
+    the first round, docs/decisions/tables.md): the new round's bets are rejected
+    `round_closed`, and its annulment, its correction and its result, which name the id but
+    follow the new RoundOpened on the chain, never reverse or settle again the old round's
+    bets. A correction of the old round itself (before the reuse on the chain, read late
+    from `rounds.results`) still applies."""
+    from shared.events.table import RoundAnnulled
+
+    book, first_out = settled_round()
+    book, out = round_book.on_table_event(book, opened(seq=600), NOW)
+    assert out == [] and book.header.reused_at == 600 and book.status == "settled"
+    _, out = round_book.on_bet(book, placed("b9", stake=1000), NOW)
+    assert kinds(out) == ["BetRejected:round_closed"]
+    annul = event(RoundAnnulled, 700, reason_code="other", reason_text="video review",
+                  supervisor="sup-2")
+    after_annul, out = round_book.on_table_event(book, annul, NOW)
+    assert out == [] and after_annul.status == "settled"
+    new_fix = corrected_result(correction(1, CORRECTED, ORIGINAL, seq=640))
+    assert new_fix.completed_seq > 600
+    _, out = round_book.on_result(book, new_fix, NOW)
+    assert out == []
+    old_fix = corrected_result(correction(1, CORRECTED, ORIGINAL))  # seq 21: the old round's
+    _, out = round_book.on_result(book, old_fix, NOW)
+    assert set(by_bet(out)) == {"b1", "b2"}  # the bets the correction changes
