@@ -351,13 +351,15 @@ class RoundReader:
 
     def _events_until_end(self, table_id: str, round_id: str, start: datetime
                           ) -> tuple[list[Any], int]:
-        """From `start` through the round's `round_completed` or `round_voided` (the next
-        event of the table stops the read), or the end of the log."""
+        """From `start` through the round's `round_completed` or `round_voided`, or the end of
+        the log. The record after the round's end stops the read, whatever its table: the
+        round's events are all before it on the partition (waiting for the table's next event
+        read the partition's other tables to the log's end after a table's last round)."""
         ended = False
 
         def stop(value: Any, _ts: int) -> bool:
             nonlocal ended
-            if ended and value is not None:
+            if ended:
                 return True
             if isinstance(value, RoundCompleted | RoundVoided) and value.round_id == round_id:
                 ended = True

@@ -176,3 +176,15 @@ def test_a_broker_without_the_index_is_scanned_as_before(log):
     assert [c.event_id for c in records.corrections] == [rec.corrections[0].event_id]
     assert report.verdict == "MATCH", report.differences[:5]
 
+
+def test_the_shoes_read_for_the_roads_stops_at_the_rounds_end(log):
+    """The roads read the table's events from its shoe's start through the round: the record
+    after the round's end stops that read, even when the table deals no more (it waited for
+    the table's next event: after a table's last round, the partition's other tables to the
+    log's end)."""
+    rec = _played(log, RecordedRound())
+    reader = RoundReader("memory")
+    opened = rec.events[1]
+    events, read = reader.read_shoe(rec.table_id, "S1", rec.round_id, opened.occurred_at)
+    assert [e.event_id for e in events] == [e.event_id for e in rec.events]
+    assert read < 20
