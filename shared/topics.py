@@ -22,6 +22,7 @@ DEFAULT_PARTITIONS = 4
 # (tests/unit/test_topic_names.py keeps it so).
 DEALER_INPUTS_TOPIC = "dealer.inputs"
 TABLE_EVENTS_TOPIC = "table.events"
+TABLE_CORRECTIONS_TOPIC = "table.corrections"
 DEALER_REJECTIONS_TOPIC = "dealer.rejections"
 ROUND_RESULTS_TOPIC = "round.results"
 BETS_PLACED_TOPIC = "bets.placed"
@@ -89,6 +90,12 @@ _TOPICS: tuple[_Row, ...] = (
      "raw card scans and commands (untrusted)"),
     (TABLE_EVENTS_TOPIC, "table id", ("dealer-event",), _EVERY_SERVICE,
      "shoe, round, card, burn and void events; hash-chained per table"),
+    # the index of corrections after the fact: a replay reads this rare-record topic for a
+    # round's corrections instead of the table's events after the round
+    # (docs/decisions/replay.md, "Corrections by their index")
+    (TABLE_CORRECTIONS_TOPIC, "table id", ("dealer-event",), (),
+     "each round_corrected again, the very signed event table.events carries, published "
+     "from the same dealer.log entry"),
     (DEALER_REJECTIONS_TOPIC, "table id", ("dealer-event",), ("dealer-event",),
      "every refused input with its reason"),
     (ROUND_RESULTS_TOPIC, "table id", ("game-evaluation",), ("bet-settlement",),
@@ -217,7 +224,7 @@ def topic_catalogue(
     return tuple(
         TopicSpec(name=name, key=key, writers=writers, readers=readers, carries=carries,
                   partitions=partitions, replication=replication,
-                  configs={**configs, **SOURCE_OF_TRUTH.get(name, {})})
+                  configs={**configs, **SOURCE_OF_TRUTH.get(name, {}), **INDEXES.get(name, {})})
         for name, key, writers, readers, carries in _TOPICS + _ROUTED_TOPICS
     ) + tuple(
         TopicSpec(name=name, key=key, writers=writers, readers=readers, carries=carries,
@@ -239,4 +246,11 @@ SOURCE_OF_TRUTH: dict[str, dict[str, str]] = {
     EVALUATION_LOG_TOPIC: OWN_LOG,
     WALLET_LEDGER_TOPIC: OWN_LOG,
     SETTLEMENT_LOG_TOPIC: OWN_LOG,
+}
+# An index is read for what it holds since a time: it is complete only if no record of it is
+# ever deleted, so it is kept forever too (a handful of corrections a day: small). A replay
+# trusts `table.corrections` for a round only where its partition still begins at offset 0
+# or before the round (services/operator/round_reader.py); otherwise it scans table.events.
+INDEXES: dict[str, dict[str, str]] = {
+    TABLE_CORRECTIONS_TOPIC: {"retention.ms": "-1", "retention.bytes": "-1"},
 }

@@ -213,7 +213,8 @@ class Floor:
             self._event(table, CardDealt, at, round_id=round_id, card=card, shoe_position=i,
                         round_position=i)
         at += timedelta(seconds=1)
-        completed = self._event(table, RoundCompleted, at, round_id=round_id, cards=tuple(cards))
+        completed = self._event(table, RoundCompleted, at, round_id=round_id, cards=tuple(cards),
+                                corrections_indexed=True)  # as dealer-event writes it
         outcome = evaluate_round(self.profile, cards)
         result = RoundResultPublished(
             result_id=result_id(table_id, round_id), table_id=table_id, round_id=round_id,

@@ -44,6 +44,7 @@ from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_SETTLED_TOPIC,
     ROUND_RESULTS_TOPIC,
+    TABLE_CORRECTIONS_TOPIC,
     TABLE_EVENTS_TOPIC,
     WALLET_OPERATOR_CALLS_TOPIC,
     WALLET_TRANSACTIONS_TOPIC,
@@ -62,6 +63,10 @@ class RecordedRound:
     # no version, as rounds logged before profiles had versions
     profile_version: int | None = None
     pin: bool = True
+    # as dealer-event writes a round since the index of corrections: its round_completed says
+    # `corrections_indexed` and each correction is on table.corrections too; False records it
+    # as before the index (no flag, the corrections on table.events alone)
+    indexed: bool = True
     cards: str = "AS,3H,2D,3C,9S"
     t0: datetime = T0
     bets: tuple[tuple[str, str, str, int], ...] = (
@@ -103,7 +108,8 @@ class RecordedRound:
         for i, card in enumerate(cards):
             self._add(CardDealt, round_id=self.round_id, card=card, shoe_position=i,
                       round_position=i)
-        completed = self._add(RoundCompleted, round_id=self.round_id, cards=tuple(cards))
+        completed = self._add(RoundCompleted, round_id=self.round_id, cards=tuple(cards),
+                              **({"corrections_indexed": True} if self.indexed else {}))
         outcome = evaluate_round(profile, cards)
         self.result = RoundResultPublished(
             result_id=result_id(self.table_id, self.round_id), table_id=self.table_id,
@@ -265,6 +271,9 @@ class RecordedRound:
         """(topic, key, value, timestamp) of every record, as the services would produce them."""
         out = [(TABLE_EVENTS_TOPIC, self.table_id, e.model_dump_json().encode(), e.occurred_at)
                for e in self.events]
+        if self.indexed:
+            out += [(TABLE_CORRECTIONS_TOPIC, self.table_id, e.model_dump_json().encode(),
+                     e.occurred_at) for e in self.events if isinstance(e, RoundCorrected)]
         done = getattr(self, "_completed_at", None) or self.events[-1].occurred_at
         out.append((ROUND_RESULTS_TOPIC, self.table_id, self.result.model_dump_json().encode(), done))
         out += [(ROUND_RESULTS_TOPIC, self.table_id, r.model_dump_json().encode(), r.occurred_at)

@@ -7,7 +7,8 @@ for a refusal on the table's rules, the input id it refused. Folding an entry ov
 that already holds its events changes nothing (an event at or below the state's seq is
 skipped), so a cache can be caught up from any offset it reflects. An event that cannot
 follow its table puts that table out of play (`TableState.corrupt`), never the fold. The entry publishes its
-events on `table.events` and its refusal on `dealer.rejections` (the outbox,
+events on `table.events` (a `round_corrected` also on `table.corrections`, the index a
+replay reads for a round's corrections) and its refusal on `dealer.rejections` (the outbox,
 `services.infra.own_log`: lost in a crash, they are published again from the entry;
 readers take an event seen again for what it is, and refusals have deterministic ids).
 
@@ -24,7 +25,8 @@ from services.dealer_event.refusals import NOT_A_DECISION
 from services.dealer_event.state import TableState, fold_into, remember_input
 from services.infra.own_log import Record, Writes
 from shared.events.dealer_log import DealerEntry
-from shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_EVENTS_TOPIC
+from shared.events.table import RoundCorrected
+from shared.topics import DEALER_REJECTIONS_TOPIC, TABLE_CORRECTIONS_TOPIC, TABLE_EVENTS_TOPIC
 
 log = logging.getLogger(__name__)
 PREFIX = "t/"
@@ -96,6 +98,11 @@ class DealerFold:
         key = entry.table_id.encode()
         out: list[Record] = [(TABLE_EVENTS_TOPIC, key, event.model_dump_json().encode())
                              for event in entry.events]
+        # the index of corrections: each round_corrected again, the same bytes, on the
+        # rare-record topic a replay reads for a round's corrections (the round's
+        # round_completed says `corrections_indexed`; docs/decisions/replay.md)
+        out += [(TABLE_CORRECTIONS_TOPIC, key, value) for (_, _, value), event
+                in zip(out, entry.events, strict=True) if isinstance(event, RoundCorrected)]
         if entry.rejection is not None:
             out.append((DEALER_REJECTIONS_TOPIC, key,
                         entry.rejection.model_dump_json().encode()))

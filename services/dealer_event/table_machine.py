@@ -445,7 +445,8 @@ def _scan_card(em: _Emitter, inp: ScanCard, config: MachineConfig) -> None:
             round_position=len(rnd.cards))
     cards = [parse_card(c) for c in rnd.cards]  # the fold appended the card to this round
     if cards_needed(shoe.rules, cards) == 0:
-        em.emit(RoundCompleted, round_id=rnd.round_id, cards=tuple(cards))
+        em.emit(RoundCompleted, round_id=rnd.round_id, cards=tuple(cards),
+                corrections_indexed=True)  # dealer_fold puts its corrections on the index
         if rnd.shoe_cancelled:  # seed 004 §6: the hand stood by the card rules; the shoe goes
             em.emit(ShoeEnded, shoe_id=shoe.shoe_id, reason=_two_cards_shoe_end(rnd.round_id))
 

@@ -21,6 +21,7 @@ from shared.topics import (
     BETS_PLACED_TOPIC,
     BETS_SETTLED_TOPIC,
     ROUND_RESULTS_TOPIC,
+    TABLE_CORRECTIONS_TOPIC,
     TABLE_EVENTS_TOPIC,
     WALLET_LEDGER_TOPIC,
     WALLET_OPERATOR_CALLS_TOPIC,
@@ -31,7 +32,8 @@ BOOK_TOPICS = (ROUND_RESULTS_TOPIC, BETS_PLACED_TOPIC, BETS_DECISIONS_TOPIC, BET
                WALLET_TRANSACTIONS_TOPIC, WALLET_OPERATOR_CALLS_TOPIC)
 PARSERS: dict[str, Callable[[bytes], Any]] = {
     topic: topic_adapter(topic).validate_json
-    for topic in (TABLE_EVENTS_TOPIC, *BOOK_TOPICS, WALLET_OPERATOR_CALLS_TOPIC)
+    for topic in (TABLE_EVENTS_TOPIC, TABLE_CORRECTIONS_TOPIC, *BOOK_TOPICS,
+                  WALLET_OPERATOR_CALLS_TOPIC)
 }
 # an own log's record holds its entries (a pack of them, or one alone): the list of them
 PARSERS[WALLET_LEDGER_TOPIC] = functools.partial(

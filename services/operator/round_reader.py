@@ -27,15 +27,20 @@ before the wallet has seen the round open) to `SETTLE_SLACK` after the round's e
 all follow it). Records of other rounds are skipped by a byte search for the round id
 before any parsing, so a busy window costs little more than the round itself.
 
-Corrections after the fact (seed 004 §5) may come hours later: `table.events` is read
-forward from the round's end for its `round_corrected` events (parsing only those, and the
-table's `round_completed` to count), until the table has completed `KEEP_ROUNDS` (500)
-more rounds (dealer-event keeps its last 500 rounds: it refuses to correct an older one,
-`round_too_old_to_correct`), or `CORRECTION_HORIZON` (48 h, twice the dispute window) after
-the round's end, or the end of the log. The money topics are then also read around each
-correction (`START_SLACK` before it to `SETTLE_SLACK` after it: the corrected result, the
-reversals, the settlements again and the wallet's movements follow it); windows that
-overlap are read as one.
+Corrections after the fact (seed 004 §5) may come hours later. dealer-event puts each
+`round_corrected` on `table.corrections` too (the index: the same signed event, keyed by
+table, nothing else on that topic), and a round's `round_completed` says so
+(`corrections_indexed`): the table's partition of the index is read from the round's end
+for `CORRECTION_HORIZON` (48 h, twice the dispute window), a read of the few corrections of
+the partition's tables, whatever the size of the log. A round recorded before the index
+(or a broker without it) is looked for as before: `table.events` forward from the round's
+end (parsing only its `round_corrected` events, and the table's `round_completed` to
+count), until the table has completed `KEEP_ROUNDS` (500) more rounds (dealer-event keeps
+its last 500 rounds: it refuses to correct an older one, `round_too_old_to_correct`), or
+`CORRECTION_HORIZON` after the round's end, or the end of the log. The money topics are
+then also read around each correction (`START_SLACK` before it to `SETTLE_SLACK` after it:
+the corrected result, the reversals, the settlements again and the wallet's movements
+follow it); windows that overlap are read as one.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ from shared.topics import (
     BETS_DECISIONS_TOPIC,
     BETS_SETTLED_TOPIC,
     ROUND_RESULTS_TOPIC,
+    TABLE_CORRECTIONS_TOPIC,
     TABLE_EVENTS_TOPIC,
     WALLET_OPERATOR_CALLS_TOPIC,
     WALLET_TRANSACTIONS_TOPIC,
@@ -295,7 +301,7 @@ class RoundReader:
             records.annulment = self._annulment(table_id, round_id, records.events,
                                                 annulled_within)
         if any(isinstance(e, RoundCompleted) and e.round_id == round_id for e in records.events):
-            records.corrections = self._corrections(table_id, round_id, records.events)
+            records.corrections = self._corrections(records)
         self._read_money(records, player_id)
         return records
 
@@ -345,13 +351,15 @@ class RoundReader:
 
     def _events_until_end(self, table_id: str, round_id: str, start: datetime
                           ) -> tuple[list[Any], int]:
-        """From `start` through the round's `round_completed` or `round_voided` (the next
-        event of the table stops the read), or the end of the log."""
+        """From `start` through the round's `round_completed` or `round_voided`, or the end of
+        the log. The record after the round's end stops the read, whatever its table: the
+        round's events are all before it on the partition (waiting for the table's next event
+        read the partition's other tables to the log's end after a table's last round)."""
         ended = False
 
         def stop(value: Any, _ts: int) -> bool:
             nonlocal ended
-            if ended and value is not None:
+            if ended:
                 return True
             if isinstance(value, RoundCompleted | RoundVoided) and value.round_id == round_id:
                 ended = True
@@ -380,13 +388,67 @@ class RoundReader:
             records.unparsed += [v for v in values if isinstance(v, Unparsed)]
         _keep_round_money(records, found, player_id)
 
-    def _corrections(self, table_id: str, round_id: str, events: list[TableEventBase]
-                     ) -> list[RoundCorrected]:
-        """The round's RoundCorrected events after the last event read, until the table has
-        completed KEEP_ROUNDS more rounds (no correction of this round can follow: dealer-
-        event no longer keeps it), CORRECTION_HORIZON past it, or the end of the log."""
+    def _corrections(self, records: RoundRecords) -> list[RoundCorrected]:
+        """The round's RoundCorrected events after the last event read, each once (the index
+        and the log may hold one again: an outbox publishes again after a crash). A round whose
+        `round_completed` says `corrections_indexed` has them on `table.corrections` as well:
+        the table's partition of that rare-record topic is read for CORRECTION_HORIZON past
+        the round, so the read costs the few corrections there, never the table's later events
+        nor the log's size. Otherwise (a round recorded before the index, a broker without it,
+        an index that no longer reaches back to the round): `table.events` forward until the
+        table has completed KEEP_ROUNDS more rounds (no correction of this round can follow:
+        dealer-event no longer keeps it), CORRECTION_HORIZON past it, or the end of the log."""
+        table_id, round_id, events = records.table_id, records.round_id, records.events
         last = events[-1]
         until_ms = int((last.occurred_at + CORRECTION_HORIZON).timestamp() * 1000)
+        if _says_indexed(events, round_id) and self._index_reaches(table_id, last.occurred_at):
+            window = self._index_window(table_id, round_id, until_ms)
+        else:
+            window = self._scan_window(table_id, round_id, until_ms)
+        before = self.records_by_topic[window.topic]
+        found = self.read_windows([window], last.occurred_at)[window.topic]
+        records.records_read += self.records_by_topic[window.topic] - before
+        seen: set[tuple[int, str, str | None]] = set()
+        out: list[RoundCorrected] = []
+        for e in found:
+            if isinstance(e, RoundCorrected) and e.table_id == table_id \
+                    and e.round_id == round_id and e.seq > last.seq \
+                    and (e.seq, e.hash, e.auth) not in seen:
+                seen.add((e.seq, e.hash, e.auth))
+                out.append(e)
+        return out
+
+    def _index_reaches(self, table_id: str, since: datetime) -> bool:
+        """`table.corrections` holds every correction of the table since `since`: the topic is
+        on the broker and its partition of the table still begins at offset 0 (it is kept
+        forever: `shared.topics.INDEXES`), or a record of it before `since` is still there
+        (nothing after `since` was deleted)."""
+        self._partitions(TABLE_EVENTS_TOPIC)
+        if not self._partition_ids.get(TABLE_CORRECTIONS_TOPIC):
+            return False
+        tp = self._tp(TABLE_CORRECTIONS_TOPIC, table_id)
+        begin = self.consumer.beginning_offsets([tp])[tp]
+        if begin == 0:
+            return True
+        end = self.consumer.end_offsets([tp])[tp]
+        at = self.consumer.offsets_for_times({tp: int(since.timestamp() * 1000)}).get(tp)
+        return end > begin and (at is None or at.offset > begin)
+
+    def _index_window(self, table_id: str, round_id: str, until_ms: int) -> Window:
+        """The table's partition of `table.corrections` until `until_ms`, parsing only the
+        table's records that mention the round."""
+        wanted, needle = table_id.encode(), _needle(round_id)
+
+        def keep(key: bytes | None, value: bytes) -> bool:
+            return key == wanted and (needle is None or needle in value)
+
+        return Window(TABLE_CORRECTIONS_TOPIC, [self._tp(TABLE_CORRECTIONS_TOPIC, table_id).partition],
+                      lambda _v, ts: ts > until_ms, keep)
+
+    def _scan_window(self, table_id: str, round_id: str, until_ms: int) -> Window:
+        """The table's partition of `table.events` until the table has completed KEEP_ROUNDS
+        more rounds or `until_ms`, parsing only the round's `round_corrected` and the table's
+        `round_completed` (to count)."""
         wanted, needle = table_id.encode(), _needle(round_id)
         later = 0
 
@@ -400,10 +462,8 @@ class RoundReader:
                 later += 1
             return later >= KEEP_ROUNDS or ts > until_ms
 
-        window = Window(TABLE_EVENTS_TOPIC, [self._tp(TABLE_EVENTS_TOPIC, table_id).partition], stop, keep)
-        found = self.read_windows([window], last.occurred_at)[TABLE_EVENTS_TOPIC]
-        return [e for e in found if isinstance(e, RoundCorrected) and e.round_id == round_id
-                and e.seq > last.seq]
+        return Window(TABLE_EVENTS_TOPIC, [self._tp(TABLE_EVENTS_TOPIC, table_id).partition],
+                      stop, keep)
 
     def money_windows(self, table_id: str, round_id: str, end_ms: int,
                       player_id: str | None) -> list[Window]:
@@ -492,6 +552,12 @@ class RoundReader:
             return next_round or ts > ended_ms + slack_ms
 
         return self.scan(TABLE_EVENTS_TOPIC, table_id, start, stop)
+
+
+def _says_indexed(events: list[TableEventBase], round_id: str) -> bool:
+    """The round's `round_completed` says dealer-event indexes its corrections."""
+    return any(isinstance(e, RoundCompleted) and e.round_id == round_id
+               and e.corrections_indexed for e in events)
 
 
 def _keep_round_events(records: RoundRecords, events: list[Any], opened: int) -> None:

@@ -22,7 +22,7 @@ from shared.events.operator_wallet import OperatorCallRecord
 from shared.events.rejections import InputRefused
 from shared.events.results import RoundResultPublished
 from shared.events.settlement_log import SettlementEntry
-from shared.events.table import TableEvent
+from shared.events.table import RoundCorrected, TableEvent
 from shared.events.wallet_events import WalletTransaction
 from shared.events.wallet_ledger import LedgerEntry
 from shared.topics import (
@@ -37,6 +37,7 @@ from shared.topics import (
     OPERATOR_ACTIONS_TOPIC,
     ROUND_RESULTS_TOPIC,
     SETTLEMENT_LOG_TOPIC,
+    TABLE_CORRECTIONS_TOPIC,
     TABLE_EVENTS_TOPIC,
     WALLET_ENDINGS_TOPIC,
     WALLET_LEDGER_TOPIC,
@@ -49,6 +50,7 @@ from shared.topics import (
 TOPIC_TYPES: dict[str, Any] = {
     DEALER_INPUTS_TOPIC: DealerInput | TimerTick,  # devices' inputs, dealer-event's ticks
     TABLE_EVENTS_TOPIC: TableEvent,
+    TABLE_CORRECTIONS_TOPIC: RoundCorrected,  # the index of corrections: table.events' own
     DEALER_REJECTIONS_TOPIC: InputRefused,
     ROUND_RESULTS_TOPIC: RoundResultPublished,
     BETS_PLACED_TOPIC: BetIntake,  # funded bets and the wallet's intake marks

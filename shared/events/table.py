@@ -180,6 +180,13 @@ class RoundCompleted(TableEventBase):
     type: Literal["round_completed"] = "round_completed"
     round_id: RoundId
     cards: tuple[Card, ...]
+    # absent in records written before the index of corrections (and left out of the hash
+    # then, so their hashes still hold): a replay then looks for the round's corrections
+    # in table.events after it, as it did before (docs/decisions/replay.md)
+    corrections_indexed: bool | None = Field(
+        default=None, exclude_if=_absent,
+        description="True: dealer-event puts every later `round_corrected` of this round on "
+                    "`table.corrections` too, so a replay finds them there.")
 
 
 class RoundVoided(TableEventBase):

@@ -28,7 +28,7 @@ topics, never from a service's resume offset, status or metrics:
   lost), as the model's own rules say at the decision's time (accepted with the events it
   expects, or refused by name); table.events is, per table, one continuous authenticated
   chain, the valid log's events, with the cards the dealer dealt; dealer.rejections is the
-  valid log's refusals;
+  valid log's refusals, table.corrections its `round_corrected` events;
 - `answers` (dealer): every answer a device's HTTP waiter got is what dealer.log says.
 """
 
@@ -61,6 +61,7 @@ from shared.topics import (
     DEALER_REJECTIONS_TOPIC,
     ROUND_RESULTS_TOPIC,
     SETTLEMENT_LOG_TOPIC,
+    TABLE_CORRECTIONS_TOPIC,
     TABLE_EVENTS_TOPIC,
     WALLET_LEDGER_TOPIC,
     WALLET_TRANSACTIONS_TOPIC,
@@ -252,18 +253,17 @@ def check_dealer_answers(sim: Sim, problems: Problems) -> None:
 def check_table_chains(sim: Sim, problems: Problems) -> None:
     """table.events and dealer.rejections against the valid dealer.log and the model."""
     logged: dict[str, list[Any]] = defaultdict(list)  # table -> the valid entries' events
-    refusals: set[str] = set()
     for _, _, entry in sim.dealer_valid:
         logged[entry.table_id] += entry.events
-        if entry.rejection is not None:
-            refusals.add(entry.rejection.rejection_id)
-    published: set[str] = set()
-    for _, _, value in values(sim, DEALER_REJECTIONS_TOPIC):
-        published.add(json.loads(value)["rejection_id"])
+    refusals = {e.rejection.rejection_id for _, _, e in sim.dealer_valid if e.rejection is not None}
+    published = {json.loads(v)["rejection_id"] for _, _, v in values(sim, DEALER_REJECTIONS_TOPIC)}
     if published != refusals:
         problems.append(f"dealer: dealer.rejections holds {len(published - refusals)} "
                         f"refusal(s) of no valid entry and misses {len(refusals - published)}"
                         " of the valid entries'")
+    if {json.loads(v)["hash"] for _, _, v in values(sim, TABLE_CORRECTIONS_TOPIC)} != {
+            e.hash for events in logged.values() for e in events if e.type == "round_corrected"}:
+        problems.append("dealer: table.corrections is not the valid entries' round_corrected events")
     seen: dict[str, dict[int, set[bytes]]] = defaultdict(lambda: defaultdict(set))
     events: dict[str, dict[int, Any]] = defaultdict(dict)
     for (p, o), event in table_events(sim).items():

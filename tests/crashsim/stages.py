@@ -37,6 +37,7 @@ from shared.topics import (
     EVALUATION_LOG_TOPIC,
     ROUND_RESULTS_TOPIC,
     SETTLEMENT_LOG_TOPIC,
+    TABLE_CORRECTIONS_TOPIC,
     TABLE_EVENTS_TOPIC,
     WALLET_ENDINGS_TOPIC,
     WALLET_LEDGER_TOPIC,
@@ -194,7 +195,7 @@ def _wallet(sim: Sim, worker: Worker) -> Service:
 
 DEALER = Stage("dealer-event", (DEALER_INPUTS_TOPIC,), DEALER_LOG_TOPIC,
                DealerEntry.model_validate_json, _dealer,
-               (TABLE_EVENTS_TOPIC, DEALER_REJECTIONS_TOPIC, DEAD_LETTERS_TOPIC))
+               (TABLE_EVENTS_TOPIC, TABLE_CORRECTIONS_TOPIC, DEALER_REJECTIONS_TOPIC, DEAD_LETTERS_TOPIC))
 EVALUATION = Stage("game-evaluation", (TABLE_EVENTS_TOPIC,), EVALUATION_LOG_TOPIC,
                    EvaluationEntry.model_validate_json, _evaluation,
                    (ROUND_RESULTS_TOPIC, DEAD_LETTERS_TOPIC))

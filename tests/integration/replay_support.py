@@ -34,11 +34,14 @@ def apply_topics(bootstrap: str) -> None:
 
 
 def produce_rounds(bootstrap: str, rounds: list[RecordedRound]) -> None:
+    produce_records(bootstrap, [r for rec in rounds for r in rec.records()])
+
+
+def produce_records(bootstrap: str, records: list[tuple[str, str, bytes, datetime]]) -> None:
+    """(topic, key, value, timestamp) records appended in the order given."""
     producer = KafkaProducer(bootstrap_servers=bootstrap, linger_ms=5, **kafka_python_options(ADMIN))
-    for rec in rounds:
-        for topic, key, value, at in rec.records():
-            producer.send(topic, key=key.encode(), value=value,
-                          timestamp_ms=int(at.timestamp() * 1000))
+    for topic, key, value, at in records:
+        producer.send(topic, key=key.encode(), value=value, timestamp_ms=int(at.timestamp() * 1000))
     producer.flush()
     producer.close()
 

@@ -27,6 +27,7 @@ from shared.topics import (
     DEALER_INPUTS_TOPIC,
     OPERATOR_ACTIONS_TOPIC,
     ROUND_RESULTS_TOPIC,
+    TABLE_CORRECTIONS_TOPIC,
     TABLE_EVENTS_TOPIC,
     WALLET_TRANSACTIONS_TOPIC,
     topic_catalogue,
@@ -86,7 +87,8 @@ def test_dealer_event_writes_table_events(bootstrap: str) -> None:
 
 
 @pytest.mark.parametrize("topic", [ROUND_RESULTS_TOPIC, WALLET_TRANSACTIONS_TOPIC, DEALER_INPUTS_TOPIC,
-                                   BETS_SETTLED_TOPIC, OPERATOR_ACTIONS_TOPIC])
+                                   BETS_SETTLED_TOPIC, OPERATOR_ACTIONS_TOPIC,
+                                   TABLE_CORRECTIONS_TOPIC])
 def test_every_topic_is_written_by_its_owners_only(bootstrap: str, topic: str) -> None:
     owners = set(WRITERS[topic])
     for principal in PRINCIPALS:

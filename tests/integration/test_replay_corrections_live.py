@@ -25,7 +25,12 @@ from shared.events.inputs import (
 from shared.profile import load_profile
 from shared.rounds import evaluate_round
 from shared.settlement import Bet, settle
-from shared.topics import BETS_SETTLED_TOPIC, WALLET_TRANSACTIONS_TOPIC
+from shared.topics import (
+    BETS_SETTLED_TOPIC,
+    TABLE_CORRECTIONS_TOPIC,
+    TABLE_EVENTS_TOPIC,
+    WALLET_TRANSACTIONS_TOPIC,
+)
 from tests.integration.money_support import WalletAt, read_topic, wait_for
 from tests.integration.tables_live_support import HandDriver, table_and_money_fixture
 
@@ -105,6 +110,11 @@ def test_seed004_s5_a_correction_turns_a_banker_win_into_a_player_win_moves_exac
                for tx in reversals)
     assert sorted((tx["cause_id"], tx["amount"]) for tx in payouts_again) == sorted(
         (f"settle:{b}:c1", after[b]) for b in changed if after[b])
+
+    # dealer-event put the correction on its index too, the very event table.events carries
+    indexed = [e for e in read_topic(platform_kafka, TABLE_CORRECTIONS_TOPIC) if e["table_id"] == table_id]
+    assert [e for e in read_topic(platform_kafka, TABLE_EVENTS_TOPIC) if e["table_id"] == table_id
+            and e["type"] == "round_corrected"] == indexed and len(indexed) == 1
 
     report, notes, _ = run_replay(platform_kafka, ReplayRequest(table_id, round_id, played_at))
     text = render(report, "text", notes)

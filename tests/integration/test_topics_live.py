@@ -11,6 +11,7 @@ from services.infra import topic_admin
 from shared.topics import (
     BETS_SETTLED_TOPIC,
     DAY_MS,
+    INDEXES,
     SOURCE_OF_TRUTH,
     TABLE_EVENTS_TOPIC,
     RetentionTooShortError,
@@ -40,10 +41,11 @@ def test_apply_creates_every_topic_with_declared_partitions_and_configs(admin):
         live = {key: entry["value"] for key, entry in answer[spec.name].items()}
         for key, value in spec.configs.items():
             assert live[key] == value, f"{spec.name} {key}: live {live[key]}, declared {value}"
-        # a service's own log is its state: kept forever (-1); every other topic at least
-        # the dispute window
+        # a service's own log is its state, an index is complete only whole: kept forever
+        # (-1); every other topic at least the dispute window
         assert int(live["retention.ms"]) >= DAY_MS or (
-            spec.name in SOURCE_OF_TRUTH and live["retention.ms"] == "-1")
+            (spec.name in SOURCE_OF_TRUTH or spec.name in INDEXES)
+            and live["retention.ms"] == "-1")
 
 
 def test_second_apply_changes_nothing(admin):

@@ -20,9 +20,9 @@ from services.dealer_event.state import KEEP_INPUT_IDS, remember_input
 from services.infra import packs
 from services.infra.own_log import PartitionState, fold_entry
 from services.infra.settings import Settings
-from shared.cards import parse_card
-from shared.events.inputs import NewShoe, OpenRound, ScanCard, TimerTick
-from shared.topics import DEAD_LETTERS_TOPIC, DEALER_INPUTS_TOPIC
+from shared.cards import parse_card, parse_cards
+from shared.events.inputs import CorrectRound, NewShoe, OpenRound, ScanCard, TimerTick
+from shared.topics import DEAD_LETTERS_TOPIC, DEALER_INPUTS_TOPIC, TABLE_CORRECTIONS_TOPIC
 from tests.unit.dealer_support import PARTITIONS, World, close
 
 SHOE = {"shoe_id": "S1", "profile": "sbo-baccarat"}
@@ -247,3 +247,25 @@ def test_a_tables_input_ids_stay_bounded_whatever_its_history():
     assert "in-10" in ids and "in-11" not in ids
     with pytest.raises(ValueError, match="input_max_age_seconds"):
         Settings(input_max_age_seconds=3600)
+
+
+def test_a_correction_is_published_on_the_index_of_corrections_too():
+    """The index a replay reads for a round's corrections (docs/decisions/replay.md): the
+    round's round_completed says it is indexed, and each round_corrected goes on
+    table.corrections as the very bytes table.events carries, from the same entry's outbox;
+    nothing else goes there."""
+    w = World()
+    run(w.handle([w.raw("A", NewShoe, **SHOE), w.raw("A", OpenRound, round_id="R1", dealer="Ayu"),
+                  close(w, "R1")]))
+    run(w.handle([w.raw("A", ScanCard, round_id="R1", card=parse_card(c))
+                  for c in ("9S", "2H", "KD", "5C")]))
+    fix = {"reason_code": "mis_scan", "reason_text": "the video shows the 2 of spades",
+           "role": "supervisor"}
+    (report,) = run(w.handle([w.raw("A", CorrectRound, round_id="R1",
+                                    cards=parse_cards("2S,2H,KD,5C,3D"), **fix)]))
+    assert report["status"] == "accepted", report
+    completed = [json.loads(v) for v in w.events("A") if b'"round_completed"' in v]
+    assert [c["corrections_indexed"] for c in completed] == [True]
+    corrected = [v for v in w.events("A") if b'"round_corrected"' in v]
+    assert len(corrected) == 1 and w.log.on(TABLE_CORRECTIONS_TOPIC, "A") == corrected
+    assert [t for t, _, _ in w.log.published].count(TABLE_CORRECTIONS_TOPIC) == 1

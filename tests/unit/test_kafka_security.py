@@ -18,6 +18,7 @@ from shared.topics import (
     DEALER_REJECTIONS_TOPIC,
     OPERATOR_ACTIONS_TOPIC,
     ROUND_RESULTS_TOPIC,
+    TABLE_CORRECTIONS_TOPIC,
     TABLE_EVENTS_TOPIC,
     WALLET_ENDINGS_TOPIC,
     WALLET_LEDGER_SNAPSHOTS_TOPIC,
@@ -42,6 +43,7 @@ def writers_of(topic: str) -> set[str]:
 def test_only_the_owner_writes_each_topic() -> None:
     assert writers_of(TABLE_EVENTS_TOPIC) == {"dealer-event"}
     assert writers_of(DEALER_REJECTIONS_TOPIC) == {"dealer-event"}
+    assert writers_of(TABLE_CORRECTIONS_TOPIC) == {"dealer-event"}  # the index of corrections
     assert writers_of(ROUND_RESULTS_TOPIC) == {"game-evaluation"}
     assert writers_of(BETS_PLACED_TOPIC) == {"wallet"}
     assert writers_of(WALLET_TRANSACTIONS_TOPIC) == {"wallet"}

@@ -5,6 +5,7 @@ import pytest
 from shared.topics import (
     DAY_MS,
     DEFAULT_RETENTION_MS,
+    INDEXES,
     SNAPSHOT_TOPICS,
     SOURCE_OF_TRUTH,
     TOPIC_NAMES,
@@ -20,6 +21,7 @@ ARCHITECTURE_TOPICS = {
     "operator.actions",  # issue 19: each use of an operator override, a significant event
     "wallet.operator_calls",  # issue 20: each call to the operator's wallet and its answer
     "dealer.log",  # issue 29: dealer-event's own log, its state on the kernel
+    "table.corrections",  # the index of corrections a replay reads (docs/decisions/replay.md)
 }
 
 
@@ -48,6 +50,10 @@ def test_defaults_keep_a_week_and_delete_old_segments():
             continue
         if spec.name in SOURCE_OF_TRUTH:  # a service's own log: its state, kept forever
             assert spec.configs["retention.ms"] == spec.configs["retention.bytes"] == "-1"
+            continue
+        if spec.name in INDEXES:  # complete only if nothing of it is deleted: kept forever
+            assert spec.configs["retention.ms"] == spec.configs["retention.bytes"] == "-1"
+            assert spec.configs["cleanup.policy"] == "delete"
             continue
         assert spec.configs["retention.ms"] == str(DEFAULT_RETENTION_MS) == str(7 * DAY_MS)
         assert spec.configs["cleanup.policy"] == "delete"
