@@ -64,12 +64,19 @@ class CommandBatches:
             return self.decide_endings(scratch, event, now)
         try:
             packed = unpack(event.value)  # the caller's answers, packed by partition
-            if packed is not None:
-                return self.decide_parts(scratch, event, [
-                    (raw, ENVELOPE.validate_json(raw)) for raw in packed], now)
-            env = ENVELOPE.validate_json(event.value)
+            if packed is None:
+                env = ENVELOPE.validate_json(event.value)
         except Exception as error:  # unreadable: dead-lettered, nothing moved
             return Decided(also=[give_up_on("wallet", event, error, now)])
+        if packed is not None:  # an unreadable one is dead-lettered alone, the rest decided
+            envelopes: list[tuple[BaseModel | bytes, Envelope]] = []
+            unreadable: list[tuple[BaseModel | bytes, BaseException]] = []
+            for raw in packed:
+                try:
+                    envelopes.append((raw, ENVELOPE.validate_json(raw)))
+                except Exception as error:
+                    unreadable.append((raw, error))
+            return self.decide_parts(scratch, event, envelopes, now, unreadable)
         try:
             outcome = self.handle(env, now, Lookups(scratch))
         except Exception as error:  # never stop the consumer on one command
@@ -107,18 +114,21 @@ class CommandBatches:
             (record, Envelope(command=command)) for record, command in endings], now)
 
     def decide_parts(self, scratch: Overlay, event: faust.EventT,
-                     commands: list[tuple[BaseModel | bytes, Envelope]], now) -> Decided:
+                     commands: list[tuple[BaseModel | bytes, Envelope]], now,
+                     unreadable: list[tuple[BaseModel | bytes, BaseException]] | None = None
+                     ) -> Decided:
         """A record holding several commands (a pack of endings, or of the operator's
         answers): each decided on the state the ones before it left, each writing its own
         entry, numbered as the record's parts (they take effect together). Each command
-        is given with what a dead letter keeps of it (its record, or its bytes)."""
+        is given with what a dead letter keeps of it (its record, or its bytes); those
+        that could not be read are dead-lettered with those that fail."""
         local = Overlay(cast(dict, scratch))  # the pack's earlier commands, for the later
         message = event.message
         first = InputRef(topic=message.topic, partition=message.partition,
                          offset=message.offset)
         written: list[LedgerEntry] = []
         applied: list[tuple[Envelope, handlers.CommandResult]] = []
-        failed: list[tuple[BaseModel | bytes, BaseException]] = []
+        failed = list(unreadable or [])
         for record, env in commands:
             command = env.command
             try:

@@ -135,6 +135,17 @@ def test_an_answer_of_a_pack_that_cannot_be_applied_is_dead_lettered_alone(walle
     assert letter["value_size"] == len(packs.pack_values([bad])) and letter["error"] == "boom"
 
 
+def test_an_unreadable_answer_of_a_pack_is_dead_lettered_and_the_others_applied(wallet):
+    garbage = b'{"command": {"type": "operator_answered"}}'
+    answers = wallet.run(packs.pack_values([garbage, command(answered("p3", "b-p3"))]),
+                         waiting=("r-p3",))
+    assert answers["r-p3"].status == 201
+    (_, decided), = wallet.decided
+    assert len(decided.entries) == 1
+    letter = json.loads(decided.also[0][2])
+    assert letter["value_size"] == len(packs.pack_values([garbage]))
+
+
 def test_answers_of_one_partition_within_the_linger_share_a_record():
     sent: list[tuple[bytes, bytes]] = []
 
