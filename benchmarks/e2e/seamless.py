@@ -29,6 +29,7 @@ from benchmarks.e2e.runner import idle_rate, prepare_process, say
 from benchmarks.e2e.tables import BenchTable
 
 TRANSFER = "transfer"
+OPERATOR_WALLET = "operator-wallet"  # the reference operator wallet's process (Platform.pids)
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,17 @@ def add_ratios(fig: dict) -> None:
             "sustained_latency_p99": _ratio(s["latency_p99_s"], bs["latency_p99_s"]),
             "paced_latency_p50": _ratio(p["latency_p50_s"], bp["latency_p50_s"]),
             "paced_latency_p99": _ratio(p["latency_p99_s"], bp["latency_p99_s"]),
-            "share_201": _ratio(p["share_201"], bp["share_201"])}
+            "share_201": _ratio(p["share_201"], bp["share_201"]),
+            "croupier_cpu_per_bet": _ratio(croupier_cpu(s)[0], croupier_cpu(bs)[0])}
+
+
+def croupier_cpu(sustained: dict) -> tuple[float | None, float | None]:
+    """(croupier's CPU ms per accepted bet in the closed loop, less idle: its services and
+    the broker; the reference operator wallet's, which shares the machine's cores here but
+    runs at the operator in production)."""
+    per = sustained.get("cpu_ms_per_bet", {})
+    ours = [v for k, v in per.items() if k != OPERATOR_WALLET and v is not None]
+    return (sum(ours) if ours else None), per.get(OPERATOR_WALLET)
 
 
 def best(measured: list[dict]) -> dict:
@@ -182,6 +193,11 @@ def render(fig: dict) -> str:
                      f"{_fmt(s.get('machine_cores_busy'), digits=2)} (load average "
                      f"{_load(s.get('load_average'))}); ms per accepted bet (less idle): "
                      f"{_per(s.get('cpu_ms_per_bet', {}))}")
+        ours, operator = croupier_cpu(s)
+        lines.append(f"    CPU per accepted bet (less idle): croupier {_fmt(ours, ' ms', 2)}"
+                     f"{_x(m.get('ratios', {}).get('croupier_cpu_per_bet'))}"
+                     + ("" if operator is None else
+                        f", the operator's wallet {_fmt(operator, ' ms', 2)}"))
         if p["generator_lag_s"] > 1.0:
             lines.append(f"    WARNING: the load generator fell {p['generator_lag_s']:.1f} s "
                          "behind its schedule: the offered rate was not reached")

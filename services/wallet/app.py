@@ -43,7 +43,7 @@ from kafka.partitioner.default import murmur2
 from services.infra.consume_loop import follow
 from services.infra.faust_app import bound
 from services.infra.kernel import run_own_log
-from services.wallet.commands import Envelope, OperatorAnswered
+from services.wallet.commands import Envelope
 from shared.topics import TABLE_EVENTS_TOPIC, WALLET_ENDINGS_TOPIC
 
 if TYPE_CHECKING:
@@ -82,9 +82,13 @@ async def follow_table_events(w: Wallet) -> None:  # a task (register registers 
     await follow(w.app, TABLE_EVENTS_TOPIC, w.table_views.since_ms, apply, w.table_views.caught_up)
 
 
-async def send_answer(commands_topic: faust.TopicT, answered: OperatorAnswered) -> None:
-    """Seamless mode: an operator's answer, to be recorded by the accounts agent."""
-    await send_command(commands_topic, Envelope(command=answered))
+async def send_record(commands_topic: faust.TopicT, key: bytes, value: bytes) -> None:
+    """A record on the commands topic (seamless mode: the operator's answers, packed by
+    partition in `answer_packs`, keyed by the player of the first), straight to the app's
+    producer, not awaited for the broker's ack."""
+    producer = await commands_topic.app.maybe_start_producer()
+    acked = await producer.send(commands_topic.get_topic_name(), key, value, None, None, None)
+    acked.add_done_callback(_send_failed)
 
 
 async def send_command(commands_topic: faust.TopicT, env: Envelope) -> None:
@@ -93,11 +97,8 @@ async def send_command(commands_topic: faust.TopicT, env: Envelope) -> None:
     (its future-message wrappers and send sensors cost 5 % of the wallet's event loop at
     intake). Not awaited for the broker's ack, as before: the request waits for the
     ledger's answer, or times out."""
-    producer = await commands_topic.app.maybe_start_producer()
-    acked = await producer.send(commands_topic.get_topic_name(),
-                                env.command.player_id.encode(),
-                                env.model_dump_json().encode(), None, None, None)
-    acked.add_done_callback(_send_failed)
+    await send_record(commands_topic, env.command.player_id.encode(),
+                      env.model_dump_json().encode())
 
 
 def _send_failed(acked) -> None:

@@ -24,7 +24,7 @@ from services.infra.clock import Clock
 from services.infra.dead_letters import dead_letter, give_up_on, note_dead_letter, record_of
 from services.infra.kernel import Decided
 from services.infra.own_log import Overlay, Record
-from services.infra.packs import pack_values
+from services.infra.packs import pack_values, unpack
 from services.infra.replies import Replies
 from services.wallet import handlers, money_metrics, seamless
 from services.wallet.balance_guard import guarded
@@ -63,9 +63,20 @@ class CommandBatches:
         if event.message.topic == WALLET_ENDINGS_TOPIC:
             return self.decide_endings(scratch, event, now)
         try:
-            env = ENVELOPE.validate_json(event.value)
+            packed = unpack(event.value)  # the caller's answers, packed by partition
+            if packed is None:
+                env = ENVELOPE.validate_json(event.value)
         except Exception as error:  # unreadable: dead-lettered, nothing moved
             return Decided(also=[give_up_on("wallet", event, error, now)])
+        if packed is not None:  # an unreadable one is dead-lettered alone, the rest decided
+            envelopes: list[tuple[BaseModel | bytes, Envelope]] = []
+            unreadable: list[tuple[BaseModel | bytes, BaseException]] = []
+            for raw in packed:
+                try:
+                    envelopes.append((raw, ENVELOPE.validate_json(raw)))
+                except Exception as error:
+                    unreadable.append((raw, error))
+            return self.decide_parts(scratch, event, envelopes, now, unreadable)
         try:
             outcome = self.handle(env, now, Lookups(scratch))
         except Exception as error:  # never stop the consumer on one command
@@ -99,20 +110,33 @@ class CommandBatches:
             endings = ending_commands(event.value)
         except Exception as error:  # unreadable: dead-lettered, nothing moved
             return Decided(also=[give_up_on("wallet", event, error, now)])
-        local = Overlay(cast(dict, scratch))  # the pack's earlier endings, for the later
+        return self.decide_parts(scratch, event, [
+            (record, Envelope(command=command)) for record, command in endings], now)
+
+    def decide_parts(self, scratch: Overlay, event: faust.EventT,
+                     commands: list[tuple[BaseModel | bytes, Envelope]], now,
+                     unreadable: list[tuple[BaseModel | bytes, BaseException]] | None = None
+                     ) -> Decided:
+        """A record holding several commands (a pack of endings, or of the operator's
+        answers): each decided on the state the ones before it left, each writing its own
+        entry, numbered as the record's parts (they take effect together). Each command
+        is given with what a dead letter keeps of it (its record, or its bytes); those
+        that could not be read are dead-lettered with those that fail."""
+        local = Overlay(cast(dict, scratch))  # the pack's earlier commands, for the later
         message = event.message
         first = InputRef(topic=message.topic, partition=message.partition,
                          offset=message.offset)
         written: list[LedgerEntry] = []
         applied: list[tuple[Envelope, handlers.CommandResult]] = []
-        failed: list[tuple[BaseModel, BaseException]] = []
-        for record, command in endings:
-            env = Envelope(command=command)
+        failed = list(unreadable or [])
+        for record, env in commands:
+            command = env.command
             try:
                 outcome = self.handle(env, now, Lookups(local))
-            except Exception as error:  # one ending, not the pack, failed
-                log.exception("ending %s of bet %r could not be applied (nothing written)",
-                              command.type, command.bet_id)
+            except Exception as error:  # one command, not the pack, failed
+                log.exception("%s of %r could not be applied (nothing written)",
+                              command.type, getattr(command, "bet_id", None) or
+                              command.player_id)
                 failed.append((record, error))
                 continue
             if outcome.dead_letter is not None:
@@ -134,7 +158,7 @@ class CommandBatches:
             return make
         also = [] if not failed else [_letter(event, failed, now)]
         return Decided(entries=[maker(e, s) for e, s in zip(written, parts, strict=True)],
-                       also=also, reply=Endings(applied))
+                       also=also, reply=Parts(applied))
 
     def handle(self, env: Envelope, now, look: Lookups) -> handlers.CommandResult:
         if self.seamless_rules is not None:
@@ -147,11 +171,14 @@ class CommandBatches:
         request reaches that worker, which answers as its entry says."""
         if decided.reply is None:
             return
-        if isinstance(decided.reply, Endings):  # no one waits on an ending
-            for env, outcome in decided.reply.applied if backed else ():
-                self.applied(env, outcome)
+        if isinstance(decided.reply, Parts):  # no one waits on an ending; a packed
+            for env, outcome in decided.reply.applied:  # answer answers its bet's waiter
+                self._answer(env, outcome, backed)
             return
         env, outcome = decided.reply
+        self._answer(env, outcome, backed)
+
+    def _answer(self, env: Envelope, outcome: handlers.CommandResult, backed: bool) -> None:
         waiter = outcome.reply_to or env.reply_id
         if not backed:
             self.replies.resolve(waiter, RETRY)
@@ -171,25 +198,27 @@ class CommandBatches:
 
 
 @dataclass(frozen=True)
-class Endings:
-    """What a record of wallet.endings decided: each ending applied, with its outcome."""
+class Parts:
+    """What a record of several commands decided (a pack of endings, or of the operator's
+    answers): each command applied, with its outcome."""
 
     applied: list[tuple[Envelope, handlers.CommandResult]]
 
 
 class EndingsRefused(Exception):
-    """Endings of one record of wallet.endings that were refused or could not be applied."""
+    """Commands of one packed record that were refused or could not be applied."""
 
 
-def _letter(event: faust.EventT, failed: list[tuple[BaseModel, BaseException]], now
-            ) -> Record:
-    """The dead letter of a record's failed endings: the record's place, and a pack of only
-    those endings (what a re-drive applies again), with why each failed."""
+def _letter(event: faust.EventT, failed: list[tuple[BaseModel | bytes, BaseException]],
+            now) -> Record:
+    """The dead letter of a record's failed commands: the record's place, and a pack of only
+    those (what a re-drive applies again), with why each failed."""
     message = event.message
     error = failed[0][1] if len(failed) == 1 else EndingsRefused("; ".join(
-        f"bet {getattr(r, 'bet_id', '?')}: {type(e).__name__}: {e}" for r, e in failed))
+        f"{getattr(r, 'bet_id', 'a command')}: {type(e).__name__}: {e}" for r, e in failed))
     letter = dead_letter("wallet", message.topic, message.partition, message.offset,
-                         message.key, pack_values([r.model_dump_json().encode()
-                                                   for r, _ in failed]), error, now)
+                         message.key, pack_values([
+                             r if isinstance(r, bytes) else r.model_dump_json().encode()
+                             for r, _ in failed]), error, now)
     note_dead_letter(letter)
     return record_of(letter)

@@ -22,6 +22,7 @@ from services.infra.settings import Settings, get_settings
 from services.infra.snapshots import SnapshotStore
 from services.wallet import app as worker
 from services.wallet import handlers, money_metrics, views
+from services.wallet.answer_packs import AnswerPacks
 from services.wallet.batches import CommandBatches
 from services.wallet.commands import Envelope
 from services.wallet.intake_marks import IntakeMarks
@@ -87,8 +88,9 @@ def bootstrap(service_settings: Settings | None = None) -> Wallet:
     replies: Replies[handlers.Answer, None] = Replies()
     batches = CommandBatches(replies, clock)
     if settings.wallet_mode == "seamless":  # the operator's wallet holds the balance
-        caller = OperatorCaller(CallerSettings.from_settings(settings),
-                                partial(worker.send_answer, commands_topic), clock,
+        # the answers packed by partition: one record for those that come together
+        packs = AnswerPacks(partial(worker.send_record, commands_topic), store.partition_of)
+        caller = OperatorCaller(CallerSettings.from_settings(settings), packs.send, clock,
                                 owns=lambda player: store.partition_of(player) in own.owned)
         batches = CommandBatches(replies, clock,
                                  SeamlessRules(settings.operator_wallet_zero_credits),

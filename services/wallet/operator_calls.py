@@ -34,14 +34,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
+from yarl import URL
 
 from services.infra import metrics
 from services.infra.clock import Clock
-from services.infra.http_retry import read_reply
 from services.infra.own_log import PartitionState
 from services.wallet.commands import OperatorAnswered
 from services.wallet.ledger_fold import pending_calls
 from shared.events.operator_wallet import (
+    CALL_KINDS,
     OperatorAnswer,
     OperatorCall,
     WalletRequest,
@@ -89,6 +90,11 @@ class OperatorCaller:
         # wallet makes one for every bet (docs/decisions/seamless.md)
         self._session: aiohttp.ClientSession | None = None
         self.running: dict[tuple[str, str], asyncio.Task[None]] = {}
+        # each call's URL parsed once, its metrics' children looked up once
+        self._urls = {kind: URL(f"{config.url}/{kind}") for kind in CALL_KINDS}
+        self._seconds = {kind: metrics.OPERATOR_WALLET_SECONDS.labels(kind)
+                         for kind in CALL_KINDS}
+        self._calls: dict[tuple[str, str], Any] = {}
 
     def start_all(self, calls: list[OperatorCall]) -> None:
         for call in calls:
@@ -195,37 +201,45 @@ class OperatorCaller:
         body = request.body()
         headers = signature_headers(body, self.config.key_id, self.config.secret)
         started = time.monotonic()
-        try:  # the whole delivery within the timeout, the body read included
-            response = await asyncio.wait_for(read_reply(
-                self.session, "POST", f"{self.config.url}/{request.kind}", data=body,
-                headers=headers), timeout_s)
+        try:  # the whole delivery within the timeout, the body read included (a timeout
+            # scope, not wait_for: no task of its own for every call)
+            async with asyncio.timeout(timeout_s):
+                async with self.session.post(self._urls[request.kind], data=body,
+                                             headers=headers) as response:
+                    status, content = response.status, await response.read()
         except (aiohttp.ClientError, TimeoutError) as error:
             return self._no_answer(request, f"{type(error).__name__}: {error}"
                                    if str(error) else f"no answer in {timeout_s:g} s")
         finally:
-            metrics.OPERATOR_WALLET_SECONDS.labels(request.kind).observe(
-                time.monotonic() - started)
+            self._seconds[request.kind].observe(time.monotonic() - started)
         try:
-            parsed = WalletResponse.model_validate_json(response.content)
+            parsed = WalletResponse.model_validate_json(content)
         except ValueError:
             parsed = None
         now = self.clock.now()
-        if response.status_code == 200 and parsed is not None and parsed.status == "ok":
-            metrics.OPERATOR_WALLET_CALLS.labels(request.kind, "ok").inc()
+        if status == 200 and parsed is not None and parsed.status == "ok":
+            self._count(request.kind, "ok")
             return OperatorAnswer(outcome="ok", http_status=200, balance=parsed.balance,
                                   operator_transaction_id=parsed.operator_transaction_id,
                                   answered_at=now)
-        if 400 <= response.status_code < 500 and parsed is not None \
+        if 400 <= status < 500 and parsed is not None \
                 and parsed.status == "error" and parsed.error_code is not None:
-            metrics.OPERATOR_WALLET_CALLS.labels(request.kind, "refused").inc()
-            return OperatorAnswer(outcome="refused", http_status=response.status_code,
+            self._count(request.kind, "refused")
+            return OperatorAnswer(outcome="refused", http_status=status,
                                   error_code=parsed.error_code, message=parsed.message,
                                   balance=parsed.balance, answered_at=now)
-        return self._no_answer(request, f"HTTP {response.status_code}: "
-                                        f"{response.text[:200]!r}")
+        return self._no_answer(request, f"HTTP {status}: "
+                                        f"{content.decode(errors='replace')[:200]!r}")
+
+    def _count(self, kind: str, outcome: str) -> None:
+        counter = self._calls.get((kind, outcome))
+        if counter is None:
+            counter = self._calls[(kind, outcome)] = metrics.OPERATOR_WALLET_CALLS.labels(
+                kind, outcome)
+        counter.inc()
 
     def _no_answer(self, request: WalletRequest, why: str) -> OperatorAnswer:
-        metrics.OPERATOR_WALLET_CALLS.labels(request.kind, "no_answer").inc()
+        self._count(request.kind, "no_answer")
         return OperatorAnswer(outcome="no_answer", message=why, answered_at=self.clock.now())
 
     async def _answered(self, request: WalletRequest, answer: OperatorAnswer) -> None:
@@ -249,7 +263,11 @@ class OperatorCaller:
     @property
     def session(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=200))
+            # no timeouts of aiohttp's own: every delivery runs in a timeout scope
+            # (`deliver`), and aiohttp's would be one more timer per call
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=200),
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=None))
         return self._session
 
     async def close(self) -> None:

@@ -37,6 +37,7 @@ from shared.events.canonical import hmac_hex, same_digest
 from shared.models import FrozenModel
 
 CallKind = Literal["debit", "credit", "rollback"]
+CALL_KINDS: tuple[CallKind, ...] = ("debit", "credit", "rollback")
 KEY_ID_HEADER = "X-Croupier-Key-Id"
 SIGNATURE_HEADER = "X-Croupier-Signature"
 

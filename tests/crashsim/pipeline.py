@@ -80,6 +80,7 @@ from tests.crashsim.stages import (
     Stage,
     Transient,
     WorkerClock,
+    packed_by_partition,
     partition_of,
 )
 from tests.crashsim.world import Decision, OperatorWallet, Table
@@ -381,31 +382,37 @@ class Sim(DealerSide):
         self.note("bet-settlement: every ending again (an outbox republished)")
 
     def operator_answer(self, call: OperatorCall, outcome: str, code: str | None,
-                        balance: int | None, worker: Worker) -> None:
+                        balance: int | None, worker: Worker, held: list | None = None) -> None:
         answer = OperatorAnswer(outcome=outcome, error_code=code, balance=balance,
                                 http_status=None if outcome == "no_answer" else (
                                     200 if outcome == "ok" else 409),
                                 answered_at=worker.clock.now())
         command = OperatorAnswered(player_id=call.request.player_id,
                                    transaction_id=call.request.transaction_id, answer=answer)
-        self.outside(COMMANDS, command.player_id.encode(),
-                     Envelope(command=command).model_dump_json().encode())
+        record = (command.player_id.encode(), Envelope(command=command).model_dump_json().encode())
+        self.outside(COMMANDS, *record) if held is None else held.append(record)
         self.note(f"{worker.name} caller: {call.request.transaction_id} -> {outcome}")
 
     def caller_step(self, everything: bool = False) -> None:
-        """Seamless: each live worker's caller delivers what it owes to the operator."""
+        """Seamless: each live worker's caller delivers what it owes to the operator; one
+        time in two, its answers of the step go packed by partition (`answer_packs`)."""
         for worker in [w for w in self._workers() if w.alive and w.calls]:
-            for tx, call in list(worker.calls.items()):
-                request = call.request
-                outcome, code, balance = self.operator.call(
-                    request.kind, tx, request.player_id, request.amount,
-                    request.reference_transaction_id)
-                if outcome == "no_answer" and request.kind != "debit":
-                    continue  # owed: driven again later
-                del worker.calls[tx]
-                self.operator_answer(call, outcome, code, balance, worker)
-                if not everything and self.rng.random() < 0.5:
-                    return
+            held: list[tuple[bytes, bytes]] | None = [] if self.rng.random() < 0.5 else None
+            try:
+                for tx, call in list(worker.calls.items()):
+                    request = call.request
+                    outcome, code, balance = self.operator.call(
+                        request.kind, tx, request.player_id, request.amount,
+                        request.reference_transaction_id)
+                    if outcome == "no_answer" and request.kind != "debit":
+                        continue  # owed: driven again later
+                    del worker.calls[tx]
+                    self.operator_answer(call, outcome, code, balance, worker, held)
+                    if not everything and self.rng.random() < 0.5:
+                        return
+            finally:
+                for record in packed_by_partition(held or []):
+                    self.outside(COMMANDS, *record)
 
     def _workers(self) -> list[Worker]:
         return [*self.owners.values(), *(z for zs in self.zombies.values() for z in zs)]

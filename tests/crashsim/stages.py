@@ -15,6 +15,7 @@ from services.dealer_event.decisions import Decisions
 from services.game_evaluation.decisions import Evaluations
 from services.game_evaluation.evaluation_fold import EVALUATION_FOLD
 from services.infra.kernel import Answer, Decide, OwnLog
+from services.infra.packs import pack_values
 from services.infra.replies import Replies
 from services.infra.snapshots import SnapshotStore
 from services.wallet import handlers
@@ -61,6 +62,17 @@ TOLD_P = 0.5  # a rebalance of dealer-event its old owner is told of (else it is
 def partition_of(key: bytes) -> int:
     """The producers' partitioner (every topic is keyed and co-partitioned)."""
     return sum(key) % PARTITIONS
+
+
+def packed_by_partition(records: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
+    """(key, value) records packed by partition, as the wallet's caller packs its answers
+    (`services.wallet.answer_packs`): a pack per partition keyed by its first record's key,
+    a record alone as it is."""
+    by: dict[int, list[tuple[bytes, bytes]]] = {}
+    for key, value in records:
+        by.setdefault(partition_of(key), []).append((key, value))
+    return [(group[0][0], group[0][1] if len(group) == 1 else
+             pack_values([value for _, value in group])) for group in by.values()]
 
 
 class Crash(Exception):

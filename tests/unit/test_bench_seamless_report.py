@@ -31,11 +31,19 @@ def test_seamless_figures_are_ratios_to_transfer_mode_in_the_same_run() -> None:
     assert fig["modes"]["seamless 5 ms"]["ratios"] == {
         "accepted_per_s": 0.25, "sustained_latency_p99": pytest.approx(5.0),
         "paced_latency_p50": pytest.approx(4.0), "paced_latency_p99": pytest.approx(5.0),
-        "share_201": pytest.approx(0.8)}
+        "share_201": pytest.approx(0.8), "croupier_cpu_per_bet": pytest.approx(1.0)}
     text = seamless.render(fig)
     assert "seamless 5 ms" in text and "(0.25×)" in text and "80.0% (0.80×)" in text
     assert "cores busy: wallet 0.9, x n/a" in text and "accepted bet (less idle): wallet 3.5" in text
     assert "the whole machine 1.5 (load average 2.0/1.0/0.5)" in text
+    assert "CPU per accepted bet (less idle): croupier 3.5 ms (1.00×)" in text
+
+
+def test_croupiers_cpu_per_bet_leaves_the_operators_wallet_out() -> None:
+    sustained = {"cpu_ms_per_bet": {"wallet": 1.5, "broker": 0.5, "dealer-event": None,
+                                    "operator-wallet": 0.4}}
+    assert seamless.croupier_cpu(sustained) == (2.0, 0.4)
+    assert seamless.croupier_cpu({}) == (None, None)
 
 
 def test_a_mode_that_failed_leaves_the_others_and_no_ratio_without_transfer() -> None:
