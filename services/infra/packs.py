@@ -82,11 +82,14 @@ class Packs:
         self.values.append(value)
         return new
 
+    def spans(self) -> list[tuple[int, int]]:
+        """Each pack's records, as the indexes [first, end) of the records added."""
+        return list(pairwise([*self.firsts, len(self.values)]))
+
     def packed(self) -> list[bytes]:
         """Each pack as the one record it is sent as: a record alone as itself."""
-        bounds = [*self.firsts, len(self.values)]  # each pack from its first to the next one
         return [self.values[a] if b - a == 1 else pack_values(self.values[a:b])
-                for a, b in pairwise(bounds)]
+                for a, b in self.spans()]
 
     def pack_of(self, index: int) -> int:
         """Which pack holds the record added `index`-th."""

@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from services.infra.packs import EMPTY_SIZE, cost, fits, pack_values
+from services.infra.packs import Packs
 from services.wallet.commands import Envelope, OperatorAnswered
 
 SendRecord = Callable[[bytes, bytes], Awaitable[None]]  # (key, value) to the commands topic
@@ -59,17 +59,18 @@ class AnswerPacks:
         self._flush = None
         waiting, self._waiting = self._waiting, {}
         for answers in waiting.values():
-            for pack in _packs(answers):
-                task = asyncio.ensure_future(self._send(pack))
+            packs = Packs()
+            for _, value, _ in answers:
+                packs.add(value)
+            for (first, end), record in zip(packs.spans(), packs.packed(), strict=True):
+                task = asyncio.ensure_future(self._send(answers[first:end], record))
                 self._sending.add(task)
                 task.add_done_callback(self._sending.discard)
 
-    async def _send(self, pack: list[tuple[OperatorAnswered, bytes, asyncio.Future[None]]]
-                    ) -> None:
-        values = [value for _, value, _ in pack]
+    async def _send(self, pack: list[tuple[OperatorAnswered, bytes, asyncio.Future[None]]],
+                    record: bytes) -> None:
         try:
-            await self.send_record(pack[0][0].player_id.encode(),
-                                   values[0] if len(values) == 1 else pack_values(values))
+            await self.send_record(pack[0][0].player_id.encode(), record)
         except Exception as error:  # noqa: BLE001 - each sender is told (and sends again)
             for _, _, done in pack:
                 if not done.done():
@@ -78,17 +79,3 @@ class AnswerPacks:
         for _, _, done in pack:
             if not done.done():
                 done.set_result(None)
-
-
-def _packs(answers: list[tuple[OperatorAnswered, bytes, asyncio.Future[None]]]
-           ) -> list[list[tuple[OperatorAnswered, bytes, asyncio.Future[None]]]]:
-    """The answers in packs within the bounds of `services.infra.packs`, in order."""
-    packs: list[list[tuple[OperatorAnswered, bytes, asyncio.Future[None]]]] = []
-    size = EMPTY_SIZE
-    for item in answers:
-        if not packs or not fits(len(packs[-1]), size, item[1]):
-            packs.append([])
-            size = EMPTY_SIZE
-        packs[-1].append(item)
-        size += cost(item[1])
-    return packs
