@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, model_serializer, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    ModelWrapValidatorHandler,
+    model_serializer,
+    model_validator,
+)
 
 RANKS = "A23456789TJQK"
 SUITS = "SHDC"
@@ -29,13 +35,13 @@ class Card(BaseModel):
     rank: str
     suit: str
 
-    @model_validator(mode="before")
+    @model_validator(mode="wrap")
     @classmethod
-    def _from_text(cls, data: Any) -> Any:
-        # Accept "TH" / "10H" wherever a Card is expected (JSON events, profiles).
+    def _from_text(cls, data: Any, handler: ModelWrapValidatorHandler[Card]) -> Card:
+        # Accept "TH" / "10H" wherever a Card is expected (JSON events, profiles): the
+        # canonical instance itself (frozen, so shared; built once, not validated again)
         if isinstance(data, str):
-            card = parse_card(data)
-            return {"rank": card.rank, "suit": card.suit}
+            return parse_card(data)
         if isinstance(data, dict):
             rank, suit = data.get("rank"), data.get("suit")
             if not (isinstance(rank, str) and rank in RANKS and isinstance(suit, str)
@@ -43,7 +49,7 @@ class Card(BaseModel):
                 raise CardError(
                     f"bad card {data!r}: rank must be one of {RANKS}, suit one of {SUITS}"
                 )
-        return data
+        return handler(data)
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: Any, handler: Any) -> dict[str, Any]:

@@ -44,8 +44,15 @@ from shared.shoe import take_one
 
 
 def full_composition(decks: int) -> dict[str, int]:
-    """A fresh shoe's composition (shared.shoe), keyed by card name."""
-    return {str(card): n for card, n in shoe_composition(decks).items()}
+    """A fresh shoe's composition (shared.shoe), keyed by card name: a new dict each call
+    (the shoe takes cards out of it), copied from the one built once per deck count."""
+    fresh = _FRESH.get(decks)
+    if fresh is None:
+        fresh = _FRESH[decks] = {str(card): n for card, n in shoe_composition(decks).items()}
+    return dict(fresh)
+
+
+_FRESH: dict[int, dict[str, int]] = {}  # decks -> a fresh shoe's composition, never mutated
 
 
 @dataclass

@@ -478,16 +478,7 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
             # nothing must not be passed over by a later record's checkpoint before its
             # dead letter is in the log (decided again, it writes the same letter again)
             await io.publish(also)
-        sent = {p: asyncio.ensure_future(io.send(own.topic, p, b.records(own.key_of)))
-                for p, b in batches.items() if b.entries}
-        # every send's outcome is taken (one failing leaves none unretrieved), then the
-        # first failure raised
-        outcomes = await asyncio.gather(*sent.values(), return_exceptions=True)
-        for outcome in outcomes:
-            if isinstance(outcome, BaseException):
-                raise outcome
-        offsets: dict[int, list[Landed]] = dict(zip(sent, cast(list[list[Landed]], outcomes),
-                                                    strict=True))
+        offsets = await _send_all(io, own, batches)
         outputs: list[Record] = []
         committed: dict[int, int] = {}
         answers: list[tuple[_Decision, bool]] = []
@@ -528,6 +519,24 @@ async def apply_batch(own: OwnLog, events: Sequence[faust.EventT], decide: Decid
             raise LostPartition(f"{own.service}: lost the race for {own.topic} partitions "
                                 f"{sorted(pending)} {attempts} times", set(pending))
 
+
+
+async def _send_all(io: LogIO, own: OwnLog, batches: dict[int, Batch]
+                    ) -> dict[int, list[Landed]]:
+    """Each partition's entries sent, the partitions side by side; where each landed. A
+    single partition's send is awaited in place (no task, no turn of the event loop)."""
+    todo = [(p, b.records(own.key_of)) for p, b in batches.items() if b.entries]
+    if len(todo) == 1:
+        partition, records = todo[0]
+        return {partition: await io.send(own.topic, partition, records)}
+    sent = {p: asyncio.ensure_future(io.send(own.topic, p, records)) for p, records in todo}
+    # every send's outcome is taken (one failing leaves none unretrieved), then the
+    # first failure raised
+    outcomes = await asyncio.gather(*sent.values(), return_exceptions=True)
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return dict(zip(sent, cast(list[list[Landed]], outcomes), strict=True))
 
 
 async def _without_gaps(io: LogIO, state: PartitionState, events: list[faust.EventT]

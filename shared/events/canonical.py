@@ -16,10 +16,15 @@ from pydantic import BaseModel
 GENESIS_HASH = "0" * 64
 
 
+# json.dumps(sort_keys=True, separators=(",", ":"), ensure_ascii=False), its encoder built
+# once (json.dumps builds one per call when given options)
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_bytes(payload: BaseModel | dict[str, Any], exclude: set[str] | None = None) -> bytes:
     data = payload.model_dump(mode="json", exclude=exclude) if isinstance(payload, BaseModel) \
         else {k: v for k, v in payload.items() if not exclude or k not in exclude}
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    return _CANONICAL.encode(data).encode()
 
 
 def sha256_hex(data: bytes) -> str:
@@ -27,7 +32,9 @@ def sha256_hex(data: bytes) -> str:
 
 
 def hmac_hex(key: bytes, data: bytes) -> str:
-    return hmac.new(key, data, hashlib.sha256).hexdigest()
+    """HMAC-SHA256 of `data` under `key`, in hex (the one-shot `hmac.digest`: OpenSSL's,
+    without building an HMAC object)."""
+    return hmac.digest(key, data, "sha256").hex()
 
 
 def same_digest(a: str, b: str) -> bool:

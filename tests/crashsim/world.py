@@ -312,8 +312,9 @@ class Decision:
 def describe(inp: InputBase | None) -> str:
     if inp is None:
         return "timer"
+    fields = vars(inp)  # (a pydantic model's fields: a missing one costs no AttributeError)
     return f"{inp.command} {inp.input_id}" + "".join(
-        f" {getattr(inp, f)}" for f in ("round_id", "card") if getattr(inp, f, None))
+        f" {fields[f]}" for f in ("round_id", "card") if fields.get(f))
 
 
 class Table:
