@@ -72,7 +72,6 @@ from tests.crashsim.stages import (
     DEALER,
     PARTITIONS,
     STAGES,
-    T0,
     WALLET,
     WINDOW,
     Config,
@@ -80,15 +79,11 @@ from tests.crashsim.stages import (
     Stage,
     Transient,
     WorkerClock,
+    instant,
     packed_by_partition,
     partition_of,
 )
 from tests.crashsim.world import Decision, OperatorWallet, Table
-
-# the model's clock, its instants built once: T0 + each second a schedule reaches, and the
-# microseconds a step counts within its second (`Sim.now`)
-_SECONDS = [T0 + timedelta(seconds=s) for s in range(100)]
-_MICROS = [timedelta(microseconds=m) for m in range(2_000)]
 
 # a worker's batch: dealer-event's twice as often as each other stage's (a dealer waits for
 # its decisions before it closes betting; the bets wait for its rounds)
@@ -279,9 +274,7 @@ class Sim(DealerSide):
 
     def now(self) -> datetime:
         self.micro += 1
-        if self.tick < len(_SECONDS) and self.micro < len(_MICROS):
-            return _SECONDS[self.tick] + _MICROS[self.micro]
-        return T0 + timedelta(seconds=self.tick, microseconds=self.micro)
+        return instant(self.tick, self.micro)
 
     def append(self, topic: str, partition: int, key: Any, value: Any, writer: str) -> int:
         """A record appended by the broker now (its clock: the simulation's, unskewed)."""

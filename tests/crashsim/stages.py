@@ -53,6 +53,17 @@ if TYPE_CHECKING:
 PARTITIONS = 2
 COMMANDS = "wallet-commands"
 T0 = datetime(2026, 12, 1, tzinfo=UTC)
+# the model's clock, its instants built once: T0 + each second a schedule reaches, and the
+# microseconds a step counts within its second (`Sim.now`)
+_SECONDS = [T0 + timedelta(seconds=s) for s in range(100)]
+_MICROS = [timedelta(microseconds=m) for m in range(2_000)]
+
+
+def instant(tick: int, micro: int) -> datetime:
+    """T0 + `tick` s + `micro` µs, from the instants built once where they reach."""
+    if tick < len(_SECONDS) and micro < len(_MICROS):
+        return _SECONDS[tick] + _MICROS[micro]
+    return T0 + timedelta(seconds=tick, microseconds=micro)
 WINDOW = timedelta(hours=24)  # the wallet's state window (the smallest it takes)
 AHEAD = timedelta(hours=30)  # a clock reset into the future: more than the window
 CUTS = ("mid-send", "after-send", "after-ack", "after-answer")
