@@ -115,7 +115,7 @@ MUTANTS: tuple[Mutant, ...] = (
            "if offset < state.head:",
            "chain check removed: a zombie's entry folds as valid"),
     Mutant("K3", _OWN, "[at.offset for at in landed] == self.expected and self.state.end == self.start",
-           "len(landed) == len(self.firsts)",
+           "len(landed) == len(self.packs.firsts)",
            "a writer trusts its acks: entries answered wherever they landed"),
     Mutant("K4", _OWN, "state.inputs[key] = max(ref.offset, state.inputs.get(key, -1))",
            "state.inputs[key] = max(ref.offset + 1, state.inputs.get(key, -1))",
@@ -414,6 +414,14 @@ class Run:
 
 _VIOLATION_HEADS = ("violated:", "problems:")
 SUMMARY = re.compile(r"^simulate: (\d+) schedules from seed (\d+)(?: over .*)?: (\d+) broken")
+# a run that raised one of these ran a mutant that names what the code no longer has (a
+# replacement left behind by a rename): an error of the mutant, never a kill
+BROKEN = re.compile(r"the run raised (AttributeError|NameError)\b")
+
+
+def runs_as_code(violation: str) -> bool:
+    """The mutant ran as code: its schedule did not break on a name it no longer has."""
+    return BROKEN.search(violation) is None
 
 
 def first_violation(lines: list[str]) -> str | None:
@@ -524,6 +532,8 @@ def simulate(tree: Path, seed: int, schedules: int, timeout: float, stop_early: 
     if timed_out:
         return Run("killed", f"timed out after {timeout:.0f} s (the run never ended)",
                    seconds)
+    if violation is not None and not runs_as_code(violation):  # not caught by the checks
+        return Run("error", f"the mutant does not run as code: {violation}", seconds)
     if stopped:
         return Run("killed", violation or "", seconds)
     summary = next((m for line in seen if (m := SUMMARY.match(line))), None)

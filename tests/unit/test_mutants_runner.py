@@ -65,3 +65,11 @@ def test_planting_changes_one_place() -> None:
 def test_the_first_violation_is_read_from_the_reproducer(lines: list[str],
                                                          expected: str | None) -> None:
     assert mutants.first_violation(lines) == expected
+
+
+def test_a_mutant_that_names_what_the_code_no_longer_has_is_an_error_not_a_kill() -> None:
+    assert not mutants.runs_as_code(
+        "the run raised AttributeError: 'Batch' object has no attribute 'firsts'")
+    assert not mutants.runs_as_code("the run raised NameError: name 'x' is not defined")
+    assert mutants.runs_as_code("breach: negative_balance")
+    assert mutants.runs_as_code("the run raised AssertionError: entry at 5 does not fold")
