@@ -239,8 +239,8 @@ def topic_catalogue(
 # history beyond their retention. The broker stamps each of its records with the time it
 # appended it: the fold's clock never runs ahead of it, whatever a writer's clock says
 # (`own_log.entry_time`).
-OWN_LOG: dict[str, str] = {"retention.ms": "-1", "retention.bytes": "-1",
-                           "message.timestamp.type": "LogAppendTime"}
+KEPT_FOREVER: dict[str, str] = {"retention.ms": "-1", "retention.bytes": "-1"}
+OWN_LOG: dict[str, str] = {**KEPT_FOREVER, "message.timestamp.type": "LogAppendTime"}
 SOURCE_OF_TRUTH: dict[str, dict[str, str]] = {
     DEALER_LOG_TOPIC: OWN_LOG,
     EVALUATION_LOG_TOPIC: OWN_LOG,
@@ -252,5 +252,5 @@ SOURCE_OF_TRUTH: dict[str, dict[str, str]] = {
 # trusts `table.corrections` for a round only where its partition still begins at offset 0
 # or before the round (services/operator/round_reader.py); otherwise it scans table.events.
 INDEXES: dict[str, dict[str, str]] = {
-    TABLE_CORRECTIONS_TOPIC: {"retention.ms": "-1", "retention.bytes": "-1"},
+    TABLE_CORRECTIONS_TOPIC: KEPT_FOREVER,
 }

@@ -162,16 +162,19 @@ class RoundReader:
         self.consumer.close()
 
     def _partitions(self, topic: str) -> list[int]:
+        if not self._has(topic):
+            raise RoundNotFoundError(f"topic {topic} does not exist")
+        return self._partition_ids[topic]
+
+    def _has(self, topic: str) -> bool:
+        """The broker has `topic` (a topic a newer platform added may be missing)."""
         if not self._partition_ids:
             # one metadata request for every topic: the client's cache forgets the topics it
             # is not assigned, and a refresh costs a round trip per call
             for name in PARSERS:
                 self._partition_ids[name] = sorted(self.consumer.partitions_for_topic(name)
                                                    or ())
-        partitions = self._partition_ids.get(topic)
-        if not partitions:
-            raise RoundNotFoundError(f"topic {topic} does not exist")
-        return partitions
+        return bool(self._partition_ids.get(topic))
 
     def _tp(self, topic: str, key: str) -> TopicPartition:
         return TopicPartition(topic, partition_for(key, len(self._partitions(topic))))
@@ -300,8 +303,10 @@ class RoundReader:
                 isinstance(e, RoundAnnulled) and e.round_id == round_id for e in records.events):
             records.annulment = self._annulment(table_id, round_id, records.events,
                                                 annulled_within)
-        if any(isinstance(e, RoundCompleted) and e.round_id == round_id for e in records.events):
-            records.corrections = self._corrections(records)
+        completed = next((e for e in records.events if isinstance(e, RoundCompleted)
+                          and e.round_id == round_id), None)
+        if completed is not None:
+            records.corrections = self._corrections(records, bool(completed.corrections_indexed))
         self._read_money(records, player_id)
         return records
 
@@ -388,10 +393,10 @@ class RoundReader:
             records.unparsed += [v for v in values if isinstance(v, Unparsed)]
         _keep_round_money(records, found, player_id)
 
-    def _corrections(self, records: RoundRecords) -> list[RoundCorrected]:
+    def _corrections(self, records: RoundRecords, indexed: bool) -> list[RoundCorrected]:
         """The round's RoundCorrected events after the last event read, each once (the index
         and the log may hold one again: an outbox publishes again after a crash). A round whose
-        `round_completed` says `corrections_indexed` has them on `table.corrections` as well:
+        `round_completed` says `corrections_indexed` (`indexed`) has them on `table.corrections` as well:
         the table's partition of that rare-record topic is read for CORRECTION_HORIZON past
         the round, so the read costs the few corrections there, never the table's later events
         nor the log's size. Otherwise (a round recorded before the index, a broker without it,
@@ -401,7 +406,7 @@ class RoundReader:
         table_id, round_id, events = records.table_id, records.round_id, records.events
         last = events[-1]
         until_ms = int((last.occurred_at + CORRECTION_HORIZON).timestamp() * 1000)
-        if _says_indexed(events, round_id) and self._index_reaches(table_id, last.occurred_at):
+        if indexed and self._index_reaches(table_id, last.occurred_at):
             window = self._index_window(table_id, round_id, until_ms)
         else:
             window = self._scan_window(table_id, round_id, until_ms)
@@ -423,8 +428,7 @@ class RoundReader:
         on the broker and its partition of the table still begins at offset 0 (it is kept
         forever: `shared.topics.INDEXES`), or a record of it before `since` is still there
         (nothing after `since` was deleted)."""
-        self._partitions(TABLE_EVENTS_TOPIC)
-        if not self._partition_ids.get(TABLE_CORRECTIONS_TOPIC):
+        if not self._has(TABLE_CORRECTIONS_TOPIC):
             return False
         tp = self._tp(TABLE_CORRECTIONS_TOPIC, table_id)
         begin = self.consumer.beginning_offsets([tp])[tp]
@@ -488,7 +492,7 @@ class RoundReader:
             return ts > owed_ms
 
         windows.append(self._player_window(WALLET_TRANSACTIONS_TOPIC, past_end, needle, player_id))
-        if self._partition_ids.get(WALLET_OPERATOR_CALLS_TOPIC):
+        if self._has(WALLET_OPERATOR_CALLS_TOPIC):
             windows.append(self._player_window(WALLET_OPERATOR_CALLS_TOPIC, past_owed, needle,
                                                player_id))
         return windows
@@ -552,12 +556,6 @@ class RoundReader:
             return next_round or ts > ended_ms + slack_ms
 
         return self.scan(TABLE_EVENTS_TOPIC, table_id, start, stop)
-
-
-def _says_indexed(events: list[TableEventBase], round_id: str) -> bool:
-    """The round's `round_completed` says dealer-event indexes its corrections."""
-    return any(isinstance(e, RoundCompleted) and e.round_id == round_id
-               and e.corrections_indexed for e in events)
 
 
 def _keep_round_events(records: RoundRecords, events: list[Any], opened: int) -> None:

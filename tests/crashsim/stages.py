@@ -15,7 +15,7 @@ from services.dealer_event.decisions import Decisions
 from services.game_evaluation.decisions import Evaluations
 from services.game_evaluation.evaluation_fold import EVALUATION_FOLD
 from services.infra.kernel import Answer, Decide, OwnLog
-from services.infra.packs import pack_values
+from services.infra.packs import Packs
 from services.infra.replies import Replies
 from services.infra.snapshots import SnapshotStore
 from services.wallet import handlers
@@ -77,13 +77,19 @@ def partition_of(key: bytes) -> int:
 
 def packed_by_partition(records: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """(key, value) records packed by partition, as the wallet's caller packs its answers
-    (`services.wallet.answer_packs`): a pack per partition keyed by its first record's key,
-    a record alone as it is."""
+    (`services.wallet.answer_packs`, with the same builder, `packs.Packs`): each pack keyed
+    by its first record's key, a record alone as it is."""
     by: dict[int, list[tuple[bytes, bytes]]] = {}
     for key, value in records:
         by.setdefault(partition_of(key), []).append((key, value))
-    return [(group[0][0], group[0][1] if len(group) == 1 else
-             pack_values([value for _, value in group])) for group in by.values()]
+    out: list[tuple[bytes, bytes]] = []
+    for group in by.values():
+        packs = Packs()
+        for _, value in group:
+            packs.add(value)
+        out += [(group[first][0], record)
+                for (first, _), record in zip(packs.spans(), packs.packed(), strict=True)]
+    return out
 
 
 class Crash(Exception):
