@@ -167,6 +167,20 @@ class Platform(WalletPlayers):
         for service in (self.wallet, self.settlement):
             service.stop()
 
+    def wait_accepted(self, bet_ids: set[str], timeout_s: float = 60.0) -> None:
+        """Return once bet-settlement accepted every bet of `bet_ids`; fail on a refusal. A
+        placed bet (201) is decided later: a round closed before its decision refuses it,
+        as the rules say, so a test that wants bets settled waits for this before closing."""
+        def decided() -> dict[str, dict]:
+            return {d["bet_id"]: d for d in read_topic(self.bootstrap, BETS_DECISIONS_TOPIC)
+                    if d.get("bet_id") in bet_ids
+                    and d["type"] in ("bet_accepted", "bet_rejected")}
+        wait_for(lambda: set(decided()) == bet_ids, "bet-settlement's decisions", timeout_s,
+                 explain=lambda: self.bets_story(bet_ids))
+        refused = {b: d.get("reason_code") for b, d in decided().items()
+                   if d["type"] != "bet_accepted"}
+        assert not refused, f"bets refused: {refused}"
+
     def bets_story(self, bet_ids: set[str]) -> str:
         """What the topics say of each bet (placed, decided, settled), then the tails of
         both services' logs: the message of a wait for a settlement that timed out."""

@@ -179,10 +179,11 @@ def test_bets_are_debited_and_settled_at_the_operator_and_refusals_are_named(
     expired = players.bet(alice, bac, "s1", "tie", 1000)
     assert (expired.status_code, expired.json()["error"]["code"]) == (401, "session_expired")
     players.sessions[alice] = client.issue_session(alice)
+    bet_ids = {r.json()["bet"]["bet_id"] for r in placed}
+    platform.wait_accepted(bet_ids)
     bac.close("s1")
     bac.complete("s1", deal_cards=True)  # a replay recomputes the result from the cards
 
-    bet_ids = {r.json()["bet"]["bet_id"] for r in placed}
     wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 2, "settlements",
              explain=lambda: platform.bets_story(bet_ids))
     returns = settled_returns(platform.bootstrap, bet_ids)
@@ -242,6 +243,7 @@ def test_credits_survive_500s_dropped_answers_duplicates_and_an_operator_restart
     bet_ids = {r.json()["bet"]["bet_id"] for r in placed}
     client.set_faults(error_rate=0.4, drop_rate=0.3, duplicate_rate=0.3,
                       kinds=["credit", "rollback"], seed=7)
+    platform.wait_accepted(bet_ids)
     bac.close("s3")
     bac.complete("s3")
     wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 5, "settlements",
@@ -270,6 +272,7 @@ def test_owed_credits_are_delivered_after_croupiers_wallet_is_killed(
     assert [r.status_code for r in placed] == [201, 201]
     bet_ids = {r.json()["bet"]["bet_id"] for r in placed}
     client.set_faults(error_rate=1.0, kinds=["credit"], seed=3)  # the operator is down
+    platform.wait_accepted(bet_ids)
     bac.close("s4")
     bac.complete("s4")
     wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 2, "settlements",
@@ -298,6 +301,7 @@ def test_an_annulment_reaches_the_operator_as_calls_of_its_own(platform, bac, pl
     placed = [players.bet(erin, bac, "s5", bet, 5000) for bet in ("player", "banker", "tie")]
     assert [r.status_code for r in placed] == [201] * 3
     bet_ids = {r.json()["bet"]["bet_id"] for r in placed}
+    platform.wait_accepted(bet_ids)
     bac.close("s5")
     bac.complete("s5")
     wait_for(lambda: len(settled_returns(platform.bootstrap, bet_ids)) == 3, "settlements",
@@ -331,6 +335,7 @@ def test_a_corrected_result_reaches_the_operator_as_calls_of_its_own(platform, b
     placed = [players.bet(fay, bac, "s6", bet, 5000) for bet in ("player", "banker")]
     assert [r.status_code for r in placed] == [201] * 2
     bet_of = {r.json()["bet"]["bet"]: r.json()["bet"]["bet_id"] for r in placed}
+    platform.wait_accepted(set(bet_of.values()))
     bac.close("s6")
     dealt = bac.complete("s6")
     wait_for(lambda: len(settled_returns(platform.bootstrap, set(bet_of.values()))) == 2,
