@@ -215,9 +215,7 @@ def _place_round(platform, table, round_id, players, bets) -> list[dict]:
         r = platform.bet(player_id, table, round_id, bet, stake, position)
         assert r.status_code == 201, r.text
         placed.append({**r.json()["bet"], "player_id": player_id})
-    ids = {b["bet_id"] for b in placed}
-    wait_for(lambda: ids <= {d["bet_id"] for d in read_topic(platform.bootstrap, BETS_DECISIONS_TOPIC)
-                             if d["type"] == "bet_accepted"}, f"{round_id} bets accepted")
+    platform.wait_accepted({b["bet_id"] for b in placed})
     return placed
 
 
