@@ -72,6 +72,12 @@ def test_two_players_share_a_request_id_and_a_bet_id_and_rebuild_agrees(platform
     # one bet id, two players, two tables (the same round id): both accepted, both settled
     assert platform.bet(alice, one, "r1", "player", 2_000, bet_id=cross).status_code == 201
     assert platform.bet(bob, two, "r1", "player", 2_000, bet_id=cross).status_code == 201
+    # placed is not decided: a close that reached bet-settlement first would refuse them
+    wanted = {(alice, one.table_id, same), (alice, one.table_id, cross),
+              (bob, two.table_id, cross)}
+    wait_for(lambda: wanted <= {(d["player_id"], d["table_id"], d["bet_id"]) for d in
+                                  read_topic(platform.bootstrap, BETS_DECISIONS_TOPIC)
+                                  if d["type"] == "bet_accepted"}, "the three bets accepted")
     results = {}
     for table in (one, two):
         table.close("r1")
@@ -81,8 +87,6 @@ def test_two_players_share_a_request_id_and_a_bet_id_and_rebuild_agrees(platform
     def settled() -> set[tuple[str, str, str]]:
         return {(s["player_id"], s["table_id"], s["bet_id"])
                 for s in read_topic(platform.bootstrap, BETS_SETTLED_TOPIC)}
-    wanted = {(alice, one.table_id, same), (alice, one.table_id, cross),
-              (bob, two.table_id, cross)}
     wait_for(lambda: wanted <= settled(), "every accepted bet settled", 90)
     # a record published again (bet-settlement's outbox after a retried batch) is the same
     # record: consumers dedupe on it, and so does this count
