@@ -142,6 +142,7 @@ class LocalBroker:
     voters: tuple[tuple[int, int], ...] = ()
     replication: int = 1  # the internal topics' replication factor (offsets, transactions)
     cluster_id: str | None = None  # the nodes of one cluster format with the same id
+    session_ms: int | None = None  # broker.session.timeout.ms; None: Kafka's default
 
     def __post_init__(self) -> None:
         if self.secured is None:
@@ -195,6 +196,9 @@ class LocalBroker:
             "group.initial.rebalance.delay.ms": "0",
             "auto.create.topics.enable": "false",
         }
+        if self.session_ms is not None:
+            props["broker.session.timeout.ms"] = str(self.session_ms)
+            props["broker.heartbeat.interval.ms"] = str(max(100, self.session_ms // 6))
         if self.secured:
             props.update(kafka_security.broker_security_properties(
                 self.port, self.controller_port, kafka_security.local_credentials(_settings())))
@@ -464,7 +468,7 @@ def live_brokers(bootstrap: str, timeout_s: float = 5.0) -> set[int] | None:
 def cluster_nodes(root: Path, cache_dir: Path, brokers: int, *, port: int,
                   controller_port: int, metrics_port: int | None = None, heap: str = "1g",
                   replication: int = 1, secured: bool | None = None,
-                  instance: str | None = None) -> LocalCluster:
+                  instance: str | None = None, session_ms: int | None = None) -> LocalCluster:
     """`brokers` nodes under `root`: one node keeps `root` itself as its data directory
     (the single broker's layout); more take `root/node-<id>`, formatted with one cluster id
     kept in `root/cluster.id`. Node n's ports are node 0's plus 3n."""
@@ -472,7 +476,7 @@ def cluster_nodes(root: Path, cache_dir: Path, brokers: int, *, port: int,
         return LocalCluster([LocalBroker(
             data_dir=root, cache_dir=cache_dir, port=port, controller_port=controller_port,
             heap=heap, metrics_port=metrics_port, secured=secured, instance=instance,
-            replication=replication)])
+            replication=replication, session_ms=session_ms)])
     root.mkdir(parents=True, exist_ok=True)
     id_file = root / "cluster.id"
     if not id_file.exists():
@@ -485,7 +489,8 @@ def cluster_nodes(root: Path, cache_dir: Path, brokers: int, *, port: int,
         controller_port=controller_port + step * n, heap=heap,
         metrics_port=None if metrics_port is None else metrics_port + step * n,
         secured=secured, instance=instance, node_id=n + 1, voters=voters,
-        replication=replication, cluster_id=cluster_id) for n in range(brokers)])
+        replication=replication, cluster_id=cluster_id, session_ms=session_ms)
+        for n in range(brokers)])
 
 
 def cluster_from_settings(settings) -> LocalCluster:
@@ -498,5 +503,5 @@ def cluster_from_settings(settings) -> LocalCluster:
         controller_port=settings.kafka_controller_port,
         metrics_port=settings.kafka_metrics_port, heap=settings.kafka_heap,
         replication=settings.replication_factor, secured=kafka_security.secured(settings),
-        instance=settings.instance)
+        instance=settings.instance, session_ms=settings.kafka_node_session_ms)
 

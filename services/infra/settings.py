@@ -98,6 +98,12 @@ class Settings(BaseSettings):
     kafka_port: int = 19092
     kafka_controller_port: int = 19093
     kafka_heap: str = "1g"
+    kafka_node_session_ms: int | None = Field(default=None, ge=1000, le=60_000, description=(
+        "The local nodes' broker.session.timeout.ms: how long the controller waits for a "
+        "node's heartbeat before it fences the node (a node killed -9 leads its partitions "
+        "that long) and before a restarted node may register again; heartbeats go every "
+        "sixth of it. Unset: Kafka's own (9 s, every 2 s). Tests that kill and restart "
+        "nodes lower it."))
     topic_partitions: int = DEFAULT_PARTITIONS
     dealer_event_port: int = 8101
     game_evaluation_port: int = 8102

@@ -47,14 +47,17 @@ from shared.topics import (
     WALLET_TRANSACTIONS_TOPIC,
 )
 from tests.e2e.platform_support import platform_settings, settle_and_rebuild
+from tests.integration.money_support import wait_for
 from tests.ports import free_stepped_ports
 
 pytestmark = pytest.mark.kafka
 ROOT = Path(__file__).resolve().parents[2]
 NODES = 3
 WATCHED = (WALLET_LEDGER_TOPIC, TABLE_EVENTS_TOPIC)
-WARM_UP_S = 6.0
-AFTER_KILL_S = 8.0
+# the controller fences a node that sent no heartbeat for this long (Kafka's default 9 s):
+# a node killed -9 leads its partitions that long, and a restarted one may register again
+# only once its old session is over
+NODE_SESSION_MS = 4000
 # a service finds a partition's new leader on its next metadata refresh, and a consumer
 # group whose coordinator died joins the new one: allowed on top of the leaderless time
 FIND_NEW_LEADER_S = 20.0
@@ -66,6 +69,7 @@ def cli_env(home, port: int, controller: int, metrics: int) -> dict[str, str]:
     env.update(CROUPIER_HOME=str(home), CROUPIER_KAFKA_BROKERS=str(NODES),
                CROUPIER_KAFKA_PORT=str(port), CROUPIER_KAFKA_CONTROLLER_PORT=str(controller),
                CROUPIER_KAFKA_METRICS_PORT=str(metrics), CROUPIER_KAFKA_HEAP="512m",
+               CROUPIER_KAFKA_NODE_SESSION_MS=str(NODE_SESSION_MS),
                COLUMNS="200")
     return env
 
@@ -98,7 +102,7 @@ def cluster(shell):
                         kafka_port=int(shell["CROUPIER_KAFKA_PORT"]),
                         kafka_controller_port=int(shell["CROUPIER_KAFKA_CONTROLLER_PORT"]),
                         kafka_metrics_port=int(shell["CROUPIER_KAFKA_METRICS_PORT"]),
-                        kafka_heap="512m")
+                        kafka_heap="512m", kafka_node_session_ms=NODE_SESSION_MS)
     local = cluster_from_settings(settings)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
@@ -163,10 +167,28 @@ def leaderless_for(admin, partitions: set[tuple[str, int]], gone: int, since: fl
         time.sleep(0.05)
 
 
+def acknowledged(seen: Seen) -> tuple[int, int, int]:
+    """Bets answered 201, deposits answered 2xx and dealer inputs accepted, so far."""
+    return (sum(1 for s in seen.bets.copy().values() if s == 201),
+            sum(1 for s in seen.deposits.copy().values() if s < 300),
+            sum(1 for s in seen.inputs.copy().values() if s == "accepted"))
+
+
+def until_acknowledged_again(seen: Seen, what: str) -> None:
+    """Until one more bet, deposit and dealer input each was acknowledged than now: the load
+    runs (at a round's pace: a bet needs a betting window open)."""
+    before = acknowledged(seen)
+    wait_for(lambda: all(n > b for n, b in zip(acknowledged(seen), before, strict=True)),
+             f"bets, deposits and dealer inputs acknowledged {what}", timeout_s=90,
+             explain=lambda: f"before {before}, now {acknowledged(seen)}: {seen.events}")
+
+
 @pytest.fixture(scope="module")
 def run(cluster: LocalCluster, tmp_path_factory):
     home = tmp_path_factory.mktemp("broker-loss-home")
-    settings = platform_settings(cluster.bootstrap, home).model_copy(
+    # a 3 s betting timer: two tables of 12 players (48 bets a round) are answered in it, and
+    # each wait for a bet acknowledged, and the tables' last round, is shorter
+    settings = platform_settings(cluster.bootstrap, home, betting_window_s=3).model_copy(
         update={"kafka_brokers": NODES})
     assert settings.replication_factor == NODES
     ensure_kafka(settings)
@@ -222,9 +244,11 @@ def run(cluster: LocalCluster, tmp_path_factory):
                     await asyncio.sleep(0.1)
 
         def kill_and_roll() -> None:
-            """In a thread: the kill -9 of the busiest leader, its return, then a rolling
-            restart of every node, each awaited until every replica is in sync again."""
-            time.sleep(WARM_UP_S)
+            """In a thread, once the load runs: the kill -9 of the busiest leader, its
+            return once the load carried on without it, then a rolling restart of every
+            node, each awaited until every replica is in sync again, and the load on the
+            restarted cluster."""
+            until_acknowledged_again(seen, "before the kill")
             used = in_use(admin, cluster.bootstrap)
             now = leaders(admin)
             busiest = Counter(now[tp] for tp in used).most_common(1)[0][0]
@@ -234,7 +258,7 @@ def run(cluster: LocalCluster, tmp_path_factory):
             since = time.monotonic()
             node.kill()
             seen.leaderless.append(leaderless_for(admin, led, busiest, since))
-            time.sleep(AFTER_KILL_S)
+            until_acknowledged_again(seen, "with the node down")
             cluster.up()
             wait_isr_full(admin, list(WATCHED))
             seen.events.append(f"node {busiest} back, every replica in sync")
@@ -247,6 +271,7 @@ def run(cluster: LocalCluster, tmp_path_factory):
                 cluster.up()
                 wait_isr_full(admin, list(WATCHED))
                 seen.events.append(f"node {node.node_id} restarted")
+            until_acknowledged_again(seen, "on the restarted cluster")
 
         async def scenario():
             stop = asyncio.Event()
@@ -255,7 +280,6 @@ def run(cluster: LocalCluster, tmp_path_factory):
             depositing = asyncio.create_task(deposits(stop))
             try:
                 await asyncio.to_thread(kill_and_roll)
-                await asyncio.sleep(3.0)  # a round or so on the restarted cluster
                 assert not session.done(), "the session ended during the broker loss"
             finally:
                 stop.set()

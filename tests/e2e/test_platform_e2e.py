@@ -34,7 +34,10 @@ DEAL_FOR_S = 360.0
 
 @pytest.fixture(scope="module")
 def platform(platform_kafka, tmp_path_factory):
-    settings = platform_settings(platform_kafka, tmp_path_factory.mktemp("e2e-home"))
+    # a 4 s betting timer: the six tables' ~310 bets a round are answered in about 2 s, and
+    # the volume (bets and rounds), not the timer, decides how long the tables deal
+    settings = platform_settings(platform_kafka, tmp_path_factory.mktemp("e2e-home"),
+                                 betting_window_s=4)
     ensure_kafka(settings)
     stack = Stack(settings, workers=WORKERS, port_of=worker_port).start()
     try:

@@ -93,6 +93,19 @@ def test_one_node_keeps_the_single_broker_layout(tmp_path):
     assert props["offsets.topic.replication.factor"] == "1"
 
 
+def test_a_node_session_set_in_the_settings_reaches_every_node_and_none_by_default(tmp_path):
+    from services.infra.local_broker import cluster_from_settings
+    shorter = cluster_from_settings(Settings(home=tmp_path / "a", kafka_brokers=3,
+                                             kafka_node_session_ms=4000))
+    for node in shorter.nodes:
+        props = _props(node.server_properties())
+        assert (props["broker.session.timeout.ms"], props["broker.heartbeat.interval.ms"]) \
+            == ("4000", "666")
+    [node] = cluster_from_settings(Settings(home=tmp_path / "b")).nodes
+    assert not {"broker.session.timeout.ms", "broker.heartbeat.interval.ms"} & \
+        set(_props(node.server_properties()))
+
+
 def test_the_settings_cluster_is_where_the_cli_keeps_it(tmp_path):
     from services.infra.local_broker import cluster_from_settings
     settings = Settings(home=tmp_path, kafka_brokers=3, kafka_port=21000)
