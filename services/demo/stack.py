@@ -17,6 +17,7 @@ from services.infra.processes import (
     operator_api_process,
     operator_wallet_process,
     service_env,
+    terminate_all,
     worker_name,
 )
 from services.infra.service_table import SERVICE_NAMES
@@ -112,11 +113,11 @@ class Stack:
     def console_url(self) -> str | None:
         return None if self.operator_api is None else f"{self.operator_api.base_url}/console/"
 
-    def stop(self) -> None:
-        if self.operator_api is not None:
-            self.operator_api.stop()
-        for proc in reversed(list(self.processes.values())):
-            proc.stop()
+    def stop(self, timeout_s: float = 20.0) -> None:
+        """The operator API and every worker at once (each shuts down on its own log: no
+        order among them), then the archiver, then the reference operator wallet."""
+        terminate_all([p.proc for p in (self.operator_api, *self.processes.values())
+                       if p is not None], timeout_s)
         if self.archiver is not None:
             self.archiver.stop()
         if self.operator_wallet is not None:
