@@ -115,10 +115,12 @@ def test_a_2000_bet_round_settles_by_the_rules_with_bounded_records(platform):
             expected.outcome, expected.returned, bet["stake"]), s
     assert sum(s["last_of_round"] for s in records) == 1
 
-    # the manifest: every bet, the total stake, the digest of the accepted ids
+    # the manifest: every bet, the total stake, the digest of the accepted ids; one
+    # manifest, which bet-settlement announces again (the same record, which consumers
+    # dedupe) to an intake mark or a close it reads after the round closed (round_book)
     manifests = [d for d in read_topic(platform.bootstrap, BETS_DECISIONS_TOPIC)
                  if d["type"] == "round_manifest" and d["table_id"] == table.table_id]
-    assert len(manifests) == 1
+    assert manifests and all(m == manifests[0] for m in manifests), manifests
     assert (manifests[0]["bet_count"], manifests[0]["total_stake"], manifests[0]["digest"]) == (
         len(ids), sum(b["stake"] for b in placed), manifest_digest(ids))
 
