@@ -171,13 +171,18 @@ class Platform(WalletPlayers):
         """Return once bet-settlement accepted every bet of `bet_ids`; fail on a refusal. A
         placed bet (201) is decided later: a round closed before its decision refuses it,
         as the rules say, so a test that wants bets settled waits for this before closing."""
-        def decided() -> dict[str, dict]:
-            return {d["bet_id"]: d for d in read_topic(self.bootstrap, BETS_DECISIONS_TOPIC)
-                    if d.get("bet_id") in bet_ids
-                    and d["type"] in ("bet_accepted", "bet_rejected")}
-        wait_for(lambda: set(decided()) == bet_ids, "bet-settlement's decisions", timeout_s,
+        decided: dict[str, dict] = {}  # the last read of bets.decisions, kept for the verdict
+
+        def all_decided() -> bool:
+            decided.clear()
+            decided.update({d["bet_id"]: d for d in read_topic(self.bootstrap,
+                                                               BETS_DECISIONS_TOPIC)
+                            if d.get("bet_id") in bet_ids
+                            and d["type"] in ("bet_accepted", "bet_rejected")})
+            return set(decided) == bet_ids
+        wait_for(all_decided, "bet-settlement's decisions", timeout_s,
                  explain=lambda: self.bets_story(bet_ids))
-        refused = {b: d.get("reason_code") for b, d in decided().items()
+        refused = {b: d.get("reason_code") for b, d in decided.items()
                    if d["type"] != "bet_accepted"}
         assert not refused, f"bets refused: {refused}"
 
