@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 CROUPIER := $(VENV)/bin/croupier
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: help venv demo test test-unit test-integration simulate lint mutants bench bench-e2e bench-seamless schemas profiles-release profiles-check kafka-up kafka-down kafka-status topics clean
+.PHONY: help venv bytecode demo test test-unit test-integration simulate lint mutants bench bench-e2e bench-seamless schemas profiles-release profiles-check kafka-up kafka-down kafka-status topics clean
 
 help:
 	@echo "make demo        Kafka, topics, the four services, 3 tables and 50 players, then a"
@@ -41,6 +41,11 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
+# the project's own modules compiled once: where PYTHONDONTWRITEBYTECODE is set (it is on
+# this machine kind) every service, worker and CLI process would compile them again
+bytecode: venv
+	@$(PY) -m compileall -q -j 0 services shared tests benchmarks
+
 kafka-up: venv
 	$(CROUPIER) kafka up
 
@@ -53,23 +58,23 @@ kafka-status: venv
 topics: kafka-up
 	$(CROUPIER) topics apply
 
-demo: topics
+demo: topics bytecode
 	$(CROUPIER) demo $(DEMO_ARGS)
 
 # the suite's modules in TEST_WORKERS pytest-xdist processes, each module whole in one
 # (its platform and broker are module-scoped); TEST_WORKERS=0 runs it in this process
 TEST_WORKERS ?= 2
 
-test: venv
+test: venv bytecode
 	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
-test-unit: venv
+test-unit: venv bytecode
 	$(PY) -m pytest tests/unit
 
-test-integration: venv
+test-integration: venv bytecode
 	$(PY) -m pytest tests/integration
 
-simulate: venv
+simulate: venv bytecode
 	$(PY) -m tests.crashsim
 
 lint: venv

@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 from kafka.errors import KafkaError
 
 from services.infra import kafka_clients, kafka_security
+from services.infra.class_archive import QUICK_JIT, ClassArchive
 from services.infra.settings import NODE_PORT_STEP
 from shared.topics import min_insync_replicas
 
@@ -205,9 +206,9 @@ class LocalBroker:
         return "".join(f"{k}={v}\n" for k, v in props.items())
 
     def _java(self, lib: Path, main: str, *args: str, heap: str = "256m",
-              agent: Sequence[str] = ()) -> list[str]:
+              flags: Sequence[str] = ()) -> list[str]:
         return [
-            "java", *agent, f"-Xmx{heap}", "-XX:+UseG1GC",
+            "java", *flags, f"-Xmx{heap}", "-XX:+UseG1GC",
             f"-Dlog4j2.configurationFile={LOG4J_CONFIG}",
             f"-Dkafka.logs.dir={self.log_dir}",
             "-cp", f"{lib}/*", main, *args,
@@ -219,7 +220,8 @@ class LocalBroker:
         cluster_id = self.cluster_id or new_cluster_id()
         # "=" form: a base64 id may start with "-", which argparse would take for an option
         cmd = self._java(lib, "kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}",
-                         f"--config={self.config_file}")
+                         f"--config={self.config_file}",
+                         flags=[QUICK_JIT, *ClassArchive(lib).use_flags()])
         done = subprocess.run(cmd, capture_output=True, text=True)
         if done.returncode != 0:
             raise BrokerError(f"formatting Kafka storage failed:\n{done.stdout}{done.stderr}")
@@ -262,7 +264,7 @@ class LocalBroker:
         out = open(self.log_dir / "stdout.log", "ab")  # noqa: SIM115 - owned by the child
         proc = subprocess.Popen(
             self._java(lib, "kafka.Kafka", str(self.config_file), heap=self.heap,
-                       agent=self._metrics_agent()),
+                       flags=[*self._metrics_agent(), *ClassArchive(lib).node_flags(self.data_dir)]),
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )
@@ -318,6 +320,7 @@ class LocalBroker:
         while _alive(pid):
             time.sleep(0.05)
         self.pid_file.unlink(missing_ok=True)
+        self._class_archive().keep_training(self.data_dir, clean_exit=False)
         return pid
 
     def stop(self, timeout_s: float = 30.0) -> bool:
@@ -330,12 +333,17 @@ class LocalBroker:
         deadline = time.monotonic() + timeout_s
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        if _alive(pid):
+        clean = not _alive(pid)
+        if not clean:
             os.kill(pid, signal.SIGKILL)
             while _alive(pid):
                 time.sleep(0.1)
         self.pid_file.unlink(missing_ok=True)
+        self._class_archive().keep_training(self.data_dir, clean_exit=clean)
         return True
+
+    def _class_archive(self) -> ClassArchive:
+        return ClassArchive(jars_dir(self.cache_dir))
 
     def status(self) -> BrokerStatus:
         pid = self.running_pid()

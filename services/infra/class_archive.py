@@ -1,0 +1,94 @@
+"""Class-data sharing for the local Kafka nodes: the classes a node loads at start-up,
+parsed and verified once per machine and mapped by every later JVM.
+
+A Kafka node loads thousands of classes before it answers; without an archive each start
+spends several CPU-seconds reading, verifying and compiling them, and the test suite
+starts dozens of nodes on two cores (docs/decisions/cluster.md, "Starting a node").
+
+The archive is a cache, never a truth. It is trained by the first node that runs without
+one (`-XX:ArchiveClassesAtExit`: the JVM writes it when it exits), kept only if that node
+stopped cleanly, and named by what it depends on: the Kafka jars (their directory) and the
+JVM that wrote it. A JVM that cannot use it (another build, other jars) ignores it and
+starts the slow way; nothing else reads it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+# written in the node's data directory while it trains: where its JVM writes the archive
+TRAINING_NOTE = "class-archive.training"
+# a short-lived tool (the storage format) is compiled by the quick compiler only: the
+# optimising one would spend more CPU compiling than the tool spends running
+QUICK_JIT = "-XX:TieredStopAtLevel=1"
+
+
+def jvm_identity() -> str:
+    """The running JVM build as the file system sees it: its libjvm's path, size and
+    modification time (a package upgrade replaces the file); the `java` launcher's if
+    no libjvm is found beside it."""
+    java = shutil.which("java")
+    if java is None:
+        return "no-java"
+    binary = Path(os.path.realpath(java))
+    home = binary.parent.parent
+    candidates = [home / "lib" / "server" / "libjvm.so", home / "jre" / "lib" / "server" / "libjvm.so"]
+    target = next((p for p in candidates if p.exists()), binary)
+    stat = target.stat()
+    return f"{target}:{stat.st_size}:{stat.st_mtime_ns}"
+
+
+@dataclass(frozen=True)
+class ClassArchive:
+    """The archive for the jars in `lib` under the JVM that runs now, kept in `store`
+    (beside `lib` unless told: once per machine)."""
+
+    lib: Path
+    store: Path | None = None
+
+    @property
+    def path(self) -> Path:
+        key = hashlib.sha256(f"{self.lib.resolve()}|{jvm_identity()}".encode()).hexdigest()[:16]
+        return (self.store or self.lib.parent) / f"classes-{key}.jsa"
+
+    def use_flags(self) -> list[str]:
+        """Map the archive if there is one (a tool that must not train one)."""
+        path = self.path
+        return [f"-XX:SharedArchiveFile={path}"] if path.exists() else []
+
+    def node_flags(self, data_dir: Path) -> list[str]:
+        """A node's flags: map the archive, or train one into its data directory when
+        there is none yet (noted there, so whoever stops the node can keep it)."""
+        flags = self.use_flags()
+        note = data_dir / TRAINING_NOTE
+        if flags:
+            note.unlink(missing_ok=True)
+            return flags
+        training = data_dir / f"classes-{uuid.uuid4().hex[:8]}.jsa"
+        note.write_text(f"{training}\n")
+        return [f"-XX:ArchiveClassesAtExit={training}"]
+
+    def keep_training(self, data_dir: Path, *, clean_exit: bool) -> bool:
+        """After the node of `data_dir` exited: keep the archive it trained if it stopped
+        cleanly (a node killed while writing leaves half a file), drop it either way from
+        the data directory. True if this made the machine's archive."""
+        note = data_dir / TRAINING_NOTE
+        try:
+            training = Path(note.read_text().strip())
+        except FileNotFoundError:
+            return False
+        note.unlink(missing_ok=True)
+        kept = False
+        if clean_exit and training.exists() and training.stat().st_size > 0 and not self.path.exists():
+            # copied beside the archive, then renamed: a reader sees no file or a whole one
+            staging = self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex[:8]}.partial")
+            shutil.copyfile(training, staging)
+            os.replace(staging, self.path)
+            kept = True
+        training.unlink(missing_ok=True)
+        return kept
