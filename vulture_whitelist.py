@@ -34,3 +34,6 @@ _.broker_pool, _.local_s3
 
 # fields on the wire that nothing reads back any more
 _.decided_through  # InputPosition (shared/events/sources.py): in every table event and refusal since issue 17; dealer-event resumes from dealer.log since issue 29
+
+# a module's __getattr__ (PEP 562): `from services.cli.main import app` builds the full CLI
+_.__getattr__

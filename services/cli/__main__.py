@@ -1,5 +1,5 @@
 """`python -m services.cli` runs the same command as the `croupier` script."""
 
-from services.cli.main import app
+from services.cli.main import main
 
-app()
+main()
