@@ -1,6 +1,7 @@
 """What lets `make test` run its modules in several pytest-xdist processes on one machine:
 each worker's test ports come from a slice of its own, and the jars a broker or the S3
-server needs are fetched once however many processes ask at the same time."""
+server needs are fetched once however many processes ask at the same time; each module
+runs whole in one worker, and the platforms under load one after another."""
 
 from __future__ import annotations
 
@@ -10,7 +11,25 @@ import threading
 from pathlib import Path
 
 from services.infra.local_broker import JARS_MARKER, maven_jars
+from tests.conftest import PLATFORMS_UNDER_LOAD, xdist_group_of
 from tests.ports import worker_slice
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_module_is_its_own_unit_and_the_platforms_under_load_share_one():
+    assert len(PLATFORMS_UNDER_LOAD) >= 2
+    assert all((ROOT / module).is_file() for module in PLATFORMS_UNDER_LOAD)
+    assert len({xdist_group_of(m) for m in PLATFORMS_UNDER_LOAD}) == 1
+    others = ["tests/unit/test_parallel_suite.py", "tests/e2e/test_demo_cli.py",
+              "tests/integration/test_money_live.py"]
+    units = {xdist_group_of(m) for m in others}
+    assert len(units) == len(others) and not units & {xdist_group_of(m) for m in PLATFORMS_UNDER_LOAD}
+
+
+def test_every_collected_test_is_marked_with_its_unit(request):
+    (mark,) = [m for m in request.node.iter_markers("xdist_group")]
+    assert mark.args == ("tests/unit/test_parallel_suite.py",)
 
 
 def test_outside_xdist_a_process_has_the_whole_range():
