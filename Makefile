@@ -67,7 +67,7 @@ demo: topics bytecode
 TEST_WORKERS ?= 2
 
 test: venv bytecode
-	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadgroup
+	$(PY) -m pytest -n $(TEST_WORKERS) --dist loadfile
 
 test-unit: venv bytecode
 	$(PY) -m pytest tests/unit

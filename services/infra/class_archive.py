@@ -5,10 +5,11 @@ A Kafka node loads thousands of classes before it answers; without an archive ea
 spends several CPU-seconds reading, verifying and compiling them, and the test suite
 starts dozens of nodes on two cores (docs/decisions/cluster.md, "Starting a node").
 
-The archive is a cache, never a truth. It is trained by the first node that runs without
-one (`-XX:ArchiveClassesAtExit`: the JVM writes it when it exits), kept only if that node
-stopped cleanly, and named by what it depends on: the Kafka jars (their directory) and the
-JVM that wrote it. A JVM that cannot use it (another build, other jars) ignores it and
+The archive is a cache, never a truth. Each node that starts while there is none trains
+one (`-XX:ArchiveClassesAtExit`: the JVM writes it when it exits, about 50 MB); the first
+that was ready and then stopped cleanly keeps it, the others' are dropped. It is named by
+what it depends on: the Kafka jars (their names, sizes and times) and the JVM that wrote
+it. A JVM that cannot use it (another build, other jars) ignores it and
 starts the slow way; nothing else reads it.
 """
 
@@ -26,6 +27,7 @@ TRAINING_NOTE = "class-archive.training"
 # a short-lived tool (the storage format) is compiled by the quick compiler only: the
 # optimising one would spend more CPU compiling than the tool spends running
 QUICK_JIT = "-XX:TieredStopAtLevel=1"
+READY = "ready"
 
 
 def jvm_identity() -> str:
@@ -53,7 +55,10 @@ class ClassArchive:
 
     @property
     def path(self) -> Path:
-        key = hashlib.sha256(f"{self.lib.resolve()}|{jvm_identity()}".encode()).hexdigest()[:16]
+        jars = sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns)
+                      for p in self.lib.glob("*.jar"))
+        key = hashlib.sha256(f"{self.lib.resolve()}|{jars}|{jvm_identity()}".encode()
+                             ).hexdigest()[:16]
         return (self.store or self.lib.parent) / f"classes-{key}.jsa"
 
     def use_flags(self) -> list[str]:
@@ -63,32 +68,50 @@ class ClassArchive:
 
     def node_flags(self, data_dir: Path) -> list[str]:
         """A node's flags: map the archive, or train one into its data directory when
-        there is none yet (noted there, so whoever stops the node can keep it)."""
-        flags = self.use_flags()
+        there is none yet (noted there with the archive it is for, so whoever stops the
+        node can keep it)."""
+        for stale in data_dir.glob("classes-*.jsa"):  # a node that died while training
+            stale.unlink(missing_ok=True)
         note = data_dir / TRAINING_NOTE
-        if flags:
-            note.unlink(missing_ok=True)
-            return flags
+        note.unlink(missing_ok=True)
+        path = self.path
+        if path.exists():
+            return [f"-XX:SharedArchiveFile={path}"]
         training = data_dir / f"classes-{uuid.uuid4().hex[:8]}.jsa"
-        note.write_text(f"{training}\n")
+        note.write_text(f"{training}\n{path}\n")
         return [f"-XX:ArchiveClassesAtExit={training}"]
 
-    def keep_training(self, data_dir: Path, *, clean_exit: bool) -> bool:
-        """After the node of `data_dir` exited: keep the archive it trained if it stopped
-        cleanly (a node killed while writing leaves half a file), drop it either way from
-        the data directory. True if this made the machine's archive."""
+    @staticmethod
+    def node_ready(data_dir: Path) -> None:
+        """The training node answered: what it loaded by now is a start-up's classes, so
+        its archive is worth keeping (a node stopped before it was ready is not)."""
+        note = data_dir / TRAINING_NOTE
+        if note.exists():
+            with open(note, "a") as out:
+                out.write(f"{READY}\n")
+
+    @staticmethod
+    def keep_training(data_dir: Path, *, clean_exit: bool) -> bool:
+        """After the node of `data_dir` exited: keep the archive it trained if it was
+        ready and stopped cleanly (a node killed while writing leaves half a file), and
+        drop it from the data directory either way. True if this made the archive."""
         note = data_dir / TRAINING_NOTE
         try:
-            training = Path(note.read_text().strip())
+            lines = note.read_text().split()
         except FileNotFoundError:
             return False
         note.unlink(missing_ok=True)
+        training, target = Path(lines[0]), Path(lines[1])
         kept = False
-        if clean_exit and training.exists() and training.stat().st_size > 0 and not self.path.exists():
+        if (clean_exit and READY in lines[2:] and training.exists()
+                and training.stat().st_size > 0 and not target.exists()):
             # copied beside the archive, then renamed: a reader sees no file or a whole one
-            staging = self.path.with_name(f"{self.path.name}.{uuid.uuid4().hex[:8]}.partial")
-            shutil.copyfile(training, staging)
-            os.replace(staging, self.path)
-            kept = True
+            staging = target.with_name(f"{target.name}.{uuid.uuid4().hex[:8]}.partial")
+            try:
+                shutil.copyfile(training, staging)
+                os.replace(staging, target)
+                kept = True
+            except OSError:  # a full disk, say: the node stopped all the same
+                staging.unlink(missing_ok=True)
         training.unlink(missing_ok=True)
         return kept

@@ -307,6 +307,7 @@ class LocalBroker:
             if not _alive(pid):
                 raise BrokerError(f"Kafka exited during start-up; last log lines:\n{self.log_tail()}")
             if admin_ready(self.bootstrap, timeout_s=3.0) is not None:
+                ClassArchive.node_ready(self.data_dir)
                 return
             time.sleep(0.5)
         raise BrokerError(f"Kafka not ready after {timeout_s:.0f}s; last log lines:\n{self.log_tail()}")
@@ -319,14 +320,15 @@ class LocalBroker:
         os.kill(pid, signal.SIGKILL)
         while _alive(pid):
             time.sleep(0.05)
+        ClassArchive.keep_training(self.data_dir, clean_exit=False)
         self.pid_file.unlink(missing_ok=True)
-        self._class_archive().keep_training(self.data_dir, clean_exit=False)
         return pid
 
     def stop(self, timeout_s: float = 30.0) -> bool:
         """Stop cleanly (SIGTERM, then SIGKILL after the timeout). False if nothing ran."""
         pid = self.running_pid()
-        if pid is None:
+        if pid is None:  # gone already: how it ended is not known
+            ClassArchive.keep_training(self.data_dir, clean_exit=False)
             self.pid_file.unlink(missing_ok=True)
             return False
         os.kill(pid, signal.SIGTERM)
@@ -338,12 +340,9 @@ class LocalBroker:
             os.kill(pid, signal.SIGKILL)
             while _alive(pid):
                 time.sleep(0.1)
+        ClassArchive.keep_training(self.data_dir, clean_exit=clean)
         self.pid_file.unlink(missing_ok=True)
-        self._class_archive().keep_training(self.data_dir, clean_exit=clean)
         return True
-
-    def _class_archive(self) -> ClassArchive:
-        return ClassArchive(jars_dir(self.cache_dir))
 
     def status(self) -> BrokerStatus:
         pid = self.running_pid()

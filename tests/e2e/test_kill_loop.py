@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import re
 import shutil
 import signal
 import time
@@ -87,15 +88,19 @@ def _wallet_logs(stack: Stack) -> dict[str, str]:
             for label, p in stack.processes.items() if label.startswith("wallet")}
 
 
+SNAPSHOT_WRITTEN = re.compile(r"wallet\.ledger\[\d+\]: snapshot \S+ at offset \d+")
+
+
 async def _snapshot_writer(stack: Stack, timeout_s: float = 90.0):
-    """The first wallet worker whose log says it wrote a snapshot of its ledger."""
+    """The first wallet worker whose log says it wrote a snapshot of its ledger; None if
+    none did in time (the snapshot test then fails, the others are still judged)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         for label, text in _wallet_logs(stack).items():
-            if "wallet.ledger[" in text and ": snapshot " in text:
+            if SNAPSHOT_WRITTEN.search(text):
                 return stack.processes[label]
         await asyncio.sleep(0.5)
-    raise AssertionError(f"no wallet worker wrote a snapshot within {timeout_s:.0f} s")
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -149,8 +154,9 @@ def loop(broker, tmp_path_factory):
             # restarts can all come before a partition's 40th entry (a slow machine), and
             # the partitions it snapshotted are now recovered from those snapshots
             writer = await _snapshot_writer(stack)
-            await asyncio.to_thread(writer.kill)
-            writer.start()
+            if writer is not None:
+                await asyncio.to_thread(writer.kill)
+                writer.start()
             for proc in stack.processes.values():  # every worker back before the end
                 await asyncio.to_thread(proc.wait_ready, 120)
             session.cancel()  # a --forever session: every table ends its round, none half dealt
@@ -194,7 +200,7 @@ def test_wallet_restarts_recovered_from_snapshots(loop):
     """The snapshots were written under the kills and a restart used one: what it folded
     then is checked by every invariant above, and by the rebuild below."""
     logs = "".join(_wallet_logs(loop[4]).values())
-    assert "wallet.ledger[" in logs and ": snapshot " in logs, "no snapshot was written"
+    assert SNAPSHOT_WRITTEN.search(logs), "no snapshot was written"
     assert "recovered from snapshot" in logs, "no restart recovered from a snapshot"
 
 

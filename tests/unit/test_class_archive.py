@@ -21,12 +21,14 @@ def _archive(tmp_path: Path) -> ClassArchive:
     return ClassArchive(lib, store=tmp_path / "store")
 
 
-def _trained(data_dir: Path, archive: ClassArchive) -> Path:
+def _trained(data_dir: Path, archive: ClassArchive, *, ready: bool = True) -> Path:
     """What a training JVM leaves at exit: the file its flag named."""
     (flag,) = archive.node_flags(data_dir)
     assert flag.startswith("-XX:ArchiveClassesAtExit=")
     training = Path(flag.split("=", 1)[1])
     assert training.parent == data_dir
+    if ready:
+        archive.node_ready(data_dir)
     training.write_bytes(b"archive")
     return training
 
@@ -83,9 +85,55 @@ def test_the_archive_is_named_by_the_jars_and_the_jvm(tmp_path: Path,
     other_lib.mkdir()
     assert ClassArchive(other_lib, store=tmp_path / "store").path != archive.path
     before = archive.path
+    (archive.lib / "kafka.jar").write_bytes(b"jar")  # jars fetched again
+    assert archive.path != before
+    before = archive.path
     monkeypatch.setattr(class_archive, "jvm_identity", lambda: "another-jvm-build")
     assert archive.path != before
     assert archive.path.parent == tmp_path / "store"
+
+
+def test_a_node_stopped_before_it_was_ready_keeps_no_archive(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    (tmp_path / "store").mkdir()
+    data = tmp_path / "node"
+    data.mkdir()
+    training = _trained(data, archive, ready=False)
+    assert not archive.keep_training(data, clean_exit=True)
+    assert not archive.path.exists() and not training.exists()
+
+
+def test_the_archive_kept_is_the_one_named_when_the_node_started(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A JVM upgraded while the node ran: its archive keeps the old JVM's name."""
+    archive = _archive(tmp_path)
+    (tmp_path / "store").mkdir()
+    data = tmp_path / "node"
+    data.mkdir()
+    named = archive.path
+    _trained(data, archive)
+    monkeypatch.setattr(class_archive, "jvm_identity", lambda: "the-upgraded-jvm")
+    assert archive.keep_training(data, clean_exit=True)
+    assert named.exists() and not archive.path.exists()
+
+
+def test_a_training_file_left_by_a_dead_node_is_removed_at_the_next_start(
+        tmp_path: Path) -> None:
+    archive = _archive(tmp_path)
+    data = tmp_path / "node"
+    data.mkdir()
+    left = _trained(data, archive)
+    archive.node_flags(data)
+    assert not left.exists()
+
+
+def test_an_archive_that_cannot_be_kept_does_not_fail_the_stop(tmp_path: Path) -> None:
+    archive = _archive(tmp_path)  # its store does not exist: the copy fails
+    data = tmp_path / "node"
+    data.mkdir()
+    training = _trained(data, archive)
+    assert not archive.keep_training(data, clean_exit=True)
+    assert not training.exists() and not (data / TRAINING_NOTE).exists()
 
 
 def test_a_stop_with_nothing_trained_changes_nothing(tmp_path: Path) -> None:
@@ -104,6 +152,7 @@ def test_the_real_jvm_maps_an_archive_trained_on_the_kafka_jars(tmp_path: Path) 
     trained = subprocess.run(["java", *archive.node_flags(data), *tool],
                              capture_output=True, text=True, timeout=120)
     assert trained.returncode == 0, trained.stderr
+    archive.node_ready(data)
     assert archive.keep_training(data, clean_exit=True)
 
     # -Xshare:on: the JVM exits with an error unless it maps the archive
