@@ -62,8 +62,7 @@ demo: topics bytecode
 	$(CROUPIER) demo $(DEMO_ARGS)
 
 # the suite's modules in TEST_WORKERS pytest-xdist processes, each module whole in one
-# (its platform and broker are module-scoped), the platforms under load one after another
-# (tests/conftest.py); TEST_WORKERS=0 runs it in this process
+# (its platform and broker are module-scoped); TEST_WORKERS=0 runs it in this process
 TEST_WORKERS ?= 2
 
 test: venv bytecode

@@ -8,7 +8,6 @@ _.on_partitions_revoked, _.on_partitions_assigned  # aiokafka's rebalance listen
 _.on_web_request_start, _.on_web_request_end  # Faust's Sensor (infra/observability.py)
 _.handle_starttag, _.handle_endtag, _.handle_data  # html.parser.HTMLParser (a test's parser)
 _.core_schema  # pydantic's __get_pydantic_json_schema__ signature (shared/cards.py)
-_.pytest_xdist_make_scheduler, _._split_scope  # a pytest-xdist hook and its scheduler's (tests/conftest.py)
 
 # attributes a library reads
 _.__qualname__  # Faust names a timer by its function's qualname (infra/observability.py)

@@ -8,7 +8,6 @@ import os
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -19,35 +18,6 @@ from services.infra.local_broker import LocalBroker
 from services.infra.local_s3 import LocalS3
 from services.infra.settings import Settings
 from tests.ports import free_port
-
-# The modules that each run a whole platform under load (eight workers or a three-node
-# cluster, players, kills): one after another in one pytest process, never two at once.
-# Side by side they starved each other on two cores (the platform run dealt 4,553 bets in
-# its 360 s beside the broker loss, 5,300 in under 150 s beside lighter modules).
-PLATFORMS_UNDER_LOAD = frozenset({  # in tests/e2e
-    "test_broker_loss.py", "test_platform_e2e.py", "test_kill_loop.py",
-    "test_kill_loop_seamless.py",
-})
-
-
-def unit_of(module: str) -> str:
-    """The pytest-xdist work unit a module (its path) runs in, whole, in one worker (as
-    under `--dist loadfile`); the platforms under load share one unit."""
-    return "platforms-under-load" if Path(module).name in PLATFORMS_UNDER_LOAD else module
-
-
-def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
-    """`--dist loadfile` with `unit_of` for its units; any other mode as xdist has it.
-    (xdist's own `loadgroup` does not group under this pytest: pytest-xdist#1386.)"""
-    if config.getoption("dist") != "loadfile":
-        return None
-    from xdist.scheduler import LoadFileScheduling
-
-    class ModuleUnits(LoadFileScheduling):
-        def _split_scope(self, nodeid: str) -> str:
-            return unit_of(nodeid.split("::", 1)[0])
-
-    return ModuleUnits(config, log)
 
 
 def instance_for(home: Path) -> str:
