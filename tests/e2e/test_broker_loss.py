@@ -123,7 +123,11 @@ class Seen:
     # (first 5xx, the answer that ended the streak) per request that met one
     streaks: list[tuple[float, float, str]] = field(default_factory=list)
     leaderless: list[float] = field(default_factory=list)  # seconds, per kill or stop
-    events: list[str] = field(default_factory=list)
+    events: list[str] = field(default_factory=list)  # each stamped with seconds into the run
+    began: float = field(default_factory=time.monotonic)
+
+    def note(self, event: str) -> None:
+        self.events.append(f"{time.monotonic() - self.began:.0f} s: {event}")
 
 
 def leaders(admin, topics=WATCHED) -> dict[tuple[str, int], int]:
@@ -181,6 +185,7 @@ def until_acknowledged_again(seen: Seen, what: str) -> None:
     wait_for(lambda: all(n > b for n, b in zip(acknowledged(seen), before, strict=True)),
              f"bets, deposits and dealer inputs acknowledged {what}", timeout_s=90,
              explain=lambda: f"before {before}, now {acknowledged(seen)}: {seen.events}")
+    seen.note(f"a bet, a deposit and an input acknowledged {what}")
 
 
 @pytest.fixture(scope="module")
@@ -253,7 +258,7 @@ def run(cluster: LocalCluster, tmp_path_factory):
             now = leaders(admin)
             busiest = Counter(now[tp] for tp in used).most_common(1)[0][0]
             led = {tp for tp in used if now[tp] == busiest}
-            seen.events.append(f"kill -9 node {busiest}, leading {sorted(led)}")
+            seen.note(f"kill -9 node {busiest}, leading {sorted(led)}")
             node = cluster.node(busiest)
             since = time.monotonic()
             node.kill()
@@ -261,7 +266,7 @@ def run(cluster: LocalCluster, tmp_path_factory):
             until_acknowledged_again(seen, "with the node down")
             cluster.up()
             wait_isr_full(admin, list(WATCHED))
-            seen.events.append(f"node {busiest} back, every replica in sync")
+            seen.note(f"node {busiest} back, every replica in sync")
             for node in cluster.nodes:
                 now = leaders(admin)
                 led = {tp for tp, leader in now.items() if leader == node.node_id}
@@ -270,7 +275,7 @@ def run(cluster: LocalCluster, tmp_path_factory):
                 seen.leaderless.append(leaderless_for(admin, led, node.node_id, since))
                 cluster.up()
                 wait_isr_full(admin, list(WATCHED))
-                seen.events.append(f"node {node.node_id} restarted")
+                seen.note(f"node {node.node_id} restarted")
             until_acknowledged_again(seen, "on the restarted cluster")
 
         async def scenario():
@@ -288,8 +293,10 @@ def run(cluster: LocalCluster, tmp_path_factory):
             return await session
 
         demo_run = asyncio.run(scenario())
+        seen.note("the tables ended their rounds")
         summary, rebuilt = settle_and_rebuild(cluster.bootstrap, settings, stack, demo_run,
                                               timeout_s=180)
+        seen.note("every round settled and the wallet rebuilt")
         print("broker loss:", json.dumps({
             "events": seen.events, "leaderless_s": [round(s, 2) for s in seen.leaderless],
             "longest_5xx_streak_s": round(max((b - a for a, b, _ in seen.streaks),
