@@ -36,10 +36,12 @@ pytestmark = pytest.mark.kafka
 TOPICS = (BETS_PLACED_TOPIC, WALLET_TRANSACTIONS_TOPIC, TABLE_EVENTS_TOPIC)
 
 
-def produce_steadily(bootstrap: str, stop: threading.Event, run: str) -> int:
+def produce_steadily(bootstrap: str, stop: threading.Event, run: str,
+                     flowing: threading.Event) -> int:
     """Records on three catalogue topics, many keys, until `stop`; returns how many. About
     2,000 a second (a few hundred a 0.3 s segment): as many segments as unthrottled, a
-    fraction of the records to archive, read back and compare."""
+    fraction of the records to archive, read back and compare. `flowing` is set once the
+    first 200 are acknowledged."""
     prod = producer(bootstrap)
     sent = 0
     while not stop.is_set():
@@ -49,6 +51,7 @@ def produce_steadily(bootstrap: str, stop: threading.Event, run: str) -> int:
                       value=json.dumps({"run": run, "n": sent}).encode())
             sent += 1
         prod.flush()
+        flowing.set()
         stop.wait(0.1)
     prod.close()
     return sent
@@ -59,13 +62,17 @@ def archive_through_kills(bootstrap: str, url: str, tmp_path, kills: int = 4) ->
     moments (0.3 s segments: many kills land while a segment is being written); then one run
     with --once archives up to the log's end."""
     rng = random.Random(18)
-    stop = threading.Event()
+    stop, flowing = threading.Event(), threading.Event()
     sent: list[int] = []
     feeder = threading.Thread(target=lambda: sent.append(
-        produce_steadily(bootstrap, stop, uuid.uuid4().hex[:6])))
+        produce_steadily(bootstrap, stop, uuid.uuid4().hex[:6], flowing)))
     feeder.start()
     log = tmp_path / "archiver.log"
     try:
+        # the kills begin once records flow: a broker under load may answer "not leader"
+        # for many seconds after the topics were created (a CI run: 200 records in the
+        # kills' 16 s, the first flush retried throughout)
+        assert flowing.wait(120), "the topics took no record for 120 s"
         for _ in range(kills):
             proc = archiver_process(bootstrap, url, log, "--flush-seconds", "0.3")
             stop.wait(rng.uniform(3.0, 5.0))
