@@ -63,8 +63,7 @@ class ClassArchive:
 
     def use_flags(self) -> list[str]:
         """Map the archive if there is one (a tool that must not train one)."""
-        path = self.path
-        return [f"-XX:SharedArchiveFile={path}"] if path.exists() else []
+        return _mapping(self.path)
 
     def node_flags(self, data_dir: Path) -> list[str]:
         """A node's flags: map the archive, or train one into its data directory when
@@ -75,8 +74,8 @@ class ClassArchive:
         note = data_dir / TRAINING_NOTE
         note.unlink(missing_ok=True)
         path = self.path
-        if path.exists():
-            return [f"-XX:SharedArchiveFile={path}"]
+        if flags := _mapping(path):
+            return flags
         training = data_dir / f"classes-{uuid.uuid4().hex[:8]}.jsa"
         note.write_text(f"{training}\n{path}\n")
         return [f"-XX:ArchiveClassesAtExit={training}"]
@@ -97,10 +96,14 @@ class ClassArchive:
         drop it from the data directory either way. True if this made the archive."""
         note = data_dir / TRAINING_NOTE
         try:
-            lines = note.read_text().split()
+            lines = note.read_text().splitlines()  # a line a path: paths may hold spaces
         except FileNotFoundError:
             return False
         note.unlink(missing_ok=True)
+        if len(lines) < 2:  # an empty note, or an older one naming no archive to keep
+            for left in lines:
+                Path(left).unlink(missing_ok=True)
+            return False
         training, target = Path(lines[0]), Path(lines[1])
         kept = False
         if (clean_exit and READY in lines[2:] and training.exists()
@@ -115,3 +118,8 @@ class ClassArchive:
                 staging.unlink(missing_ok=True)
         training.unlink(missing_ok=True)
         return kept
+
+
+def _mapping(path: Path) -> list[str]:
+    """The flag that maps the archive at `path`, if there is one there."""
+    return [f"-XX:SharedArchiveFile={path}"] if path.exists() else []

@@ -47,15 +47,13 @@ def platform(platform_kafka, tmp_path_factory):
         # 6 tables on an idle machine, longer on a slower one, never a thinner run
         config = DemoConfig(forever=True, players=50, profiles=tuple(list_profiles()),
                             betting_pause=3.0, bets_per_player=2, seed=11)
-        seen = {"placed": 0, "rounds": 0}
-
-        shown = [0.0]
+        seen = {"placed": 0, "rounds": 0, "shown_at": 0.0}
 
         def progress(tables, answers, seconds):
             seen["placed"] = answers.get("201", 0)
             seen["rounds"] = sum(t.rounds_completed + t.rounds_voided for t in tables.values())
-            if seconds - shown[0] >= 30:  # pytest shows it when the set-up or a test fails
-                shown[0] = seconds
+            if seconds - seen["shown_at"] >= 30:  # pytest shows it when a test fails
+                seen["shown_at"] = seconds
                 print(f"{seconds:.0f} s: {seen['rounds']} rounds, answers {dict(answers)}",
                       flush=True)
 

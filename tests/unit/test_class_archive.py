@@ -160,3 +160,20 @@ def test_the_real_jvm_maps_an_archive_trained_on_the_kafka_jars(tmp_path: Path) 
                             capture_output=True, text=True, timeout=120)
     assert mapped.returncode == 0, mapped.stdout + mapped.stderr
     assert len(mapped.stdout.strip()) == 22  # a cluster id, as without the archive
+
+
+def test_a_training_path_with_spaces_is_kept_and_an_older_note_is_dropped(
+        tmp_path: Path) -> None:
+    spaced = tmp_path / "a home" / "node 1"
+    spaced.mkdir(parents=True)
+    archive = _archive(spaced.parent)
+    (spaced.parent / "store").mkdir()
+    _trained(spaced, archive)
+    assert archive.keep_training(spaced, clean_exit=True) and archive.path.exists()
+    # a note as the first form wrote it (the training file alone): nothing to keep by
+    left = spaced / "classes-old.jsa"
+    left.write_bytes(b"archive")
+    (spaced / TRAINING_NOTE).write_text(f"{left}\n")
+    assert not archive.keep_training(spaced, clean_exit=True)
+    assert not left.exists() and not (spaced / TRAINING_NOTE).exists()
+
