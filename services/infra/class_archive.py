@@ -65,16 +65,17 @@ class ClassArchive:
         """Map the archive if there is one (a tool that must not train one)."""
         return _mapping(self.path)
 
-    def node_flags(self, data_dir: Path) -> list[str]:
+    def node_flags(self, data_dir: Path, *, may_train: bool = True) -> list[str]:
         """A node's flags: map the archive, or train one into its data directory when
         there is none yet (noted there with the archive it is for, so whoever stops the
-        node can keep it)."""
+        node can keep it). A JVM with a Java agent may map an archive but must not train
+        one (`may_train=False`): JDK 17 then exits at start-up."""
         for stale in data_dir.glob("classes-*.jsa"):  # a node that died while training
             stale.unlink(missing_ok=True)
         note = data_dir / TRAINING_NOTE
         note.unlink(missing_ok=True)
         path = self.path
-        if flags := _mapping(path):
+        if (flags := _mapping(path)) or not may_train:
             return flags
         training = data_dir / f"classes-{uuid.uuid4().hex[:8]}.jsa"
         note.write_text(f"{training}\n{path}\n")

@@ -261,10 +261,12 @@ class LocalBroker:
         self.config_file.chmod(0o600)
         self.config_file.write_text(self.server_properties())
         self._format_storage(lib)
+        agent = self._metrics_agent()
+        classes = ClassArchive(lib).node_flags(self.data_dir, may_train=not agent)
         out = open(self.log_dir / "stdout.log", "ab")  # noqa: SIM115 - owned by the child
         proc = subprocess.Popen(
             self._java(lib, "kafka.Kafka", str(self.config_file), heap=self.heap,
-                       flags=[*self._metrics_agent(), *ClassArchive(lib).node_flags(self.data_dir)]),
+                       flags=[*agent, *classes]),
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True,
         )

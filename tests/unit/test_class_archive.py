@@ -177,3 +177,17 @@ def test_a_training_path_with_spaces_is_kept_and_an_older_note_is_dropped(
     assert not archive.keep_training(spaced, clean_exit=True)
     assert not left.exists() and not (spaced / TRAINING_NOTE).exists()
 
+
+def test_a_node_with_a_java_agent_maps_the_archive_but_never_trains_one(
+        tmp_path: Path) -> None:
+    """JDK 17 refuses to dump an archive with a Java agent (the metrics exporter): the
+    node exited at start-up on a machine with no archive yet."""
+    archive = _archive(tmp_path)
+    (tmp_path / "store").mkdir()
+    data = tmp_path / "node"
+    data.mkdir()
+    assert archive.node_flags(data, may_train=False) == []
+    assert not (data / TRAINING_NOTE).exists()
+    _trained(data, archive)
+    assert archive.keep_training(data, clean_exit=True)
+    assert archive.node_flags(data, may_train=False) == [f"-XX:SharedArchiveFile={archive.path}"]
