@@ -79,17 +79,24 @@ def final(response: Answered) -> bool:
 
 async def with_retry(call: Callable[[], Awaitable[R]],
                      retry_for_s: float = DEFAULT_RETRY_FOR_S) -> tuple[R, int]:
-    """(the first answer that is not a fail-over answer, or the last one; retries made)."""
-    deadline = monotonic() + retry_for_s
+    """(the first answer that is not a fail-over answer, or the last one; retries made).
+
+    The `retry_for_s` of fail-over start at the first failure, not at the first send: an
+    answer that was slow in coming (a door that waits for a decision) and then cut by a
+    kill gets the whole budget to reach the restarted worker."""
+    deadline: float | None = None  # set by the first fail-over answer or failure
     retries = 0
     while True:
         try:
             response = await call()
-            if response.status_code not in RETRY_STATUSES or monotonic() >= deadline \
-                    or final(response):
+            if response.status_code not in RETRY_STATUSES or final(response):
+                return response, retries
+            deadline = deadline or monotonic() + retry_for_s
+            if monotonic() >= deadline:
                 return response, retries
             wait = float(response.headers.get("Retry-After", "0") or 0)
         except TRANSPORT_ERRORS:
+            deadline = deadline or monotonic() + retry_for_s
             if monotonic() >= deadline:
                 raise
             wait = 0.0

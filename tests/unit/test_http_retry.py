@@ -23,13 +23,19 @@ async def _serve(answers: list[int]) -> tuple[web.AppRunner, str, list[int]]:
         return web.json_response({"n": len(seen)}, status=status,
                                  headers={"Retry-After": "0"} if status == 503 else None)
 
+    runner, url = await _serve_with(handle)
+    return runner, url, seen
+
+
+async def _serve_with(handle) -> tuple[web.AppRunner, str]:
+    """A real local server answering POST /bets with `handle`."""
     app = web.Application()
     app.router.add_post("/bets", handle)
     runner = web.AppRunner(app)
     await runner.setup()
     port = free_port()
     await web.TCPSite(runner, "127.0.0.1", port).start()
-    return runner, f"http://127.0.0.1:{port}", seen
+    return runner, f"http://127.0.0.1:{port}"
 
 
 def test_a_fail_over_answer_is_sent_again_until_the_real_one():
@@ -100,17 +106,42 @@ def test_a_504_that_names_the_bets_own_outcome_is_returned_at_once():
             return web.json_response({"error": {"code": "operator_wallet_timeout",
                                                 "message": "no answer in time"}}, status=504)
 
-        app = web.Application()
-        app.router.add_post("/bets", handle)
-        runner = web.AppRunner(app)
-        await runner.setup()
-        port = free_port()
-        await web.TCPSite(runner, "127.0.0.1", port).start()
+        runner, url = await _serve_with(handle)
         try:
-            async with aiohttp.ClientSession(base_url=f"http://127.0.0.1:{port}") as session:
+            async with aiohttp.ClientSession(base_url=url) as session:
                 return await with_retry(lambda: read_reply(session, "POST", "/bets")), seen
         finally:
             await runner.cleanup()
 
     (reply, retries), seen = asyncio.run(run())
     assert (reply.status_code, retries, seen) == (504, 0, [504])
+
+
+def test_a_slow_answer_cut_by_a_kill_still_gets_the_whole_fail_over_budget():
+    """The worker took longer than the budget to answer (it waits for a decision), then was
+    killed mid-request: the fail-over starts at that failure, so the request is sent again
+    and answered (counting the budget from the first send gave up at once, and a table
+    simulator's whole session ended on one slow input cut by a kill)."""
+    async def run():
+        seen: list[str] = []
+
+        async def handle(request: web.Request) -> web.Response:
+            if not seen:
+                seen.append("cut")
+                await asyncio.sleep(0.8)  # longer than the budget below
+                assert request.transport is not None
+                request.transport.close()  # the worker is gone: no answer at all
+                return web.Response(status=500)  # never reaches the client
+            seen.append("201")
+            return web.json_response({"n": len(seen)}, status=201)
+
+        runner, url = await _serve_with(handle)
+        try:
+            async with aiohttp.ClientSession(base_url=url) as session:
+                return await with_retry(lambda: read_reply(session, "POST", "/bets"),
+                                        retry_for_s=0.5), seen
+        finally:
+            await runner.cleanup()
+
+    (reply, retries), seen = asyncio.run(run())
+    assert (reply.status_code, retries, seen) == (201, 1, ["cut", "201"])
