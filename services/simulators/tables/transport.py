@@ -19,9 +19,17 @@ class Transport(Protocol):
     async def close(self) -> None: ...
 
 
+# A table cannot deal past an input nobody decided, so a device keeps sending it for
+# longer than a player's 30 s: through two dealer-event workers failing over one after
+# the other (the second's restart on a loaded machine) without ending the session.
+DEVICE_RETRY_FOR_S = 120.0
+
+
 class HttpTransport:
-    def __init__(self, url: str, timeout_s: float = 30.0) -> None:
+    def __init__(self, url: str, timeout_s: float = 30.0,
+                 retry_for_s: float = DEVICE_RETRY_FOR_S) -> None:
         self._client = httpx.AsyncClient(base_url=url.rstrip("/"), timeout=timeout_s)
+        self._retry_for_s = retry_for_s
 
     async def send(self, inp: InputBase) -> dict:
         """The decision on `inp`. During a fail-over the same signed input is sent again;
@@ -29,7 +37,8 @@ class HttpTransport:
         here means accepted (the table moved once)."""
         body = inp.model_dump_json()
         response, retries = await with_retry(lambda: self._client.post(
-            "/inputs", content=body, headers={"content-type": "application/json"}))
+            "/inputs", content=body, headers={"content-type": "application/json"}),
+            self._retry_for_s)
         report = response.json()
         if retries and report.get("reason_code") == "duplicate_input":
             return {"status": "accepted", "input_id": inp.input_id, "table_id": inp.table_id,
