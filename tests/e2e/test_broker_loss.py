@@ -271,11 +271,14 @@ def run(cluster: LocalCluster, tmp_path_factory):
                 now = leaders(admin)
                 led = {tp for tp, leader in now.items() if leader == node.node_id}
                 since = time.monotonic()
+                seen.note(f"node {node.node_id} asked to stop")
                 node.stop()
+                seen.note(f"node {node.node_id} stopped")
                 seen.leaderless.append(leaderless_for(admin, led, node.node_id, since))
                 cluster.up()
+                seen.note(f"node {node.node_id} answers")
                 wait_isr_full(admin, list(WATCHED))
-                seen.note(f"node {node.node_id} restarted")
+                seen.note(f"node {node.node_id} restarted, every replica in sync")
             until_acknowledged_again(seen, "on the restarted cluster")
 
         async def scenario():
