@@ -40,6 +40,9 @@ def apply(
     except topic_admin.ReplicationRefused as exc:
         console.print(f"[red]refused:[/] {exc}")
         raise typer.Exit(2) from exc
+    except topic_admin.TopicsNotServed as exc:
+        console.print(f"[red]not served yet:[/] {exc}")
+        raise typer.Exit(1) from exc
     finally:
         admin.close()
     for name in report.created:

@@ -9,21 +9,32 @@ declared one (every topic is keyed, and more partitions would move keys to other
 partitions: a table's or a player's records would no longer be in one ordered log), and
 a replication factor other than the declared one (that is a reassignment of replicas,
 docs/operator-guide.md). A replication factor above the brokers that are up is refused
-before anything is written. `check` lists every difference and changes nothing.
+before anything is written. Created topics are waited for until every new partition's
+leader answers for it, so the first writes after `apply` are taken at once. `check`
+lists every difference and changes nothing.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
+from kafka import KafkaConsumer, TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
+from kafka.errors import KafkaTimeoutError
 
 from services.infra import kafka_clients, kafka_security
 from shared.topics import TopicSpec, topic_catalogue
 
+SERVED_WITHIN_S = 60.0  # how long `apply` waits for new partitions' leaders to answer
+
 
 class ReplicationRefused(RuntimeError):
     """The catalogue asks for more copies of a partition than the cluster has brokers up."""
+
+
+class TopicsNotServed(RuntimeError):
+    """Topics were created, but not every new partition's leader answered in time."""
 
 
 @dataclass(frozen=True)
@@ -115,6 +126,38 @@ def differences(catalogue: tuple[TopicSpec, ...], live: dict[str, TopicState]) -
     return lines
 
 
+def wait_until_served(bootstrap: str | list[str], partitions: list[TopicPartition],
+                      timeout_s: float = SERVED_WITHIN_S) -> None:
+    """Until the leader of every one of `partitions` answers for it (its end offset). A
+    leader named in the metadata can still answer "not leader" for seconds on a loaded
+    cluster (16 s seen in a test run): `apply` returns once the first writes will be taken.
+    Raises TopicsNotServed, naming what did not answer."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
+                             enable_auto_commit=False, client_id="croupier-topics",
+                             **kafka_security.kafka_python_options(kafka_security.ADMIN))
+    deadline = time.monotonic() + timeout_s
+    try:
+        while True:
+            left_ms = int((deadline - time.monotonic()) * 1000)
+            try:
+                if left_ms > 0:
+                    consumer.end_offsets(partitions, timeout_ms=left_ms)
+                    return
+            except KafkaTimeoutError:
+                pass
+            except KeyError:  # kafka-python leaves out a partition its metadata has no
+                time.sleep(0.2)  # leader for yet (no error): asked again, all of them
+                continue
+            topics = sorted({tp.topic for tp in partitions})
+            raise TopicsNotServed(
+                f"the topics were created but the leaders of their partitions did not all "
+                f"answer within {timeout_s:.0f} s: {', '.join(topics)}. Check `croupier kafka "
+                "status`, then run `croupier topics apply` again (it changes nothing that "
+                "exists)")
+    finally:
+        consumer.close()
+
+
 def check(admin: KafkaAdminClient, catalogue: tuple[TopicSpec, ...]) -> list[str]:
     """The differences between the catalogue and the cluster; changes nothing."""
     return differences(catalogue, describe(admin, [t.name for t in catalogue]))
@@ -141,6 +184,9 @@ def apply(admin: KafkaAdminClient, catalogue: tuple[TopicSpec, ...], *,
             timeout_ms=15000,
         )
         admin.wait_for_topics([t.name for t in missing], timeout_ms=30000)
+        wait_until_served(admin.config["bootstrap_servers"],
+                          [TopicPartition(t.name, p) for t in missing
+                           for p in range(t.partitions)])
         report.created = [t.name for t in missing]
     for spec in catalogue:
         state = live.get(spec.name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType
@@ -85,3 +86,40 @@ def test_retention_below_a_day_is_refused_and_nothing_changes(admin):
         topic_admin.apply(admin, topic_catalogue(retention_ms=DAY_MS - 1))
     after = topic_admin.describe(admin, [TABLE_EVENTS_TOPIC])[TABLE_EVENTS_TOPIC].configs["retention.ms"]
     assert after == before
+
+
+def test_every_new_partition_takes_its_first_write_when_apply_returns(admin, kafka_bootstrap):
+    """An operator's first write after `croupier topics apply` is taken at once: apply
+    returns only when every new partition's leader answers for it, not when the metadata
+    first names a leader (a loaded broker answered "not leader" for 16 s after that)."""
+    from kafka import KafkaProducer
+
+    from services.infra import kafka_security
+
+    suffix = uuid.uuid4().hex[:8]
+    fresh = tuple(topic_catalogue()[0].model_copy(update={"name": f"served-{n}-{suffix}",
+                                                          "partitions": 8})
+                  for n in range(3))
+    report = topic_admin.apply(admin, fresh)
+    assert sorted(report.created) == sorted(t.name for t in fresh)
+    producer = KafkaProducer(bootstrap_servers=kafka_bootstrap, acks=1, retries=0,
+                             **kafka_security.kafka_python_options(kafka_security.ADMIN))
+    try:  # no retry: a partition whose leader is not serving yet fails its send
+        sent = [producer.send(t.name, key=b"k", value=b"first", partition=p)
+                for t in fresh for p in range(t.partitions)]
+        offsets = [future.get(timeout=30).offset for future in sent]
+    finally:
+        producer.close()
+    assert offsets == [0] * 24
+
+
+def test_partitions_no_leader_answers_for_are_named_in_a_clear_error(admin, kafka_bootstrap):
+    from kafka import TopicPartition
+
+    name = f"served-missing-{uuid.uuid4().hex[:8]}"
+    topic_admin.apply(admin, (topic_catalogue()[0].model_copy(update={"name": name,
+                                                                       "partitions": 2}),))
+    with pytest.raises(topic_admin.TopicsNotServed, match=name) as raised:
+        topic_admin.wait_until_served(kafka_bootstrap, [TopicPartition(name, 0),
+                                                        TopicPartition(name, 5)], timeout_s=3)
+    assert "croupier topics apply" in str(raised.value)
