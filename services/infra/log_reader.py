@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING
 
-from faust.types import TP
 from kafka import KafkaConsumer, TopicPartition
 from kafka.consumer.fetcher import ConsumerRecord
 
 from services.infra.kafka_security import OPERATOR, kafka_python_options
+
+if TYPE_CHECKING:  # faust only where LogEnds runs (the services): the CLI's readers skip it
+    from faust.types import TP
 
 
 class LogReadError(RuntimeError):
@@ -125,6 +128,7 @@ class LogEnds:
         except Exception:
             self.close()
             raise
+        from faust.types import TP
         return {TP(tp.topic, tp.partition): end for tp, end in ends.items()}
 
     def close(self) -> None:

@@ -19,11 +19,12 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from kafka import KafkaConsumer, TopicPartition
+from kafka import TopicPartition
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 from kafka.errors import KafkaTimeoutError
 
 from services.infra import kafka_clients, kafka_security
+from services.infra.log_reader import log_reader
 from shared.topics import TopicSpec, topic_catalogue
 
 SERVED_WITHIN_S = 60.0  # how long `apply` waits for new partitions' leaders to answer
@@ -126,36 +127,30 @@ def differences(catalogue: tuple[TopicSpec, ...], live: dict[str, TopicState]) -
     return lines
 
 
-def wait_until_served(bootstrap: str | list[str], partitions: list[TopicPartition],
+def wait_until_served(bootstrap: str, partitions: list[TopicPartition],
                       timeout_s: float = SERVED_WITHIN_S) -> None:
     """Until the leader of every one of `partitions` answers for it (its end offset). A
     leader named in the metadata can still answer "not leader" for seconds on a loaded
     cluster (16 s seen in a test run): `apply` returns once the first writes will be taken.
     Raises TopicsNotServed, naming what did not answer."""
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None,
-                             enable_auto_commit=False, client_id="croupier-topics",
-                             **kafka_security.kafka_python_options(kafka_security.ADMIN))
+    consumer = log_reader(bootstrap, kafka_security.ADMIN)
     deadline = time.monotonic() + timeout_s
     try:
-        while True:
-            left_ms = int((deadline - time.monotonic()) * 1000)
+        while (left_ms := int((deadline - time.monotonic()) * 1000)) > 0:
             try:
-                if left_ms > 0:
-                    consumer.end_offsets(partitions, timeout_ms=left_ms)
-                    return
+                consumer.end_offsets(partitions, timeout_ms=left_ms)
+                return
             except KafkaTimeoutError:
-                pass
+                break
             except KeyError:  # kafka-python leaves out a partition its metadata has no
                 time.sleep(0.2)  # leader for yet (no error): asked again, all of them
-                continue
-            topics = sorted({tp.topic for tp in partitions})
-            raise TopicsNotServed(
-                f"the topics were created but the leaders of their partitions did not all "
-                f"answer within {timeout_s:.0f} s: {', '.join(topics)}. Check `croupier kafka "
-                "status`, then run `croupier topics apply` again (it changes nothing that "
-                "exists)")
     finally:
         consumer.close()
+    topics = sorted({tp.topic for tp in partitions})
+    raise TopicsNotServed(
+        f"the topics were created but the leaders of their partitions did not all answer "
+        f"within {timeout_s:.0f} s: {', '.join(topics)}. Check `croupier kafka status`, then "
+        "run `croupier topics apply` again (it changes nothing that exists)")
 
 
 def check(admin: KafkaAdminClient, catalogue: tuple[TopicSpec, ...]) -> list[str]:
