@@ -208,6 +208,29 @@ class PlayerSimulator:
         self.answers.update(counted)
         return counted
 
+    async def bet_beyond_funds(self, within_s: float) -> str:
+        """The poorly funded last player bets a table's maximum on an open round, again on
+        each new round while the answer is that the round closed or the wallet failed over,
+        for `within_s` seconds: the answer the operator's refusal gives (402), made certain
+        rather than left to the share of bad bets. "no decision" when none came in time.
+        Answers of 5xx (failing over, the operator's faults) count as no decision."""
+        tried: set[tuple[str, str]] = set()
+        answer = "no decision"
+        deadline = time.monotonic() + within_s
+        while time.monotonic() < deadline:
+            for table_id in self.tables:
+                info = await self.current_round(table_id)
+                if info is None or info["status"] != "open" or not info.get("limits") \
+                        or (table_id, info["round_id"]) in tried:
+                    continue
+                tried.add((table_id, info["round_id"]))
+                answer = await self.place(self.roster[-1], table_id, info["round_id"],
+                                          self._bad_bet(info, "insufficient_funds"))
+                if not answer.startswith(("409 round_closed", "5", "no answer")):
+                    return answer
+            await asyncio.sleep(0.2)
+        return answer
+
     async def place(self, player: Player, table_id: str, round_id: str, body: dict) -> str:
         payload = {"bet_id": f"{player.player_id}-{uuid.uuid4().hex[:12]}", "table_id": table_id,
                    "round_id": round_id, **body}

@@ -27,6 +27,7 @@ from services.demo.summary import reconciliation_check
 from services.operator.event_reader import read_books
 from services.simulators.operator_wallet.client import OperatorWalletClient
 from services.simulators.operator_wallet.faults import Faults
+from services.simulators.players import PlayerSimulator
 from tests.conftest import free_port
 from tests.e2e.platform_support import platform_settings, settle_and_rebuild, worker_port
 
@@ -89,10 +90,11 @@ def loop(platform_kafka, tmp_path_factory):
                 await asyncio.sleep(rng.uniform(*BETWEEN_KILLS_S))
             for proc in stack.processes.values():
                 await asyncio.to_thread(proc.wait_ready, 120)
+            bounced = await _bet_beyond_funds(settings, config, stack.url("wallet"))
             session.cancel()
-            return await session
+            return await session, bounced
 
-        run = asyncio.run(play_while_killing())
+        run, bounced = asyncio.run(play_while_killing())
         client.set_faults()  # the operator recovers: what croupier owes is delivered now
         summary, rebuilt = settle_and_rebuild(platform_kafka, settings, stack, run,
                                               timeout_s=180)
@@ -100,26 +102,41 @@ def loop(platform_kafka, tmp_path_factory):
                                           timeout_s=120)
         operator = {p: client.transactions(player_id=p) for p in run.players}
         print("kills:", kills, "bets:", summary.bets)
-        print("answers:", dict(run.answers))
-        yield run, summary, rebuilt, reconciled, operator, kills, client
+        print("answers:", dict(run.answers), "beyond funds:", bounced)
+        yield run, summary, rebuilt, reconciled, operator, kills, client, bounced
     finally:
         client.close()
         stack.stop()
 
 
+async def _bet_beyond_funds(settings, config: DemoConfig, wallet_url: str) -> str:
+    """The session's poorly funded player (its roster rebuilt: setup is idempotent) bets more
+    than the operator holds for it, on an open round, once the workers are all back."""
+    operator_wallet = OperatorWalletClient(settings.operator_wallet_url)
+    players = PlayerSimulator(wallet_url, settings.operator_token, config.tables,
+                              players=config.players, seed=config.seed, run_id=config.run_id,
+                              operator_wallet=operator_wallet)
+    try:
+        await players.setup()
+        return await players.bet_beyond_funds(within_s=90)
+    finally:
+        await players.close()
+        operator_wallet.close()
+
+
 def test_wallet_workers_were_killed_and_came_back(loop):
-    *_, kills, _ = loop
+    *_, kills, _, _ = loop
     assert len(kills) == KILLS and all(code == -9 for _, code, _ in kills), kills
     assert sum(empty for *_, empty in kills) == KILLS // EMPTY_STORE_EVERY
 
 
 def test_bets_were_placed_and_debits_answered_late_were_refused(loop):
     """One debit in twenty is answered after the timeout (P(none of 100) < 1 %): refused
-    504 and rolled back; the poorly funded player's bets bounce at the operator."""
+    504 and rolled back; a bet beyond what the operator holds for the player bounces 402."""
     answers = dict(loop[0].answers)
     assert answers.get("201", 0) > 20, answers
     assert answers.get("504 operator_wallet_timeout", 0) > 0, answers
-    assert answers.get("402 insufficient_funds", 0) > 0, answers
+    assert loop[-1] == "402 insufficient_funds", loop[-1]
 
 
 def test_reconciliation_finds_no_difference(loop):
@@ -141,7 +158,7 @@ def test_no_money_moved_twice_or_not_at_all_at_the_operator(loop, platform_kafka
     operator's report alone: each player's balance there is its deposit, less every stake
     croupier placed, plus every return croupier settled or refunded; each placed bet has one
     standing debit, each settlement one credit, each undone bet one rollback."""
-    run, _, _, _, operator, _, client = loop
+    run, _, _, _, operator, _, client, _ = loop
     books, _ = read_books(platform_kafka)
     mine = books.only(set(run.config.tables), set(run.players))
     standing: dict[str, dict[str, int]] = defaultdict(dict)
