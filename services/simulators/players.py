@@ -183,6 +183,18 @@ class PlayerSimulator:
             bet["stake"] = spec["max_stake"]
         return bet
 
+    @staticmethod
+    def _largest_open_bet(info: dict) -> dict:
+        """The table's maximum on the bet with the largest one that no restriction keeps
+        from a player with no other bet in the round (a Tiger wager needs a main bet first:
+        refused `needs_main_bet` at the door, before any money is asked for)."""
+        restricted = {b for r in info.get("restrictions", ()) for b in r["bets"]}
+        name = max((b for b in info["bets"] if b not in restricted),
+                   key=lambda b: (info["bets"][b]["max_stake"], b))
+        spec = info["bets"][name]
+        return {"bet": name, "stake": spec["max_stake"],
+                "position": spec["positions"][0] if spec["positions"] else None}
+
     async def bet_on_round(self, info: dict, bets_per_player: int = 2) -> Counter[str]:
         """Every player places a few bets on the open round `info` (a current-round body)."""
         table_id, round_id = info["table_id"], info["round_id"]
@@ -225,7 +237,7 @@ class PlayerSimulator:
                     continue
                 tried.add((table_id, info["round_id"]))
                 answer = await self.place(self.roster[-1], table_id, info["round_id"],
-                                          self._bad_bet(info, "insufficient_funds"))
+                                          self._largest_open_bet(info))
                 if not answer.startswith(("409 round_closed", "5", "no answer")):
                     return answer
             await asyncio.sleep(0.2)

@@ -359,3 +359,18 @@ def test_accept_bet_checks_the_limits_in_the_players_currency_before_the_round_r
         accept_bet(Bet(bet="player", stake=usd_min - 1), bac, "USD", 0, True)
     assert under.value.code == "below_minimum"
     accept_bet(Bet(bet="player", stake=usd_min), bac, "USD", 0, True)
+
+
+@pytest.mark.parametrize("profile", ["sbo-baccarat", "sbo-tiger", "triple-face-id",
+                                     "triple-face-jp"])
+def test_the_bet_beyond_funds_is_one_the_door_takes_from_a_player_with_no_other_bet(profile):
+    """The seamless kill loop's certain 402: the poorly funded player (2,000 at the operator)
+    bets a table's maximum, on a bet no restriction refuses at the door first (at a Tiger
+    table, a Tiger wager alone is refused needs_main_bet before any money is asked for)."""
+    view = _view(profile, version=None)
+    info = current_round_body(view, "IDR")
+    restricted = {b for r in info["restrictions"] for b in r["bets"]}
+    assert restricted or profile != "sbo-tiger"
+    bet = PlayerSimulator._largest_open_bet(info)
+    assert bet["bet"] not in restricted and bet["stake"] > 2_000
+    _door(view, "IDR", bet=bet["bet"], stake=bet["stake"], position=bet["position"])
