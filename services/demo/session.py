@@ -72,11 +72,7 @@ async def play(settings: Settings, config: DemoConfig, dealer_url: str, wallet_u
     """Open and fund the players, then deal every table's rounds while they bet, calling
     `progress` twice a second and once at the end; the wallet and dealer clients are closed
     however the session ends."""
-    operator_wallet = OperatorWalletClient(settings.operator_wallet_url) \
-        if settings.wallet_mode == "seamless" and settings.operator_wallet_url else None
-    players = PlayerSimulator(wallet_url, settings.operator_token, config.tables,
-                              players=config.players, seed=config.seed, run_id=config.run_id,
-                              operator_wallet=operator_wallet)
+    players = session_players(settings, config, wallet_url)
     roster = await players.setup()
     bettor = _Bettor(players, config.bets_per_player)
     transport = HttpTransport(dealer_url)
@@ -94,12 +90,23 @@ async def play(settings: Settings, config: DemoConfig, dealer_url: str, wallet_u
         reporter.cancel()
         await transport.close()
         await players.close()
-        if operator_wallet is not None:
-            operator_wallet.close()
+        if players.operator_wallet is not None:
+            players.operator_wallet.close()
     show_progress()
     return DemoRun(config=config, tables=_summaries(sims), answers=players.answers,
                    players=[p.player_id for p in roster],
                    rounds_missed_by_players=bettor.missed, seconds=time.monotonic() - began)
+
+
+def session_players(settings: Settings, config: DemoConfig, wallet_url: str) -> PlayerSimulator:
+    """The session's players, not yet set up (`setup` is idempotent: the same ids, tokens
+    issued again), with a client of the operator's wallet in seamless mode; the caller
+    closes both."""
+    operator_wallet = OperatorWalletClient(settings.operator_wallet_url) \
+        if settings.wallet_mode == "seamless" and settings.operator_wallet_url else None
+    return PlayerSimulator(wallet_url, settings.operator_token, config.tables,
+                           players=config.players, seed=config.seed, run_id=config.run_id,
+                           operator_wallet=operator_wallet)
 
 
 @dataclass

@@ -16,6 +16,7 @@ import random
 import time
 import uuid
 from collections import Counter
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 import aiohttp
@@ -226,17 +227,13 @@ class PlayerSimulator:
         for `within_s` seconds: the answer the operator's refusal gives (402), made certain
         rather than left to the share of bad bets. "no decision" when none came in time.
         Answers of 5xx (failing over, the operator's faults) count as no decision."""
-        tried: set[tuple[str, str]] = set()
         answer = "no decision"
         deadline = time.monotonic() + within_s
         while time.monotonic() < deadline:
-            for table_id in self.tables:
-                info = await self.current_round(table_id)
-                if info is None or info["status"] != "open" or not info.get("limits") \
-                        or (table_id, info["round_id"]) in tried:
+            async for info in self._newly_open_rounds():
+                if not info.get("limits"):  # the table does not offer the players' currency
                     continue
-                tried.add((table_id, info["round_id"]))
-                answer = await self.place(self.roster[-1], table_id, info["round_id"],
+                answer = await self.place(self.roster[-1], info["table_id"], info["round_id"],
                                           self._largest_open_bet(info))
                 if not answer.startswith(("409 round_closed", "5", "no answer")):
                     return answer
@@ -263,14 +260,19 @@ class PlayerSimulator:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + duration_s
         while loop.time() < deadline:
-            for table_id in self.tables:
-                info = await self.current_round(table_id)
-                if info is None or info["status"] != "open":
-                    continue
-                if self.round_opened(table_id, info["round_id"]):
-                    await self.bet_on_round(info)
+            async for info in self._newly_open_rounds():
+                await self.bet_on_round(info)
             await asyncio.sleep(poll_s)
         return self.answers
+
+    async def _newly_open_rounds(self) -> AsyncIterator[dict]:
+        """Each table's open round (its current-round body) the first time it is seen open,
+        noted then (`round_opened`), one table after another."""
+        for table_id in self.tables:
+            info = await self.current_round(table_id)
+            if info is not None and info["status"] == "open" \
+                    and self.round_opened(table_id, info["round_id"]):
+                yield info
 
     async def balances(self) -> dict[str, int]:
         out = {}

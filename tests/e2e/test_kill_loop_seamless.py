@@ -21,13 +21,12 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from services.demo.session import DemoConfig, play
+from services.demo.session import DemoConfig, play, session_players
 from services.demo.stack import Stack, ensure_kafka, seamless_settings
 from services.demo.summary import reconciliation_check
 from services.operator.event_reader import read_books
 from services.simulators.operator_wallet.client import OperatorWalletClient
 from services.simulators.operator_wallet.faults import Faults
-from services.simulators.players import PlayerSimulator
 from tests.conftest import free_port
 from tests.e2e.platform_support import platform_settings, settle_and_rebuild, worker_port
 
@@ -112,16 +111,14 @@ def loop(platform_kafka, tmp_path_factory):
 async def _bet_beyond_funds(settings, config: DemoConfig, wallet_url: str) -> str:
     """The session's poorly funded player (its roster rebuilt: setup is idempotent) bets more
     than the operator holds for it, on an open round, once the workers are all back."""
-    operator_wallet = OperatorWalletClient(settings.operator_wallet_url)
-    players = PlayerSimulator(wallet_url, settings.operator_token, config.tables,
-                              players=config.players, seed=config.seed, run_id=config.run_id,
-                              operator_wallet=operator_wallet)
+    players = session_players(settings, config, wallet_url)
+    assert players.operator_wallet is not None
     try:
         await players.setup()
         return await players.bet_beyond_funds(within_s=90)
     finally:
         await players.close()
-        operator_wallet.close()
+        players.operator_wallet.close()
 
 
 def test_wallet_workers_were_killed_and_came_back(loop):

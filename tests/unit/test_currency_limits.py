@@ -374,3 +374,26 @@ def test_the_bet_beyond_funds_is_one_the_door_takes_from_a_player_with_no_other_
     bet = PlayerSimulator._largest_open_bet(info)
     assert bet["bet"] not in restricted and bet["stake"] > 2_000
     _door(view, "IDR", bet=bet["bet"], stake=bet["stake"], position=bet["position"])
+
+
+def test_the_simulator_bets_once_on_each_round_it_sees_open():
+    """`watch` (croupier simulate-players): a round seen open again is not bet on again, a
+    round not open is not bet on, and the round before a new one is noted as closed."""
+    import asyncio
+
+    seen = iter([{"table_id": "T1", "round_id": "R1", "status": "open"},
+                 {"table_id": "T1", "round_id": "R1", "status": "open"},
+                 {"table_id": "T1", "round_id": "R1", "status": "dealing"},
+                 {"table_id": "T1", "round_id": "R2", "status": "open"}])
+    bet_on: list[str] = []
+
+    class Scripted(PlayerSimulator):
+        async def current_round(self, table_id):
+            return next(seen, None)
+
+        async def bet_on_round(self, info, bets_per_player=2):
+            bet_on.append(info["round_id"])
+
+    sim = Scripted(wallet_url="http://x", operator_token="t", tables=["T1"])
+    asyncio.run(sim.watch(duration_s=0.5, poll_s=0.01))
+    assert bet_on == ["R1", "R2"] and sim.closed_rounds == {"T1": "R1"}
